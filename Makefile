@@ -1,0 +1,50 @@
+# Quick start on a fresh machine with Python 3.11+:  make book  |  make test
+# Every target installs what it needs into .venv first (pinned by requirements.txt).
+
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+BOOK   := _build/html/index.html
+
+.PHONY: book test bench lab execute lock clean
+
+$(STAMP): requirements.txt pyproject.toml
+	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python 3.11 or newer is needed, found " + sys.version.split()[0]'
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -r requirements.txt
+	$(BIN)/python -m pip install --quiet --no-deps -e .
+	touch $@
+
+# The HTML book in _build/html; notebooks are executed during the build; any warning fails it.
+book: $(STAMP)
+	$(BIN)/jupyter-book build . --warningiserror --keep-going
+	@echo "open _build/html/index.html"
+
+# Every test: the package, the text's numbers, nbval on the committed notebooks, the book build.
+test: $(STAMP)
+	$(BIN)/python -m pytest
+
+# Figures to quote: cold book build, nbval, one vectorized decode sweep.
+bench: $(STAMP)
+	$(BIN)/python -m roofline.bench
+
+# The notebooks, live, with working sliders.
+lab: $(STAMP)
+	$(BIN)/python -m pip install --quiet jupyterlab==4.6.6
+	$(BIN)/jupyter lab chapters/
+
+# Re-execute the chapters top to bottom in a fresh kernel and strip volatile metadata (commit after).
+execute: $(STAMP)
+	$(BIN)/python -m roofline.notebooks chapters/*.ipynb
+
+lock:
+	rm -rf /tmp/roofline-lock && $(PYTHON) -m venv /tmp/roofline-lock
+	/tmp/roofline-lock/bin/pip install --quiet --upgrade pip
+	/tmp/roofline-lock/bin/pip install --quiet -r requirements.in
+	{ echo "# Pinned: every package the book and its tests install, from requirements.in (regenerate with \`make lock\`)."; \
+	  /tmp/roofline-lock/bin/pip freeze; } > requirements.txt
+
+clean:
+	rm -rf _build .pytest_cache

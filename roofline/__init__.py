@@ -1,0 +1,31 @@
+"""roofline: the package behind the book. Every number in the prose comes from here.
+
+The vocabulary of chapter 1, importable from the top level::
+
+    import roofline as rl
+    h100 = rl.get_hardware("h100-sxm")
+    step = rl.decode_step("llama-3-8b", batch=1)
+    rl.predict(step, h100).time        # 4.79 ms: the weights stream through HBM once per token
+"""
+
+from .cost import Breakdown, Cost, arithmetic_intensity
+from .hardware import Hardware, Roof, get_hardware, hardware_names, load_catalog, ridge_point
+from .inference import ACCOUNTINGS, attention_parity_tokens, compute_bound_batch, decode_step, prefill
+from .model import Model, load_model, model_from_config, model_names
+from .network import bandwidth_tiers, data_parallel_bytes, transfer_time
+from .ops import attention_flops, kv_cache_bytes, matmul
+from .performance import Prediction, as_roof, attainable_flops, predict
+from .training import (MFU_REPORTS, hfu, mfu, model_state_bytes, tokens_per_s_at_mfu,
+                       training_flops_per_token)
+from .units import Quantity, dtype_bytes, fmt
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "ACCOUNTINGS", "Breakdown", "Cost", "Hardware", "MFU_REPORTS", "Model", "Prediction", "Quantity", "Roof",
+    "arithmetic_intensity", "as_roof", "attainable_flops", "attention_flops", "attention_parity_tokens",
+    "bandwidth_tiers", "compute_bound_batch", "data_parallel_bytes", "decode_step", "dtype_bytes", "fmt",
+    "get_hardware", "hardware_names", "hfu", "kv_cache_bytes", "load_catalog", "load_model", "matmul", "mfu",
+    "model_from_config", "model_names", "model_state_bytes", "predict", "prefill", "ridge_point",
+    "tokens_per_s_at_mfu", "training_flops_per_token", "transfer_time",
+]

@@ -1,0 +1,150 @@
+"""Inference workloads: one decode step and one prefill, broken down by part (chapter 1).
+
+Two accountings, named, side by side:
+
+``accounting='text'``
+    The book's first-order model. Every parameter is a weight read once per step and used for one
+    multiply-accumulate per token, the embedding table included (as if it were a matmul) and the
+    norms too; activations are free. Decode at batch 1 and no context then has intensity exactly 1
+    in bf16. The KV cache is read in decode (``context`` tokens per sequence) and written in prefill.
+
+``accounting='refined'``
+    What a real step moves: the embedding is a lookup that reads one row per token, norm scales are
+    read but their few elementwise FLOPs are not counted (only matmul and attention FLOPs are), each
+    matmul reads its input activations and writes its output once (no fusion), decode also writes
+    the new token's K and V, and causal attention counts its triangle exactly.
+
+Parts, in order: weights (the decoder layers' matmuls), embedding, lm_head, norms, kv_cache,
+attention, activations. A part that costs nothing under an accounting is kept as a zero so tables
+line up.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._check import number
+from .cost import Breakdown, Cost
+from .model import Model, load_model
+from .ops import attention_flops, kv_cache_bytes
+from .units import dtype_bytes
+
+__all__ = ["ACCOUNTINGS", "decode_step", "prefill", "attention_parity_tokens", "compute_bound_batch"]
+
+ACCOUNTINGS = ("text", "refined")
+
+
+def _check_accounting(accounting: str) -> None:
+    if accounting not in ACCOUNTINGS:
+        raise ValueError(f"accounting must be one of {', '.join(map(repr, ACCOUNTINGS))}, got {accounting!r}")
+
+
+def _activation_bytes(m: Model, tokens, act: float):
+    """Bytes each matmul of every layer reads in and writes out for ``tokens`` tokens, plus logits."""
+    per_layer = sum(lin.in_features + lin.out_features for lin in m.layer_linears())
+    return tokens * act * (m.num_layers * per_layer + m.hidden_size + m.vocab_size)
+
+
+def _weights_parts(m: Model, tokens, accounting: str, wb: float, act: float) -> dict[str, Cost]:
+    layer_w = m.num_layers * m.layer_matmul_params
+    table = m.embedding_params
+    head = m.vocab_size * m.hidden_size
+    parts = {
+        "weights": Cost(2 * tokens * layer_w, wb * layer_w),
+        # lm_head's weights are the embedding's when tied: read once, counted under embedding
+        "lm_head": Cost(2 * tokens * head, wb * m.lm_head_params),
+    }
+    if accounting == "text":
+        parts["embedding"] = Cost(2 * tokens * table, wb * table)
+        parts["norms"] = Cost(2 * tokens * m.norm_params, wb * m.norm_params)
+    else:
+        parts["embedding"] = Cost(0.0, act * tokens * m.hidden_size + (wb * table if m.tie_word_embeddings else 0.0))
+        parts["norms"] = Cost(0.0, wb * m.norm_params)
+    return parts
+
+
+def _ordered(name: str, parts: dict[str, Cost]) -> Breakdown:
+    order = ("weights", "embedding", "lm_head", "norms", "kv_cache", "attention", "activations")
+    return Breakdown(name, {k: parts[k] for k in order})
+
+
+def decode_step(model: Model | str, batch=1, context=0, *, dtype: str = "bf16", kv_dtype: str | None = None,
+                accounting: str = "text") -> Breakdown:
+    """One decode step: ``batch`` sequences each produce one token, each attending to ``context``
+    cached tokens. Broadcasts over arrays of ``batch`` and ``context``.
+
+    Llama 3 8B, batch 1, no context, text accounting: 16.06 GFLOP over 16.06 GB, intensity 1.
+    """
+    m = load_model(model)
+    _check_accounting(accounting)
+    batch = number("batch", batch, integer=True)
+    context = number("context", context, integer=True, strict=False)
+    wb = dtype_bytes(dtype)
+    kvb = m.kv_bytes_per_token(kv_dtype or dtype)
+    parts = _weights_parts(m, batch, accounting, wb, wb)
+    if accounting == "text":
+        parts["kv_cache"] = Cost(0.0, kv_cache_bytes(context, kvb, batch))
+        parts["attention"] = Cost(attention_flops(1, context, m.attention_width, m.num_layers) * batch, 0.0)
+        parts["activations"] = Cost()
+    else:
+        # read the cached context, write the new token's K and V; the new token attends to itself too
+        parts["kv_cache"] = Cost(0.0, kv_cache_bytes(context + 1, kvb, batch))
+        parts["attention"] = Cost(attention_flops(1, context + 1, m.attention_width, m.num_layers) * batch, 0.0)
+        parts["activations"] = Cost(0.0, _activation_bytes(m, batch, wb))
+    return _ordered(f"decode step of {m.name}", parts)
+
+
+def prefill(model: Model | str, tokens, batch=1, *, dtype: str = "bf16", kv_dtype: str | None = None,
+            accounting: str = "text") -> Breakdown:
+    """Process a prompt of ``tokens`` tokens for ``batch`` sequences in one pass, writing their KV cache.
+
+    Causal attention is counted at half the square in the text's accounting (2 S^2 x width x layers
+    FLOPs), exactly in the refined one. The lm_head runs over every token, as in the text and in the
+    measured H200 runs (a server that keeps only the last token's logits saves that part).
+    Llama 3 8B, 2048 tokens: 34.0 TFLOP, 3.2% of it attention; 16.06 GB + 268 MB; intensity about 2082.
+    """
+    m = load_model(model)
+    _check_accounting(accounting)
+    tokens = number("tokens", tokens, integer=True)
+    batch = number("batch", batch, integer=True)
+    wb = dtype_bytes(dtype)
+    kvb = m.kv_bytes_per_token(kv_dtype or dtype)
+    n = tokens * batch
+    parts = _weights_parts(m, n, accounting, wb, wb)
+    parts["kv_cache"] = Cost(0.0, kv_cache_bytes(tokens, kvb, batch))
+    causal = "half" if accounting == "text" else "exact"
+    parts["attention"] = Cost(attention_flops(tokens, tokens, m.attention_width, m.num_layers, causal=causal) * batch, 0.0)
+    if accounting == "text":
+        parts["activations"] = Cost()
+    else:
+        # each layer's flash attention reads Q, K, V and writes its output once
+        attn_io = batch * tokens * wb * m.num_layers * (2 * m.attention_width + 2 * m.num_kv_heads * m.head_dim)
+        parts["activations"] = Cost(0.0, _activation_bytes(m, n, wb) + attn_io)
+    return _ordered(f"prefill of {m.name}", parts)
+
+
+def attention_parity_tokens(model: Model | str) -> float:
+    """Prompt length at which prefill's causal attention FLOPs equal its weight FLOPs (text accounting).
+
+    ``2 S^2 width layers = 2 N S`` gives ``S = N / (width * layers)``: about 61k tokens for Llama 3 8B.
+    Below it the weights dominate, which is why attention is a few percent of a 2048-token prefill.
+    """
+    m = load_model(model)
+    return m.params / (m.attention_width * m.num_layers)
+
+
+def compute_bound_batch(model: Model | str, roof, context=0, *, max_batch: int = 1 << 16, **options):
+    """The smallest decode batch that the roofline calls compute-bound under ``roof``, or None.
+
+    One vectorized call over every batch from 1 to ``max_batch``. With a long context the KV-cache
+    reads grow with the batch as fast as the FLOPs do, and decode may never cross the ridge: None.
+    ``options`` go to :func:`decode_step` (``accounting``, ``dtype``, ``kv_dtype``).
+    """
+    from .performance import predict
+
+    max_batch = int(number("max_batch", max_batch, integer=True))
+    batches = np.arange(1, max_batch + 1, dtype=float)
+    bound = np.asarray(predict(decode_step(model, batches, context, **options), roof,
+                               dtype=options.get("dtype", "bf16")).bound)
+    hits = np.flatnonzero(bound == "compute")
+    return int(batches[hits[0]]) if hits.size else None

@@ -1,0 +1,56 @@
+"""Costs of the operations a transformer is made of (chapter 1; attention again in chapter 4).
+
+Each function returns a :class:`~roofline.cost.Cost` and broadcasts over numpy arrays.
+"""
+
+from __future__ import annotations
+
+from ._check import number
+from .cost import Cost
+from .units import dtype_bytes
+
+__all__ = ["matmul", "attention_flops", "kv_cache_bytes"]
+
+
+def matmul(m, n, k, dtype: str = "bf16") -> Cost:
+    """``(m x k) @ (k x n)``: 2mnk FLOPs; A and B read once and C written once.
+
+    Those bytes are the minimum HBM traffic, reached when tiling keeps every reuse on chip. The
+    intensity is ``mnk / (b (mk + kn + mn))`` for ``b`` bytes per element: about ``1/(1/m + 1/n + 1/k)``
+    for bf16, so 4096**3 gives 1365 and a matrix-vector product (m = 1) gives about 1.
+    """
+    m = number("m", m, integer=True)
+    n = number("n", n, integer=True)
+    k = number("k", k, integer=True)
+    b = dtype_bytes(dtype)
+    return Cost(2 * m * n * k, b * (m * k + k * n + m * n))
+
+
+def attention_flops(queries, keys, width, layers=1, *, causal: bool | str = False):
+    """FLOPs of the score (QK^T) and value (PV) products: ``4 * queries * keys * width`` per layer.
+
+    ``width`` is query heads times head size. ``causal`` picks how the masked half is counted:
+    ``False`` counts every pair; ``'half'`` (or ``True``) counts half of them, the usual accounting and
+    the text's; ``'exact'`` counts the triangle with its diagonal, ``keys (keys + 1) / 2`` pairs
+    (needs ``queries == keys``).
+    """
+    queries = number("queries", queries, integer=True)
+    keys = number("keys", keys, integer=True, strict=False)
+    width = number("width", width, integer=True)
+    layers = number("layers", layers, integer=True)
+    if causal is False:
+        pairs = queries * keys
+    elif causal is True or causal == "half":
+        pairs = queries * keys / 2
+    elif causal == "exact":
+        pairs = keys * (keys + 1) / 2
+    else:
+        raise ValueError(f"causal must be False, True, 'half' or 'exact', got {causal!r}")
+    return 4 * pairs * width * layers
+
+
+def kv_cache_bytes(tokens, kv_bytes_per_token, sequences=1):
+    """Bytes of the KV cache that ``sequences`` sequences of ``tokens`` tokens hold (or read once)."""
+    tokens = number("tokens", tokens, integer=True, strict=False)
+    sequences = number("sequences", sequences, integer=True)
+    return tokens * sequences * number("kv_bytes_per_token", kv_bytes_per_token)

@@ -1,0 +1,184 @@
+"""Figures for the book and for slides. Each helper draws; none computes a formula of its own.
+
+Colours are the Okabe-Ito palette (safe for the common colour-vision deficiencies); figures have a
+solid white background so that they read the same in the book's light and dark themes.
+:func:`save` writes every figure to ``figures/`` as SVG and PNG, with no timestamps, so a rebuild
+that changes nothing changes no file.
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterable, Sequence
+
+import matplotlib
+import matplotlib.pyplot as plt
+import numpy as np
+
+from .hardware import Hardware, Roof, get_hardware
+from .network import Tier
+from .performance import as_roof, attainable_flops
+from .units import fmt
+
+__all__ = ["PALETTE", "style", "roofline_chart", "ridge_chart", "tiers_chart", "save", "FIGURES"]
+
+# Okabe & Ito, "Color Universal Design" (2008)
+PALETTE = {
+    "blue": "#0072B2",
+    "orange": "#E69F00",
+    "green": "#009E73",
+    "vermillion": "#D55E00",
+    "sky": "#56B4E9",
+    "purple": "#CC79A7",
+    "yellow": "#F0E442",
+    "black": "#000000",
+}
+_CYCLE = [PALETTE[c] for c in ("blue", "orange", "green", "vermillion", "purple", "sky", "black")]
+
+_RC = {
+    "figure.facecolor": "white",
+    "axes.facecolor": "white",
+    "savefig.facecolor": "white",
+    "axes.edgecolor": "#333333",
+    "axes.labelcolor": "#111111",
+    "text.color": "#111111",
+    "xtick.color": "#333333",
+    "ytick.color": "#333333",
+    "axes.grid": True,
+    "grid.color": "#dddddd",
+    "grid.linewidth": 0.6,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "font.size": 10,
+    "axes.titlesize": 11,
+    "legend.frameon": False,
+    "axes.prop_cycle": matplotlib.cycler(color=_CYCLE),
+    "svg.hashsalt": "roofline",  # stable element ids in SVG output
+    "svg.fonttype": "none",
+}
+
+# Where figures for slides go: the repository's figures/ when run from a checkout.
+FIGURES = Path(__file__).resolve().parent.parent / "figures"
+
+
+@contextmanager
+def style():
+    """The book's matplotlib style, as a context manager."""
+    with plt.rc_context(_RC):
+        yield
+
+
+def _roofs(roofs) -> list[Roof]:
+    if isinstance(roofs, (Roof, Hardware, str)):
+        roofs = [roofs]
+    return [as_roof(r) for r in roofs]
+
+
+def roofline_chart(roofs, points: Sequence[dict] = (), *, intensity=(0.1, 1e4), ax=None, title=None,
+                   annotate_ridge=True):
+    """Log-log roofline: one roof per entry of ``roofs``, and work as labelled points under them.
+
+    ``points`` are dicts with ``intensity``, ``flops_per_s`` (achieved or attainable), ``label`` and
+    optional ``color`` and ``marker``. Returns the figure.
+    """
+    roofs = _roofs(roofs)
+    with style():
+        if ax is None:
+            fig, ax = plt.subplots(figsize=(7, 4.4), layout="constrained")
+        else:
+            fig = ax.figure
+        x = np.geomspace(*intensity, 400)
+        for i, r in enumerate(roofs):
+            color = _CYCLE[i % len(_CYCLE)]
+            y = attainable_flops(x, r) / 1e12
+            style_ = "-" if r.kind == "datasheet" else "--"
+            ax.plot(x, y, style_, color=color, lw=2.2 if i == 0 else 1.6,
+                    label=f"{r.label}: {fmt(r.peak_flops, 'FLOP/s', 4)}, {fmt(r.bandwidth, 'B/s')}"
+                          + (f", ridge {r.ridge_point:,.0f}" if annotate_ridge else ""))
+            if annotate_ridge and intensity[0] < r.ridge_point < intensity[1]:
+                ax.plot([r.ridge_point], [r.peak_flops / 1e12], "o", color=color, ms=5)
+                ax.axvline(r.ridge_point, color=color, lw=0.8, ls=":", zorder=1)
+        for p in points:
+            ax.plot([p["intensity"]], [p["flops_per_s"] / 1e12], p.get("marker", "D"), ms=8,
+                    color=p.get("color", PALETTE["vermillion"]), mec="black", mew=0.6, zorder=5)
+            if p.get("label"):
+                ax.annotate(p["label"], (p["intensity"], p["flops_per_s"] / 1e12), textcoords="offset points",
+                            xytext=p.get("offset", (8, -4)), fontsize=9, ha=p.get("ha", "left"))
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlim(*intensity)
+        top = max(r.peak_flops for r in roofs) / 1e12
+        ax.set_ylim(top * 1e-4, top * 2.5)
+        ax.set_xlabel("arithmetic intensity (FLOP per byte of HBM traffic)")
+        ax.set_ylabel("attainable throughput (TFLOP/s)")
+        if title:
+            ax.set_title(title)
+        ax.legend(loc="lower right", fontsize=8)
+    return fig
+
+
+def ridge_chart(names: Iterable[str], dtype: str = "bf16", fallback: str = "fp16"):
+    """Two panels across generations: compute and bandwidth growth, and the ridge point they imply.
+
+    A chip without ``dtype`` (the V100 has no bf16) is drawn with ``fallback`` and says so.
+    """
+    hws = [get_hardware(n) for n in names]
+    labels, flops, bw = [], [], []
+    for h in hws:
+        d = dtype if dtype in h.dense_flops else fallback
+        labels.append(h.short + ("" if d == dtype else f"\n({d})"))
+        flops.append(h.peak_flops(d))
+        bw.append(h.hbm_bandwidth)
+    flops, bw = np.array(flops), np.array(bw)
+    ridge = flops / bw
+    with style():
+        fig, (a, b) = plt.subplots(1, 2, figsize=(10, 4), layout="constrained")
+        x = np.arange(len(hws))
+        a.plot(x, flops / flops[0], "o-", color=PALETTE["blue"], label="dense 16-bit peak FLOP/s")
+        a.plot(x, bw / bw[0], "s-", color=PALETTE["orange"], label="HBM bandwidth")
+        a.set_yscale("log")
+        a.set_ylabel(f"relative to {hws[0].short} (×, log scale)")
+        a.set_xticks(x, labels, fontsize=8)
+        a.set_title("compute outgrows bandwidth")
+        a.legend(fontsize=8)
+        for xi, (f, m) in enumerate(zip(flops / flops[0], bw / bw[0])):
+            a.annotate(f"{f:.1f}×", (xi, f), textcoords="offset points", xytext=(0, 6), ha="center", fontsize=7, color=PALETTE["blue"])
+            a.annotate(f"{m:.1f}×", (xi, m), textcoords="offset points", xytext=(0, -12), ha="center", fontsize=7, color=PALETTE["orange"])
+        bars = b.bar(x, ridge, color=[PALETTE["sky"]] * len(hws), edgecolor="black", linewidth=0.6)
+        for bar, r in zip(bars, ridge):
+            b.annotate(f"{r:,.0f}", (bar.get_x() + bar.get_width() / 2, r), textcoords="offset points",
+                       xytext=(0, 3), ha="center", fontsize=8)
+        b.set_xticks(x, labels, fontsize=8)
+        b.set_ylabel("ridge point (FLOP per byte)")
+        b.set_title("the ridge point: FLOPs owed per byte")
+        b.set_ylim(0, ridge.max() * 1.18)
+    return fig
+
+
+def tiers_chart(tiers: Sequence[Tier]):
+    """Horizontal bars, log scale: bytes per second one way per GPU for each tier, fastest on top."""
+    with style():
+        fig, ax = plt.subplots(figsize=(7, 0.55 * len(tiers) + 1.2), layout="constrained")
+        y = np.arange(len(tiers))[::-1]
+        values = np.array([t.each_way for t in tiers]) / 1e9
+        ax.barh(y, values, color=[_CYCLE[i % len(_CYCLE)] for i in range(len(tiers))], edgecolor="black", linewidth=0.6)
+        for yi, t, v in zip(y, tiers, values):
+            ax.annotate(fmt(t.each_way, "B/s"), (v, yi), textcoords="offset points", xytext=(4, -3), fontsize=8)
+        ax.set_yticks(y, [f"{t.name}\n{t.note}" for t in tiers], fontsize=8)
+        ax.set_xscale("log")
+        ax.set_xlim(values.min() / 3, values.max() * 6)
+        ax.set_xlabel("bandwidth per GPU, one direction (GB/s, log scale)")
+        ax.grid(axis="y", visible=False)
+    return fig
+
+
+def save(fig, name: str, folder: str | Path | None = None) -> list[Path]:
+    """Write ``fig`` as ``name.svg`` and ``name.png`` into ``figures/`` (for slides); returns the paths."""
+    folder = Path(folder) if folder is not None else FIGURES
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = [folder / f"{name}.svg", folder / f"{name}.png"]
+    with style():
+        fig.savefig(paths[0], metadata={"Date": None, "Creator": None})
+        fig.savefig(paths[1], dpi=150, metadata={"Software": None})
+    return paths

@@ -1,0 +1,128 @@
+"""Tables for the book: plain rows of formatted text, shown as HTML in a page and as aligned text
+elsewhere (a terminal, nbval's comparison). No pandas needed.
+"""
+
+from __future__ import annotations
+
+import html
+from dataclasses import dataclass
+from typing import Mapping, Sequence
+
+from .cost import Breakdown
+from .network import Tier
+from .performance import Prediction, predict
+from .units import fmt
+
+__all__ = ["Table", "workload_table", "breakdown_table", "tiers_table", "hardware_table", "mfu_table"]
+
+
+@dataclass(frozen=True)
+class Table:
+    """Rows of cells under a header; the first column names the row."""
+
+    columns: tuple[str, ...]
+    rows: tuple[tuple[str, ...], ...]
+    title: str = ""
+
+    def __post_init__(self):
+        for r in self.rows:
+            if len(r) != len(self.columns):
+                raise ValueError(f"every row needs {len(self.columns)} cells, got {len(r)}: {r!r}")
+
+    def __repr__(self) -> str:
+        cells = [self.columns, *self.rows]
+        widths = [max(len(str(row[i])) for row in cells) for i in range(len(self.columns))]
+        lines = [self.title] if self.title else []
+        for n, row in enumerate(cells):
+            lines.append("  ".join(str(c).ljust(w) if i == 0 else str(c).rjust(w) for i, (c, w) in enumerate(zip(row, widths))))
+            if n == 0:
+                lines.append("  ".join("-" * w for w in widths))
+        return "\n".join(lines)
+
+    def _repr_html_(self) -> str:
+        head = "".join(f"<th>{html.escape(c)}</th>" for c in self.columns)
+        body = "".join(
+            "<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in row) + "</tr>" for row in self.rows
+        )
+        caption = f"<caption>{html.escape(self.title)}</caption>" if self.title else ""
+        return f'<table class="roofline-table">{caption}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
+
+    def column(self, name: str) -> tuple[str, ...]:
+        i = self.columns.index(name)
+        return tuple(r[i] for r in self.rows)
+
+
+def _time_per(pred: Prediction, per: float) -> str:
+    return fmt(pred.time / per, "s")
+
+
+def workload_table(workloads: Mapping[str, tuple[Breakdown, object, float]], title: str = "") -> Table:
+    """Side-by-side roofline numbers for named workloads: ``{label: (breakdown, roof, tokens)}``."""
+    columns = ("quantity", *workloads)
+    preds = {k: (predict(b, r), b, t) for k, (b, r, t) in workloads.items()}
+    spec: Sequence[tuple[str, callable]] = (
+        ("FLOPs", lambda p, b, t: fmt(b.flops, "FLOP", 4)),
+        ("HBM bytes", lambda p, b, t: fmt(b.bytes, "B", 4)),
+        ("intensity (FLOP/B)", lambda p, b, t: f"{b.intensity:,.4g}"),
+        ("ridge point (FLOP/B)", lambda p, b, t: f"{p.roof.ridge_point:,.0f}"),
+        ("bound", lambda p, b, t: p.bound),
+        ("time for the math", lambda p, b, t: fmt(p.compute_time, "s")),
+        ("time to move the bytes", lambda p, b, t: fmt(p.memory_time, "s")),
+        ("predicted time", lambda p, b, t: fmt(p.time, "s")),
+        ("tokens", lambda p, b, t: f"{t:,.0f}"),
+        ("time per token", lambda p, b, t: _time_per(p, t)),
+        ("utilization of peak", lambda p, b, t: f"{100 * p.utilization:.3g}%"),
+    )
+    rows = tuple((name, *(f(*preds[k]) for k in workloads)) for name, f in spec)
+    return Table(columns, rows, title)
+
+
+def breakdown_table(breakdowns: Mapping[str, Breakdown], title: str = "") -> Table:
+    """Part by part FLOPs and bytes for several breakdowns side by side (e.g. two accountings)."""
+    names = list(breakdowns)
+    parts = list(next(iter(breakdowns.values())).parts)
+    columns = ("part", *(f"{n} {q}" for n in names for q in ("FLOPs", "bytes")))
+    rows = []
+    for part in [*parts, "total"]:
+        cells = []
+        for n in names:
+            c = breakdowns[n].total if part == "total" else breakdowns[n][part]
+            cells += [fmt(c.flops, "FLOP", 4) if c.flops else "0", fmt(c.bytes, "B", 4) if c.bytes else "0"]
+        rows.append((part, *cells))
+    return Table(columns, tuple(rows), title)
+
+
+def tiers_table(tiers: Sequence[Tier], title: str = "") -> Table:
+    """The bandwidth hierarchy: each tier's rate, how many times slower than the one above, its source."""
+    rows = []
+    for i, t in enumerate(tiers):
+        step = "" if i == 0 else f"{tiers[i - 1].each_way / t.each_way:.1f}× slower"
+        rows.append((t.name, t.note, fmt(t.each_way, "B/s"), step, f"{t.figure.source.title} ({t.figure.source.date})"))
+    return Table(("tier", "connects", "per GPU, one way", "step down", "source"), tuple(rows), title)
+
+
+def hardware_table(hardware: Sequence, dtype: str = "bf16", title: str = "") -> Table:
+    """Datasheet roofs side by side: dense peak, HBM bandwidth and capacity, ridge point."""
+    from .hardware import get_hardware
+
+    rows = []
+    for h in map(get_hardware, hardware):
+        rows.append((h.short, str(h.year), fmt(h.peak_flops(dtype), "FLOP/s", 4), fmt(h.hbm_bandwidth, "B/s"),
+                     fmt(h.hbm_capacity, "B"), f"{h.ridge_point(dtype):,.0f}"))
+    return Table(("GPU", "year", f"dense {dtype}", "HBM bandwidth", "HBM capacity", "ridge (FLOP/B)"), tuple(rows), title)
+
+
+def mfu_table(model, hardware, mfus: Sequence[float], *, attention_context=None, title: str = "") -> Table:
+    """MFU backed out into training throughput: tokens/s per GPU at each MFU."""
+    from .training import tokens_per_s_at_mfu
+
+    rows = []
+    for u in mfus:
+        row = [f"{100 * u:.0f}%", f"{tokens_per_s_at_mfu(u, model, hardware):,.0f}"]
+        if attention_context is not None:
+            row.append(f"{tokens_per_s_at_mfu(u, model, hardware, attention_context=attention_context):,.0f}")
+        rows.append(tuple(row))
+    columns = ["MFU", "tokens/s per GPU (6N)"]
+    if attention_context is not None:
+        columns.append(f"with attention at {attention_context:,} tokens")
+    return Table(tuple(columns), tuple(rows), title)

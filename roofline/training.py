@@ -1,0 +1,116 @@
+"""Training arithmetic: FLOPs per token, MFU and HFU, model-state memory (chapters 1 and 2).
+
+Kaplan et al., "Scaling Laws for Neural Language Models", 2020: a dense transformer costs about
+6N FLOPs per token to train, 2N forward and 4N backward (gradients with respect to both inputs and
+weights). That rule leaves out attention's quadratic term; ``attention_context`` adds it back.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._check import number
+from .hardware import Hardware, get_hardware
+from .model import Model, load_model
+from .ops import attention_flops
+
+__all__ = [
+    "RECOMPUTE",
+    "training_flops_per_token",
+    "mfu",
+    "hfu",
+    "tokens_per_s_at_mfu",
+    "MODEL_STATE_BYTES",
+    "model_state_bytes",
+    "MFU_REPORTS",
+]
+
+# FLOPs per parameter per token by recompute policy: forward (2) + backward (4), plus a second
+# forward (2) under full activation checkpointing.
+RECOMPUTE = {"none": 6, "full": 8}
+
+
+def _params(model) -> float:
+    if isinstance(model, (Model, str)):
+        return float(load_model(model).params)
+    return number("model", model)  # a parameter count
+
+
+def training_flops_per_token(model: Model | str | float, *, recompute: str = "none", attention_context=None):
+    """FLOPs to train on one token: 6N (or 8N with full recomputation).
+
+    ``model`` is a :class:`Model`, a shipped model's name, or a parameter count N. With
+    ``attention_context`` (tokens per sequence, needs a Model) the causal attention products are
+    added: forward ``2 * context * width * layers`` per token, times 3 for forward and backward
+    (times 4 when recomputed).
+    """
+    if recompute not in RECOMPUTE:
+        raise ValueError(f"recompute must be one of {', '.join(map(repr, RECOMPUTE))}, got {recompute!r}")
+    passes = RECOMPUTE[recompute]
+    flops = passes * _params(model)
+    if attention_context is not None:
+        if not isinstance(model, (Model, str)):
+            raise TypeError("attention_context needs the model's shape: pass a Model or a model name, not a count")
+        m = load_model(model)
+        context = number("attention_context", attention_context, integer=True)
+        forward = attention_flops(context, context, m.attention_width, m.num_layers, causal="half") / context
+        flops = flops + forward * passes / 2
+    return flops
+
+
+def mfu(tokens_per_s, model, gpus, hardware: Hardware | str, *, dtype: str = "bf16", attention_context=None):
+    """Model FLOPs Utilization: the FLOPs the model needs (6N per token) over what the GPUs could do.
+
+    ``tokens_per_s`` is the whole job's throughput over ``gpus`` GPUs.
+    """
+    tokens_per_s = number("tokens_per_s", tokens_per_s)
+    gpus = number("gpus", gpus, integer=True)
+    peak = get_hardware(hardware).peak_flops(dtype)
+    need = training_flops_per_token(model, attention_context=attention_context)
+    return tokens_per_s * need / (gpus * peak)
+
+
+def hfu(tokens_per_s, model, gpus, hardware: Hardware | str, *, recompute: str = "full", dtype: str = "bf16",
+        attention_context=None):
+    """Hardware FLOPs Utilization: counts the FLOPs the hardware actually ran, recomputation included.
+
+    HFU >= MFU always; the gap is the price of recomputing activations (chapter 3).
+    """
+    tokens_per_s = number("tokens_per_s", tokens_per_s)
+    gpus = number("gpus", gpus, integer=True)
+    peak = get_hardware(hardware).peak_flops(dtype)
+    ran = training_flops_per_token(model, recompute=recompute, attention_context=attention_context)
+    return tokens_per_s * ran / (gpus * peak)
+
+
+def tokens_per_s_at_mfu(mfu_, model, hardware: Hardware | str, *, gpus=1, dtype: str = "bf16", attention_context=None):
+    """Training throughput (tokens/s over ``gpus`` GPUs) that a given MFU implies: MFU backed out."""
+    mfu_ = number("mfu", mfu_)
+    if np.any(np.asarray(mfu_) > 1):
+        raise ValueError(f"mfu is a fraction of peak and cannot exceed 1, got {mfu_!r}")
+    gpus = number("gpus", gpus, integer=True)
+    peak = get_hardware(hardware).peak_flops(dtype)
+    return mfu_ * gpus * peak / training_flops_per_token(model, attention_context=attention_context)
+
+
+# Bytes of model state per parameter for training recipes (Rajbhandari et al., ZeRO, 2020).
+MODEL_STATE_BYTES = {
+    # bf16 weights + bf16 gradients + fp32 master weights + fp32 Adam momentum + fp32 Adam variance
+    "mixed-adam": {"weights": 2, "gradients": 2, "master": 4, "momentum": 4, "variance": 4},
+}
+
+
+def model_state_bytes(model, recipe: str = "mixed-adam"):
+    """Memory for weights, gradients and optimizer state before any activation (16 B/param for
+    mixed precision with Adam: 128.5 GB for Llama 3 8B)."""
+    if recipe not in MODEL_STATE_BYTES:
+        raise ValueError(f"recipe must be one of {', '.join(map(repr, MODEL_STATE_BYTES))}, got {recipe!r}")
+    return _params(model) * sum(MODEL_STATE_BYTES[recipe].values())
+
+
+# Reported MFU, for calibration: (low, high, source).
+MFU_REPORTS = {
+    "dense pretraining on H100s": (0.35, 0.45, "typical range for large dense runs, as chapter 1 states it"),
+    "Llama 3 405B on 8,192-16,384 H100s": (
+        0.38, 0.43, "Grattafiori et al., The Llama 3 Herd of Models, 2024, section 3.3.2, Table 4"),
+}

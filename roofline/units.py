@@ -1,0 +1,112 @@
+"""Units and number formats (chapter 1).
+
+Inside the package every quantity is a plain float in SI base units: FLOP, bytes, seconds, bytes per
+second. Decimal prefixes throughout (1 GB = 1e9 bytes), as datasheets and the text use them.
+Formatting happens only at the edge, in :func:`fmt` and :class:`Quantity`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from ._check import unknown_name
+
+__all__ = ["DTYPE_BYTES", "dtype_bytes", "Quantity", "fmt", "SCALE"]
+
+# Bytes per element of each number format the book uses.
+DTYPE_BYTES: dict[str, float] = {
+    "fp64": 8,
+    "fp32": 4,
+    "tf32": 4,  # stored as fp32; the tensor cores read 19 bits of it
+    "bf16": 2,
+    "fp16": 2,
+    "fp8": 1,
+    "int8": 1,
+    "int4": 0.5,
+}
+
+
+def dtype_bytes(dtype: str) -> float:
+    """Bytes per element of ``dtype`` ('bf16' -> 2)."""
+    try:
+        return DTYPE_BYTES[dtype]
+    except (KeyError, TypeError):
+        raise unknown_name("dtype", dtype, DTYPE_BYTES) from None
+
+
+# Unit strings accepted in the data files, as multiples of the SI base unit.
+SCALE: dict[str, tuple[float, str]] = {
+    "PFLOP/s": (1e15, "FLOP/s"),
+    "TFLOP/s": (1e12, "FLOP/s"),
+    "GFLOP/s": (1e9, "FLOP/s"),
+    "TB/s": (1e12, "B/s"),
+    "GB/s": (1e9, "B/s"),
+    "Gb/s": (1e9 / 8, "B/s"),
+    "TB": (1e12, "B"),
+    "GB": (1e9, "B"),
+    "MB": (1e6, "B"),
+    "MiB": (2**20, "B"),
+    "W": (1.0, "W"),
+}
+
+# Units that take a decimal prefix when none is forced; everything else is printed as it is.
+_PREFIXED = {"s", "B", "B/s", "FLOP", "FLOP/s", "W", "b/s"}
+# Units written against the number, with no space.
+_TIGHT = {"%", "×"}
+
+_PREFIXES = [(1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"), (1.0, ""), (1e-3, "m"), (1e-6, "µ"), (1e-9, "n")]
+
+
+def fmt(value: float, unit: str = "", digits: int = 3, *, prefix: str | None = None, fixed: int | None = None) -> str:
+    """Format ``value`` (SI base units) with a decimal prefix: ``fmt(4.794e-3, 's') == '4.79 ms'``.
+
+    ``digits`` is the number of significant figures; ``fixed`` instead fixes the decimals after the
+    prefix is chosen. ``prefix`` forces a prefix ('T' for TFLOP/s, '' for none).
+    """
+    value = float(value)
+    if not math.isfinite(value):
+        return f"{value} {unit}".strip()
+    if prefix is None:
+        scale, prefix = 1.0, ""
+        if value != 0 and unit in _PREFIXED:
+            for s, p in _PREFIXES:
+                if abs(value) >= s * 0.9995:
+                    scale, prefix = s, p
+                    break
+            else:
+                scale, prefix = _PREFIXES[-1]
+    else:
+        scale = dict((p, s) for s, p in _PREFIXES)[prefix]
+    x = value / scale
+    if fixed is not None:
+        text = f"{x:,.{fixed}f}"
+    else:
+        decimals = max(0, digits - 1 - int(math.floor(math.log10(abs(x))))) if x != 0 else 0
+        text = f"{x:,.{decimals}f}"
+    sep = "" if unit in _TIGHT or not (unit or prefix) else " "
+    return f"{text}{sep}{prefix}{unit}"
+
+
+@dataclass(frozen=True)
+class Quantity:
+    """A number with its display format, for gluing into prose.
+
+    ``repr`` is the formatted text, so ``myst_nb.glue(name, Quantity(...))`` puts exactly that text
+    into ``{glue:text}`name``` in the prose, and nbval compares it on every test run.
+    """
+
+    value: float
+    unit: str = ""
+    digits: int = 3
+    prefix: str | None = None
+    fixed: int | None = None
+    suffix: str = ""
+
+    def __repr__(self) -> str:
+        return fmt(self.value, self.unit, self.digits, prefix=self.prefix, fixed=self.fixed) + self.suffix
+
+    __str__ = __repr__
+
+    def __float__(self) -> float:
+        return float(self.value)
