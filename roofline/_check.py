@@ -48,11 +48,11 @@ def number(name: str, value, *, minimum: float = 0.0, strict: bool = True, integ
     if integer:
         bad |= np.isfinite(arr) & (arr != np.round(arr))
     if bad.any():
-        first = arr[bad].flat[0] if arr.ndim else arr.item()
         kind = "a whole number" if integer else "a finite number"
-        where = "" if arr.ndim == 0 else f" (an element of the array is {first!r})"
-        shown = value if arr.ndim == 0 else first
-        raise ValueError(f"{name} must be {kind} {comparison} {minimum:g}, got {shown!r}{where}")
+        if arr.ndim == 0:
+            raise ValueError(f"{name} must be {kind} {comparison} {minimum:g}, got {value!r}")
+        first = float(arr[bad].flat[0])
+        raise ValueError(f"{name} must be {kind} {comparison} {minimum:g} in every element, got {first!r}")
     return arr.item() if arr.ndim == 0 else arr
 
 

@@ -53,6 +53,7 @@ class Model:
     tie_word_embeddings: bool = False
     attention_bias: bool = False
     mlp_bias: bool = False
+    max_position_embeddings: int | None = None  # the context length the model was trained for
 
     @property
     def title(self) -> str:
@@ -163,6 +164,7 @@ def model_from_config(config: dict, name: str = "model") -> Model:
         tie_word_embeddings=bool(config.get("tie_word_embeddings", False)),
         attention_bias=bool(config.get("attention_bias", False)),
         mlp_bias=bool(config.get("mlp_bias", False)),
+        max_position_embeddings=config.get("max_position_embeddings"),
     )
 
 

@@ -64,9 +64,16 @@ FIGURES = Path(__file__).resolve().parent.parent / "figures"
 
 @contextmanager
 def style():
-    """The book's matplotlib style, as a context manager."""
+    """The book's matplotlib style, as a context manager.
+
+    A notebook's inline backend switches interactive mode on when the first figure is made; if that
+    happens inside the context, leaving it must not switch it off again, or later cells would stop
+    showing their figures.
+    """
     with plt.rc_context(_RC):
         yield
+        interactive = matplotlib.is_interactive()
+    matplotlib.interactive(interactive)
 
 
 def _roofs(roofs) -> list[Roof]:
@@ -173,12 +180,11 @@ def tiers_chart(tiers: Sequence[Tier]):
     return fig
 
 
-def save(fig, name: str, folder: str | Path | None = None) -> list[Path]:
-    """Write ``fig`` as ``name.svg`` and ``name.png`` into ``figures/`` (for slides); returns the paths."""
+def save(fig, name: str, folder: str | Path | None = None) -> None:
+    """Write ``fig`` as ``name.svg`` and ``name.png`` into ``figures/`` (for slides)."""
     folder = Path(folder) if folder is not None else FIGURES
     folder.mkdir(parents=True, exist_ok=True)
     paths = [folder / f"{name}.svg", folder / f"{name}.png"]
     with style():
         fig.savefig(paths[0], metadata={"Date": None, "Creator": None})
         fig.savefig(paths[1], dpi=150, metadata={"Software": None})
-    return paths

@@ -40,12 +40,15 @@ class Table:
         return "\n".join(lines)
 
     def _repr_html_(self) -> str:
-        head = "".join(f"<th>{html.escape(c)}</th>" for c in self.columns)
-        body = "".join(
-            "<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in row) + "</tr>" for row in self.rows
-        )
+        def cell(tag, text, i):
+            align = "left" if i == 0 else "right"
+            return f'<{tag} style="text-align:{align};padding:0.25em 0.9em">{html.escape(str(text))}</{tag}>'
+
+        head = "".join(cell("th", c, i) for i, c in enumerate(self.columns))
+        body = "".join("<tr>" + "".join(cell("td", c, i) for i, c in enumerate(row)) + "</tr>" for row in self.rows)
         caption = f"<caption>{html.escape(self.title)}</caption>" if self.title else ""
-        return f'<table class="roofline-table">{caption}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
+        return (f'<table class="roofline-table" style="border-collapse:collapse;font-variant-numeric:tabular-nums">'
+                f"{caption}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
 
     def column(self, name: str) -> tuple[str, ...]:
         i = self.columns.index(name)
@@ -93,12 +96,13 @@ def breakdown_table(breakdowns: Mapping[str, Breakdown], title: str = "") -> Tab
 
 
 def tiers_table(tiers: Sequence[Tier], title: str = "") -> Table:
-    """The bandwidth hierarchy: each tier's rate, how many times slower than the one above, its source."""
+    """The bandwidth hierarchy: each tier's rate per GPU and direction, the step from the tier above,
+    and the document it comes from."""
     rows = []
     for i, t in enumerate(tiers):
-        step = "" if i == 0 else f"{tiers[i - 1].each_way / t.each_way:.1f}× slower"
-        rows.append((t.name, t.note, fmt(t.each_way, "B/s"), step, f"{t.figure.source.title} ({t.figure.source.date})"))
-    return Table(("tier", "connects", "per GPU, one way", "step down", "source"), tuple(rows), title)
+        step = "" if i == 0 else f"{tiers[i - 1].each_way / t.each_way:.1f}× below"
+        rows.append((f"{t.name} ({t.note})", fmt(t.each_way, "B/s"), step, t.figure.source.title))
+    return Table(("tier", "per GPU, one way", "step", "source"), tuple(rows), title)
 
 
 def hardware_table(hardware: Sequence, dtype: str = "bf16", title: str = "") -> Table:

@@ -34,9 +34,10 @@ class FrameExplorer(W.VBox):
     so that nbval compares something a reader would recognise.
     """
 
-    def __init__(self, summary: str, **kwargs):
+    def __init__(self, summary: str, links=(), **kwargs):
         super().__init__(**kwargs)
         self._summary = summary
+        self.links = tuple(links)  # the browser-side links from controls to stacks
 
     def __repr__(self) -> str:
         return f"FrameExplorer({self._summary})"
@@ -95,6 +96,7 @@ def frame_explorer(controls: Sequence[tuple[str, Sequence]], frame: Callable[...
                                          style={"description_width": "initial"}, layout=W.Layout(width="420px")))
     start = list(start or [0] * len(sliders))
     first, second = sliders[0], sliders[1] if len(sliders) == 2 else None
+    links = []
 
     def panel(*values):
         png, html = frame(*values)
@@ -102,17 +104,17 @@ def frame_explorer(controls: Sequence[tuple[str, Sequence]], frame: Callable[...
 
     def inner(other=()):
         stack = W.Stack([panel(v, *other) for _, v in first.options], selected_index=start[0])
-        W.jslink((first, "index"), (stack, "selected_index"))
+        links.append(W.jslink((first, "index"), (stack, "selected_index")))
         return stack
 
     if second is None:
         body = inner()
     else:
         body = W.Stack([inner((v,)) for _, v in second.options], selected_index=start[1])
-        W.jslink((second, "index"), (body, "selected_index"))
+        links.append(W.jslink((second, "index"), (body, "selected_index")))
     for s, i in zip(sliders, start):
         s.index = i
-    return FrameExplorer(summary, children=[*sliders, body])
+    return FrameExplorer(summary, links, children=[*sliders, body])
 
 
 def decode_explorer(model: Model | str = "llama-3-8b", hardware: Hardware | str = "h100-sxm", *,

@@ -1,0 +1,66 @@
+"""Costs and the operations they come from."""
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import roofline as rl
+from roofline import Breakdown, Cost
+
+
+def test_square_matmul_intensity_is_n_over_3():
+    assert rl.matmul(4096, 4096, 4096).intensity == pytest.approx(4096 / 3)
+    assert rl.matmul(4096, 4096, 4096).intensity == pytest.approx(1365.33, abs=0.01)
+
+
+@given(n=st.integers(1, 1 << 20), k=st.integers(1, 1 << 20))
+def test_matvec_intensity_never_exceeds_one_in_bf16(n, k):
+    assert rl.matmul(1, n, k).intensity < 1 + 1e-12
+
+
+def test_matvec_intensity_tends_to_one():
+    sizes = 2.0 ** np.arange(4, 24)
+    i = rl.matmul(1, sizes, sizes).intensity
+    assert np.all(np.diff(i) > 0) and abs(i[-1] - 1) < 1e-6
+
+
+def test_matmul_vectorizes_like_a_loop():
+    m = np.array([1, 16, 256])
+    swept = rl.matmul(m, 4096, 8192)
+    for j, mm in enumerate(m):
+        one = rl.matmul(int(mm), 4096, 8192)
+        assert swept.flops[j] == one.flops and swept.bytes[j] == one.bytes
+
+
+def test_costs_add_and_scale():
+    a, b = Cost(10, 4), Cost(6, 4)
+    assert (a + b) == Cost(16, 8) and (a + b).intensity == 2
+    assert sum([a, b]) == a + b
+    assert 3 * a == Cost(30, 12)
+    assert Cost(5, 0).intensity == np.inf and Cost(0, 0).intensity == 0
+    with pytest.raises(ValueError, match="flops must be"):
+        Cost(-1, 2)
+    with pytest.raises(ValueError, match="bytes must be"):
+        Cost(1, float("nan"))
+
+
+def test_breakdown_total_and_share():
+    b = Breakdown("w", {"weights": Cost(90, 10), "attention": Cost(10, 0)})
+    assert b.total == Cost(100, 10) and b.share("attention") == pytest.approx(0.1)
+    with pytest.raises(KeyError, match="did you mean 'weights'"):
+        b["weight"]
+    with pytest.raises(ValueError, match="of must be"):
+        b.share("weights", of="seconds")
+
+
+def test_attention_flops_accountings():
+    full = rl.attention_flops(2048, 2048, 4096, 32)
+    assert rl.attention_flops(2048, 2048, 4096, 32, causal="half") == full / 2
+    assert rl.attention_flops(2048, 2048, 4096, 32, causal=True) == full / 2
+    exact = rl.attention_flops(2048, 2048, 4096, 32, causal="exact")
+    assert exact == pytest.approx(full / 2 * (2049 / 2048))
+    with pytest.raises(ValueError, match="causal must be"):
+        rl.attention_flops(8, 8, 8, causal="triangle")
+    with pytest.raises(ValueError, match="width must be"):
+        rl.attention_flops(8, 8, 0)

@@ -1,0 +1,96 @@
+"""Model shapes from Hugging Face config.json files."""
+
+import json
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import roofline as rl
+from roofline.model import model_from_config
+
+
+def test_llama_3_8b_counts_exactly(llama):
+    assert llama.params == 8_030_261_248
+    # without the RMSNorm scales, as the measured H200 file states it
+    assert llama.params - llama.norm_params == 8_029_995_008
+    assert llama.kv_bytes_per_token("bf16") == 131_072
+    assert llama.gqa_group == 4 and llama.head_dim == 128
+    assert llama.title == "Llama 3 8B"
+
+
+def test_llama_3_1_405b_counts_exactly():
+    assert rl.load_model("llama-3.1-405b").params == 405_853_388_800
+
+
+def test_layer_linears_are_the_seven_llama_matmuls(llama):
+    names = [lin.name for lin in llama.layer_linears()]
+    assert names == ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
+    assert sum(l.params for l in llama.layer_linears()) == llama.layer_matmul_params == 218_103_808
+
+
+def _config(**changes):
+    base = {"model_type": "llama", "hidden_size": 64, "intermediate_size": 160, "num_hidden_layers": 2,
+            "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 1000}
+    base.update(changes)
+    return {k: v for k, v in base.items() if v is not None}
+
+
+def test_tied_embeddings_are_counted_once():
+    untied = model_from_config(_config())
+    tied = model_from_config(_config(tie_word_embeddings=True))
+    assert untied.params - tied.params == 1000 * 64
+
+
+def test_biases_and_head_dim_given_apart():
+    plain = model_from_config(_config())
+    biased = model_from_config(_config(attention_bias=True))
+    # q, k, v and o biases in each of the two layers: 4*16 + 2*16 + 2*16 + 64
+    assert biased.params - plain.params == 2 * (64 + 32 + 32 + 64)
+    wide = model_from_config(_config(head_dim=32))
+    assert wide.attention_width == 128 and wide.kv_bytes_per_token() == 2 * 2 * 2 * 32 * 2
+
+
+def test_mqa_defaults_and_kv_heads():
+    mha = model_from_config(_config(num_key_value_heads=None))
+    assert mha.num_kv_heads == 4 and mha.gqa_group == 1
+    mqa = model_from_config(_config(num_key_value_heads=1))
+    assert mqa.kv_bytes_per_token() == mha.kv_bytes_per_token() / 4
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ({"hidden_size": None}, "missing 'hidden_size'"),
+        ({"hidden_size": -64}, "'hidden_size' must be a positive integer"),
+        ({"num_hidden_layers": 2.5}, "'num_hidden_layers' must be a positive integer"),
+        ({"vocab_size": True}, "'vocab_size' must be a positive integer"),
+        ({"num_key_value_heads": 3}, "not a multiple of num_key_value_heads"),
+        ({"model_type": "gpt2"}, "model_type 'gpt2' is not supported"),
+        ({"num_local_experts": 8}, "mixture-of-experts"),
+    ],
+)
+def test_bad_configs_get_clear_errors(change, message):
+    with pytest.raises(ValueError, match=message):
+        model_from_config(_config(**change), "test")
+
+
+def test_load_by_path_and_by_name(tmp_path):
+    path = tmp_path / "my-model" / "config.json"
+    path.parent.mkdir()
+    path.write_text(json.dumps(_config()))
+    m = rl.load_model(path)
+    assert m.name == "my-model" and m.params == model_from_config(_config()).params
+    (tmp_path / "broken.json").write_text("{")
+    with pytest.raises(ValueError, match="not valid JSON"):
+        rl.load_model(tmp_path / "broken.json")
+    with pytest.raises(KeyError, match="did you mean 'llama-3-8b'"):
+        rl.load_model("llama-3-8")
+
+
+@given(layers=st.integers(1, 200), hidden=st.sampled_from([64, 128, 4096]), vocab=st.integers(1, 200_000))
+def test_parameters_grow_with_layers(layers, hidden, vocab):
+    cfg = _config(num_hidden_layers=layers, hidden_size=hidden, vocab_size=vocab)
+    one_more = _config(num_hidden_layers=layers + 1, hidden_size=hidden, vocab_size=vocab)
+    a, b = model_from_config(cfg), model_from_config(one_more)
+    assert b.params - a.params == a.layer_matmul_params + 2 * hidden

@@ -1,0 +1,98 @@
+"""The committed chapters: executed in order, with outputs, numbers glued rather than typed.
+
+nbval (run by pytest on chapters/) compares the outputs; these checks catch what it cannot: a cell
+committed without outputs passes nbval vacuously.
+"""
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+CHAPTERS = sorted((ROOT / "chapters").glob("*.ipynb"))
+GLUE_ROLE = re.compile(r"\{glue:text\}`([A-Za-z_][A-Za-z0-9_]*)(?::[^`]*)?`")
+# a quantity typed into prose: a number followed by a unit, a percent or a times sign
+TYPED = re.compile(r"(?<![\w.])\d[\d,]*(\.\d+)?\s?(%|×|ms\b|µs\b|us\b|GB\b|MB\b|kB\b|TB\b|GB/s|TB/s|GFLOP|TFLOP|FLOP/s|tokens/s|tokens per second)")
+
+
+def _cells(path):
+    return json.loads(path.read_text())["cells"]
+
+
+def _prose(cell):
+    text = "".join(cell["source"])
+    text = GLUE_ROLE.sub("", text)
+    text = re.sub(r"\$\$.*?\$\$", "", text, flags=re.S)
+    text = re.sub(r"\$[^$]*\$", "", text)
+    return re.sub(r"`[^`]*`", "", text)
+
+
+def _glued(cells):
+    names = []
+    for c in cells:
+        for o in c.get("outputs", []):
+            name = o.get("metadata", {}).get("scrapbook", {}).get("name")
+            if name:
+                names.append(name)
+    return names
+
+
+def test_there_is_a_chapter():
+    assert CHAPTERS, "no notebooks in chapters/"
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)
+def test_executed_once_top_to_bottom_with_outputs(path):
+    code = [c for c in _cells(path) if c["cell_type"] == "code"]
+    assert [c["execution_count"] for c in code] == list(range(1, len(code) + 1))
+    # every cell but the opening imports shows or glues something
+    empty = [i for i, c in enumerate(code[1:], 2) if not c["outputs"]]
+    assert not empty, f"code cells {empty} have no outputs"
+    for c in code:
+        for o in c["outputs"]:
+            assert o["output_type"] != "error", "".join(c["source"])
+            assert o.get("name") != "stderr", f"stderr output in: {''.join(c['source'])[:80]}"
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)
+def test_every_glue_reference_is_glued_once_and_used(path):
+    cells = _cells(path)
+    glued = _glued(cells)
+    assert len(glued) == len(set(glued)), "a name is glued twice"
+    used = {m for c in cells if c["cell_type"] == "markdown" for m in GLUE_ROLE.findall("".join(c["source"]))}
+    assert used - set(glued) == set(), "referenced but never glued"
+    assert set(glued) - used == set(), "glued but never used in the prose"
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)
+def test_no_quantity_is_typed_into_prose(path):
+    for c in _cells(path):
+        if c["cell_type"] == "markdown":
+            m = TYPED.search(_prose(c))
+            assert m is None, f"typed quantity {m.group(0)!r} in: {''.join(c['source'])[:100]}"
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)
+def test_figures_are_captioned_described_and_saved_for_slides(path):
+    figures = [c for c in _cells(path) if c["cell_type"] == "code" and "figure" in c["metadata"].get("mystnb", {})]
+    assert figures
+    for c in figures:
+        meta = c["metadata"]["mystnb"]
+        assert meta["figure"]["caption"] and meta["figure"]["name"].startswith("fig-")
+        assert len(meta["image"]["alt"]) > 40
+        assert any("image/png" in o.get("data", {}) for o in c["outputs"])
+        saved = re.search(r'plot\.save\(fig, "([^"]+)"\)', "".join(c["source"]))
+        assert saved, "figure not written to figures/"
+        for ext in ("svg", "png"):
+            assert (ROOT / "figures" / f"{saved.group(1)}.{ext}").stat().st_size > 1000
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)
+def test_exercises_have_hidden_solutions(path):
+    cells = _cells(path)
+    solutions = [c for c in cells if c["cell_type"] == "markdown" and ":class: dropdown" in "".join(c["source"])]
+    assert 4 <= len(solutions) <= 6
+    hidden = [c for c in cells if "hide-input" in c["metadata"].get("tags", [])]
+    assert len(hidden) == len(solutions)

@@ -1,0 +1,64 @@
+"""Training FLOPs, MFU and HFU; the bandwidth tiers and ZeRO traffic."""
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import roofline as rl
+
+
+def test_six_n_and_recompute(llama):
+    assert rl.training_flops_per_token(llama) == 6 * llama.params
+    assert rl.training_flops_per_token(llama, recompute="full") == 8 * llama.params
+    assert rl.training_flops_per_token(1e9) == 6e9
+    with pytest.raises(ValueError, match="recompute must be one of"):
+        rl.training_flops_per_token(llama, recompute="selective-ish")
+
+
+def test_attention_term_is_added_on_request(llama):
+    extra = rl.training_flops_per_token(llama, attention_context=8192) - rl.training_flops_per_token(llama)
+    # forward 2 * S * width * layers per token (causal half), times 3 for forward and backward
+    assert extra == pytest.approx(6 * 8192 * llama.attention_width * llama.num_layers)
+    with pytest.raises(TypeError, match="needs the model's shape"):
+        rl.training_flops_per_token(8e9, attention_context=8192)
+
+
+@given(tps=st.floats(1.0, 1e8), gpus=st.integers(1, 100_000))
+def test_hfu_is_never_below_mfu_and_mfu_round_trips(tps, gpus):
+    m = rl.mfu(tps, "llama-3-8b", gpus, "h100-sxm")
+    assert rl.hfu(tps, "llama-3-8b", gpus, "h100-sxm") >= m
+    if m <= 1:
+        assert rl.tokens_per_s_at_mfu(m, "llama-3-8b", "h100-sxm", gpus=gpus) == pytest.approx(tps)
+
+
+def test_mfu_input_checks():
+    with pytest.raises(ValueError, match="gpus must be"):
+        rl.mfu(1000, "llama-3-8b", 0, "h100-sxm")
+    with pytest.raises(ValueError, match="cannot exceed 1"):
+        rl.tokens_per_s_at_mfu(1.2, "llama-3-8b", "h100-sxm")
+    with pytest.raises(ValueError, match="tokens_per_s must be"):
+        rl.mfu(-3, "llama-3-8b", 8, "h100-sxm")
+
+
+def test_model_state_is_16_bytes_per_parameter(llama):
+    assert rl.model_state_bytes(llama) == 16 * llama.params
+    with pytest.raises(ValueError, match="recipe must be one of"):
+        rl.model_state_bytes(llama, "fp4-magic")
+
+
+def test_tiers_descend_and_cite_sources(h100):
+    tiers = rl.bandwidth_tiers(h100)
+    assert [t.level for t in tiers] == ["HBM", "scale_up", "host", "network"]
+    rates = [t.each_way for t in tiers]
+    assert rates == sorted(rates, reverse=True)
+    assert all(t.figure.source.url for t in tiers)
+    assert tiers[0].time(3.35e12) == pytest.approx(1.0)
+
+
+def test_zero3_moves_one_and_a_half_times_the_traffic(llama):
+    dp = rl.data_parallel_bytes(llama.params, 64)
+    assert rl.data_parallel_bytes(llama.params, 64, zero_stage=3) == pytest.approx(1.5 * dp)
+    assert rl.data_parallel_bytes(llama.params, 64, zero_stage=2) == dp
+    assert rl.data_parallel_bytes(llama.params, 1) == 0
+    with pytest.raises(ValueError, match="zero_stage must be"):
+        rl.data_parallel_bytes(llama.params, 8, zero_stage=4)

@@ -1,0 +1,63 @@
+"""The decode explorer and the figure helpers."""
+
+import numpy as np
+import pytest
+
+import roofline as rl
+from roofline import plot, widgets
+
+
+@pytest.fixture(scope="module")
+def explorer():
+    return widgets.decode_explorer("llama-3-8b", "h100-sxm", batches=(1, 16, 256), contexts=(0, 8192))
+
+
+def test_explorer_has_two_controls_over_nested_frames(explorer):
+    batch, context, stack = explorer.children
+    assert [o[1] for o in batch.options] == [1, 16, 256] and [o[1] for o in context.options] == [0, 8192]
+    assert len(stack.children) == 2 and all(len(s.children) == 3 for s in stack.children)
+    assert repr(explorer).startswith("FrameExplorer(llama-3-8b decode on H100 SXM")
+
+
+def test_frames_differ_and_readouts_follow_the_package(explorer):
+    _, _, stack = explorer.children
+    frames = [panel for inner in stack.children for panel in inner.children]
+    images = [p.children[1].value for p in frames]
+    assert len(set(images)) == len(images), "two slider positions show the same picture"
+    assert all(img[:8] == b"\x89PNG\r\n\x1a\n" for img in images)
+    pred = rl.predict(rl.decode_step("llama-3-8b", 16, 8192), "h100-sxm")
+    text = stack.children[1].children[1].children[0].value
+    assert f"{16 / pred.time:,.0f} tokens/s" in text and "batch 16, context 8,192" in text
+
+
+def test_sliders_are_linked_in_the_browser(explorer):
+    batch, context, stack = explorer.children
+    targets = {(l.source[0].model_id, l.source[1], l.target[0].model_id, l.target[1]) for l in explorer.links}
+    assert (context.model_id, "index", stack.model_id, "selected_index") in targets
+    for inner in stack.children:
+        assert (batch.model_id, "index", inner.model_id, "selected_index") in targets
+
+
+def test_frame_explorer_rejects_bad_controls():
+    with pytest.raises(ValueError, match="one or two"):
+        widgets.frame_explorer([], lambda: (b"", ""), "nothing")
+    with pytest.raises(ValueError, match="has no options"):
+        widgets.frame_explorer([("batch", [])], lambda b: (b"", ""), "nothing")
+
+
+def test_charts_label_their_axes_with_units(tmp_path):
+    fig = plot.roofline_chart(["h100-sxm", "a100-sxm-80gb"])
+    ax = fig.axes[0]
+    assert "FLOP per byte" in ax.get_xlabel() and "TFLOP/s" in ax.get_ylabel()
+    assert ax.get_xscale() == "log" and ax.get_yscale() == "log"
+    fig2 = plot.ridge_chart(["v100-sxm2", "h100-sxm"])
+    assert "(fp16)" in fig2.axes[0].get_xticklabels()[0].get_text()  # V100 has no bf16
+    fig3 = plot.tiers_chart(rl.bandwidth_tiers("h100-sxm"))
+    assert "GB/s" in fig3.axes[0].get_xlabel()
+
+
+def test_saved_figures_are_byte_for_byte_reproducible(tmp_path):
+    for run in ("a", "b"):
+        plot.save(plot.roofline_chart("h100-sxm"), "roof", tmp_path / run)
+    for ext in ("svg", "png"):
+        assert (tmp_path / "a" / f"roof.{ext}").read_bytes() == (tmp_path / "b" / f"roof.{ext}").read_bytes()
