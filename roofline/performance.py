@@ -1,7 +1,7 @@
 """The roofline model: a cost under a roof gives a time, a bound and a utilization (chapter 1).
 
-Williams, Waterman & Patterson, "Roofline: An Insightful Visual Performance Model for Multicore
-Architectures", CACM 52(4), 2009. Attainable FLOP/s = min(peak, bandwidth x intensity).
+S. Williams, A. Waterman and D. Patterson, Communications of the ACM 52(4), 2009.
+Attainable FLOP/s = min(peak, bandwidth x intensity).
 """
 
 from __future__ import annotations

@@ -121,7 +121,7 @@ def roofline_chart(roofs, points: Sequence[dict] = (), *, intensity=(0.1, 1e4), 
         ax.set_ylabel("attainable throughput (TFLOP/s)")
         if title:
             ax.set_title(title)
-        ax.legend(loc="lower right", fontsize=8)
+        ax.legend(loc="lower right", fontsize=8, frameon=True, facecolor="white", edgecolor="none", framealpha=0.95)
     return fig
 
 

@@ -1,6 +1,6 @@
 """Training arithmetic: FLOPs per token, MFU and HFU, model-state memory (chapters 1 and 2).
 
-Kaplan et al., "Scaling Laws for Neural Language Models", 2020: a dense transformer costs about
+Kaplan and colleagues (arXiv:2001.08361, 2020): a dense transformer costs about
 6N FLOPs per token to train, 2N forward and 4N backward (gradients with respect to both inputs and
 weights). That rule leaves out attention's quadratic term; ``attention_context`` adds it back.
 """
@@ -112,5 +112,5 @@ def model_state_bytes(model, recipe: str = "mixed-adam"):
 MFU_REPORTS = {
     "dense pretraining on H100s": (0.35, 0.45, "typical range for large dense runs, as chapter 1 states it"),
     "Llama 3 405B on 8,192-16,384 H100s": (
-        0.38, 0.43, "Grattafiori et al., The Llama 3 Herd of Models, 2024, section 3.3.2, Table 4"),
+        0.38, 0.43, "Grattafiori and colleagues, the Llama 3 paper (arXiv:2407.21783, 2024), section 3.3.2, Table 4"),
 }

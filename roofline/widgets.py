@@ -147,7 +147,7 @@ def decode_explorer(model: Model | str = "llama-3-8b", hardware: Hardware | str 
             ax.plot(intensity[i], flops_s[i] / 1e12, ".-", color="#999999", lw=1, ms=5, zorder=3,
                     label=f"batch {batches[0]} to {batches[-1]}")
             (point,) = ax.plot([], [], "D", ms=10, color=PALETTE["vermillion"], mec="black", zorder=6)
-            ax.legend(loc="lower right", fontsize=8)
+            ax.legend(loc="lower right", fontsize=8, frameon=True, facecolor="white", edgecolor="none")
             figures[i] = (fig, point, Blitter(fig, [point]))
         fig, point, blitter = figures[i]
         point.set_data([intensity[i, j]], [flops_s[i, j] / 1e12])

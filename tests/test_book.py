@@ -1,0 +1,97 @@
+"""The book: builds with zero warnings, shows the package's numbers, and its tests catch drift.
+
+These tests run the real tools (jupyter-book, nbval) in subprocesses and take about a minute.
+"""
+
+import html
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import roofline as rl
+from roofline.units import fmt
+
+ROOT = Path(__file__).resolve().parent.parent
+BIN = Path(sys.executable).parent
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    out = tmp_path_factory.mktemp("book")
+    proc = subprocess.run(
+        [str(BIN / "jupyter-book"), "build", str(ROOT), "--path-output", str(out), "--warningiserror", "--keep-going"],
+        capture_output=True, text=True, timeout=1200,
+    )
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
+    # Sphinx warnings read "path: WARNING: ..." (the kernel's own "WARNING |" log line is not one)
+    assert "build succeeded" in proc.stdout and "WARNING:" not in proc.stdout + proc.stderr
+    return out / "_build" / "html"
+
+
+def _text(page: Path) -> str:
+    raw = page.read_text(encoding="utf-8")
+    raw = re.sub(r"<script.*?</script>", " ", raw, flags=re.S)
+    return html.unescape(re.sub(r"<[^>]+>", " ", raw))
+
+
+def test_chapter_one_shows_the_package_numbers(site):
+    text = _text(site / "chapters" / "01-three-budgets.html")
+    h100, llama = rl.get_hardware("h100-sxm"), rl.load_model("llama-3-8b")
+    decode = rl.predict(rl.decode_step(llama), h100)
+    prefill = rl.predict(rl.prefill(llama, 2048), h100)
+    expected = [
+        fmt(h100.peak_flops(), "FLOP/s", 4),
+        fmt(h100.ridge_point()),
+        fmt(decode.memory_time, "s"),
+        fmt(decode.compute_time, "s"),
+        fmt(100 * decode.utilization, "%", 2),
+        fmt(1 / decode.time),
+        fmt(prefill.cost.flops, "FLOP"),
+        fmt(prefill.time, "s"),
+        fmt(prefill.cost.intensity, digits=4),
+        fmt(llama.params, fixed=0),
+        fmt(rl.model_state_bytes(llama), "B", 4),
+    ]
+    for number in expected:
+        assert number in text, number
+    # myst-nb reads glued text back with literal_eval: an unquoted '1,365' would come out as '(1, 365)'
+    assert not re.search(r"\(\d+, \d+\)", text)
+
+
+def test_figures_and_solutions_render(site):
+    page = (site / "chapters" / "01-three-budgets.html").read_text(encoding="utf-8")
+    assert page.count('class="figure') >= 4 or page.count("<figure") >= 4
+    assert page.count("Fig. ") >= 4
+    assert page.count("dropdown") >= 5
+    assert "application/vnd.jupyter.widget-state+json" in page  # the explorer's frames travel with the page
+
+
+def test_intro_links_the_chapter(site):
+    assert "chapters/01-three-budgets.html" in (site / "intro.html").read_text(encoding="utf-8")
+
+
+def test_nbval_catches_a_changed_datasheet(tmp_path):
+    """Change the H100's bandwidth in a copy of the package: the prose would change, so nbval must fail."""
+    copy = tmp_path / "roofline"
+    shutil.copytree(ROOT / "roofline", copy, ignore=shutil.ignore_patterns("__pycache__"))
+    catalog = copy / "data" / "hardware.toml"
+    text = catalog.read_text()
+    edited = text.replace('hbm_bandwidth = { value = 3.35, unit = "TB/s"', 'hbm_bandwidth = { value = 3.0, unit = "TB/s"', 1)
+    assert edited != text
+    catalog.write_text(edited)
+    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-o", "addopts=", "--nbval",
+         "--nbval-current-env", "--nbval-sanitize-with", str(ROOT / "tests" / "sanitize.cfg"),
+         str(ROOT / "chapters" / "01-three-budgets.ipynb")],
+        capture_output=True, text=True, timeout=900, env=env, cwd=tmp_path,
+    )
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 1, out[-3000:]
+    # the committed prose says 4.79 ms; the edited datasheet gives 16.06 GB / 3.0 TB/s = 5.35 ms
+    assert "4.79 ms" in out and "5.35 ms" in out
