@@ -13,7 +13,7 @@ from .network import Tier
 from .performance import Prediction, predict
 from .units import fmt
 
-__all__ = ["Table", "workload_table", "breakdown_table", "tiers_table", "hardware_table", "mfu_table"]
+__all__ = ["Table", "workload_table", "breakdown_table", "tiers_table", "hardware_table", "mfu_table", "mfu_calculator"]
 
 
 @dataclass(frozen=True)
@@ -130,3 +130,20 @@ def mfu_table(model, hardware, mfus: Sequence[float], *, attention_context=None,
     if attention_context is not None:
         columns.append(f"with attention at {attention_context:,} tokens")
     return Table(tuple(columns), tuple(rows), title)
+
+
+def mfu_calculator(runs: Sequence[tuple], *, recompute: str = "full", title: str = "") -> Table:
+    """MFU and HFU of training runs given as ``(model, gpus, hardware, tokens_per_s)`` tuples.
+
+    ``tokens_per_s`` is the whole job's throughput; HFU assumes the ``recompute`` policy.
+    """
+    from .hardware import get_hardware
+    from .model import load_model
+    from .training import hfu, mfu
+
+    rows = []
+    for model, gpus, hardware, tps in runs:
+        m, h = load_model(model), get_hardware(hardware)
+        rows.append((m.title, f"{gpus:,} × {h.short}", f"{tps:,.0f}",
+                     f"{100 * mfu(tps, m, gpus, h):.1f}%", f"{100 * hfu(tps, m, gpus, h, recompute=recompute):.1f}%"))
+    return Table(("model", "GPUs", "tokens/s (job)", "MFU", f"HFU ({recompute} recompute)"), tuple(rows), title)

@@ -62,3 +62,13 @@ def test_zero3_moves_one_and_a_half_times_the_traffic(llama):
     assert rl.data_parallel_bytes(llama.params, 1) == 0
     with pytest.raises(ValueError, match="zero_stage must be"):
         rl.data_parallel_bytes(llama.params, 8, zero_stage=4)
+
+
+def test_mfu_calculator_rows_follow_the_package():
+    from roofline import tables
+
+    t = tables.mfu_calculator([("llama-3-8b", 8, "h100-sxm", 60_000)])
+    assert t.column("MFU") == (f"{100 * rl.mfu(60_000, 'llama-3-8b', 8, 'h100-sxm'):.1f}%",)
+    assert t.column("GPUs") == ("8 × H100 SXM",)
+    with pytest.raises(KeyError, match="did you mean"):
+        tables.mfu_calculator([("llama-3-8b", 8, "h100-smx", 60_000)])

@@ -61,3 +61,20 @@ def test_saved_figures_are_byte_for_byte_reproducible(tmp_path):
         plot.save(plot.roofline_chart("h100-sxm"), "roof", tmp_path / run)
     for ext in ("svg", "png"):
         assert (tmp_path / "a" / f"roof.{ext}").read_bytes() == (tmp_path / "b" / f"roof.{ext}").read_bytes()
+
+
+def test_frame_explorer_with_one_control_and_png_bytes():
+    import matplotlib.pyplot as plt
+
+    def frame(value):
+        fig, ax = plt.subplots(figsize=(2, 1))
+        ax.plot([0, 1], [0, value])
+        png = widgets.png_bytes(fig)
+        plt.close(fig)
+        return png, f"value {value}"
+
+    e = widgets.frame_explorer([("value", [1, 2, 3])], frame, "three lines")
+    slider, stack = e.children
+    assert len(stack.children) == 3 and len(e.links) == 1
+    assert stack.children[2].children[0].value == "value 3"
+    assert repr(e) == "FrameExplorer(three lines)"
