@@ -1,0 +1,284 @@
+"""The memory budget: model state, activations, ZeRO sharding, KV cache (chapter 2).
+
+Sources:
+
+- Rajbhandari et al., "ZeRO: Memory Optimizations Toward Training Trillion Parameter Models", SC 2020
+  (arXiv:1910.02054): 16 bytes per parameter for mixed-precision Adam, and the per-GPU model state of
+  ZeRO stages 1, 2 and 3.
+- Korthikanti et al., "Reducing Activation Recomputation in Large Transformer Models", MLSys 2023
+  (arXiv:2205.05198): a GPT layer stores ``s b h (34 + 5 a s / h)`` bytes of activations, with
+  selective and full recomputation, tensor and sequence parallelism.
+
+Activations are derived tensor by tensor, from what each operation saves for its backward pass
+(:func:`saved_tensors`), for both a GPT layer (which reproduces the paper's closed form exactly) and a
+Llama layer (RMSNorm, grouped-query attention, RoPE, SwiGLU). Sizes are in bytes, decimal.
+
+What this module does not see: the CUDA context and library workspaces, allocator fragmentation,
+temporary buffers inside kernels, communication buffers. Chapter 2 says which is which.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Mapping
+
+import numpy as np
+
+from ._check import number, unknown_name
+from .hardware import Hardware, get_hardware
+from .model import Model, load_model
+
+__all__ = [
+    "RECIPES",
+    "Footprint",
+    "SavedTensor",
+    "model_state",
+    "zero_model_state",
+    "saved_tensors",
+    "activation_bytes",
+    "korthikanti_bytes",
+    "training_footprint",
+    "kv_cache_capacity_tokens",
+    "RECOMPUTE_POLICIES",
+]
+
+# Bytes per parameter of each training recipe's model state.
+RECIPES: Mapping[str, Mapping[str, float]] = MappingProxyType({
+    # everything in fp32: weights, gradients, Adam momentum and variance
+    "fp32-adam": MappingProxyType({"weights": 4, "gradients": 4, "momentum": 4, "variance": 4}),
+    # the ZeRO paper's mixed precision: bf16 weights and gradients, fp32 master copy and Adam states
+    "mixed-adam": MappingProxyType({"weights": 2, "gradients": 2, "master": 4, "momentum": 4, "variance": 4}),
+    # bf16 throughout, no master copy (needs care: stochastic rounding or Kahan summation)
+    "bf16-adam": MappingProxyType({"weights": 2, "gradients": 2, "momentum": 2, "variance": 2}),
+    # mixed precision with 8-bit Adam states (Dettmers et al., 8-bit Optimizers via Block-wise Quantization, 2022)
+    "mixed-adam-8bit": MappingProxyType({"weights": 2, "gradients": 2, "master": 4, "momentum": 1, "variance": 1}),
+})
+
+RECOMPUTE_POLICIES = ("none", "selective", "full")
+
+
+@dataclass(frozen=True)
+class Footprint:
+    """Bytes resident on one GPU, part by part; ``total`` is their sum."""
+
+    parts: Mapping[str, float | np.ndarray]
+
+    def __post_init__(self):
+        checked = {k: number(f"bytes of {k}", v, strict=False) for k, v in self.parts.items()}
+        object.__setattr__(self, "parts", MappingProxyType(checked))
+
+    def __getitem__(self, part: str):
+        try:
+            return self.parts[part]
+        except KeyError:
+            raise unknown_name("part", part, self.parts) from None
+
+    @property
+    def total(self):
+        return sum(self.parts.values())
+
+    def fits(self, hardware: Hardware | str):
+        """True where the total fits in the GPU's HBM (broadcasts over array parts)."""
+        return np.asarray(self.total) <= get_hardware(hardware).hbm_capacity
+
+
+def _recipe(recipe: str) -> Mapping[str, float]:
+    try:
+        return RECIPES[recipe]
+    except (KeyError, TypeError):
+        raise unknown_name("recipe", recipe, RECIPES) from None
+
+
+def _params(model) -> float:
+    if isinstance(model, (Model, str)):
+        return float(load_model(model).params)
+    return number("model", model)
+
+
+def model_state(model: Model | str | float, recipe: str = "mixed-adam") -> Footprint:
+    """Weights, gradients and optimizer state before any activation: 16 B/param for mixed Adam."""
+    n = _params(model)
+    return Footprint({k: n * v for k, v in _recipe(recipe).items()})
+
+
+def zero_model_state(model: Model | str | float, gpus, stage: int, recipe: str = "mixed-adam") -> Footprint:
+    """Per-GPU model state under ZeRO ``stage`` over ``gpus`` data-parallel GPUs.
+
+    Stage 1 shards the optimizer state (master weights and Adam moments), stage 2 the gradients as
+    well, stage 3 the weights too. Stage 0 is plain data parallelism: every GPU holds everything.
+    """
+    if stage not in (0, 1, 2, 3):
+        raise ValueError(f"stage must be 0, 1, 2 or 3, got {stage!r}")
+    gpus = number("gpus", gpus, integer=True, minimum=1, strict=False)
+    sharded = {1: {"master", "momentum", "variance"}, 2: {"master", "momentum", "variance", "gradients"}}
+    sharded[3] = sharded[2] | {"weights"}
+    full = model_state(model, recipe).parts
+    return Footprint({k: v / gpus if k in sharded.get(stage, set()) else v for k, v in full.items()})
+
+
+# --------------------------------------------------------------------------------------------
+# Activations, tensor by tensor
+
+
+@dataclass(frozen=True)
+class SavedTensor:
+    """One tensor a layer keeps for its backward pass.
+
+    Its size is ``per_token`` elements per token (``s b`` tokens) plus ``per_score`` elements per
+    attention score (``a s^2 b``), times ``bytes_per_element``. ``where`` is 'attention' or 'mlp' or
+    'norm', for selective recomputation, which drops the attention core's score-sized tensors.
+    """
+
+    name: str
+    per_token: float
+    bytes_per_element: float
+    where: str
+    per_score: float = 0.0
+    sharded_by_tp: bool = True  # False for tensors that tensor parallelism replicates (norm inputs, dropout masks after the block)
+
+
+def saved_tensors(model: Model | str | None = None, *, architecture: str = "llama", hidden=None, heads=None,
+                  flash: bool = True, act_bytes: float = 2) -> tuple[SavedTensor, ...]:
+    """What one decoder layer saves for backward, per the architecture.
+
+    ``architecture='gpt'`` follows Korthikanti et al. exactly (LayerNorm, 4h GeLU MLP, dropout masks
+    of one byte, explicit softmax); give ``hidden`` and ``heads``. ``architecture='llama'`` reads the
+    shape from ``model``: RMSNorm, grouped-query attention (K and V are narrower than Q), RoPE (whose
+    backward needs only the cached sines and cosines), SwiGLU, no dropout. ``flash`` replaces the
+    score-sized tensors by the output and one fp32 log-sum-exp per query and head.
+    """
+    b = act_bytes
+    if architecture == "gpt":
+        h = number("hidden", hidden, integer=True)
+        number("heads", heads, integer=True)
+        attn = [
+            SavedTensor("layernorm 1 input", h, b, "norm", sharded_by_tp=False),
+            SavedTensor("QKV input", h, b, "attention", sharded_by_tp=False),
+            SavedTensor("Q and K", 2 * h, b, "attention"),
+            SavedTensor("V", h, b, "attention"),
+            SavedTensor("attention output (projection input)", h, b, "attention"),
+            SavedTensor("dropout mask after projection", h, 1, "attention", sharded_by_tp=False),
+        ]
+        if flash:
+            attn.append(SavedTensor("softmax statistics (fp32)", heads, 4, "attention"))
+        else:
+            attn += [
+                SavedTensor("softmax output", 0, b, "attention", per_score=1),
+                SavedTensor("attention dropout mask", 0, 1, "attention", per_score=1),
+                SavedTensor("dropout output (PV input)", 0, b, "attention", per_score=1),
+            ]
+        mlp = [
+            SavedTensor("layernorm 2 input", h, b, "norm", sharded_by_tp=False),
+            SavedTensor("MLP input", h, b, "mlp", sharded_by_tp=False),
+            SavedTensor("GeLU input", 4 * h, b, "mlp"),
+            SavedTensor("second linear input", 4 * h, b, "mlp"),
+            SavedTensor("dropout mask after MLP", h, 1, "mlp", sharded_by_tp=False),
+        ]
+        return tuple(attn + mlp)
+    if architecture != "llama":
+        raise ValueError(f"architecture must be 'llama' or 'gpt', got {architecture!r}")
+    if model is None:
+        raise TypeError("the llama architecture needs a model (a Model or a shipped model's name)")
+    m = load_model(model)
+    h, q, kv, i = m.hidden_size, m.attention_width, m.num_kv_heads * m.head_dim, m.intermediate_size
+    attn = [
+        SavedTensor("RMSNorm 1 input", h, b, "norm", sharded_by_tp=False),
+        SavedTensor("RMSNorm 1 statistics (fp32)", 1, 4, "norm", sharded_by_tp=False),
+        SavedTensor("QKV input", h, b, "attention", sharded_by_tp=False),
+        SavedTensor("Q after RoPE", q, b, "attention"),
+        SavedTensor("K after RoPE and V", 2 * kv, b, "attention"),
+        SavedTensor("attention output (o_proj input)", q, b, "attention"),
+    ]
+    if flash:
+        attn.append(SavedTensor("softmax statistics (fp32)", m.num_heads, 4, "attention"))
+    else:
+        attn.append(SavedTensor("softmax output", 0, b, "attention", per_score=1))
+    mlp = [
+        SavedTensor("RMSNorm 2 input", h, b, "norm", sharded_by_tp=False),
+        SavedTensor("RMSNorm 2 statistics (fp32)", 1, 4, "norm", sharded_by_tp=False),
+        SavedTensor("gate/up input", h, b, "mlp", sharded_by_tp=False),
+        SavedTensor("gate output (SiLU input)", i, b, "mlp"),
+        SavedTensor("up output", i, b, "mlp"),
+        SavedTensor("SiLU output", i, b, "mlp"),
+        SavedTensor("down_proj input", i, b, "mlp"),
+    ]
+    return tuple(attn + mlp)
+
+
+def activation_bytes(tensors, seq, micro_batch, heads, *, recompute: str = "none", tp: int = 1,
+                     sequence_parallel: bool = False):
+    """Bytes of activations one layer keeps, from its saved tensors.
+
+    ``recompute='selective'`` drops the score-sized tensors (recomputed in the backward pass);
+    ``'full'`` keeps only the layer's input (``s b h`` elements; pass it as the first tensor's width).
+    With tensor parallelism of degree ``tp`` the sharded tensors divide by ``tp``; sequence
+    parallelism divides the rest too.
+    """
+    if recompute not in RECOMPUTE_POLICIES:
+        raise ValueError(f"recompute must be one of {', '.join(map(repr, RECOMPUTE_POLICIES))}, got {recompute!r}")
+    s = number("seq", seq, integer=True)
+    bsz = number("micro_batch", micro_batch, integer=True)
+    a = number("heads", heads, integer=True)
+    tp = number("tp", tp, integer=True)
+    tokens = s * bsz
+    if recompute == "full":
+        first = tensors[0]
+        return tokens * first.per_token * first.bytes_per_element / (tp if sequence_parallel else 1)
+    total = 0.0
+    for t in tensors:
+        if recompute == "selective" and t.per_score:
+            continue
+        size = (tokens * t.per_token + a * s * s * bsz * t.per_score) * t.bytes_per_element
+        total = total + size / (tp if (t.sharded_by_tp or sequence_parallel) else 1)
+    return total
+
+
+def korthikanti_bytes(seq, micro_batch, hidden, heads, *, recompute: str = "none", tp: int = 1,
+                      sequence_parallel: bool = False):
+    """The paper's closed forms for one GPT layer, in bytes (Korthikanti et al., Table 2).
+
+    none: ``sbh(34 + 5as/h)``; with TP: ``sbh(10 + 24/t + 5as/(ht))``; with TP and SP:
+    ``sbh/t (34 + 5as/h)``; selective drops the ``5as/h`` term; full keeps ``2sbh`` (``2sbh/t`` with SP).
+    """
+    if recompute not in RECOMPUTE_POLICIES:
+        raise ValueError(f"recompute must be one of {', '.join(map(repr, RECOMPUTE_POLICIES))}, got {recompute!r}")
+    s, b = number("seq", seq, integer=True), number("micro_batch", micro_batch, integer=True)
+    h, a = number("hidden", hidden, integer=True), number("heads", heads, integer=True)
+    t = number("tp", tp, integer=True)
+    sbh = s * b * h
+    score = 0 if recompute == "selective" else 5 * a * s / h
+    if recompute == "full":
+        return 2 * sbh / (t if sequence_parallel else 1)
+    if sequence_parallel:
+        return sbh / t * (34 + score)
+    return sbh * (10 + 24 / t + score / t)
+
+
+def training_footprint(model: Model | str, seq, micro_batch, *, gpus=1, zero_stage: int = 0,
+                       recipe: str = "mixed-adam", recompute: str = "none", flash: bool = True) -> Footprint:
+    """Per-GPU training memory of a Llama-family model: model state (ZeRO-sharded) plus activations
+    of every layer, plus the logits of the last layer in fp32 for the loss."""
+    m = load_model(model)
+    state = zero_model_state(m, gpus, zero_stage, recipe).parts
+    layers = m.num_layers * activation_bytes(saved_tensors(m, flash=flash), seq, micro_batch, m.num_heads,
+                                             recompute=recompute)
+    s, b = number("seq", seq, integer=True), number("micro_batch", micro_batch, integer=True)
+    logits = s * b * m.vocab_size * 4
+    return Footprint({**state, "activations": layers, "logits": logits})
+
+
+def kv_cache_capacity_tokens(model: Model | str, hardware: Hardware | str, *, dtype: str = "bf16",
+                             kv_dtype: str | None = None, reserve: float = 0.0):
+    """Tokens of KV cache (batch x context) that fit beside the weights in one GPU's HBM.
+
+    ``reserve`` is bytes set aside for everything else (activations, the CUDA context). None if the
+    weights alone do not fit.
+    """
+    from .units import dtype_bytes
+
+    m, h = load_model(model), get_hardware(hardware)
+    free = h.hbm_capacity - m.params * dtype_bytes(dtype) - number("reserve", reserve, strict=False)
+    if free <= 0:
+        return None
+    return int(free // m.kv_bytes_per_token(kv_dtype or dtype))

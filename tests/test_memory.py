@@ -1,0 +1,95 @@
+"""Chapter 2's memory accounting: model state, ZeRO, activations against Korthikanti et al."""
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import roofline as rl
+from roofline import memory as M
+
+# GPT-3 style configurations of Korthikanti et al., Table 3: (hidden, heads, layers, tensor parallel)
+PAPER = {"22B": (6144, 64, 48, 8), "175B": (12288, 96, 96, 8), "530B": (20480, 128, 105, 8), "1T": (25600, 160, 128, 8)}
+
+
+def test_mixed_precision_adam_is_16_bytes_per_parameter(llama):
+    state = M.model_state(llama)
+    assert dict(state.parts) == {k: v * llama.params for k, v in
+                                 {"weights": 2, "gradients": 2, "master": 4, "momentum": 4, "variance": 4}.items()}
+    assert round(state.total / 1e9, 1) == 128.5
+    assert not state.fits("h100-sxm") and state.fits("h200-sxm")
+
+
+def test_recipes_by_bytes_per_parameter():
+    per_param = {r: M.model_state(1.0, r).total for r in M.RECIPES}
+    assert per_param == {"fp32-adam": 16, "mixed-adam": 16, "bf16-adam": 8, "mixed-adam-8bit": 10}
+    with pytest.raises(KeyError, match="did you mean 'mixed-adam'"):
+        M.model_state(1.0, "mixed-adm")
+
+
+@given(gpus=st.integers(1, 4096))
+def test_zero_stages_follow_the_paper(gpus):
+    psi = 1e9
+    per_gpu = [M.zero_model_state(psi, gpus, stage).total for stage in range(4)]
+    assert per_gpu[0] == pytest.approx(16 * psi)
+    assert per_gpu[1] == pytest.approx(4 * psi + 12 * psi / gpus)
+    assert per_gpu[2] == pytest.approx(2 * psi + 14 * psi / gpus)
+    assert per_gpu[3] == pytest.approx(16 * psi / gpus)
+    assert per_gpu == sorted(per_gpu, reverse=True)
+
+
+@pytest.mark.parametrize("name", PAPER)
+@pytest.mark.parametrize("recompute", M.RECOMPUTE_POLICIES)
+@pytest.mark.parametrize("tp, sp", [(1, False), (8, False), (8, True)])
+def test_gpt_layer_tensors_reproduce_the_paper(name, recompute, tp, sp):
+    h, a, _, _ = PAPER[name]
+    tensors = M.saved_tensors(architecture="gpt", hidden=h, heads=a, flash=False)
+    for s, b in [(2048, 1), (2048, 4), (8192, 1)]:
+        ours = M.activation_bytes(tensors, s, b, a, recompute=recompute, tp=tp, sequence_parallel=sp)
+        paper = M.korthikanti_bytes(s, b, h, a, recompute=recompute, tp=tp, sequence_parallel=sp)
+        assert ours == pytest.approx(paper, rel=1e-12)
+
+
+def test_paper_closed_form_values():
+    # sbh(34 + 5as/h) for the 175B model at s = 2048, one sequence: 2.87 GB per layer
+    h, a, layers, t = PAPER["175B"]
+    assert M.korthikanti_bytes(2048, 1, h, a) == 2048 * h * (34 + 5 * a * 2048 / h)
+    # with tensor and sequence parallelism of 8 and selective recompute, 34 sbh / t
+    assert M.korthikanti_bytes(2048, 1, h, a, recompute="selective", tp=t, sequence_parallel=True) == 34 * 2048 * h / 8
+
+
+def test_llama_flash_attention_removes_the_square(llama):
+    flash = M.saved_tensors(llama, flash=True)
+    plain = M.saved_tensors(llama, flash=False)
+    at = {s: M.activation_bytes(plain, s, 1, 32) - M.activation_bytes(flash, s, 1, 32) for s in (1024, 4096)}
+    # the explicit form's extra memory grows with s^2 (a*s^2 bf16 scores), the flash form's does not
+    assert at[4096] / at[1024] == pytest.approx(16, rel=0.01)
+    per_token = M.activation_bytes(flash, 1, 1, 32)
+    assert M.activation_bytes(flash, 8192, 1, 32) == pytest.approx(8192 * per_token)
+
+
+def test_activations_dominate_at_long_sequences(llama):
+    fp = M.training_footprint(llama, 8192, 1)
+    assert fp["activations"] > fp["weights"]
+    full = M.training_footprint(llama, 8192, 1, recompute="full")
+    assert full["activations"] == llama.num_layers * 8192 * llama.hidden_size * 2
+
+
+def test_kv_cache_capacity(llama):
+    tokens = M.kv_cache_capacity_tokens(llama, "h100-sxm")
+    assert tokens == (80e9 - 2 * llama.params) // 131_072
+    assert M.kv_cache_capacity_tokens("llama-3.1-405b", "h100-sxm") is None
+
+
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        (lambda: M.activation_bytes(M.saved_tensors("llama-3-8b"), 4096, -1, 32), "micro_batch must be"),
+        (lambda: M.activation_bytes(M.saved_tensors("llama-3-8b"), 4096, 1, 32, recompute="some"), "recompute must be one of"),
+        (lambda: M.training_footprint("llama-3-8b", 0, 1), "seq must be"),
+        (lambda: M.zero_model_state(1e9, 8, 4), "stage must be"),
+        (lambda: M.saved_tensors(architecture="mamba"), "architecture must be"),
+    ],
+)
+def test_bad_input(call, message):
+    with pytest.raises(ValueError, match=message):
+        call()
