@@ -21,7 +21,7 @@ from .network import Tier
 from .performance import as_roof, attainable_flops
 from .units import fmt
 
-__all__ = ["PALETTE", "style", "roofline_chart", "ridge_chart", "tiers_chart", "save", "FIGURES"]
+__all__ = ["PALETTE", "style", "roofline_chart", "ridge_chart", "tiers_chart", "memory_bars", "memory_curves", "save", "FIGURES"]
 
 # Okabe & Ito, "Color Universal Design" (2008)
 PALETTE = {
@@ -188,3 +188,67 @@ def save(fig, name: str, folder: str | Path | None = None) -> None:
     with style():
         fig.savefig(paths[0], metadata={"Date": None, "Creator": None})
         fig.savefig(paths[1], dpi=150, metadata={"Software": None})
+
+
+def memory_bars(footprints, capacities=("h100-sxm", "h200-sxm"), *, title=None, ax=None):
+    """Stacked horizontal bars of per-GPU memory, one bar per labelled footprint, with each GPU's
+    HBM capacity as a vertical line (chapter 2). ``footprints`` maps a label to a
+    :class:`roofline.memory.Footprint` of scalars."""
+    labels = list(footprints)
+    parts = list(dict.fromkeys(p for f in footprints.values() for p in f.parts))
+    colors = dict(zip(parts, _CYCLE + [PALETTE["yellow"], "#777777"]))
+    with style():
+        if ax is None:
+            fig, ax = plt.subplots(figsize=(8, 0.6 * len(labels) + 1.6), layout="constrained")
+        else:
+            fig = ax.figure
+        y = np.arange(len(labels))[::-1]
+        left = np.zeros(len(labels))
+        for part in parts:
+            widths = np.array([float(footprints[l].parts.get(part, 0.0)) for l in labels]) / 1e9
+            ax.barh(y, widths, left=left, color=colors[part], edgecolor="black", linewidth=0.4, label=part)
+            left += widths
+        for yi, total in zip(y, left):
+            ax.annotate(f"{total:,.1f} GB", (total, yi), textcoords="offset points", xytext=(4, -3), fontsize=8)
+        for i, name in enumerate(capacities):
+            h = get_hardware(name)
+            ax.axvline(h.hbm_capacity / 1e9, color="black", ls=("--", ":", "-.")[i % 3], lw=1)
+            ax.annotate(f"{h.short} {h.hbm_capacity / 1e9:,.0f} GB", (h.hbm_capacity / 1e9, y.max() + 0.75),
+                        fontsize=8, ha="center", va="center", backgroundcolor="white")
+        ax.set_yticks(y, labels, fontsize=8)
+        ax.set_xlabel("memory per GPU (GB)")
+        ax.set_xlim(0, max(left.max(), max(get_hardware(c).hbm_capacity for c in capacities) / 1e9) * 1.15)
+        ax.set_ylim(y.min() - 0.6, y.max() + 1.05)
+        ax.grid(axis="y", visible=False)
+        ax.legend(loc="lower right", fontsize=7, ncol=2, frameon=True, facecolor="white", edgecolor="none")
+        if title:
+            ax.set_title(title)
+    return fig
+
+
+def memory_curves(x, curves, *, capacities=("h100-sxm", "h200-sxm"), xlabel="sequence length (tokens)",
+                  title=None, ax=None):
+    """Bytes against a swept quantity (log-log), one line per labelled curve, capacities as lines."""
+    with style():
+        if ax is None:
+            fig, ax = plt.subplots(figsize=(7, 4.2), layout="constrained")
+        else:
+            fig = ax.figure
+        markers = "osD^v<>"
+        for i, (label, y) in enumerate(curves.items()):
+            ax.plot(x, np.asarray(y) / 1e9, marker=markers[i % len(markers)], ms=4, label=label)
+        for i, name in enumerate(capacities):
+            h = get_hardware(name)
+            ax.axhline(h.hbm_capacity / 1e9, color="black", ls=("--", ":", "-.")[i % 3], lw=1)
+            ax.annotate(f"{h.short} {h.hbm_capacity / 1e9:,.0f} GB", (x[0], h.hbm_capacity / 1e9),
+                        textcoords="offset points", xytext=(2, 3), fontsize=8)
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xticks(x, [f"{v / 1024:g}k" if v >= 1024 else f"{v:g}" for v in x])
+        ax.minorticks_off()
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel("memory (GB, log scale)")
+        ax.legend(fontsize=8, frameon=True, facecolor="white", edgecolor="none")
+        if title:
+            ax.set_title(title)
+    return fig

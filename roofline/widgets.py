@@ -3,8 +3,8 @@
 The mechanism: render one frame (a PNG and a few numbers) per slider position ahead of time, put the
 frames in an ipywidgets ``Stack``, and ``jslink`` each control's ``index`` to the stack's
 ``selected_index``. The link lives in the browser, so moving a slider switches frames in a live
-notebook and on the static HTML page alike, where myst-nb has embedded the widget state. Two
-controls nest two stacks: the outer one follows the second control, each inner one the first.
+notebook and on the static HTML page alike, where myst-nb has embedded the widget state. Several
+controls nest stacks: the outermost follows the last control, the innermost ones the first.
 """
 
 from __future__ import annotations
@@ -82,11 +82,13 @@ def frame_explorer(controls: Sequence[tuple[str, Sequence]], frame: Callable[...
                    summary: str, *, start: Sequence[int] | None = None) -> FrameExplorer:
     """Controls over pre-rendered frames.
 
-    ``controls`` holds one or two ``(description, options)`` pairs; ``options`` are (label, value)
-    pairs or plain values. ``frame(*values)`` returns ``(png, html)`` for one combination.
+    ``controls`` holds ``(description, options)`` pairs, one per control; ``options`` are
+    (label, value) pairs or plain values. ``frame(*values)`` returns ``(png, html)`` for one
+    combination of values, in the order of the controls. Every combination is rendered, so keep the
+    product of the option counts modest (it is the number of frames the page carries).
     """
-    if not 1 <= len(controls) <= 2:
-        raise ValueError(f"controls must hold one or two (description, options) pairs, got {len(controls)}")
+    if not controls:
+        raise ValueError("controls must hold at least one (description, options) pair")
     sliders = []
     for (description, options) in controls:
         options = [o if isinstance(o, tuple) else (str(o), o) for o in options]
@@ -95,23 +97,24 @@ def frame_explorer(controls: Sequence[tuple[str, Sequence]], frame: Callable[...
         sliders.append(W.SelectionSlider(options=options, description=description, continuous_update=True,
                                          style={"description_width": "initial"}, layout=W.Layout(width="420px")))
     start = list(start or [0] * len(sliders))
-    first, second = sliders[0], sliders[1] if len(sliders) == 2 else None
     links = []
 
-    def panel(*values):
+    def panel(values):
         png, html = frame(*values)
         return W.VBox([W.HTML(html), W.Image(value=png, format="png")])
 
-    def inner(other=()):
-        stack = W.Stack([panel(v, *other) for _, v in first.options], selected_index=start[0])
-        links.append(W.jslink((first, "index"), (stack, "selected_index")))
-        return stack
+    def stack(level, later=()):
+        """A stack following control ``level``; its children follow the controls before it."""
+        control = sliders[level]
+        if level == 0:
+            children = [panel((v, *later)) for _, v in control.options]
+        else:
+            children = [stack(level - 1, (v, *later)) for _, v in control.options]
+        s = W.Stack(children, selected_index=start[level])
+        links.append(W.jslink((control, "index"), (s, "selected_index")))
+        return s
 
-    if second is None:
-        body = inner()
-    else:
-        body = W.Stack([inner((v,)) for _, v in second.options], selected_index=start[1])
-        links.append(W.jslink((second, "index"), (body, "selected_index")))
+    body = stack(len(sliders) - 1)
     for s, i in zip(sliders, start):
         s.index = i
     return FrameExplorer(summary, links, children=[*sliders, body])

@@ -39,7 +39,7 @@ def test_sliders_are_linked_in_the_browser(explorer):
 
 
 def test_frame_explorer_rejects_bad_controls():
-    with pytest.raises(ValueError, match="one or two"):
+    with pytest.raises(ValueError, match="at least one"):
         widgets.frame_explorer([], lambda: (b"", ""), "nothing")
     with pytest.raises(ValueError, match="has no options"):
         widgets.frame_explorer([("batch", [])], lambda b: (b"", ""), "nothing")
@@ -78,3 +78,17 @@ def test_frame_explorer_with_one_control_and_png_bytes():
     assert len(stack.children) == 3 and len(e.links) == 1
     assert stack.children[2].children[0].value == "value 3"
     assert repr(e) == "FrameExplorer(three lines)"
+
+
+def test_three_controls_nest_three_levels():
+    seen = []
+
+    def frame(a, b, c):
+        seen.append((a, b, c))
+        return b"png", f"{a}-{b}-{c}"
+
+    e = widgets.frame_explorer([("a", [1, 2]), ("b", [3, 4, 5]), ("c", [6, 7])], frame, "grid")
+    *controls, body = e.children
+    assert len(seen) == 12 and len(set(seen)) == 12 and len(e.links) == 1 + 2 + 6
+    # outermost follows c, then b, innermost a: body[c][b][a]
+    assert body.children[1].children[2].children[0].children[0].value == "1-5-7"
