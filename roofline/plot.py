@@ -190,10 +190,11 @@ def save(fig, name: str, folder: str | Path | None = None) -> None:
         fig.savefig(paths[1], dpi=150, metadata={"Software": None})
 
 
-def memory_bars(footprints, capacities=("h100-sxm", "h200-sxm"), *, title=None, ax=None):
+def memory_bars(footprints, capacities=("h100-sxm", "h200-sxm"), *, title=None, ax=None, xmax=None):
     """Stacked horizontal bars of per-GPU memory, one bar per labelled footprint, with each GPU's
     HBM capacity as a vertical line (chapter 2). ``footprints`` maps a label to a
-    :class:`roofline.memory.Footprint` of scalars."""
+    :class:`roofline.memory.Footprint` of scalars. ``xmax`` (GB) clips longer bars; their total is
+    still printed, at the edge, with an arrow."""
     labels = list(footprints)
     parts = list(dict.fromkeys(p for f in footprints.values() for p in f.parts))
     colors = dict(zip(parts, _CYCLE + [PALETTE["yellow"], "#777777"]))
@@ -208,8 +209,11 @@ def memory_bars(footprints, capacities=("h100-sxm", "h200-sxm"), *, title=None, 
             widths = np.array([float(footprints[l].parts.get(part, 0.0)) for l in labels]) / 1e9
             ax.barh(y, widths, left=left, color=colors[part], edgecolor="black", linewidth=0.4, label=part)
             left += widths
+        limit = xmax or max(left.max(), max(get_hardware(c).hbm_capacity for c in capacities) / 1e9) * 1.15
         for yi, total in zip(y, left):
-            ax.annotate(f"{total:,.1f} GB", (total, yi), textcoords="offset points", xytext=(4, -3), fontsize=8)
+            label = f"{total:,.1f} GB" if total <= limit else f"{total:,.0f} GB →"
+            ax.annotate(label, (min(total, limit), yi), textcoords="offset points", xytext=(4, -3) if total <= limit else (-4, 12),
+                        ha="left" if total <= limit else "right", fontsize=8)
         for i, name in enumerate(capacities):
             h = get_hardware(name)
             ax.axvline(h.hbm_capacity / 1e9, color="black", ls=("--", ":", "-.")[i % 3], lw=1)
@@ -217,10 +221,11 @@ def memory_bars(footprints, capacities=("h100-sxm", "h200-sxm"), *, title=None, 
                         fontsize=8, ha="center", va="center", backgroundcolor="white")
         ax.set_yticks(y, labels, fontsize=8)
         ax.set_xlabel("memory per GPU (GB)")
-        ax.set_xlim(0, max(left.max(), max(get_hardware(c).hbm_capacity for c in capacities) / 1e9) * 1.15)
-        ax.set_ylim(y.min() - 0.6, y.max() + 1.05)
+        ax.set_xlim(0, limit)
+        ax.set_ylim(y.min() - 0.6 - (0.9 if len(labels) == 1 else 0), y.max() + 1.05)
         ax.grid(axis="y", visible=False)
-        ax.legend(loc="lower right", fontsize=7, ncol=2, frameon=True, facecolor="white", edgecolor="none")
+        ax.legend(loc="lower right", fontsize=7, ncol=4 if len(labels) == 1 else 2, frameon=True, facecolor="white",
+                  edgecolor="none")
         if title:
             ax.set_title(title)
     return fig

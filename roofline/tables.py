@@ -13,7 +13,8 @@ from .network import Tier
 from .performance import Prediction, predict
 from .units import fmt
 
-__all__ = ["Table", "workload_table", "breakdown_table", "tiers_table", "hardware_table", "mfu_table", "mfu_calculator"]
+__all__ = ["Table", "workload_table", "breakdown_table", "tiers_table", "hardware_table", "mfu_table", "mfu_calculator",
+           "recipes_table", "saved_tensors_table", "footprint_table", "kv_capacity_table"]
 
 
 @dataclass(frozen=True)
@@ -147,3 +148,59 @@ def mfu_calculator(runs: Sequence[tuple], *, recompute: str = "full", title: str
         rows.append((m.title, f"{gpus:,} × {h.short}", f"{tps:,.0f}",
                      f"{100 * mfu(tps, m, gpus, h):.1f}%", f"{100 * hfu(tps, m, gpus, h, recompute=recompute):.1f}%"))
     return Table(("model", "GPUs", "tokens/s (job)", "MFU", f"HFU ({recompute} recompute)"), tuple(rows), title)
+
+
+def recipes_table(model, title: str = "") -> Table:
+    """Model state per training recipe: bytes per parameter, part by part, and the model's total."""
+    from .memory import RECIPES, model_state
+    from .model import load_model
+
+    m = load_model(model)
+    rows = []
+    for name, parts in RECIPES.items():
+        spelled = " + ".join(f"{v:g} {k}" for k, v in parts.items())
+        rows.append((name, spelled, f"{sum(parts.values()):g}", fmt(model_state(m, name).total, "B", 4)))
+    return Table(("recipe", "bytes per parameter", "total B/param", f"{m.title}"), tuple(rows), title)
+
+
+def saved_tensors_table(tensors, heads: int, seq: int, title: str = "") -> Table:
+    """What one layer keeps for backward: each tensor's bytes per token (and per sequence of ``seq``)."""
+    rows = []
+    total = 0.0
+    for t in tensors:
+        per_token = t.per_token * t.bytes_per_element
+        per_seq = per_token * seq + t.per_score * heads * seq * seq * t.bytes_per_element
+        total += per_seq
+        shape = f"{t.per_token:,.0f} per token" if t.per_token else f"{heads} x s x s"
+        rows.append((t.name, shape, f"{t.bytes_per_element:g}", fmt(per_seq, "B", 3)))
+    rows.append(("total", "", "", fmt(total, "B", 4)))
+    return Table(("saved tensor", "elements", "bytes each", f"one sequence of {seq:,}"), tuple(rows), title)
+
+
+def footprint_table(footprints: Mapping, capacities: Sequence[str] = ("h100-sxm", "h200-sxm"), title: str = "") -> Table:
+    """Per-GPU memory of labelled footprints, part by part, and whether each fits on each GPU."""
+    from .hardware import get_hardware
+
+    hws = [get_hardware(c) for c in capacities]
+    parts = list(dict.fromkeys(p for f in footprints.values() for p in f.parts))
+    rows = []
+    for label, f in footprints.items():
+        cells = [fmt(float(f.parts.get(p, 0.0)), "B", 3) for p in parts]
+        fits = ["yes" if float(f.total) <= h.hbm_capacity else "no" for h in hws]
+        rows.append((label, *cells, fmt(float(f.total), "B", 3), *fits))
+    return Table(("setup", *parts, "total", *(f"fits {h.short}" for h in hws)), tuple(rows), title)
+
+
+def kv_capacity_table(model, hardware: Sequence[str], contexts: Sequence[int], *, kv_dtype: str | None = None,
+                      title: str = "") -> Table:
+    """How many sequences of each context length fit in the KV cache beside the weights."""
+    from .hardware import get_hardware
+    from .memory import kv_cache_capacity_tokens
+
+    rows = []
+    for name in hardware:
+        h = get_hardware(name)
+        tokens = kv_cache_capacity_tokens(model, h, kv_dtype=kv_dtype)
+        rows.append((h.short, f"{tokens:,}" if tokens else "weights do not fit",
+                     *(f"{tokens // c:,}" if tokens else "0" for c in contexts)))
+    return Table(("GPU", "KV tokens", *(f"batch at {c:,}" for c in contexts)), tuple(rows), title)

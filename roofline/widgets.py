@@ -24,7 +24,7 @@ from .performance import as_roof, predict
 from .plot import PALETTE, roofline_chart
 from .units import fmt
 
-__all__ = ["FrameExplorer", "frame_explorer", "decode_explorer", "png_bytes"]
+__all__ = ["FrameExplorer", "frame_explorer", "decode_explorer", "memory_explorer", "png_bytes", "Blitter"]
 
 
 class FrameExplorer(W.VBox):
@@ -169,4 +169,67 @@ def decode_explorer(model: Model | str = "llama-3-8b", hardware: Hardware | str 
     finally:
         for fig, *_ in figures.values():
             plt.close(fig)
+    return explorer
+
+
+def memory_explorer(model: Model | str = "llama-3-8b", *, gpus: int = 8, zero_stage: int = 3,
+                    micro_batches: Sequence[int] = (1, 2, 4, 8),
+                    seqs: Sequence[int] = (1024, 2048, 4096, 8192, 16384, 32768),
+                    policies: Sequence[str] = ("none", "selective", "full"), flash: bool = False,
+                    capacities: Sequence[str] = ("h100-sxm", "h200-sxm")) -> FrameExplorer:
+    """Chapter 2's sliders: micro-batch, sequence length and recompute policy against HBM capacity.
+
+    Each frame is one stacked bar of per-GPU training memory (model state under ZeRO ``zero_stage``
+    on ``gpus`` GPUs, activations, logits) with the capacities of ``capacities`` marked, and a line
+    saying which GPUs it fits on.
+    """
+    from .hardware import get_hardware
+    from .memory import training_footprint
+    from .plot import memory_bars
+
+    m = load_model(model)
+    gpus_hw = [get_hardware(c) for c in capacities]
+    grid = {(b, s, p): training_footprint(m, s, b, gpus=gpus, zero_stage=zero_stage, recompute=p, flash=flash)
+            for b in micro_batches for s in seqs for p in policies}
+    first = next(iter(grid.values()))
+    limit = 2 * max(h.hbm_capacity for h in gpus_hw) / 1e9  # longer bars are clipped, their totals still shown
+    fig = memory_bars({"per GPU": first}, capacities, xmax=limit,
+                      title=f"{m.title}, {gpus} GPUs, ZeRO-{zero_stage}, {'flash' if flash else 'explicit'} attention")
+    fig.set_size_inches(7, 3)
+    rects = list(fig.axes[0].patches)
+    total_text = fig.axes[0].texts[0]  # the total, drawn before the capacity labels
+    blitter = None
+
+    def frame(b, s, p):
+        nonlocal blitter
+        fp = grid[(b, s, p)]
+        left = 0.0
+        for rect, part in zip(rects, fp.parts):
+            width = float(fp.parts[part]) / 1e9
+            rect.set_x(left)
+            rect.set_width(width)
+            left += width
+        clipped = left > limit
+        total_text.xy = (min(left, limit), total_text.xy[1])
+        total_text.set_text(f"{left:,.0f} GB →" if clipped else f"{left:,.1f} GB")
+        total_text.set_horizontalalignment("right" if clipped else "left")
+        total_text.xyann = (-4, 12) if clipped else (4, -3)
+        if blitter is None:
+            blitter = Blitter(fig, rects + [total_text])
+        fits = [h.short for h in gpus_hw if float(fp.total) <= h.hbm_capacity]
+        over = [h.short for h in gpus_hw if float(fp.total) > h.hbm_capacity]
+        verdict = (f"fits on {', '.join(fits)}" if fits else "fits on none") + (
+            f"; exceeds the {', '.join(over)}'s HBM" if over else "")
+        html = (f"<b>micro-batch {b}, {s:,} tokens, recompute: {p}</b>: {fmt(float(fp.total), 'B')} per GPU "
+                f"(activations {fmt(float(fp['activations']), 'B')}, model state "
+                f"{fmt(float(fp.total - fp['activations'] - fp['logits']), 'B')}); <b>{verdict}</b>")
+        return blitter.png(), html
+
+    try:
+        explorer = frame_explorer(
+            [("micro-batch", micro_batches), ("sequence", [(f"{s:,}", s) for s in seqs]), ("recompute", policies)],
+            frame, f"{m.name} training memory: micro-batch x sequence x recompute, "
+                   f"{len(micro_batches) * len(seqs) * len(policies)} frames")
+    finally:
+        plt.close(fig)
     return explorer
