@@ -41,6 +41,7 @@ __all__ = [
     "training_footprint",
     "kv_cache_capacity_tokens",
     "RECOMPUTE_POLICIES",
+    "KORTHIKANTI_CONFIGS",
 ]
 
 # Bytes per parameter of each training recipe's model state.
@@ -56,6 +57,11 @@ RECIPES: Mapping[str, Mapping[str, float]] = MappingProxyType({
 })
 
 RECOMPUTE_POLICIES = ("none", "selective", "full")
+
+# The GPT configurations of Korthikanti et al., Table 3: name -> (hidden, heads, layers, tensor parallel).
+KORTHIKANTI_CONFIGS: Mapping[str, tuple[int, int, int, int]] = MappingProxyType({
+    "22B": (6144, 64, 48, 8), "175B": (12288, 96, 96, 8), "530B": (20480, 128, 105, 8), "1T": (25600, 160, 128, 8),
+})
 
 
 @dataclass(frozen=True)

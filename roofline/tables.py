@@ -14,7 +14,7 @@ from .performance import Prediction, predict
 from .units import fmt
 
 __all__ = ["Table", "workload_table", "breakdown_table", "tiers_table", "hardware_table", "mfu_table", "mfu_calculator",
-           "recipes_table", "saved_tensors_table", "footprint_table", "kv_capacity_table"]
+           "recipes_table", "saved_tensors_table", "footprint_table", "kv_capacity_table", "korthikanti_table"]
 
 
 @dataclass(frozen=True)
@@ -204,3 +204,18 @@ def kv_capacity_table(model, hardware: Sequence[str], contexts: Sequence[int], *
         rows.append((h.short, f"{tokens:,}" if tokens else "weights do not fit",
                      *(f"{tokens // c:,}" if tokens else "0" for c in contexts)))
     return Table(("GPU", "KV tokens", *(f"batch at {c:,}" for c in contexts)), tuple(rows), title)
+
+
+def korthikanti_table(seq: int = 2048, micro_batch: int = 1, title: str = "") -> Table:
+    """Activations per GPT layer on the configurations of Korthikanti et al., derived tensor by tensor,
+    for each recompute policy, and whether the derivation equals the paper's closed form to the byte."""
+    from .memory import KORTHIKANTI_CONFIGS, RECOMPUTE_POLICIES, activation_bytes, korthikanti_bytes, saved_tensors
+
+    rows = []
+    for name, (h, a, _, _) in KORTHIKANTI_CONFIGS.items():
+        gpt = saved_tensors(architecture="gpt", hidden=h, heads=a, flash=False)
+        ours = [activation_bytes(gpt, seq, micro_batch, a, recompute=p) for p in RECOMPUTE_POLICIES]
+        paper = [korthikanti_bytes(seq, micro_batch, h, a, recompute=p) for p in RECOMPUTE_POLICIES]
+        same = all(round(x) == round(y) for x, y in zip(ours, paper))
+        rows.append((name, *(fmt(x, "B", 4) for x in ours), "yes" if same else "no"))
+    return Table(("GPT layer", *RECOMPUTE_POLICIES, "equals the paper"), tuple(rows), title)

@@ -8,7 +8,7 @@ import roofline as rl
 from roofline import memory as M
 
 # GPT-3 style configurations of Korthikanti et al., Table 3: (hidden, heads, layers, tensor parallel)
-PAPER = {"22B": (6144, 64, 48, 8), "175B": (12288, 96, 96, 8), "530B": (20480, 128, 105, 8), "1T": (25600, 160, 128, 8)}
+PAPER = M.KORTHIKANTI_CONFIGS
 
 
 def test_mixed_precision_adam_is_16_bytes_per_parameter(llama):
@@ -93,3 +93,10 @@ def test_kv_cache_capacity(llama):
 def test_bad_input(call, message):
     with pytest.raises(ValueError, match=message):
         call()
+
+
+def test_korthikanti_table_says_yes_for_every_configuration():
+    from roofline import tables
+
+    t = tables.korthikanti_table()
+    assert t.column("equals the paper") == ("yes",) * len(M.KORTHIKANTI_CONFIGS)
