@@ -16,10 +16,16 @@ _VOLATILE_CELL_KEYS = ("execution", "ExecuteTime", "collapsed", "scrolled")
 
 
 def clean(nb) -> None:
-    """Remove volatile metadata from a notebook in place."""
+    """Remove volatile metadata from a notebook in place.
+
+    Widget views go too: their model ids are random, and the widget state they point to is not kept
+    (the book re-executes the notebooks and embeds fresh state); the text repr stays for nbval.
+    """
     for cell in nb.cells:
         for key in _VOLATILE_CELL_KEYS:
             cell.metadata.pop(key, None)
+        for output in cell.get("outputs", []):
+            output.get("data", {}).pop("application/vnd.jupyter.widget-view+json", None)
     nb.metadata.pop("widgets", None)
     info = nb.metadata.get("language_info")
     if info:

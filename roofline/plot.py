@@ -21,7 +21,8 @@ from .network import Tier
 from .performance import as_roof, attainable_flops
 from .units import fmt
 
-__all__ = ["PALETTE", "style", "roofline_chart", "ridge_chart", "tiers_chart", "memory_bars", "memory_curves", "save", "FIGURES"]
+__all__ = ["PALETTE", "style", "roofline_chart", "ridge_chart", "tiers_chart", "memory_bars", "memory_curves", "save",
+           "FIGURES", "measured_roofline_chart", "measured_vs_predicted_chart"]
 
 # Okabe & Ito, "Color Universal Design" (2008)
 PALETTE = {
@@ -177,6 +178,66 @@ def tiers_chart(tiers: Sequence[Tier]):
         ax.set_xlim(values.min() / 3, values.max() * 6)
         ax.set_xlabel("bandwidth per GPU, one direction (GB/s, log scale)")
         ax.grid(axis="y", visible=False)
+    return fig
+
+
+def measured_roofline_chart(roofs, series: dict, *, intensity=(0.3, 1e4), title=None, floor=None):
+    """Roofs (datasheet solid, measured dashed) with measured work as dots (appendix).
+
+    ``series`` maps a legend label to ``(intensity, flops_per_s)`` arrays, or to a dict with those
+    keys and optional ``color``, ``marker`` and ``line`` (join the dots). Colours default to the
+    Okabe-Ito palette after the roofs' own. ``floor`` sets the bottom of the y axis in FLOP/s.
+    """
+    fig = roofline_chart(roofs, intensity=intensity, title=title)
+    ax = fig.axes[0]
+    dots = [c for c in ("vermillion", "green", "purple", "sky", "black", "yellow")]
+    with style():
+        for i, (label, s) in enumerate(series.items()):
+            s = s if isinstance(s, dict) else {"intensity": s[0], "flops_per_s": s[1]}
+            color = s.get("color", PALETTE[dots[i % len(dots)]])
+            ax.plot(np.asarray(s["intensity"]), np.asarray(s["flops_per_s"]) / 1e12, s.get("marker", "o"),
+                    ls="-" if s.get("line", True) else "none", lw=0.8, ms=5, color=color, mec="black", mew=0.4,
+                    label=label, zorder=5)
+        if floor is not None:
+            ax.set_ylim(bottom=floor / 1e12)
+        ax.legend(loc="lower right", fontsize=7.5, frameon=True, facecolor="white", edgecolor="none", framealpha=0.95)
+    return fig
+
+
+def measured_vs_predicted_chart(x, measured, predicted: dict, *, xlabel: str, ylabel: str, title=None,
+                                logx=True, logy=False, scale=1.0, ax=None):
+    """Measured values as dots and the roofline's predictions as lines against ``x`` (appendix).
+
+    ``measured`` is an array, or a dict of label -> array for several measured series;
+    ``predicted`` maps a label ('datasheet roof', 'measured roof') to an array. Values are divided
+    by ``scale`` for display (1e-3 shows seconds as ms).
+    """
+    x = np.asarray(x)
+    measured = measured if isinstance(measured, dict) else {"measured": measured}
+    with style():
+        if ax is None:
+            fig, ax = plt.subplots(figsize=(6.2, 3.9), layout="constrained")
+        else:
+            fig = ax.figure
+        lines = ("-", "--", ":", "-.")
+        for i, (label, y) in enumerate(predicted.items()):
+            ax.plot(x, np.asarray(y) / scale, lines[i % len(lines)], color=_CYCLE[i % len(_CYCLE)], lw=1.8,
+                    label=f"predicted, {label}")
+        dots = ("vermillion", "black", "green", "purple")
+        for i, (label, y) in enumerate(measured.items()):
+            ax.plot(x, np.asarray(y) / scale, "o", ms=6, color=PALETTE[dots[i % len(dots)]], mec="black", mew=0.5,
+                    label=label, zorder=5)
+        if logx:
+            ax.set_xscale("log", base=2)
+            ax.set_xticks(x, [f"{v:,.0f}" for v in x], fontsize=8)
+            ax.minorticks_off()
+        if logy:
+            ax.set_yscale("log")
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel(ylabel)
+        if title:
+            ax.set_title(title)
+        ax.legend(fontsize=8)
     return fig
 
 

@@ -84,6 +84,10 @@ def test_figures_are_captioned_described_and_saved_for_slides(path):
         assert len(meta["image"]["alt"]) > 40
         assert any("image/png" in o.get("data", {}) for o in c["outputs"])
         saved = re.search(r'plot\.save\(fig, "([^"]+)"\)', "".join(c["source"]))
+        if "nbval-ignore-output" in c["metadata"].get("tags", []):
+            # the reader's own machine: different on every run, so not a figure for slides
+            assert saved is None, "a machine-dependent figure would change figures/ on every build"
+            continue
         assert saved, "figure not written to figures/"
         for ext in ("svg", "png"):
             assert (ROOT / "figures" / f"{saved.group(1)}.{ext}").stat().st_size > 1000

@@ -1,0 +1,294 @@
+"""Measure the reader's own machine: memory bandwidth and matmul throughput (appendix "The roofline
+meets a real GPU").
+
+:func:`cpu_record` times numpy on the CPU; :func:`gpu_record` times PyTorch on a CUDA GPU when one is
+present (torch is imported only there and is never a dependency of the package). Both return a dict
+in the format of the shipped H200 file (``roofline/data/measured/README.md``), so
+:func:`roofline.measured.parse_measurement`, :func:`~roofline.measured.measured_roof` and the plots
+take either. :func:`measure` does both steps and returns the typed record.
+
+Method, on both paths: random data (never zeros, which some hardware moves or multiplies faster),
+buffers several times the last-level cache so that bytes come from memory rather than cache, weights
+rotated over several copies for the same reason, warm-up calls first, then the median of the timed
+calls (the best is kept beside it). Sizes are parameters; ``progress`` receives one line per step
+(``print`` by default, ``None`` for silence).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import platform
+import statistics
+import sys
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Callable, Sequence
+
+import numpy as np
+
+from ._check import number
+
+__all__ = ["cpu_record", "gpu_record", "measure", "gpu_available", "last_level_cache_bytes", "blas_info",
+           "DEFAULT_SHAPES"]
+
+# (m, n, k): a matrix-vector product up to square products, n = k as in the H200 sweep
+DEFAULT_SHAPES = tuple((m, 1024, 1024) for m in (1, 4, 16, 64, 256, 1024))
+
+Progress = Callable[[str], None] | None
+
+
+def _say(progress: Progress, text: str) -> None:
+    if progress is not None:
+        progress(text)
+
+
+def _print(text: str) -> None:
+    print(text, flush=True)
+
+
+def last_level_cache_bytes() -> int | None:
+    """The largest CPU cache Linux reports (``/sys/devices/system/cpu/cpu0/cache``), or None."""
+    folder = Path("/sys/devices/system/cpu/cpu0/cache")
+    sizes = []
+    for index in folder.glob("index*"):
+        try:
+            text = (index / "size").read_text().strip()
+        except OSError:
+            continue
+        scale = {"K": 2**10, "M": 2**20, "G": 2**30}.get(text[-1:].upper(), 1)
+        digits = text[:-1] if text[-1:].isalpha() else text
+        if digits.isdigit():
+            sizes.append(int(digits) * scale)
+    return max(sizes) if sizes else None
+
+
+def _cpu_name() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.lower().startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine() or "CPU"
+
+
+def blas_info() -> str:
+    """The BLAS numpy was built against, from ``numpy.show_config``."""
+    try:
+        cfg = np.show_config(mode="dicts")
+        blas = cfg.get("Build Dependencies", {}).get("blas", {})
+        return " ".join(str(blas.get(k, "")) for k in ("name", "version")).strip() or "unknown"
+    except Exception:  # older numpy prints instead of returning
+        return "unknown"
+
+
+def _env_common() -> dict:
+    return {
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "date_utc": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+    }
+
+
+def _time(fn, repeats: int, warmup: int, clock=time.perf_counter) -> tuple[float, float]:
+    """Median and best seconds of ``fn`` over ``repeats`` timed calls after ``warmup`` untimed ones."""
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(repeats):
+        t0 = clock()
+        fn()
+        times.append(clock() - t0)
+    return statistics.median(times), min(times)
+
+
+def _check_sizes(buffer_bytes, shapes, repeats, warmup):
+    buffer_bytes = int(number("buffer_bytes", buffer_bytes, integer=True))
+    repeats = int(number("repeats", repeats, integer=True))
+    warmup = int(number("warmup", warmup, integer=True, strict=False))
+    shapes = [tuple(s) for s in shapes]
+    if not shapes:
+        raise ValueError("shapes must name at least one (m, n, k) product")
+    for s in shapes:
+        if len(s) != 3:
+            raise ValueError(f"shapes must be (m, n, k) triples, got {s!r}")
+        for name, v in zip("mnk", s):
+            number(f"shapes {name}", v, integer=True)
+    return buffer_bytes, [tuple(map(int, s)) for s in shapes], repeats, warmup
+
+
+def _gemm_entry(m, n, k, bytes_per, seconds, best, dtype, out_bytes=None):
+    flops = 2 * m * n * k
+    min_bytes = bytes_per * (m * k + k * n) + (out_bytes or bytes_per) * m * n
+    return {"m": m, "n": n, "k": k, "dtype": dtype, "flops": flops, "min_bytes": min_bytes,
+            "intensity": flops / min_bytes, "seconds": seconds, "flops_per_s": flops / seconds,
+            "best_flops_per_s": flops / best}
+
+
+def cpu_record(*, buffer_bytes: int | None = None, shapes: Sequence[tuple[int, int, int]] = DEFAULT_SHAPES,
+               repeats: int = 5, warmup: int = 2, dtype: str = "fp32", seed: int = 0,
+               progress: Progress = _print) -> dict:
+    """Measure this CPU with numpy: copy, read and write bandwidth, then one matmul per shape.
+
+    ``buffer_bytes`` defaults to four times the last-level cache (64 MiB if it cannot be read). Each
+    matmul's weights are rotated over enough copies to fill ``buffer_bytes``, so small products read
+    their weights from memory, not from cache. ``read`` is a BLAS matrix-vector product over the
+    buffer (every thread reads) or ``numpy.sum``, whichever is faster; ``copy`` counts bytes read plus bytes written.
+    """
+    np_dtype = {"fp32": np.float32, "fp64": np.float64}.get(dtype)
+    if np_dtype is None:
+        raise ValueError(f"dtype must be 'fp32' or 'fp64' on the CPU, got {dtype!r}")
+    llc = last_level_cache_bytes()
+    if buffer_bytes is None:
+        buffer_bytes = 4 * llc if llc else 64 * 2**20
+    buffer_bytes, shapes, repeats, warmup = _check_sizes(buffer_bytes, shapes, repeats, warmup)
+    rng = np.random.default_rng(seed)
+    item = np.dtype(np_dtype).itemsize
+    started = time.perf_counter()
+    record = {
+        "about": "Measured with roofline.measure.cpu_record (numpy on the CPU): medians after warm-up, "
+                 "random data, buffers and rotated weights several times the last-level cache.",
+        "env": {**_env_common(), "cpu": _cpu_name(), "threads": os.cpu_count(), "numpy": np.__version__,
+                "blas": blas_info(), "llc_bytes": llc, "buffer_bytes": buffer_bytes},
+        "notes": {"read": "the faster of a BLAS matrix-vector product over the buffer (all threads) and numpy.sum",
+                  "copy": "numpy.copyto between two buffers; bytes = read + written",
+                  "gemm_per_call": "one numpy matmul per timed call, weights rotated over the buffer size"},
+    }
+    cols = 1024
+    rows = max(1, buffer_bytes // (item * cols))
+    src = rng.standard_normal((rows, cols), dtype=np_dtype)
+    dst = np.empty_like(src)
+    vec = rng.standard_normal(cols, dtype=np_dtype)
+    nbytes = src.nbytes
+    _say(progress, f"measure: bandwidth over {nbytes / 2**20:,.0f} MiB buffers")
+    bw = {}
+    for name, fns, moved in (("copy", [lambda: np.copyto(dst, src)], 2 * nbytes),
+                             ("read", [lambda: src @ vec, src.sum], nbytes),
+                             ("write", [lambda: dst.fill(1.5)], nbytes)):
+        med, best = min(_time(fn, repeats, warmup) for fn in fns)
+        bw[name] = {"bytes": moved, "seconds": med, "bytes_per_s": moved / med, "best_bytes_per_s": moved / best}
+        _say(progress, f"measure: {name} {moved / med / 1e9:,.1f} GB/s")
+    record["bandwidth"] = bw
+    del dst
+    gemms = []
+    for i, (m, n, k) in enumerate(shapes, 1):
+        weight_bytes = k * n * item
+        copies = max(1, min(64, math.ceil(buffer_bytes / weight_bytes)))
+        weights = [rng.standard_normal((k, n), dtype=np_dtype) for _ in range(copies)]
+        a = rng.standard_normal((m, k), dtype=np_dtype)
+        out = np.empty((m, n), dtype=np_dtype)
+        turn = iter(range(1 << 62))
+
+        def call():
+            np.matmul(a, weights[next(turn) % copies], out=out)
+
+        med, best = _time(call, repeats, warmup)
+        gemms.append(_gemm_entry(m, n, k, item, med, best, dtype))
+        _say(progress, f"measure: matmul {i}/{len(shapes)} m={m} n={n} k={k}: {2 * m * n * k / med / 1e9:,.1f} GFLOP/s")
+        del weights
+    record["gemm_per_call"] = gemms
+    record["env"]["seconds_measuring"] = time.perf_counter() - started
+    return record
+
+
+def gpu_available() -> bool:
+    """True when PyTorch is installed and sees a CUDA GPU."""
+    try:
+        import torch
+    except ImportError:
+        return False
+    return bool(torch.cuda.is_available())
+
+
+def gpu_record(*, buffer_bytes: int | None = None, shapes: Sequence[tuple[int, int, int]] = DEFAULT_SHAPES,
+               repeats: int = 20, warmup: int = 5, seed: int = 0, progress: Progress = _print) -> dict:
+    """Measure the first CUDA GPU with PyTorch: bandwidth, then bf16 matmuls, timed with CUDA events.
+
+    ``buffer_bytes`` defaults to eight times the L2 cache. Weights are rotated over copies filling at
+    least four times the L2, so each product reads them from HBM. Needs ``torch`` with CUDA.
+    """
+    try:
+        import torch
+    except ImportError:
+        raise RuntimeError("measuring a GPU needs PyTorch (pip install torch); roofline does not depend on it") from None
+    if not torch.cuda.is_available():
+        raise RuntimeError("PyTorch sees no CUDA GPU (torch.cuda.is_available() is False)")
+    props = torch.cuda.get_device_properties(0)
+    l2 = int(getattr(props, "L2_cache_size", 0)) or 50 * 2**20
+    if buffer_bytes is None:
+        buffer_bytes = 8 * l2
+    buffer_bytes, shapes, repeats, warmup = _check_sizes(buffer_bytes, shapes, repeats, warmup)
+    gen = torch.Generator(device="cuda").manual_seed(seed)
+    dev = torch.device("cuda")
+
+    def timed(fn):
+        for _ in range(warmup):
+            fn()
+        torch.cuda.synchronize()
+        times = []
+        for _ in range(repeats):
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            fn()
+            end.record()
+            end.synchronize()
+            times.append(start.elapsed_time(end) / 1e3)
+        return statistics.median(times), min(times)
+
+    started = time.perf_counter()
+    record = {
+        "about": "Measured with roofline.measure.gpu_record (PyTorch, CUDA events): medians after warm-up, "
+                 "random bf16 data, weights rotated over at least 4x the L2.",
+        "env": {**_env_common(), "gpu": torch.cuda.get_device_name(0), "sm_count": props.multi_processor_count,
+                "memory_bytes": props.total_memory, "l2_bytes": l2, "torch": torch.__version__,
+                "cuda": torch.version.cuda, "buffer_bytes": buffer_bytes},
+        "notes": {"gemm_per_call": "one torch.matmul per timed call (launch overhead included for small products)"},
+    }
+    n_el = buffer_bytes // 2
+    src = torch.randn(n_el, device=dev, dtype=torch.bfloat16, generator=gen)
+    dst = torch.empty_like(src)
+    nbytes = src.numel() * 2
+    _say(progress, f"measure: bandwidth over {nbytes / 2**20:,.0f} MiB buffers")
+    bw = {}
+    for name, fn, moved in (("copy", lambda: dst.copy_(src), 2 * nbytes), ("read", lambda: src.sum(), nbytes),
+                            ("write", lambda: dst.fill_(1.5), nbytes)):
+        med, best = timed(fn)
+        bw[name] = {"bytes": moved, "seconds": med, "bytes_per_s": moved / med, "best_bytes_per_s": moved / best}
+        _say(progress, f"measure: {name} {moved / med / 1e12:,.2f} TB/s")
+    record["bandwidth"] = bw
+    del src, dst
+    gemms = []
+    for i, (m, n, k) in enumerate(shapes, 1):
+        copies = max(2, min(64, math.ceil(4 * l2 / (k * n * 2))))
+        weights = [torch.randn(k, n, device=dev, dtype=torch.bfloat16, generator=gen) for _ in range(copies)]
+        a = torch.randn(m, k, device=dev, dtype=torch.bfloat16, generator=gen)
+        turn = iter(range(1 << 62))
+        med, best = timed(lambda: torch.matmul(a, weights[next(turn) % copies]))
+        gemms.append(_gemm_entry(m, n, k, 2, med, best, "bf16"))
+        _say(progress, f"measure: matmul {i}/{len(shapes)} m={m} n={n} k={k}: {2 * m * n * k / med / 1e12:,.1f} TFLOP/s")
+        del weights
+    record["gemm_per_call"] = gemms
+    record["env"]["seconds_measuring"] = time.perf_counter() - started
+    return record
+
+
+def measure(device: str = "cpu", **sizes):
+    """Measure and parse in one step: a :class:`~roofline.measured.Measurement` of the CPU
+    (``device='cpu'``) or the GPU (``'gpu'``). ``sizes`` go to :func:`cpu_record` or :func:`gpu_record`."""
+    from .measured import parse_measurement
+
+    if device == "cpu":
+        return parse_measurement(cpu_record(**sizes), "this machine (CPU)")
+    if device == "gpu":
+        return parse_measurement(gpu_record(**sizes), "this machine (GPU)")
+    raise ValueError(f"device must be 'cpu' or 'gpu', got {device!r}")
+
+
+if __name__ == "__main__":  # python -m roofline.measure > mine.json
+    import json
+
+    rec = gpu_record(progress=lambda s: print(s, file=sys.stderr)) if gpu_available() else \
+        cpu_record(progress=lambda s: print(s, file=sys.stderr))
+    json.dump(rec, sys.stdout, indent=1)

@@ -1,0 +1,220 @@
+"""The H200 measurements, their loader and the bound check; the reader's-machine measurement."""
+
+import copy
+import json
+import math
+
+import numpy as np
+import pytest
+
+import roofline as rl
+from roofline import measure
+from roofline import measured as M
+
+
+@pytest.fixture(scope="module")
+def rec():
+    return M.load_measurement("h200-2026-11-29")
+
+
+@pytest.fixture(scope="module")
+def raw():
+    from importlib import resources
+    return json.loads(resources.files("roofline").joinpath("data/measured/h200-2026-11-29.json").read_text())
+
+
+def test_shipped_files_and_headlines(rec):
+    assert M.measurement_names() == ["h200-2026-11-29", "h200-2026-11-29-layers"]
+    assert rec.env.device == "NVIDIA H200"
+    assert len(rec.gemm_graph) == len(rec.gemm_per_call) == 30 and len(rec.gemm_fp8_per_call) == 11
+    # the README's headlines: copy 4.26 TB/s, read 4.08 TB/s, batch-1 decode 4.96 ms (201 tokens/s)
+    assert rec.bandwidth["copy"].bytes_per_s == pytest.approx(4.26e12, rel=1e-3)
+    assert rec.bandwidth["read"].bytes_per_s == pytest.approx(4.08e12, rel=1e-3)
+    first = rec.decode[0]
+    assert (first.batch, first.context) == (1, 2048)
+    assert first.seconds_graph == pytest.approx(4.96e-3, rel=1e-3) and first.tokens_per_s == pytest.approx(201.5, abs=0.1)
+    assert rec.launch_overhead.eager_s_per_kernel == pytest.approx(11.5e-6, rel=1e-2)
+
+
+def test_layers_file_loads_with_the_out_of_memory_point():
+    layers = M.load_layers()
+    assert [v.query_tokens for v in layers.verify][:2] == [1, 2]
+    oom = [a for a in layers.attention if a.explicit_seconds is None]
+    assert [a.tokens for a in oom] == [32768] and "out of memory" in oom[0].explicit_error
+    assert {t.checkpoint for t in layers.train} == {True, False}
+
+
+def test_records_agree_with_the_package_formulas(rec):
+    for g in rec.gemm_graph:
+        c = rl.matmul(g.m, g.n, g.k)
+        assert (c.flops, c.bytes) == (g.flops, g.min_bytes)
+    m = M.model_of(rec)
+    assert m.num_layers * m.layer_matmul_params + m.embedding_params + m.lm_head_params == rec.model["params"]
+    # the decode runs' KV bytes are the package's KV-cache bytes
+    for r in rec.decode:
+        assert rl.kv_cache_bytes(r.context, m.kv_bytes_per_token(), r.batch) == r.kv_bytes
+
+
+def test_measured_roof(rec):
+    roof = M.measured_roof(rec)
+    assert roof.kind == "measured" and roof.dtype == "bf16"
+    assert roof.bandwidth == rec.bandwidth["copy"].best_bytes_per_s  # copy beat read
+    assert roof.peak_flops == pytest.approx(786.19e12, rel=1e-4)
+    assert roof.ridge_point == pytest.approx(184.1, abs=0.1)
+    assert M.measured_roof(rec, "fp8").peak_flops == pytest.approx(1385.1e12, rel=1e-4)
+    assert M.measured_roof(rec, bandwidth="read").bandwidth == rec.bandwidth["read"].best_bytes_per_s
+    with pytest.raises(ValueError, match="bandwidth must be one of"):
+        M.measured_roof(rec, bandwidth="fastest")
+    with pytest.raises(ValueError, match="no fp16 matmuls"):
+        M.measured_roof(rec, "fp16")
+    with pytest.raises(TypeError, match="record must be a Measurement"):
+        M.measured_roof({"env": {}})
+
+
+def test_turning_point_matches_the_roofline(rec):
+    for n in (4096, 8192):
+        s = M.sweep(rec.gemm_graph, n)
+        assert M.knee(s) == 256
+        assert M.compute_bound_from(s, rl.get_hardware("h200")) == 256
+    with pytest.raises(ValueError, match="share one"):
+        M.knee(rec.gemm_graph)
+
+
+def _all(rec, roof, roof8):
+    return (M.compare_decode(rec, roof) + M.compare_prefill(rec, roof) + M.compare_decode_ops(rec, roof)
+            + M.compare_reads(rec, roof) + M.compare_gemms(rec.gemm_graph, roof, prefix="graph ")
+            + M.compare_gemms(rec.gemm_per_call, roof, prefix="call ") + M.compare_gemms(rec.gemm_fp8_per_call, roof8))
+
+
+def test_every_point_obeys_the_bound_under_datasheet_and_measured_roofs(rec):
+    h = rl.get_hardware("h200-sxm")
+    for roof, roof8 in ((h.roof("bf16"), h.roof("fp8")), (M.measured_roof(rec), M.measured_roof(rec, "fp8"))):
+        points = _all(rec, roof, roof8)
+        assert len(points) == 136
+        assert M.bound_violations(points) == []
+
+
+def test_a_roof_from_the_read_benchmark_alone_is_broken_only_where_explained(rec):
+    read = M.measured_roof(rec, bandwidth="read")
+    points = _all(rec, read, M.measured_roof(rec, "fp8", bandwidth="read"))
+    assert {c.label for c in points if not c.obeys} == set(M.READ_ROOF_EXCEPTIONS)
+    assert M.bound_violations(points, M.READ_ROOF_EXCEPTIONS) == []
+    with pytest.raises(ValueError, match="obey the bound"):
+        M.bound_violations(points, {"decode batch=1 context=2048": "no reason"})
+    with pytest.raises(ValueError, match="not compared"):
+        M.bound_violations(points, {"nonsense": "x"})
+
+
+def test_ratios_a_reader_would_check(rec):
+    h = rl.get_hardware("h200-sxm")
+    dec = M.compare_decode(rec, h)[0]
+    assert dec.label == "decode batch=1 context=2048" and dec.ratio == pytest.approx(0.642, abs=1e-3)
+    pre = {c.label: c for c in M.compare_prefill(rec, M.measured_roof(rec))}
+    assert pre["prefill tokens=2048"].ratio == pytest.approx(0.833, abs=1e-3)
+    table = M.comparison_table({"datasheet": M.compare_prefill(rec, h), "measured": list(pre.values())})
+    assert table.rows[4] == ("prefill tokens=2048", "48.6 ms", "0.66", "0.83")
+
+
+# --- bad files ------------------------------------------------------------------------------
+
+
+def _broken(raw, edit):
+    bad = copy.deepcopy(raw)
+    edit(bad)
+    return bad
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda d: d.pop("env"), r"bad\.json: missing 'env'"),
+    (lambda d: d["env"].pop("gpu"), r"env: missing 'gpu' or 'cpu'"),
+    (lambda d: d.pop("bandwidth"), r"missing 'bandwidth'"),
+    (lambda d: d["gemm_graph"][3].pop("seconds"), r"gemm_graph\[3\]: missing 'seconds'"),
+    (lambda d: d["gemm_graph"][0].update(seconds=-1e-5), r"gemm_graph\[0\] field 'seconds': a time must be a finite number > 0, got -1e-05"),
+    (lambda d: d["decode"][2].update(seconds_graph="fast"), r"decode\[2\] field 'seconds_graph': must be a number"),
+    (lambda d: d["gemm_per_call"][1].update(flops=1.0), r"gemm_per_call\[1\] field 'flops': expected 2mnk"),
+    (lambda d: d["prefill"][0].update(tokens=12.5), r"prefill\[0\] field 'tokens': must be a whole number"),
+    (lambda d: d["bandwidth"]["copy"].update(seconds=0), r"bandwidth\.copy field 'seconds': a time must be"),
+    (lambda d: d.pop("model"), r"has decode or prefill runs but no 'model'"),
+    (lambda d: [d.pop("gemm_graph"), d.pop("gemm_per_call")], r"missing 'gemm_graph' or 'gemm_per_call'"),
+    (lambda d: d.update(decode={"batch": 1}), r"field 'decode': expected list"),
+])
+def test_bad_files_name_the_key(raw, edit, message):
+    with pytest.raises(M.MeasurementError, match=message):
+        M.parse_measurement(_broken(raw, edit), "bad.json")
+
+
+def test_bad_paths_and_json(tmp_path):
+    with pytest.raises(KeyError, match="unknown measurement 'h200-2026-11-30'; did you mean"):
+        M.load_measurement("h200-2026-11-30")
+    bad = tmp_path / "x.json"
+    bad.write_text("{not json")
+    with pytest.raises(M.MeasurementError, match="x.json: not valid JSON"):
+        M.load_measurement(bad)
+    with pytest.raises(TypeError, match="measurement must be a name"):
+        M.load_measurement(42)
+
+
+def test_a_saved_file_round_trips(raw, tmp_path):
+    path = tmp_path / "mine.json"
+    path.write_text(json.dumps(raw))
+    assert M.load_measurement(path).decode == M.load_measurement().decode
+
+
+# --- the reader's machine ------------------------------------------------------------------
+
+TINY = dict(buffer_bytes=2 * 2**20, shapes=[(1, 128, 128), (16, 128, 128), (128, 128, 128)], repeats=3, warmup=1)
+
+
+@pytest.fixture(scope="module")
+def cpu():
+    return measure.cpu_record(progress=None, **TINY)
+
+
+def test_cpu_record_is_finite_positive_and_in_the_h200_format(cpu):
+    rec = M.parse_measurement(json.loads(json.dumps(cpu)), "cpu")
+    assert rec.env.details["threads"] >= 1 and rec.env.details["blas"]
+    assert set(rec.bandwidth) == {"copy", "read", "write"}
+    for b in rec.bandwidth.values():
+        assert math.isfinite(b.bytes_per_s) and b.bytes_per_s > 0 and b.best_bytes_per_s >= b.bytes_per_s
+    assert [(g.m, g.n, g.k) for g in rec.gemm_per_call] == TINY["shapes"]
+    for g in rec.gemm_per_call:
+        assert g.dtype == "fp32" and math.isfinite(g.flops_per_s) and g.flops_per_s > 0
+        assert g.min_bytes == 4 * (g.m * g.k + g.k * g.n + g.m * g.n)
+
+
+def test_cpu_products_obey_their_own_roof(cpu):
+    rec = M.parse_measurement(cpu, "cpu")
+    roof = M.measured_roof(rec)
+    assert roof.kind == "measured" and roof.dtype == "fp32"
+    for g in rec.gemm_per_call:
+        # compute side: the roof's peak is the best product's best run, so no median exceeds it
+        assert g.flops_per_s <= roof.peak_flops
+    # memory side: medians against the best bandwidth run, on tiny cache-resident sizes and a shared
+    # machine; a product may beat the benchmark by noise, never by an order of magnitude
+    attainable = np.array([rl.attainable_flops(g.intensity, roof) for g in rec.gemm_per_call])
+    assert (np.array([g.flops_per_s for g in rec.gemm_per_call]) <= 10 * attainable).all()
+
+
+def test_progress_lines_and_bad_sizes():
+    lines = []
+    measure.cpu_record(progress=lines.append, **{**TINY, "shapes": [(2, 64, 64)]})
+    assert lines[0].startswith("measure: bandwidth over") and "matmul 1/1 m=2 n=64 k=64" in lines[-1]
+    with pytest.raises(ValueError, match="buffer_bytes must be a whole number > 0"):
+        measure.cpu_record(progress=None, buffer_bytes=-1)
+    with pytest.raises(ValueError, match=r"shapes must be \(m, n, k\) triples"):
+        measure.cpu_record(progress=None, buffer_bytes=2**20, shapes=[(1, 2)])
+    with pytest.raises(ValueError, match="dtype must be 'fp32' or 'fp64'"):
+        measure.cpu_record(progress=None, dtype="bf16")
+    with pytest.raises(ValueError, match="device must be 'cpu' or 'gpu'"):
+        measure.measure("tpu")
+
+
+def test_gpu_record():
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA GPU")
+    rec = measure.measure("gpu", buffer_bytes=256 * 2**20, shapes=[(1, 4096, 4096), (4096, 4096, 4096)],
+                          repeats=5, warmup=2, progress=None)
+    roof = M.measured_roof(rec)
+    assert roof.dtype == "bf16" and roof.bandwidth > 0 and roof.peak_flops > 0
+    assert all(g.flops_per_s <= roof.peak_flops for g in rec.gemm_per_call)
