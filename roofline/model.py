@@ -121,9 +121,10 @@ class Model:
 
     @property
     def title(self) -> str:
-        """A display name: 'llama-3.1-405b' -> 'Llama 3.1 405B'."""
+        """A display name: 'llama-3.1-405b' -> 'Llama 3.1 405B', 'mixtral-8x7b' -> 'Mixtral 8x7B'."""
         words = self.name.replace("_", "-").split("-")
-        return " ".join(w.upper() if re.fullmatch(r"\d+(\.\d+)?[bmk]", w) else w.capitalize() for w in words)
+        return " ".join(w.upper().replace("X", "x") if re.fullmatch(r"(\d+x)?\d+(\.\d+)?[bmk]|v\d+", w)
+                        else w.capitalize() for w in words)
 
     # --- the pieces -----------------------------------------------------------------------
     def attention_linears(self) -> tuple[Linear, ...]:
