@@ -21,6 +21,7 @@ from ._check import number, unknown_name
 from .units import DTYPE_BYTES, SCALE
 
 __all__ = [
+    "CatalogError",
     "Source",
     "Figure",
     "Link",

@@ -88,7 +88,7 @@ class MLA:
 
     @property
     def latent_width(self) -> int:
-        """Numbers cached per token per layer: the compressed KV plus the shared rotary key."""
+        """Numbers cached per token per layer, the compressed KV plus the shared rotary key."""
         return self.kv_lora_rank + self.qk_rope_head_dim
 
 
@@ -121,7 +121,7 @@ class Model:
 
     @property
     def title(self) -> str:
-        """A display name: 'llama-3.1-405b' -> 'Llama 3.1 405B', 'mixtral-8x7b' -> 'Mixtral 8x7B'."""
+        """A display name, e.g. 'Llama 3.1 405B' for 'llama-3.1-405b' and 'Mixtral 8x7B' for 'mixtral-8x7b'."""
         words = self.name.replace("_", "-").split("-")
         return " ".join(w.upper().replace("X", "x") if re.fullmatch(r"(\d+x)?\d+(\.\d+)?[bmk]|v\d+", w)
                         else w.capitalize() for w in words)
@@ -219,7 +219,7 @@ class Model:
 
     @property
     def embedding_params(self) -> int:
-        """The token embedding table: vocabulary times hidden size."""
+        """The token embedding table, vocabulary times hidden size."""
         return self.vocab_size * self.hidden_size
 
     @property
@@ -248,7 +248,7 @@ class Model:
 
     @property
     def norm_params(self) -> int:
-        """RMSNorm scales: two per layer and one final (plus MLA's two latent norms per layer)."""
+        """RMSNorm scales, two per layer and one final (plus MLA's two latent norms per layer)."""
         extra = 0
         if self.mla is not None:
             extra = self.num_layers * (self.mla.kv_lora_rank + (self.mla.q_lora_rank or 0))
@@ -256,7 +256,7 @@ class Model:
 
     @property
     def params(self) -> int:
-        """Total parameters, exactly as the checkpoint stores them (Llama 3 8B: 8,030,261,248).
+        """Total parameters, exactly as the checkpoint stores them (8,030,261,248 for Llama 3 8B).
 
         Every expert counts. Multi-token-prediction modules that some checkpoints carry beside the
         model (DeepSeek-V3's ``num_nextn_predict_layers``) are not part of the model and not counted.
@@ -265,7 +265,7 @@ class Model:
 
     @property
     def active_params(self) -> int:
-        """Parameters one token uses: the total less the routed experts it is not sent to.
+        """Parameters one token uses, the total less the routed experts it is not sent to.
 
         Embedding and output head both count, as in Mistral's 12.9B for Mixtral 8x7B; DeepSeek's
         36.6B for DeepSeek-V3 leaves out the input embedding (``active_params - embedding_params``).
