@@ -11,7 +11,7 @@ The vocabulary of chapter 1, importable from the top level::
 from .cost import Breakdown, Cost, arithmetic_intensity
 from .hardware import Hardware, Roof, get_hardware, hardware_names, load_catalog, ridge_point
 from .inference import ACCOUNTINGS, attention_parity_tokens, compute_bound_batch, decode_step, prefill
-from .model import Model, load_model, model_from_config, model_names
+from .model import Model, NotModelledError, load_model, model_from_config, model_names
 from .network import bandwidth_tiers, data_parallel_bytes, transfer_time
 from .ops import attention_flops, kv_cache_bytes, matmul
 from .performance import Prediction, as_roof, attainable_flops, predict
@@ -22,7 +22,8 @@ from .units import Quantity, dtype_bytes, fmt
 __version__ = "0.1.0"
 
 __all__ = [
-    "ACCOUNTINGS", "Breakdown", "Cost", "Hardware", "MFU_REPORTS", "Model", "Prediction", "Quantity", "Roof",
+    "ACCOUNTINGS", "Breakdown", "Cost", "Hardware", "MFU_REPORTS", "Model", "NotModelledError", "Prediction",
+    "Quantity", "Roof",
     "arithmetic_intensity", "as_roof", "attainable_flops", "attention_flops", "attention_parity_tokens",
     "bandwidth_tiers", "compute_bound_batch", "data_parallel_bytes", "decode_step", "dtype_bytes", "fmt",
     "get_hardware", "hardware_names", "hfu", "kv_cache_bytes", "load_catalog", "load_model", "matmul", "mfu",

@@ -9,6 +9,7 @@ is not a measured one, and the book keeps the two apart.
 from __future__ import annotations
 
 import tomllib
+import re
 from dataclasses import dataclass, field, replace
 from functools import cache
 from importlib import resources
@@ -20,6 +21,7 @@ from ._check import number, unknown_name
 from .units import DTYPE_BYTES, SCALE
 
 __all__ = [
+    "CatalogError",
     "Source",
     "Figure",
     "Link",
@@ -120,6 +122,7 @@ class Hardware:
     figures: Mapping[str, Figure] = field(default_factory=dict, repr=False)
     aliases: tuple[str, ...] = ()
     short: str = ""  # a label for charts, e.g. 'H100 SXM'
+    sparse_flops: Mapping[str, float] = field(default_factory=dict)  # 2:4 structured-sparsity peaks, if given
 
     def peak_flops(self, dtype: str = "bf16") -> float:
         """Dense peak FLOP/s for ``dtype``; an error if the chip has no such format."""
@@ -171,6 +174,22 @@ class CatalogError(ValueError):
     """A malformed hardware catalog entry; the message names the entry and the field."""
 
 
+# "1,979 with sparsity", "4.5 PFLOPS with sparsity", "9 POPS with sparsity": the number a note quotes
+_WITH_SPARSITY = re.compile(r"(\d[\d,]*(?:\.\d+)?)\s*(?:([PTG])(?:FLOP|OP)S?(?:/s)?)?\s+with\s+sparsity", re.I)
+_PREFIX = {"P": 1e15, "T": 1e12, "G": 1e9}
+
+
+def _check_dense_note(where: str, fig: Figure) -> None:
+    """A dense figure whose note quotes a figure 'with sparsity' must be half of that figure (within 1%)."""
+    for number, prefix in _WITH_SPARSITY.findall(fig.note):
+        quoted = float(number.replace(",", ""))
+        quoted *= _PREFIX[prefix.upper()] if prefix else fig.value / float(fig.given.split()[0])
+        if abs(quoted / fig.value - 2) > 0.02:
+            raise CatalogError(
+                f"{where}: a sparse figure where a dense one belongs? the note quotes {number} with sparsity, "
+                f"which is {quoted / fig.value:.3g}x the value {fig.given}; a dense peak is half the sparse one")
+
+
 def _figure(where: str, raw, sources: Mapping[str, Source], expect: str) -> Figure:
     if not isinstance(raw, dict):
         raise CatalogError(f"{where}: expected a table {{value, unit, source}}, got {raw!r}")
@@ -211,7 +230,21 @@ def _hardware(key: str, raw: dict, sources: Mapping[str, Source]) -> Hardware:
         if dtype not in DTYPE_BYTES:
             raise CatalogError(f"{where} field 'dense.{dtype}': unknown dtype; expected one of {', '.join(DTYPE_BYTES)}")
         figures[f"dense.{dtype}"] = _figure(f"{where} field 'dense.{dtype}'", fig, sources, "FLOP/s")
+        _check_dense_note(f"{where} field 'dense.{dtype}'", figures[f"dense.{dtype}"])
         dense[dtype] = figures[f"dense.{dtype}"].value
+    sparse: dict[str, float] = {}
+    if not isinstance(raw.get("sparse", {}), dict):
+        raise CatalogError(f"{where} field 'sparse': expected a table of sparse peaks by dtype")
+    for dtype, fig in raw.get("sparse", {}).items():
+        here = f"{where} field 'sparse.{dtype}'"
+        if dtype not in dense:
+            raise CatalogError(f"{here}: a sparse peak needs the dense one beside it; add dense.{dtype}")
+        f = _figure(here, fig, sources, "FLOP/s")
+        if abs(f.value / dense[dtype] - 2) > 0.02:
+            raise CatalogError(f"{here}: {f.given} is {f.value / dense[dtype]:.3g}x dense.{dtype}; "
+                               "2:4 structured sparsity doubles the dense peak (expected 2x within 1%)")
+        figures[f"sparse.{dtype}"] = f
+        sparse[dtype] = f.value
     links: dict[str, Link] = {}
     for tier, fig in raw.get("interconnect", {}).items():
         if tier not in _TIERS:
@@ -243,6 +276,7 @@ def _hardware(key: str, raw: dict, sources: Mapping[str, Source]) -> Hardware:
         figures=MappingProxyType(figures),
         aliases=tuple(a.lower() for a in raw.get("aliases", ())),
         short=raw.get("short", key.upper()),
+        sparse_flops=MappingProxyType(sparse),
     )
 
 

@@ -17,6 +17,11 @@ Two accountings, named, side by side:
 Parts, in order: weights (the decoder layers' matmuls), embedding, lm_head, norms, kv_cache,
 attention, activations. A part that costs nothing under an accounting is kept as a zero so tables
 line up.
+
+Mixture-of-experts models are modelled exactly only where the routing does not matter: a step
+that processes one token (decode at batch 1) reads and multiplies the experts that token uses.
+With more tokens the experts read depend on the routing, and latent attention (DeepSeek's MLA)
+depends on the kernel; both raise :class:`~roofline.model.NotModelledError` rather than guess.
 """
 
 from __future__ import annotations
@@ -25,7 +30,7 @@ import numpy as np
 
 from ._check import number
 from .cost import Breakdown, Cost
-from .model import Model, load_model
+from .model import Model, NotModelledError, load_model
 from .ops import attention_flops, kv_cache_bytes
 from .units import dtype_bytes
 
@@ -39,14 +44,34 @@ def _check_accounting(accounting: str) -> None:
         raise ValueError(f"accounting must be one of {', '.join(map(repr, ACCOUNTINGS))}, got {accounting!r}")
 
 
+def _check_modelled(m: Model, tokens, what: str) -> None:
+    """Refuse what the package cannot yet count exactly: MLA, and MoE steps with more than one token."""
+    if m.mla is not None:
+        raise NotModelledError(
+            f"{what} of {m.name}: multi-head latent attention (MLA) is not modelled yet (its attention FLOPs "
+            "and traffic depend on whether the kernel absorbs kv_b_proj); params, active_params and "
+            "kv_bytes_per_token are exact")
+    if m.moe is not None and np.any(np.asarray(tokens) > 1):
+        e = m.moe
+        raise NotModelledError(
+            f"{what} of {m.name}: with more than one token in a step, which experts are read depends on the "
+            f"routing (between {e.experts_per_token} and {e.num_experts} of the {e.num_experts} experts per "
+            "layer); not modelled yet. One token (decode at batch 1) is exact")
+
+
 def _activation_bytes(m: Model, tokens, act: float):
     """Bytes each matmul of every layer reads in and writes out for ``tokens`` tokens, plus logits."""
-    per_layer = sum(lin.in_features + lin.out_features for lin in m.layer_linears())
-    return tokens * act * (m.num_layers * per_layer + m.hidden_size + m.vocab_size)
+    if m.moe is None:
+        per_layer = sum(lin.in_features + lin.out_features for lin in m.layer_linears())
+        return tokens * act * (m.num_layers * per_layer + m.hidden_size + m.vocab_size)
+    path = sum(lin.in_features + lin.out_features for i in range(m.num_layers) for lin in m.token_linears(i))
+    return tokens * act * (path + m.hidden_size + m.vocab_size)
 
 
 def _weights_parts(m: Model, tokens, accounting: str, wb: float, act: float) -> dict[str, Cost]:
-    layer_w = m.num_layers * m.layer_matmul_params
+    # every token of the step uses the same weights: all of them for a dense model, the routed
+    # experts of the one token for a MoE model (more tokens are refused by _check_modelled)
+    layer_w = m.active_decoder_matmul_params
     table = m.embedding_params
     head = m.vocab_size * m.hidden_size
     parts = {
@@ -79,6 +104,7 @@ def decode_step(model: Model | str, batch=1, context=0, *, dtype: str = "bf16", 
     _check_accounting(accounting)
     batch = number("batch", batch, integer=True)
     context = number("context", context, integer=True, strict=False)
+    _check_modelled(m, batch, "decode_step")
     wb = dtype_bytes(dtype)
     kvb = m.kv_bytes_per_token(kv_dtype or dtype)
     parts = _weights_parts(m, batch, accounting, wb, wb)
@@ -107,6 +133,7 @@ def prefill(model: Model | str, tokens, batch=1, *, dtype: str = "bf16", kv_dtyp
     _check_accounting(accounting)
     tokens = number("tokens", tokens, integer=True)
     batch = number("batch", batch, integer=True)
+    _check_modelled(m, tokens * batch, "prefill")
     wb = dtype_bytes(dtype)
     kvb = m.kv_bytes_per_token(kv_dtype or dtype)
     n = tokens * batch
@@ -130,7 +157,7 @@ def attention_parity_tokens(model: Model | str) -> float:
     Below it the weights dominate, which is why attention is a few percent of a 2048-token prefill.
     """
     m = load_model(model)
-    return m.params / (m.attention_width * m.num_layers)
+    return m.active_params / (m.attention_width * m.num_layers)
 
 
 def compute_bound_batch(model: Model | str, roof, context=0, *, max_batch: int = 1 << 16, **options):

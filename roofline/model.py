@@ -2,7 +2,8 @@
 
 The configs of the book's models ship inside the package (``roofline/data/models``), so nothing is
 downloaded; a reader's own ``config.json`` works the same way. From the shape come the exact
-parameter count, the matmuls of one layer, and the KV-cache bytes per token.
+parameter count (total and, for a mixture of experts, active), the matmuls of one layer, and the
+KV-cache bytes per token.
 """
 
 from __future__ import annotations
@@ -17,11 +18,18 @@ from pathlib import Path
 from ._check import unknown_name
 from .units import dtype_bytes
 
-__all__ = ["Linear", "Model", "load_model", "model_names", "model_from_config"]
+__all__ = ["Linear", "MoE", "MLA", "Model", "NotModelledError", "load_model", "model_names", "model_from_config"]
 
-# Architectures whose HF config this loader reads as a dense decoder-only transformer with
-# RMSNorm, rotary positions, grouped-query attention and a gated (SwiGLU) MLP.
+# model_type values this loader reads. All are decoder-only transformers with RMSNorm, rotary
+# positions and gated (SwiGLU) MLPs; they differ in biases, experts and attention.
 _DENSE_FAMILIES = {"llama", "mistral", "qwen2"}
+_MOE_FAMILIES = {"mixtral"}
+_MLA_FAMILIES = {"deepseek_v2", "deepseek_v3"}
+FAMILIES = _DENSE_FAMILIES | _MOE_FAMILIES | _MLA_FAMILIES
+
+
+class NotModelledError(ValueError):
+    """A question the package cannot answer exactly for this model yet (it refuses rather than guess)."""
 
 
 @dataclass(frozen=True)
@@ -35,12 +43,64 @@ class Linear:
 
     @property
     def params(self) -> int:
+        """Weights plus, if ``bias``, one bias per output feature."""
         return self.in_features * self.out_features + (self.out_features if self.bias else 0)
 
 
 @dataclass(frozen=True)
+class MoE:
+    """The mixture-of-experts part of a model: routed experts, shared experts and where they sit.
+
+    ``shared_intermediate_size`` is the width of the always-on shared experts taken together
+    (DeepSeek builds them as one MLP ``moe_intermediate_size * n_shared_experts`` wide). A layer
+    ``i`` is a MoE layer when ``i >= first_dense_layers`` and ``i % layer_freq == 0``; the others
+    keep the dense MLP. ``router_bias`` counts one extra value per expert in the router
+    (DeepSeek-V3's ``e_score_correction_bias``, which its checkpoint stores).
+    """
+
+    num_experts: int
+    experts_per_token: int
+    expert_intermediate_size: int
+    shared_intermediate_size: int = 0
+    first_dense_layers: int = 0
+    layer_freq: int = 1
+    router_bias: bool = False
+
+    def is_moe_layer(self, layer: int) -> bool:
+        """Whether decoder layer ``layer`` (counting from 0) has experts rather than a dense MLP."""
+        return layer >= self.first_dense_layers and layer % self.layer_freq == 0
+
+
+@dataclass(frozen=True)
+class MLA:
+    """Multi-head latent attention (DeepSeek-V2 and V3): low-rank queries and a cached latent.
+
+    Each token caches ``kv_lora_rank + qk_rope_head_dim`` numbers per layer, shared by all heads,
+    instead of a key and a value per KV head. ``q_lora_rank`` is None when queries are projected
+    directly (no low-rank query path).
+    """
+
+    kv_lora_rank: int
+    qk_rope_head_dim: int
+    qk_nope_head_dim: int
+    v_head_dim: int
+    q_lora_rank: int | None = None
+
+    @property
+    def latent_width(self) -> int:
+        """Numbers cached per token per layer, the compressed KV plus the shared rotary key."""
+        return self.kv_lora_rank + self.qk_rope_head_dim
+
+
+@dataclass(frozen=True)
 class Model:
-    """The shape of a dense decoder-only transformer (Llama family)."""
+    """The shape of a decoder-only transformer, dense (Llama family) or with experts and latent
+    attention (Mixtral, DeepSeek-V3).
+
+    ``params`` is the total count, exactly as the checkpoint stores it; ``active_params`` is what one
+    token uses (the same for a dense model). ``moe`` and ``mla`` are None for a dense model with
+    ordinary grouped-query attention.
+    """
 
     name: str
     hidden_size: int
@@ -54,27 +114,103 @@ class Model:
     attention_bias: bool = False
     mlp_bias: bool = False
     max_position_embeddings: int | None = None  # the context length the model was trained for
+    family: str = "llama"  # the config's model_type
+    o_proj_bias: bool | None = None  # None: the same as attention_bias (Qwen2 has q/k/v biases only)
+    moe: MoE | None = None
+    mla: MLA | None = None
 
     @property
     def title(self) -> str:
-        """A display name: 'llama-3.1-405b' -> 'Llama 3.1 405B'."""
+        """A display name, e.g. 'Llama 3.1 405B' for 'llama-3.1-405b' and 'Mixtral 8x7B' for 'mixtral-8x7b'."""
         words = self.name.replace("_", "-").split("-")
-        return " ".join(w.upper() if re.fullmatch(r"\d+(\.\d+)?[bmk]", w) else w.capitalize() for w in words)
+        return " ".join(w.upper().replace("X", "x") if re.fullmatch(r"(\d+x)?\d+(\.\d+)?[bmk]|v\d+", w)
+                        else w.capitalize() for w in words)
 
     # --- the pieces -----------------------------------------------------------------------
-    def layer_linears(self) -> tuple[Linear, ...]:
-        """The seven matmuls of one decoder layer, in the order a token meets them."""
-        h, q, kv, i = self.hidden_size, self.num_heads * self.head_dim, self.num_kv_heads * self.head_dim, self.intermediate_size
-        ab, mb = self.attention_bias, self.mlp_bias
+    def attention_linears(self) -> tuple[Linear, ...]:
+        """The attention projections of one layer, in the order a token meets them."""
+        h, ab = self.hidden_size, self.attention_bias
+        ob = ab if self.o_proj_bias is None else self.o_proj_bias
+        if self.mla is not None:
+            a, heads = self.mla, self.num_heads
+            qk = a.qk_nope_head_dim + a.qk_rope_head_dim
+            if a.q_lora_rank is None:
+                query: tuple[Linear, ...] = (Linear("q_proj", h, heads * qk),)
+            else:
+                query = (Linear("q_a_proj", h, a.q_lora_rank, ab), Linear("q_b_proj", a.q_lora_rank, heads * qk))
+            return (
+                *query,
+                Linear("kv_a_proj_with_mqa", h, a.kv_lora_rank + a.qk_rope_head_dim, ab),
+                Linear("kv_b_proj", a.kv_lora_rank, heads * (a.qk_nope_head_dim + a.v_head_dim)),
+                Linear("o_proj", heads * a.v_head_dim, h, ob),
+            )
+        q, kv = self.num_heads * self.head_dim, self.num_kv_heads * self.head_dim
         return (
             Linear("q_proj", h, q, ab),
             Linear("k_proj", h, kv, ab),
             Linear("v_proj", h, kv, ab),
-            Linear("o_proj", q, h, ab),
-            Linear("gate_proj", h, i, mb),
-            Linear("up_proj", h, i, mb),
-            Linear("down_proj", i, h, mb),
+            Linear("o_proj", q, h, ob),
         )
+
+    def dense_mlp_linears(self) -> tuple[Linear, ...]:
+        """The gated MLP of a dense layer: gate, up and down projections."""
+        h, i, mb = self.hidden_size, self.intermediate_size, self.mlp_bias
+        return (Linear("gate_proj", h, i, mb), Linear("up_proj", h, i, mb), Linear("down_proj", i, h, mb))
+
+    def expert_linears(self) -> tuple[Linear, ...]:
+        """One routed expert's gate, up and down projections (an error for a dense model)."""
+        e = self._require_moe("expert_linears")
+        h, i = self.hidden_size, e.expert_intermediate_size
+        return (Linear("expert.gate_proj", h, i), Linear("expert.up_proj", h, i), Linear("expert.down_proj", i, h))
+
+    def shared_expert_linears(self) -> tuple[Linear, ...]:
+        """The always-on shared experts of a MoE layer, as one MLP (empty when there are none)."""
+        e = self._require_moe("shared_expert_linears")
+        h, i = self.hidden_size, e.shared_intermediate_size
+        if not i:
+            return ()
+        return (Linear("shared.gate_proj", h, i), Linear("shared.up_proj", h, i), Linear("shared.down_proj", i, h))
+
+    def router(self) -> Linear:
+        """The router of a MoE layer: one score per expert (plus DeepSeek-V3's correction bias)."""
+        e = self._require_moe("router")
+        return Linear("router", self.hidden_size, e.num_experts, e.router_bias)
+
+    def is_moe_layer(self, layer: int) -> bool:
+        """Whether decoder layer ``layer`` (from 0) has experts; always False for a dense model."""
+        return self.moe is not None and self.moe.is_moe_layer(layer)
+
+    def token_linears(self, layer: int) -> tuple[Linear, ...]:
+        """The matmuls one token goes through in decoder layer ``layer``: in a MoE layer the
+        router, the shared experts and ``experts_per_token`` routed experts (their weights differ
+        from token to token, their shapes do not)."""
+        if not self.is_moe_layer(layer):
+            return (*self.attention_linears(), *self.dense_mlp_linears())
+        k = self.moe.experts_per_token
+        return (*self.attention_linears(), self.router(), *self.shared_expert_linears(), *(self.expert_linears() * k))
+
+    def layer_params(self, layer: int, *, active: bool = False) -> int:
+        """Matmul weights (and biases) of decoder layer ``layer``: every expert, or with ``active``
+        only those one token uses. Norm scales are counted apart, in :attr:`norm_params`."""
+        if not self.is_moe_layer(layer):
+            return sum(lin.params for lin in (*self.attention_linears(), *self.dense_mlp_linears()))
+        e = self.moe
+        experts = e.experts_per_token if active else e.num_experts
+        return (sum(lin.params for lin in self.attention_linears()) + self.router().params
+                + sum(lin.params for lin in self.shared_expert_linears())
+                + experts * sum(lin.params for lin in self.expert_linears()))
+
+    def layer_linears(self) -> tuple[Linear, ...]:
+        """The matmuls of one decoder layer, in the order a token meets them (seven for Llama).
+
+        Only for models whose layers are all alike and dense; a mixture-of-experts model gets an
+        error that points to :meth:`layer_params` and :meth:`token_linears`.
+        """
+        if self.moe is not None:
+            raise NotModelledError(
+                f"{self.name} is a mixture-of-experts model: its layers differ (experts, dense layers) and a "
+                "token uses only some of the experts; use layer_params(i), token_linears(i) or active_params")
+        return (*self.attention_linears(), *self.dense_mlp_linears())
 
     @property
     def lm_head(self) -> Linear:
@@ -83,6 +219,7 @@ class Model:
 
     @property
     def embedding_params(self) -> int:
+        """The token embedding table, vocabulary times hidden size."""
         return self.vocab_size * self.hidden_size
 
     @property
@@ -92,26 +229,67 @@ class Model:
 
     @property
     def layer_matmul_params(self) -> int:
-        """Weights (and biases) of one layer's seven matmuls."""
+        """Weights (and biases) of one layer's matmuls (an error for a mixture-of-experts model)."""
         return sum(lin.params for lin in self.layer_linears())
 
     @property
+    def decoder_matmul_params(self) -> int:
+        """Matmul weights of all decoder layers, every expert included."""
+        if self.moe is None:
+            return self.num_layers * self.layer_matmul_params
+        return sum(self.layer_params(i) for i in range(self.num_layers))
+
+    @property
+    def active_decoder_matmul_params(self) -> int:
+        """Matmul weights of all decoder layers that one token uses (all of them for a dense model)."""
+        if self.moe is None:
+            return self.decoder_matmul_params
+        return sum(self.layer_params(i, active=True) for i in range(self.num_layers))
+
+    @property
     def norm_params(self) -> int:
-        """RMSNorm scales: two per layer and one final."""
-        return (2 * self.num_layers + 1) * self.hidden_size
+        """RMSNorm scales, two per layer and one final (plus MLA's two latent norms per layer)."""
+        extra = 0
+        if self.mla is not None:
+            extra = self.num_layers * (self.mla.kv_lora_rank + (self.mla.q_lora_rank or 0))
+        return (2 * self.num_layers + 1) * self.hidden_size + extra
 
     @property
     def params(self) -> int:
-        """Total parameters, exactly as the checkpoint stores them (Llama 3 8B: 8,030,261,248)."""
-        return self.num_layers * self.layer_matmul_params + self.embedding_params + self.lm_head_params + self.norm_params
+        """Total parameters, exactly as the checkpoint stores them (8,030,261,248 for Llama 3 8B).
+
+        Every expert counts. Multi-token-prediction modules that some checkpoints carry beside the
+        model (DeepSeek-V3's ``num_nextn_predict_layers``) are not part of the model and not counted.
+        """
+        return self.decoder_matmul_params + self.embedding_params + self.lm_head_params + self.norm_params
+
+    @property
+    def active_params(self) -> int:
+        """Parameters one token uses, the total less the routed experts it is not sent to.
+
+        Embedding and output head both count, as in Mistral's 12.9B for Mixtral 8x7B; DeepSeek's
+        36.6B for DeepSeek-V3 leaves out the input embedding (``active_params - embedding_params``).
+        Equal to :attr:`params` for a dense model.
+        """
+        return self.active_decoder_matmul_params + self.embedding_params + self.lm_head_params + self.norm_params
 
     @property
     def attention_width(self) -> int:
         """Query heads times head size (the width attention's score and value products run over)."""
+        if self.mla is not None:
+            raise NotModelledError(
+                f"{self.name} uses multi-head latent attention: its score and value products have different "
+                "widths, and absorbed kernels compute them in the latent space; not modelled yet")
         return self.num_heads * self.head_dim
 
     def kv_bytes_per_token(self, dtype: str = "bf16") -> float:
-        """KV-cache bytes one token adds: K and V, every layer, every KV head (Llama 3 8B: 131,072)."""
+        """KV-cache bytes one token adds: K and V, every layer, every KV head (Llama 3 8B: 131,072).
+
+        With latent attention the cache holds ``kv_lora_rank + qk_rope_head_dim`` numbers per layer
+        instead (DeepSeek-V3: 576 per layer, 70,272 bytes in bf16).
+        """
+        if self.mla is not None:
+            return self.num_layers * self.mla.latent_width * dtype_bytes(dtype)
         return 2 * self.num_layers * self.num_kv_heads * self.head_dim * dtype_bytes(dtype)
 
     @property
@@ -119,52 +297,127 @@ class Model:
         """Query heads sharing one KV head (1 = multi-head, num_heads = multi-query)."""
         return self.num_heads // self.num_kv_heads
 
+    def _require_moe(self, what: str) -> MoE:
+        if self.moe is None:
+            raise ValueError(f"{what}: {self.name} is a dense model with no experts")
+        return self.moe
 
-def _int_field(config: dict, key: str, where: str, default=None) -> int:
-    if key not in config:
+
+def _int_field(config: dict, key: str, where: str, default=None, *, minimum: int = 1) -> int:
+    if key not in config or config[key] is None:
         if default is not None:
             return default
         raise ValueError(f"{where}: config is missing '{key}'")
     value = config[key]
-    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        raise ValueError(f"{where}: '{key}' must be a positive integer, got {value!r}")
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        what = "a positive integer" if minimum == 1 else f"an integer >= {minimum}"
+        raise ValueError(f"{where}: '{key}' must be {what}, got {value!r}")
     return value
 
 
+def _bool_field(config: dict, key: str, where: str, default: bool = False) -> bool:
+    value = config.get(key, default)
+    if value is None:
+        return default
+    if not isinstance(value, bool):
+        raise ValueError(f"{where}: '{key}' must be true or false, got {value!r}")
+    return value
+
+
+def _moe(config: dict, family: str, where: str) -> MoE | None:
+    if family == "mixtral":
+        experts = _int_field(config, "num_local_experts", where)
+        moe = MoE(experts, _int_field(config, "num_experts_per_tok", where),
+                  _int_field(config, "intermediate_size", where))
+    elif family in _MLA_FAMILIES:
+        if config.get("n_routed_experts") is None:
+            return None
+        experts = _int_field(config, "n_routed_experts", where)
+        moe_width = _int_field(config, "moe_intermediate_size", where)
+        shared = _int_field(config, "n_shared_experts", where, default=0, minimum=0)
+        moe = MoE(experts, _int_field(config, "num_experts_per_tok", where), moe_width,
+                  shared_intermediate_size=shared * moe_width,
+                  first_dense_layers=_int_field(config, "first_k_dense_replace", where, default=0, minimum=0),
+                  layer_freq=_int_field(config, "moe_layer_freq", where, default=1),
+                  router_bias=config.get("topk_method") == "noaux_tc")
+    else:
+        if any(k in config for k in ("num_local_experts", "n_routed_experts", "num_experts")):
+            raise ValueError(f"{where}: model_type {family!r} with experts is not supported; "
+                             f"mixture-of-experts families: {', '.join(sorted(_MOE_FAMILIES | _MLA_FAMILIES))}")
+        return None
+    if moe.experts_per_token > moe.num_experts:
+        raise ValueError(f"{where}: 'num_experts_per_tok' ({moe.experts_per_token}) exceeds the number of experts "
+                         f"({moe.num_experts})")
+    return moe
+
+
 def model_from_config(config: dict, name: str = "model") -> Model:
-    """Build a :class:`Model` from the dict of a Hugging Face ``config.json``."""
+    """Build a :class:`Model` from the dict of a Hugging Face ``config.json``.
+
+    Reads the families in ``FAMILIES`` (``model_type``): llama, mistral, qwen2 (dense, grouped-query
+    attention), mixtral (mixture of experts) and deepseek_v2/deepseek_v3 (experts and latent
+    attention). Biases follow each family's Hugging Face implementation: Llama reads
+    ``attention_bias`` and ``mlp_bias``; Mistral and Mixtral have none; Qwen2 has q, k and v biases
+    but no o_proj bias. A missing or malformed field gets a ``ValueError`` that names it.
+    """
     if not isinstance(config, dict):
         raise TypeError(f"config must be the dict of a config.json, got {type(config).__name__}")
     where = f"model config {name!r}"
     family = config.get("model_type")
-    if family not in _DENSE_FAMILIES:
-        raise ValueError(f"{where}: model_type {family!r} is not supported yet; supported: {', '.join(sorted(_DENSE_FAMILIES))}")
-    if any(k in config for k in ("num_local_experts", "n_routed_experts", "kv_lora_rank")):
-        raise ValueError(f"{where}: mixture-of-experts and latent-attention configs are not supported yet")
+    if family not in FAMILIES:
+        raise ValueError(f"{where}: model_type {family!r} is not supported yet; supported: {', '.join(sorted(FAMILIES))}")
+    if family not in _MLA_FAMILIES and "kv_lora_rank" in config:
+        raise ValueError(f"{where}: latent-attention fields (kv_lora_rank) in a {family!r} config are not supported")
     hidden = _int_field(config, "hidden_size", where)
     heads = _int_field(config, "num_attention_heads", where)
     kv_heads = _int_field(config, "num_key_value_heads", where, default=heads)
-    head_dim = config.get("head_dim")
-    if head_dim is None:
-        if hidden % heads:
-            raise ValueError(f"{where}: hidden_size {hidden} is not a multiple of num_attention_heads {heads}; give head_dim")
-        head_dim = hidden // heads
-    head_dim = _int_field({"head_dim": head_dim}, "head_dim", where)
+    layers = _int_field(config, "num_hidden_layers", where)
+    mla = None
+    if family in _MLA_FAMILIES:
+        q_rank = None if config.get("q_lora_rank") is None else _int_field(config, "q_lora_rank", where)
+        mla = MLA(kv_lora_rank=_int_field(config, "kv_lora_rank", where),
+                  qk_rope_head_dim=_int_field(config, "qk_rope_head_dim", where),
+                  qk_nope_head_dim=_int_field(config, "qk_nope_head_dim", where),
+                  v_head_dim=_int_field(config, "v_head_dim", where), q_lora_rank=q_rank)
+        head_dim = mla.qk_nope_head_dim + mla.qk_rope_head_dim
+    else:
+        head_dim = config.get("head_dim")
+        if head_dim is None:
+            if hidden % heads:
+                raise ValueError(f"{where}: hidden_size {hidden} is not a multiple of num_attention_heads {heads}; give head_dim")
+            head_dim = hidden // heads
+        head_dim = _int_field({"head_dim": head_dim}, "head_dim", where)
     if heads % kv_heads:
         raise ValueError(f"{where}: num_attention_heads {heads} is not a multiple of num_key_value_heads {kv_heads}")
+    if family == "llama":
+        attention_bias, o_bias = _bool_field(config, "attention_bias", where), None
+        mlp_bias = _bool_field(config, "mlp_bias", where)
+    elif family == "qwen2":
+        attention_bias, o_bias, mlp_bias = True, False, False
+    elif family in _MLA_FAMILIES:
+        attention_bias, o_bias, mlp_bias = _bool_field(config, "attention_bias", where), None, False
+    else:  # mistral, mixtral
+        attention_bias, o_bias, mlp_bias = False, None, False
+    max_pos = config.get("max_position_embeddings")
+    if max_pos is not None:
+        max_pos = _int_field(config, "max_position_embeddings", where)
     return Model(
         name=name,
         hidden_size=hidden,
         intermediate_size=_int_field(config, "intermediate_size", where),
-        num_layers=_int_field(config, "num_hidden_layers", where),
+        num_layers=layers,
         num_heads=heads,
         num_kv_heads=kv_heads,
         head_dim=head_dim,
         vocab_size=_int_field(config, "vocab_size", where),
-        tie_word_embeddings=bool(config.get("tie_word_embeddings", False)),
-        attention_bias=bool(config.get("attention_bias", False)),
-        mlp_bias=bool(config.get("mlp_bias", False)),
-        max_position_embeddings=config.get("max_position_embeddings"),
+        tie_word_embeddings=_bool_field(config, "tie_word_embeddings", where),
+        attention_bias=attention_bias,
+        mlp_bias=mlp_bias,
+        max_position_embeddings=max_pos,
+        family=family,
+        o_proj_bias=o_bias,
+        moe=_moe(config, family, where),
+        mla=mla,
     )
 
 

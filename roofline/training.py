@@ -30,16 +30,18 @@ __all__ = [
 RECOMPUTE = {"none": 6, "full": 8}
 
 
-def _params(model) -> float:
+def _params(model, *, active: bool = False) -> float:
     if isinstance(model, (Model, str)):
-        return float(load_model(model).params)
+        m = load_model(model)
+        return float(m.active_params if active else m.params)
     return number("model", model)  # a parameter count
 
 
 def training_flops_per_token(model: Model | str | float, *, recompute: str = "none", attention_context=None):
     """FLOPs to train on one token: 6N (or 8N with full recomputation).
 
-    ``model`` is a :class:`Model`, a shipped model's name, or a parameter count N. With
+    ``model`` is a :class:`Model`, a shipped model's name, or a parameter count N. For a
+    mixture-of-experts model N is the active count, the weights each token meets. With
     ``attention_context`` (tokens per sequence, needs a Model) the causal attention products are
     added: forward ``2 * context * width * layers`` per token, times 3 for forward and backward
     (times 4 when recomputed).
@@ -47,7 +49,7 @@ def training_flops_per_token(model: Model | str | float, *, recompute: str = "no
     if recompute not in RECOMPUTE:
         raise ValueError(f"recompute must be one of {', '.join(map(repr, RECOMPUTE))}, got {recompute!r}")
     passes = RECOMPUTE[recompute]
-    flops = passes * _params(model)
+    flops = passes * _params(model, active=True)
     if attention_context is not None:
         if not isinstance(model, (Model, str)):
             raise TypeError("attention_context needs the model's shape: pass a Model or a model name, not a count")

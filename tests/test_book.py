@@ -95,3 +95,14 @@ def test_nbval_catches_a_changed_datasheet(tmp_path):
     assert proc.returncode == 1, out[-3000:]
     # the committed prose says 4.79 ms; the edited datasheet gives 16.06 GB / 3.0 TB/s = 5.35 ms
     assert "4.79 ms" in out and "5.35 ms" in out
+
+
+def test_reference_pages_render_the_api_and_the_command_line(site):
+    api = (site / "chapters" / "reference" / "api.html").read_text(encoding="utf-8")
+    for anchor in ("roofline.model.Model.active_params", "roofline.hardware.get_hardware",
+                   "roofline.inference.decode_step", "roofline.cli.main"):
+        assert f'id="{anchor}"' in api, anchor
+    cli = _text(site / "chapters" / "reference" / "cli.html")
+    mixtral = rl.load_model("mixtral-8x7b")
+    assert f"{mixtral.params:,}" in cli and f"{mixtral.active_params:,}" in cli
+    assert "did you mean" in cli and "Traceback" not in cli

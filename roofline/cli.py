@@ -1,0 +1,224 @@
+"""The ``roofline`` command line: quick numbers from the catalogs without opening the book.
+
+::
+
+    roofline hardware                      # the catalog, one line per accelerator
+    roofline hardware h100-sxm             # every figure of one entry, with its source
+    roofline params llama-3-70b --json     # total and active parameters
+    roofline ridge h100-sxm --dtype fp8    # FLOP per byte where compute becomes the limit
+    roofline decode llama-3-8b --gpu h100-sxm --batch 8 --context 4096
+    roofline prefill llama-3-8b --gpu h100-sxm --tokens 2048
+
+A model is a shipped name (``roofline params --help`` lists them) or the path of any Hugging Face
+``config.json``. Bad input exits with status 2 and a one-line message; a question the package does
+not model yet (a mixture-of-experts step with many tokens, latent attention) exits with status 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Sequence
+
+from .cost import Breakdown
+from .hardware import CatalogError, Hardware, get_hardware, hardware_names
+from .inference import ACCOUNTINGS, decode_step, prefill
+from .model import Model, NotModelledError, load_model, model_names
+from .performance import predict
+from .tables import Table, breakdown_table, workload_table
+from .units import DTYPE_BYTES, fmt
+
+__all__ = ["main", "build_parser"]
+
+
+def _whole(minimum: int):
+    """An argparse type: a whole number no smaller than ``minimum``."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text.replace("_", "").replace(",", ""))
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a whole number >= {minimum}, got {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"expected a whole number >= {minimum}, got {text!r}")
+        return value
+
+    parse.__name__ = "whole number"
+    return parse
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of ``roofline`` (exposed for the documentation and the tests)."""
+    parser = argparse.ArgumentParser(
+        prog="roofline",
+        description="Datasheet roofs, parameter counts and decode/prefill estimates from the roofline package.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    p = sub.add_parser("hardware", help="list the hardware catalog, or show one entry with its sources")
+    p.add_argument("name", nargs="?", help="an accelerator key or alias, e.g. h100-sxm or H100")
+    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+
+    models = ", ".join(model_names())
+    p = sub.add_parser("params", help="total and active parameters of a model",
+                       description=f"Shipped models: {models}; or the path of a config.json.")
+    p.add_argument("model", help="a shipped model name or the path of a Hugging Face config.json")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+
+    p = sub.add_parser("ridge", help="the datasheet ridge point of an accelerator")
+    p.add_argument("gpu", help="an accelerator key or alias")
+    p.add_argument("--dtype", default="bf16", choices=list(DTYPE_BYTES), help="number format of the peak (default bf16)")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+
+    for name, what in (("decode", "one decode step"), ("prefill", "one prefill")):
+        p = sub.add_parser(name, help=f"the roofline estimate of {what}, part by part",
+                           description=f"Shipped models: {models}; or the path of a config.json.")
+        p.add_argument("model", help="a shipped model name or the path of a Hugging Face config.json")
+        p.add_argument("--gpu", required=True, help="an accelerator key or alias, e.g. h100-sxm")
+        if name == "decode":
+            p.add_argument("--batch", type=_whole(1), default=1, help="sequences decoded together (default 1)")
+            p.add_argument("--context", type=_whole(0), default=0, help="cached tokens per sequence (default 0)")
+        else:
+            p.add_argument("--tokens", type=_whole(1), required=True, help="prompt tokens per sequence")
+            p.add_argument("--batch", type=_whole(1), default=1, help="sequences (default 1)")
+        p.add_argument("--accounting", choices=ACCOUNTINGS, default="text",
+                       help="the text's first-order count or the refined one (default text)")
+        p.add_argument("--dtype", default="bf16", choices=list(DTYPE_BYTES), help="weights and peak (default bf16)")
+        p.add_argument("--json", action="store_true", help="print one JSON object")
+    return parser
+
+
+# --- the commands ------------------------------------------------------------------------------
+
+def _hardware_list(as_json: bool) -> str:
+    entries = [get_hardware(k) for k in hardware_names()]
+    if as_json:
+        return json.dumps([{"key": h.key, "name": h.name, "year": h.year, "hbm_bandwidth": h.hbm_bandwidth,
+                            "hbm_capacity": h.hbm_capacity, "dense_flops": dict(h.dense_flops)} for h in entries],
+                          indent=2)
+    rows = tuple((h.key, h.name, str(h.year), fmt(h.hbm_bandwidth, "B/s"), fmt(h.hbm_capacity, "B"),
+                  ", ".join(h.dense_flops)) for h in entries)
+    table = Table(("key", "name", "year", "HBM bandwidth", "HBM capacity", "dense formats"), rows)
+    return f"{table!r}\n\n`roofline hardware KEY` shows every figure of one entry with its source."
+
+
+def _hardware_one(h: Hardware, as_json: bool) -> str:
+    if as_json:
+        return json.dumps({"key": h.key, "name": h.name, "vendor": h.vendor, "architecture": h.architecture,
+                           "year": h.year, "aliases": list(h.aliases),
+                           "figures": {path: {"value": f.value, "unit": f.unit, "given": f.given, "note": f.note,
+                                              "source": {"title": f.source.title, "url": f.source.url,
+                                                         "date": f.source.date}}
+                                       for path, f in h.figures.items()}}, indent=2)
+    lines = [f"{h.name} ({h.vendor} {h.architecture}, {h.year}, {h.form_factor}, {h.memory_type})"]
+    if h.aliases:
+        lines.append(f"aliases: {', '.join(h.aliases)}")
+    sources: dict[str, int] = {}
+    rows = []
+    for path, f in h.figures.items():
+        number = sources.setdefault(f.source.key, len(sources) + 1)
+        shown = f.given
+        if path.startswith("interconnect."):
+            link = h.interconnect[path.split(".", 1)[1]]
+            shown = f"{f.given} {link.direction} ({link.name})"
+        rows.append((path, shown, f"[{number}]", f.note))
+    widths = [max(len(r[i]) for r in rows) for i in range(3)]
+    lines.append("")
+    for r in rows:
+        lines.append("  ".join(c.ljust(w) for c, w in zip(r[:3], widths)) + ("  " + r[3] if r[3] else ""))
+    lines += ["", "sources:"]
+    for key, number in sources.items():
+        s = next(f.source for f in h.figures.values() if f.source.key == key)
+        lines.append(f"  [{number}] {s.title} ({s.date}) {s.url}")
+    lines.append("")
+    lines.append("ridge points (dense peak / HBM bandwidth): " + ", ".join(
+        f"{d} {h.ridge_point(d):,.0f} FLOP/B" for d in h.dense_flops))
+    return "\n".join(lines)
+
+
+def _params(m: Model, as_json: bool) -> str:
+    record = {
+        "name": m.name, "family": m.family, "total": m.params, "active": m.active_params,
+        "layers": m.num_layers, "hidden_size": m.hidden_size, "kv_bytes_per_token_bf16": m.kv_bytes_per_token("bf16"),
+    }
+    if m.moe is not None:
+        record["experts"] = m.moe.num_experts
+        record["experts_per_token"] = m.moe.experts_per_token
+    if as_json:
+        return json.dumps(record, indent=2)
+    lines = [f"{m.title} ({m.family})",
+             f"  total parameters   {m.params:>20,}",
+             f"  active per token   {m.active_params:>20,}"]
+    if m.moe is not None:
+        lines.append(f"  experts            {m.moe.experts_per_token} of {m.moe.num_experts} routed per token"
+                     + (" plus shared" if m.moe.shared_intermediate_size else ""))
+    if m.mla is not None:
+        lines.append(f"  attention          latent (MLA): {m.mla.latent_width} cached numbers per token per layer")
+    else:
+        lines.append(f"  attention          {m.num_heads} query heads, {m.num_kv_heads} KV heads of {m.head_dim}")
+    lines.append(f"  KV cache (bf16)    {m.kv_bytes_per_token('bf16'):>20,.0f} bytes per token")
+    return "\n".join(lines)
+
+
+def _ridge(h: Hardware, dtype: str, as_json: bool) -> str:
+    ridge = h.ridge_point(dtype)
+    if as_json:
+        return json.dumps({"gpu": h.key, "dtype": dtype, "peak_flops": h.peak_flops(dtype),
+                           "hbm_bandwidth": h.hbm_bandwidth, "ridge_point": ridge}, indent=2)
+    return (f"{h.name}: dense {dtype} {fmt(h.peak_flops(dtype), 'FLOP/s', 4)} / HBM {fmt(h.hbm_bandwidth, 'B/s')}"
+            f" = {ridge:,.1f} FLOP per byte")
+
+
+def _workload(kind: str, b: Breakdown, h: Hardware, tokens: int, dtype: str, as_json: bool, settings: dict) -> str:
+    pred = predict(b, h, dtype=dtype)
+    if as_json:
+        return json.dumps({
+            "workload": kind, "model": settings["model"], "gpu": h.key, **{k: v for k, v in settings.items() if k != "model"},
+            "flops": b.flops, "bytes": b.bytes, "intensity": b.intensity, "ridge_point": pred.roof.ridge_point,
+            "bound": str(pred.bound), "compute_time_s": pred.compute_time, "memory_time_s": pred.memory_time,
+            "time_s": pred.time, "tokens": tokens, "time_per_token_s": pred.time / tokens,
+            "utilization": pred.utilization,
+            "parts": {name: {"flops": c.flops, "bytes": c.bytes} for name, c in b.parts.items()},
+        }, indent=2)
+    roof = h.roof(dtype)
+    parts = breakdown_table({settings["accounting"]: b}, title=f"{b.name}, part by part")
+    summary = workload_table({f"{kind} on {h.short}": (b, roof, tokens)}, title="on the datasheet roof")
+    return f"{parts!r}\n\n{summary!r}"
+
+
+def _run(args: argparse.Namespace) -> str:
+    if args.command == "hardware":
+        return _hardware_list(args.json) if args.name is None else _hardware_one(get_hardware(args.name), args.json)
+    if args.command == "params":
+        return _params(load_model(args.model), args.json)
+    if args.command == "ridge":
+        return _ridge(get_hardware(args.gpu), args.dtype, args.json)
+    m, h = load_model(args.model), get_hardware(args.gpu)
+    settings = {"model": m.name, "batch": args.batch, "accounting": args.accounting, "dtype": args.dtype}
+    if args.command == "decode":
+        b = decode_step(m, args.batch, args.context, dtype=args.dtype, accounting=args.accounting)
+        return _workload("decode", b, h, args.batch, args.dtype, args.json, {**settings, "context": args.context})
+    b = prefill(m, args.tokens, args.batch, dtype=args.dtype, accounting=args.accounting)
+    return _workload("prefill", b, h, args.tokens * args.batch, args.dtype, args.json, {**settings, "tokens": args.tokens})
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit status (0 fine, 1 not modelled, 2 bad input)."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        out = _run(args)
+    except NotModelledError as exc:
+        print(f"roofline: not modelled: {exc}", file=sys.stderr)
+        return 1
+    except (KeyError, ValueError, TypeError, CatalogError) as exc:
+        # unknown names (with close matches), a dtype the chip lacks, a malformed config.json
+        message = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
+        parser.exit(2, f"roofline: error: {message}\n")
+    print(out)
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

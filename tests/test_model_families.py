@@ -1,0 +1,250 @@
+"""The model catalog beyond Llama 3 8B: GQA/MQA, biases per family, mixture of experts, latent attention.
+
+Exact counts are the ones a reader can check against the checkpoints' safetensors indexes and the
+model cards (see chapters/reference/cli.md for the sources).
+"""
+
+import json
+from importlib import resources
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import roofline as rl
+from roofline.model import NotModelledError, model_from_config
+
+SHIPPED = ["llama-2-7b", "llama-3-8b", "llama-3-70b", "llama-3.1-405b", "mixtral-8x7b", "deepseek-v3", "qwen2-7b"]
+
+
+@pytest.mark.parametrize(
+    "name, total, active",
+    [
+        ("llama-2-7b", 6_738_415_616, 6_738_415_616),
+        ("llama-3-8b", 8_030_261_248, 8_030_261_248),
+        ("llama-3-70b", 70_553_706_496, 70_553_706_496),
+        ("llama-3.1-405b", 405_853_388_800, 405_853_388_800),
+        ("qwen2-7b", 7_615_616_512, 7_615_616_512),
+        # Mistral's model card: 46.7B total, 12.9B used per token (two of eight experts, router included)
+        ("mixtral-8x7b", 46_702_792_704, 12_879_925_248),
+        # DeepSeek-V3 main model without the MTP module: 671B; 37B active with both embedding and head
+        ("deepseek-v3", 671_026_419_200, 37_552_297_472),
+    ],
+)
+def test_exact_parameter_counts(name, total, active):
+    m = rl.load_model(name)
+    assert m.params == total
+    assert m.active_params == active
+
+
+def test_every_shipped_config_is_a_hugging_face_config():
+    for name in SHIPPED:
+        raw = json.loads(resources.files("roofline").joinpath(f"data/models/{name}.json").read_text())
+        assert raw["model_type"] in {"llama", "qwen2", "mixtral", "deepseek_v3"}
+        assert raw["architectures"][0].endswith("ForCausalLM")
+    assert set(SHIPPED) <= set(rl.model_names())
+
+
+def test_deepseek_v3_as_deepseek_counts_it():
+    m = rl.load_model("deepseek-v3")
+    # README_WEIGHTS.md: 36.6B activated "including 0.9B for the output Head", i.e. without the input embedding
+    assert m.active_params - m.embedding_params == 36_625_618_432
+    assert m.embedding_params == 926_679_040
+    # 3 dense layers, then 58 MoE layers of 256 routed + 1 shared expert, 8 routed per token
+    assert [m.is_moe_layer(i) for i in range(4)] == [False, False, False, True]
+    assert sum(m.is_moe_layer(i) for i in range(m.num_layers)) == 58
+    # the router stores one correction bias per expert beside its weights
+    assert m.router().params == 256 * 7168 + 256
+
+
+def test_latent_kv_cache_is_one_latent_per_layer():
+    m = rl.load_model("deepseek-v3")
+    assert m.mla.latent_width == 512 + 64
+    assert m.kv_bytes_per_token("bf16") == 61 * 576 * 2 == 70_272
+    # the same heads with ordinary multi-head attention would cache K and V of 128 heads
+    assert 2 * 61 * 128 * (128 + 64) * 2 / m.kv_bytes_per_token() > 60
+
+
+def test_mla_attention_projections():
+    names = [lin.name for lin in rl.load_model("deepseek-v3").attention_linears()]
+    assert names == ["q_a_proj", "q_b_proj", "kv_a_proj_with_mqa", "kv_b_proj", "o_proj"]
+    lite = model_from_config(_deepseek(q_lora_rank=None))
+    assert [lin.name for lin in lite.attention_linears()][0] == "q_proj"
+
+
+def test_qwen2_has_qkv_biases_but_no_o_bias():
+    m = rl.load_model("qwen2-7b")
+    bias = {lin.name: lin.bias for lin in m.layer_linears()}
+    assert bias == {"q_proj": True, "k_proj": True, "v_proj": True, "o_proj": False,
+                    "gate_proj": False, "up_proj": False, "down_proj": False}
+    no_bias = model_from_config({**_config(), "model_type": "llama"})
+    with_bias = model_from_config({**_config(), "model_type": "qwen2"})
+    # q (4 heads x 16) + k and v (2 heads x 16 each) per layer, two layers
+    assert with_bias.params - no_bias.params == 2 * (64 + 32 + 32)
+
+
+def test_mistral_ignores_bias_flags_as_its_implementation_does():
+    plain = model_from_config(_config(model_type="mistral"))
+    flagged = model_from_config(_config(model_type="mistral", attention_bias=True))
+    assert plain.params == flagged.params
+
+
+def test_llama_2_is_multi_head_and_llama_3_grouped():
+    assert rl.load_model("llama-2-7b").gqa_group == 1
+    assert rl.load_model("llama-3-70b").gqa_group == 8
+    assert rl.load_model("llama-2-7b").kv_bytes_per_token() == 2 * 32 * 32 * 128 * 2
+
+
+def test_chapter_one_decode_numbers_unchanged(llama, h100):
+    step = rl.decode_step(llama)
+    assert step.flops == step.bytes == pytest.approx(16.06e9, rel=1e-3)
+    assert rl.predict(step, h100).time == pytest.approx(4.794e-3, rel=1e-3)
+
+
+def test_moe_decode_at_batch_one_reads_only_the_active_weights():
+    m = rl.load_model("mixtral-8x7b")
+    step = rl.decode_step(m, batch=1)
+    # text accounting: one multiply-add per active parameter, each read once in bf16
+    assert step.flops == 2 * m.active_params
+    assert step.bytes == 2 * m.active_params
+    refined = rl.decode_step(m, batch=1, context=100, accounting="refined")
+    assert refined["weights"].bytes == 2 * m.active_decoder_matmul_params
+
+
+@pytest.mark.parametrize("call", [
+    lambda: rl.decode_step("mixtral-8x7b", batch=2),
+    lambda: rl.decode_step("mixtral-8x7b", batch=[1, 2, 4]),
+    lambda: rl.prefill("mixtral-8x7b", 512),
+])
+def test_moe_steps_with_many_tokens_are_refused(call):
+    with pytest.raises(NotModelledError, match="depends on the\\s+routing"):
+        call()
+
+
+def test_mla_workloads_are_refused_not_guessed():
+    with pytest.raises(NotModelledError, match="latent attention"):
+        rl.decode_step("deepseek-v3")
+    with pytest.raises(NotModelledError, match="latent attention"):
+        rl.load_model("deepseek-v3").attention_width
+    with pytest.raises(NotModelledError, match="mixture-of-experts"):
+        rl.load_model("mixtral-8x7b").layer_linears()
+
+
+def test_moe_training_flops_use_active_parameters_and_memory_the_total():
+    m = rl.load_model("mixtral-8x7b")
+    assert rl.training_flops_per_token(m) == 6 * m.active_params
+    assert rl.model_state_bytes(m) == 16 * m.params
+
+
+# --- random well-formed configs ---------------------------------------------------------------
+
+def _config(**changes):
+    base = {"model_type": "llama", "hidden_size": 64, "intermediate_size": 160, "num_hidden_layers": 2,
+            "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 1000}
+    base.update(changes)
+    return {k: v for k, v in base.items() if v is not None}
+
+
+def _mixtral(**changes):
+    return _config(**{"model_type": "mixtral", "num_local_experts": 4, "num_experts_per_tok": 2, **changes})
+
+
+def _deepseek(**changes):
+    base = dict(model_type="deepseek_v3", num_key_value_heads=4, q_lora_rank=24, kv_lora_rank=16,
+                qk_rope_head_dim=8, qk_nope_head_dim=16, v_head_dim=16, n_routed_experts=8, n_shared_experts=1,
+                num_experts_per_tok=2, moe_intermediate_size=32, first_k_dense_replace=1, num_hidden_layers=3,
+                topk_method="noaux_tc")
+    base.update(changes)
+    return _config(**base)
+
+
+families = st.sampled_from(["llama", "mistral", "qwen2", "mixtral", "deepseek_v3"])
+
+
+@st.composite
+def configs(draw, family=families):
+    fam = draw(family)
+    heads = draw(st.sampled_from([1, 2, 4, 8]))
+    kv = draw(st.sampled_from([d for d in (1, 2, 4, 8) if heads % d == 0]))
+    cfg = dict(model_type=fam, hidden_size=heads * draw(st.integers(1, 16)), num_attention_heads=heads,
+               num_key_value_heads=kv, intermediate_size=draw(st.integers(1, 300)),
+               num_hidden_layers=draw(st.integers(1, 12)), vocab_size=draw(st.integers(1, 5000)),
+               tie_word_embeddings=draw(st.booleans()))
+    if draw(st.booleans()) and fam != "deepseek_v3":
+        cfg["head_dim"] = draw(st.integers(1, 64))
+    if fam == "mixtral":
+        e = draw(st.integers(1, 16))
+        cfg.update(num_local_experts=e, num_experts_per_tok=draw(st.integers(1, e)))
+    if fam == "deepseek_v3":
+        e = draw(st.integers(1, 16))
+        cfg.update(q_lora_rank=draw(st.one_of(st.none(), st.integers(1, 64))), kv_lora_rank=draw(st.integers(1, 64)),
+                   qk_rope_head_dim=draw(st.integers(1, 32)), qk_nope_head_dim=draw(st.integers(1, 32)),
+                   v_head_dim=draw(st.integers(1, 32)), n_routed_experts=e, num_experts_per_tok=draw(st.integers(1, e)),
+                   n_shared_experts=draw(st.integers(0, 2)), moe_intermediate_size=draw(st.integers(1, 100)),
+                   first_k_dense_replace=draw(st.integers(0, 3)), topk_method=draw(st.sampled_from(["noaux_tc", "greedy"])))
+    return cfg
+
+
+@settings(max_examples=150, deadline=None)
+@given(cfg=configs())
+def test_active_never_exceeds_total_and_one_more_layer_adds_parameters(cfg):
+    m = model_from_config(cfg)
+    assert 0 < m.active_params <= m.params
+    deeper = model_from_config({**cfg, "num_hidden_layers": cfg["num_hidden_layers"] + 1})
+    assert deeper.params > m.params and deeper.active_params > m.active_params
+    assert m.kv_bytes_per_token() > 0
+
+
+@settings(max_examples=100, deadline=None)
+@given(cfg=configs(st.sampled_from(["mixtral"])))
+def test_one_expert_top_one_is_the_dense_model_plus_its_router(cfg):
+    one = {**cfg, "num_local_experts": 1, "num_experts_per_tok": 1}
+    moe = model_from_config(one)
+    plain = {k: v for k, v in one.items() if k not in ("num_local_experts", "num_experts_per_tok")}
+    dense = model_from_config({**plain, "model_type": "mistral"})
+    router = cfg["hidden_size"] * cfg["num_hidden_layers"]  # one score per layer
+    assert moe.params == moe.active_params == dense.params + router
+
+
+@settings(max_examples=100, deadline=None)
+@given(cfg=configs(st.sampled_from(["mixtral"])), k=st.integers(1, 8))
+def test_active_parameters_grow_with_experts_per_token(cfg, k):
+    cfg = {**cfg, "num_local_experts": 8, "num_experts_per_tok": k}
+    m = model_from_config(cfg)
+    per_expert = sum(lin.params for lin in m.expert_linears())
+    assert m.params - m.active_params == cfg["num_hidden_layers"] * (8 - k) * per_expert
+
+
+def test_deepseek_dense_layers_and_layer_frequency():
+    m = model_from_config(_deepseek(first_k_dense_replace=2, num_hidden_layers=6, moe_layer_freq=2))
+    assert [m.is_moe_layer(i) for i in range(6)] == [False, False, True, False, True, False]
+    no_moe = model_from_config(_deepseek(n_routed_experts=None))
+    assert no_moe.moe is None and no_moe.params == no_moe.active_params
+
+
+def test_router_bias_only_for_noaux_routing():
+    a = model_from_config(_deepseek(topk_method="noaux_tc"))
+    b = model_from_config(_deepseek(topk_method="greedy"))
+    assert a.params - b.params == 8 * 2  # 8 experts, two MoE layers
+
+
+@pytest.mark.parametrize(
+    "cfg, message",
+    [
+        (_mixtral(num_local_experts=None), "missing 'num_local_experts'"),
+        (_mixtral(num_experts_per_tok=0), "'num_experts_per_tok' must be a positive integer"),
+        (_mixtral(num_experts_per_tok=5), r"'num_experts_per_tok' \(5\) exceeds the number of experts \(4\)"),
+        (_mixtral(num_local_experts="8"), "'num_local_experts' must be a positive integer, got '8'"),
+        (_deepseek(kv_lora_rank=None), "missing 'kv_lora_rank'"),
+        (_deepseek(qk_rope_head_dim=-64), "'qk_rope_head_dim' must be a positive integer"),
+        (_deepseek(n_shared_experts=-1), "'n_shared_experts' must be an integer >= 0"),
+        (_deepseek(moe_intermediate_size=2.5), "'moe_intermediate_size' must be a positive integer"),
+        (_config(tie_word_embeddings="no"), "'tie_word_embeddings' must be true or false"),
+        (_config(kv_lora_rank=512), "latent-attention fields"),
+        (_config(model_type="qwen2", num_experts=8), "with experts is not supported"),
+        (_config(model_type=None), "model_type None is not supported"),
+    ],
+)
+def test_bad_configs_name_the_field(cfg, message):
+    with pytest.raises(ValueError, match=message):
+        model_from_config(cfg, "bad")
