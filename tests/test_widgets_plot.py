@@ -61,3 +61,28 @@ def test_saved_figures_are_byte_for_byte_reproducible(tmp_path):
         plot.save(plot.roofline_chart("h100-sxm"), "roof", tmp_path / run)
     for ext in ("svg", "png"):
         assert (tmp_path / "a" / f"roof.{ext}").read_bytes() == (tmp_path / "b" / f"roof.{ext}").read_bytes()
+
+
+def test_frames_are_small_palette_pngs_that_keep_the_point_visible(explorer):
+    """Frames travel inside the page, so they are palette PNGs; the vermillion point must survive."""
+    import io
+
+    from PIL import Image
+
+    _, _, stack = explorer.children
+    image = Image.open(io.BytesIO(stack.children[0].children[0].children[1].value))
+    assert image.mode == "P" and len(image.getcolors()) <= 128
+    target = tuple(int(plot.PALETTE["vermillion"].lstrip("#")[k:k + 2], 16) for k in (0, 2, 4))
+    rgb = np.asarray(image.convert("RGB"), dtype=int)
+    assert (np.abs(rgb - target).sum(axis=-1) < 30).sum() > 20, "the moving point is gone from the frame"
+
+
+def test_blitter_rejects_a_palette_png_cannot_hold():
+    import matplotlib.pyplot as plt
+
+    fig = plt.figure()
+    try:
+        with pytest.raises(ValueError, match="between 2 and 256"):
+            widgets.Blitter(fig, [], colors=1000)
+    finally:
+        plt.close(fig)
