@@ -164,10 +164,21 @@ def _config_inited(app, config) -> None:
 
             raise ExtensionError(f"the book must be self-contained here, but its scripts could not be fetched: {err}") from err
         _cdn_fallback(config, root)
+        app.roofline_vendor_note = (f"roofline.vendor: {err}\nroofline.vendor: NOTE: this site loads RequireJS, "
+                                    "the widget manager and MathJax from a CDN, so its sliders and math need a "
+                                    "network. Install Node.js/npm and rebuild for a self-contained site.")
         # info, not warning: the build must stay warning-free, and this site still works (online)
-        logger.info(bold(f"\nroofline.vendor: {err}\nroofline.vendor: NOTE: this site loads RequireJS, the "
-                         "widget manager and MathJax from a CDN, so its sliders and math need a network. "
-                         "Install Node.js/npm and rebuild for a self-contained site.\n"))
+        logger.info(bold("\n" + app.roofline_vendor_note + "\n"))
+
+
+def _build_finished(app, exception) -> None:
+    """Say it again at the end, where a reader of the build log looks."""
+    note = getattr(app, "roofline_vendor_note", None)
+    if note and exception is None:
+        from sphinx.util import logging
+        from sphinx.util.console import bold
+
+        logging.getLogger(__name__).info(bold("\n" + note))
 
 
 def _drop_duplicate_scripts(app, pagename, templatename, context, doctree) -> None:
@@ -188,6 +199,7 @@ def _drop_duplicate_scripts(app, pagename, templatename, context, doctree) -> No
 def setup(app):
     app.connect("config-inited", _config_inited)
     app.connect("html-page-context", _drop_duplicate_scripts, priority=900)
+    app.connect("build-finished", _build_finished)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
 
 
