@@ -55,10 +55,16 @@ class Blitter:
 
     ``Blitter(fig, [point]).png()`` after each change of ``point``. About twenty times faster than
     a savefig per frame, which matters when a slider has dozens of positions.
+
+    Frames are PNGs with an adaptive palette of ``colors`` colours (no dithering): a chart of a few
+    flat colours and anti-aliased text looks the same, in a third of the bytes (every frame travels
+    inside the HTML page). With 64 colours the vermillion point turned brown; 128 keep it.
     """
 
-    def __init__(self, fig, movers, dpi: int = 80):
-        self.fig, self.movers = fig, list(movers)
+    def __init__(self, fig, movers, dpi: int = 80, colors: int = 128):
+        if not 2 <= colors <= 256:
+            raise ValueError(f"colors must be between 2 and 256 (a PNG palette), got {colors}")
+        self.fig, self.movers, self.colors = fig, list(movers), colors
         fig.set_dpi(dpi)
         for a in self.movers:
             a.set_animated(True)
@@ -73,8 +79,9 @@ class Blitter:
             a.axes.draw_artist(a)
         width, height = canvas.get_width_height(physical=True)
         image = Image.frombuffer("RGBA", (width, height), canvas.buffer_rgba(), "raw", "RGBA", 0, 1).convert("RGB")
+        image = image.quantize(colors=self.colors, method=Image.Quantize.MEDIANCUT, dither=Image.Dither.NONE)
         buf = io.BytesIO()
-        image.save(buf, format="PNG")
+        image.save(buf, format="PNG", optimize=True)
         return buf.getvalue()
 
 

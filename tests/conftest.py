@@ -4,6 +4,11 @@ import matplotlib
 # environment, and the notebooks must keep their inline backend to show their figures.)
 matplotlib.use("Agg")
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
 import roofline as rl
@@ -17,3 +22,19 @@ def llama():
 @pytest.fixture(scope="session")
 def h100():
     return rl.get_hardware("h100-sxm")
+
+
+@pytest.fixture(scope="session")
+def site(tmp_path_factory):
+    """The book, built once per test run as CI builds it: zero warnings, and self-contained (the
+    scripts it needs fetched with npm, never taken from a CDN; the build fails if it cannot)."""
+    root, out = Path(__file__).resolve().parent.parent, tmp_path_factory.mktemp("book")
+    proc = subprocess.run(
+        [str(Path(sys.executable).parent / "jupyter-book"), "build", str(root), "--path-output", str(out),
+         "--warningiserror", "--keep-going"],
+        capture_output=True, text=True, timeout=1200, env={**os.environ, "ROOFLINE_SELF_CONTAINED": "1"},
+    )
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
+    # Sphinx warnings read "path: WARNING: ..." (the kernel's own "WARNING |" log line is not one)
+    assert "build succeeded" in proc.stdout and "WARNING:" not in proc.stdout + proc.stderr
+    return out / "_build" / "html"

@@ -20,19 +20,6 @@ ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
 
 
-@pytest.fixture(scope="module")
-def site(tmp_path_factory):
-    out = tmp_path_factory.mktemp("book")
-    proc = subprocess.run(
-        [str(BIN / "jupyter-book"), "build", str(ROOT), "--path-output", str(out), "--warningiserror", "--keep-going"],
-        capture_output=True, text=True, timeout=1200,
-    )
-    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
-    # Sphinx warnings read "path: WARNING: ..." (the kernel's own "WARNING |" log line is not one)
-    assert "build succeeded" in proc.stdout and "WARNING:" not in proc.stdout + proc.stderr
-    return out / "_build" / "html"
-
-
 def _text(page: Path) -> str:
     raw = page.read_text(encoding="utf-8")
     raw = re.sub(r"<script.*?</script>", " ", raw, flags=re.S)

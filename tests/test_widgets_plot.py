@@ -92,3 +92,28 @@ def test_three_controls_nest_three_levels():
     assert len(seen) == 12 and len(set(seen)) == 12 and len(e.links) == 1 + 2 + 6
     # outermost follows c, then b, innermost a: body[c][b][a]
     assert body.children[1].children[2].children[0].children[0].value == "1-5-7"
+
+
+def test_frames_are_small_palette_pngs_that_keep_the_point_visible(explorer):
+    """Frames travel inside the page, so they are palette PNGs; the vermillion point must survive."""
+    import io
+
+    from PIL import Image
+
+    _, _, stack = explorer.children
+    image = Image.open(io.BytesIO(stack.children[0].children[0].children[1].value))
+    assert image.mode == "P" and len(image.getcolors()) <= 128
+    target = tuple(int(plot.PALETTE["vermillion"].lstrip("#")[k:k + 2], 16) for k in (0, 2, 4))
+    rgb = np.asarray(image.convert("RGB"), dtype=int)
+    assert (np.abs(rgb - target).sum(axis=-1) < 30).sum() > 20, "the moving point is gone from the frame"
+
+
+def test_blitter_rejects_a_palette_png_cannot_hold():
+    import matplotlib.pyplot as plt
+
+    fig = plt.figure()
+    try:
+        with pytest.raises(ValueError, match="between 2 and 256"):
+            widgets.Blitter(fig, [], colors=1000)
+    finally:
+        plt.close(fig)
