@@ -152,7 +152,7 @@ def decode_explorer(model: Model | str = "llama-3-8b", hardware: Hardware | str 
     def frame(batch, context):
         j, i = list(batches).index(batch), list(contexts).index(context)
         if i not in figures:
-            fig = roofline_chart(roof, intensity=(0.5, 3e3), title=f"{m.name} decode on {roof.label}")
+            fig = roofline_chart(roof, intensity=(0.5, 3e3), title=f"{m.title} decode on {roof.label}")
             ax = fig.axes[0]
             ax.plot(intensity[i], flops_s[i] / 1e12, ".-", color="#999999", lw=1, ms=5, zorder=3,
                     label=f"batch {batches[0]} to {batches[-1]}")
