@@ -142,3 +142,36 @@ def test_the_page_weighs_under_three_megabytes(chapter, site):
     assert site / CHAPTER in files and any("npm/html-manager" in str(f) for f in files)
     sent = sum(len(gzip.compress(f.read_bytes(), 6)) for f in files)
     assert sent < 3e6, f"chapter 1 sends {sent / 1e6:.2f} MB gzipped"
+
+
+def test_chapter_two_three_nested_controls_work_offline(server, chapter):
+    """Chapter 2's explorer nests three stacks (micro-batch, sequence, recompute): each control must
+    reach its own level, with the frame and the numbers following."""
+    outside = []
+    page = chapter[0].context.browser.new_page(viewport={"width": 1280, "height": 900})  # one Playwright session per module
+    try:
+        page.route("**/*", lambda r: r.continue_() if urlsplit(r.request.url).hostname in ("127.0.0.1", "localhost")
+                   else (outside.append(r.request.url), r.abort()))
+        page.goto(f"{server}/chapters/02-memory-budget.html", wait_until="load")
+        box = page.locator(".widget-vbox", has=page.locator(".widget-slider", has_text="recompute")).first
+        box.wait_for(state="visible")
+        box.scroll_into_view_if_needed()
+
+        def visible():
+            return box.locator("img:visible").get_attribute("src"), box.locator(".widget-html:visible").inner_text()
+
+        seen = [visible()]
+        for control, presses in (("sequence", 3), ("recompute", 2), ("micro-batch", 1)):
+            slider = box.locator(".widget-slider", has_text=control)
+            before = slider.locator(".widget-readout").inner_text()
+            slider.locator(".noUi-handle").focus()
+            for _ in range(presses):
+                page.keyboard.press("ArrowRight")
+            slider.locator(".widget-readout").filter(has_not_text=re.compile(rf"^{re.escape(before)}$")).wait_for()
+            seen.append(visible())
+        src, text = seen[-1]
+        assert len({s for s, _ in seen}) == len(seen), "a control moved but the picture did not change"
+        assert "micro-batch 2, 8,192 tokens, recompute: full" in text, text
+    finally:
+        page.close()
+    assert outside == [], f"requests outside the site: {outside}"
