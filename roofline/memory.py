@@ -27,7 +27,7 @@ import numpy as np
 
 from ._check import number, unknown_name
 from .hardware import Hardware, get_hardware
-from .model import Model, load_model
+from .model import Model, load_model, param_count
 
 __all__ = [
     "RECIPES",
@@ -96,15 +96,9 @@ def _recipe(recipe: str) -> Mapping[str, float]:
         raise unknown_name("recipe", recipe, RECIPES) from None
 
 
-def _params(model) -> float:
-    if isinstance(model, (Model, str)):
-        return float(load_model(model).params)
-    return number("model", model)
-
-
 def model_state(model: Model | str | float, recipe: str = "mixed-adam") -> Footprint:
     """Weights, gradients and optimizer state before any activation: 16 B/param for mixed Adam."""
-    n = _params(model)
+    n = param_count(model)
     return Footprint({k: n * v for k, v in _recipe(recipe).items()})
 
 

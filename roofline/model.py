@@ -454,3 +454,17 @@ def load_model(name_or_path: str | Path | Model) -> Model:
             raise ValueError(f"model config {str(path)!r} is not valid JSON: {exc}") from None
         return model_from_config(config, path.parent.name if path.name == "config.json" else path.stem)
     raise unknown_name("model", str(name_or_path), _shipped())
+
+
+def param_count(model: "Model | str | float", *, active: bool = False) -> float:
+    """Parameters of a :class:`Model`, a shipped model's name, or a count given directly.
+
+    ``active`` asks for the parameters one token uses (they differ for mixture-of-experts models).
+    """
+    from ._check import number
+
+    if isinstance(model, (Model, str, Path)):
+        m = load_model(model)
+        return float(m.active_params if active else m.params)
+    return number("model", model)
+

@@ -11,7 +11,8 @@ import numpy as np
 
 from ._check import number
 from .hardware import Hardware, get_hardware
-from .model import Model, load_model
+from .memory import model_state
+from .model import Model, load_model, param_count
 from .ops import attention_flops
 
 __all__ = [
@@ -20,7 +21,6 @@ __all__ = [
     "mfu",
     "hfu",
     "tokens_per_s_at_mfu",
-    "MODEL_STATE_BYTES",
     "model_state_bytes",
     "MFU_REPORTS",
 ]
@@ -28,13 +28,6 @@ __all__ = [
 # FLOPs per parameter per token by recompute policy: forward (2) + backward (4), plus a second
 # forward (2) under full activation checkpointing.
 RECOMPUTE = {"none": 6, "full": 8}
-
-
-def _params(model, *, active: bool = False) -> float:
-    if isinstance(model, (Model, str)):
-        m = load_model(model)
-        return float(m.active_params if active else m.params)
-    return number("model", model)  # a parameter count
 
 
 def training_flops_per_token(model: Model | str | float, *, recompute: str = "none", attention_context=None):
@@ -49,7 +42,7 @@ def training_flops_per_token(model: Model | str | float, *, recompute: str = "no
     if recompute not in RECOMPUTE:
         raise ValueError(f"recompute must be one of {', '.join(map(repr, RECOMPUTE))}, got {recompute!r}")
     passes = RECOMPUTE[recompute]
-    flops = passes * _params(model, active=True)
+    flops = passes * param_count(model, active=True)
     if attention_context is not None:
         if not isinstance(model, (Model, str)):
             raise TypeError("attention_context needs the model's shape: pass a Model or a model name, not a count")
@@ -95,19 +88,11 @@ def tokens_per_s_at_mfu(mfu_, model, hardware: Hardware | str, *, gpus=1, dtype:
     return mfu_ * gpus * peak / training_flops_per_token(model, attention_context=attention_context)
 
 
-# Bytes of model state per parameter for training recipes (Rajbhandari et al., ZeRO, 2020).
-MODEL_STATE_BYTES = {
-    # bf16 weights + bf16 gradients + fp32 master weights + fp32 Adam momentum + fp32 Adam variance
-    "mixed-adam": {"weights": 2, "gradients": 2, "master": 4, "momentum": 4, "variance": 4},
-}
-
-
 def model_state_bytes(model, recipe: str = "mixed-adam"):
     """Memory for weights, gradients and optimizer state before any activation (16 B/param for
-    mixed precision with Adam: 128.5 GB for Llama 3 8B)."""
-    if recipe not in MODEL_STATE_BYTES:
-        raise ValueError(f"recipe must be one of {', '.join(map(repr, MODEL_STATE_BYTES))}, got {recipe!r}")
-    return _params(model) * sum(MODEL_STATE_BYTES[recipe].values())
+    mixed precision with Adam: 128.5 GB for Llama 3 8B). The recipes, and the footprint part by
+    part, are in :mod:`roofline.memory` (chapter 2)."""
+    return model_state(model, recipe).total
 
 
 # Reported MFU, for calibration: (low, high, source).

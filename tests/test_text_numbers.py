@@ -91,7 +91,7 @@ def test_calibration_and_the_next_chapter(llama):
     assert (low, high) == (0.35, 0.45)  # typical dense H100 MFU 35-45%
     low, high, source = rl.MFU_REPORTS["Llama 3 405B on 8,192-16,384 H100s"]
     assert (low, high) == (0.38, 0.43) and "Llama 3 paper" in source
-    assert sum(rl.training.MODEL_STATE_BYTES["mixed-adam"].values()) == 16  # 16 B/param
+    assert sum(rl.memory.RECIPES["mixed-adam"].values()) == 16  # 16 B/param
     assert round(rl.model_state_bytes(llama) / 1e9) == 128  # 128 GB for 8B (128.5)
 
 

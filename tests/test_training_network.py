@@ -42,7 +42,7 @@ def test_mfu_input_checks():
 
 def test_model_state_is_16_bytes_per_parameter(llama):
     assert rl.model_state_bytes(llama) == 16 * llama.params
-    with pytest.raises(ValueError, match="recipe must be one of"):
+    with pytest.raises(KeyError, match="unknown recipe 'fp4-magic'"):
         rl.model_state_bytes(llama, "fp4-magic")
 
 
