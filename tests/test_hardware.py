@@ -110,3 +110,9 @@ def test_every_source_key_is_used_and_every_entry_cites_existing_sources():
             if isinstance(value, dict) and "source" in value:
                 used.add(value["source"])
     assert used == set(raw["sources"])
+
+
+def test_network_figures_are_per_gpu():
+    # a DGX-1 shares four 100 Gb/s EDR ports among eight V100s
+    assert rl.get_hardware("v100-sxm2").interconnect["network"].each_way == 50e9 / 8
+    assert rl.get_hardware("h100-sxm").interconnect["network"].each_way == 400e9 / 8
