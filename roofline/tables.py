@@ -106,14 +106,20 @@ def tiers_table(tiers: Sequence[Tier], title: str = "") -> Table:
     return Table(("tier", "per GPU, one way", "step", "source"), tuple(rows), title)
 
 
-def hardware_table(hardware: Sequence, dtype: str = "bf16", title: str = "") -> Table:
-    """Datasheet roofs side by side: dense peak, HBM bandwidth and capacity, ridge point."""
+def hardware_table(hardware: Sequence, dtype: str = "bf16", title: str = "", *, fallback: str | None = "fp16") -> Table:
+    """Datasheet roofs side by side: dense peak, HBM bandwidth and capacity, ridge point.
+
+    A chip without ``dtype`` (the V100 has no bf16) shows its ``fallback`` peak, marked as such;
+    with ``fallback=None`` it is an error.
+    """
     from .hardware import get_hardware
 
     rows = []
     for h in map(get_hardware, hardware):
-        rows.append((h.short, str(h.year), fmt(h.peak_flops(dtype), "FLOP/s", 4), fmt(h.hbm_bandwidth, "B/s"),
-                     fmt(h.hbm_capacity, "B"), f"{h.ridge_point(dtype):,.0f}"))
+        d = dtype if (dtype in h.dense_flops or fallback is None) else fallback
+        mark = "" if d == dtype else f" ({d})"
+        rows.append((h.short, str(h.year), fmt(h.peak_flops(d), "FLOP/s", 4) + mark, fmt(h.hbm_bandwidth, "B/s"),
+                     fmt(h.hbm_capacity, "B"), f"{h.ridge_point(d):,.0f}"))
     return Table(("GPU", "year", f"dense {dtype}", "HBM bandwidth", "HBM capacity", "ridge (FLOP/B)"), tuple(rows), title)
 
 

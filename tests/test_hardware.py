@@ -116,3 +116,12 @@ def test_network_figures_are_per_gpu():
     # a DGX-1 shares four 100 Gb/s EDR ports among eight V100s
     assert rl.get_hardware("v100-sxm2").interconnect["network"].each_way == 50e9 / 8
     assert rl.get_hardware("h100-sxm").interconnect["network"].each_way == 400e9 / 8
+
+
+def test_hardware_table_marks_a_fallback_format():
+    from roofline import tables
+
+    t = tables.hardware_table(["v100-sxm2", "h100-sxm"])
+    assert t.column("dense bf16") == ("125.0 TFLOP/s (fp16)", "989.4 TFLOP/s")
+    with pytest.raises(ValueError, match="no dense bf16 peak"):
+        tables.hardware_table(["v100-sxm2"], fallback=None)
