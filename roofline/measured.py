@@ -28,6 +28,7 @@ import numpy as np
 from ._check import number, unknown_name
 from .cost import Cost
 from .hardware import Roof
+from .inference import decode_step, prefill
 from .model import Model
 from .performance import as_roof, predict
 
@@ -498,22 +499,20 @@ def compare_reads(record: Measurement, roof) -> list[Comparison]:
             for r in record.read_bandwidth_vs_size]
 
 
-def _decode_cost(model, run: DecodeRun, accounting: str):
-    from .inference import decode_step
-    return decode_step(model, run.batch, run.context, accounting=accounting)
-
-
-def compare_decode(record: Measurement, roof, *, accounting: str = "refined", graph: bool = True) -> list[Comparison]:
+def compare_decode(record: Measurement, roof, *, accounting: str = "refined", graph: bool = True,
+                   runs: Sequence[DecodeRun] | None = None) -> list[Comparison]:
     """Each measured decode step (CUDA-graph time, or eager with ``graph=False``) against
-    :func:`~roofline.inference.decode_step` under ``roof`` for the record's own model shape."""
+    :func:`~roofline.inference.decode_step` under ``roof`` for the record's own model shape.
+    ``runs`` picks some of the record's steps (a sweep over batch or context), in their order."""
     model = model_of(record)
-    return [_compare(f"decode batch={r.batch} context={r.context}", _decode_cost(model, r, accounting), roof,
-                     r.seconds_graph if graph else r.seconds_eager, "bf16") for r in record.decode]
+    return [_compare(f"decode batch={r.batch} context={r.context}",
+                     decode_step(model, r.batch, r.context, accounting=accounting), roof,
+                     r.seconds_graph if graph else r.seconds_eager, "bf16")
+            for r in (record.decode if runs is None else runs)]
 
 
 def compare_prefill(record: Measurement, roof, *, accounting: str = "refined") -> list[Comparison]:
     """Each measured prefill against :func:`~roofline.inference.prefill` under ``roof``."""
-    from .inference import prefill
     model = model_of(record)
     return [_compare(f"prefill tokens={r.tokens}", prefill(model, r.tokens, accounting=accounting), roof, r.seconds, "bf16")
             for r in record.prefill]

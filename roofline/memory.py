@@ -137,6 +137,10 @@ class SavedTensor:
     per_score: float = 0.0
     sharded_by_tp: bool = True  # False for tensors that tensor parallelism replicates (norm inputs, dropout masks after the block)
 
+    def nbytes(self, seq, micro_batch, heads):
+        """Bytes of this tensor for ``micro_batch`` sequences of ``seq`` tokens (broadcasts)."""
+        return (seq * micro_batch * self.per_token + heads * seq * seq * micro_batch * self.per_score) * self.bytes_per_element
+
 
 def saved_tensors(model: Model | str | None = None, *, architecture: str = "llama", hidden=None, heads=None,
                   flash: bool = True, act_bytes: float = 2) -> tuple[SavedTensor, ...]:
@@ -221,16 +225,13 @@ def activation_bytes(tensors, seq, micro_batch, heads, *, recompute: str = "none
     bsz = number("micro_batch", micro_batch, integer=True)
     a = number("heads", heads, integer=True)
     tp = number("tp", tp, integer=True)
-    tokens = s * bsz
-    if recompute == "full":
-        first = tensors[0]
-        return tokens * first.per_token * first.bytes_per_element / (tp if sequence_parallel else 1)
+    if recompute == "full":  # only the layer's input (a per-token tensor) is kept
+        return tensors[0].nbytes(s, bsz, a) / (tp if sequence_parallel else 1)
     total = 0.0
     for t in tensors:
         if recompute == "selective" and t.per_score:
             continue
-        size = (tokens * t.per_token + a * s * s * bsz * t.per_score) * t.bytes_per_element
-        total = total + size / (tp if (t.sharded_by_tp or sequence_parallel) else 1)
+        total = total + t.nbytes(s, bsz, a) / (tp if (t.sharded_by_tp or sequence_parallel) else 1)
     return total
 
 

@@ -174,8 +174,7 @@ def saved_tensors_table(tensors, heads: int, seq: int, title: str = "") -> Table
     rows = []
     total = 0.0
     for t in tensors:
-        per_token = t.per_token * t.bytes_per_element
-        per_seq = per_token * seq + t.per_score * heads * seq * seq * t.bytes_per_element
+        per_seq = t.nbytes(seq, 1, heads)
         total += per_seq
         shape = f"{t.per_token:,.0f} per token" if t.per_token else f"{heads} x s x s"
         rows.append((t.name, shape, f"{t.bytes_per_element:g}", fmt(per_seq, "B", 3)))
