@@ -9,12 +9,13 @@ The vocabulary of chapter 1, importable from the top level::
 """
 
 from .cost import Breakdown, Cost, arithmetic_intensity
-from .hardware import Hardware, Roof, get_hardware, hardware_names, load_catalog, ridge_point
-from .inference import ACCOUNTINGS, attention_parity_tokens, compute_bound_batch, decode_step, prefill
+from .hardware import Hardware, get_hardware, hardware_names, load_catalog
+from .formats import Formats, formats
+from .inference import ACCOUNTINGS, OPTIONS, PARTS, attention_parity_tokens, compute_bound_batch, decode_step, prefill
 from .model import Model, NotModelledError, load_model, model_from_config, model_names
 from .network import bandwidth_tiers, data_parallel_bytes, transfer_time
-from .ops import attention_flops, kv_cache_bytes, matmul
-from .performance import Prediction, as_roof, attainable_flops, predict
+from .ops import Op, attention_flops, kv_cache_bytes, matmul
+from .roof import TIMINGS, CalibratedRoof, Prediction, Roof, as_roof, attainable_flops, predict, ridge_point
 from .training import (MFU_REPORTS, hfu, mfu, model_state_bytes, tokens_per_s_at_mfu,
                        training_flops_per_token)
 from .units import Quantity, dtype_bytes, fmt
@@ -22,10 +23,10 @@ from .units import Quantity, dtype_bytes, fmt
 __version__ = "0.1.0"
 
 __all__ = [
-    "ACCOUNTINGS", "Breakdown", "Cost", "Hardware", "MFU_REPORTS", "Model", "NotModelledError", "Prediction",
+    "ACCOUNTINGS", "Breakdown", "CalibratedRoof", "Formats", "OPTIONS", "Op", "PARTS", "TIMINGS", "Cost", "Hardware", "MFU_REPORTS", "Model", "NotModelledError", "Prediction",
     "Quantity", "Roof",
     "arithmetic_intensity", "as_roof", "attainable_flops", "attention_flops", "attention_parity_tokens",
-    "bandwidth_tiers", "compute_bound_batch", "data_parallel_bytes", "decode_step", "dtype_bytes", "fmt",
+    "bandwidth_tiers", "compute_bound_batch", "data_parallel_bytes", "decode_step", "dtype_bytes", "fmt", "formats",
     "get_hardware", "hardware_names", "hfu", "kv_cache_bytes", "load_catalog", "load_model", "matmul", "mfu",
     "model_from_config", "model_names", "model_state_bytes", "predict", "prefill", "ridge_point",
     "tokens_per_s_at_mfu", "training_flops_per_token", "transfer_time",

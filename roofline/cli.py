@@ -23,9 +23,11 @@ from typing import Sequence
 
 from .cost import Breakdown
 from .hardware import CatalogError, Hardware, get_hardware, hardware_names
-from .inference import ACCOUNTINGS, decode_step, prefill
+from .formats import formats as make_formats
+from .inference import ACCOUNTINGS, OPTIONS, decode_step, prefill
+from .measured import calibrated_roof_for
 from .model import Model, NotModelledError, load_model, model_names
-from .performance import predict
+from .roof import TIMINGS, predict
 from .tables import Table, breakdown_table, workload_table
 from .units import DTYPE_BYTES, fmt
 
@@ -82,9 +84,28 @@ def build_parser() -> argparse.ArgumentParser:
         else:
             p.add_argument("--tokens", type=_whole(1), required=True, help="prompt tokens per sequence")
             p.add_argument("--batch", type=_whole(1), default=1, help="sequences (default 1)")
-        p.add_argument("--accounting", choices=ACCOUNTINGS, default="text",
-                       help="the text's first-order count or the refined one (default text)")
-        p.add_argument("--dtype", default="bf16", choices=list(DTYPE_BYTES), help="weights and peak (default bf16)")
+        p.add_argument("--accounting", choices=ACCOUNTINGS, default=None,
+                       help="the first-order count ('text') or the refined one, kernel by kernel "
+                            "(default: text under --timing step, refined otherwise)")
+        p.add_argument("--dtype", default="bf16", choices=list(DTYPE_BYTES),
+                       help="format of everything: weights, activations, KV cache, math (default bf16)")
+        p.add_argument("--weights-dtype", choices=list(DTYPE_BYTES), help="store the weights narrower (int4: W4A16)")
+        p.add_argument("--kv-dtype", choices=list(DTYPE_BYTES), help="format of the KV cache")
+        p.add_argument("--attention", choices=OPTIONS["attention"], default="flash",
+                       help="flash (never writes the scores) or explicit; refined accounting (default flash)")
+        if name == "prefill":
+            p.add_argument("--lm-head", choices=OPTIONS["lm_head"], default="all",
+                           help="logits for all prompt tokens or only the last (default all)")
+        p.add_argument("--timing", choices=TIMINGS, default="step",
+                       help="step: max over the whole step (the text's); kernel: each kernel's max, summed, "
+                            "at least its launch; serial: no overlap at all (default step)")
+        p.add_argument("--roof", choices=("datasheet", "measured"), default="datasheet",
+                       help="datasheet peaks, or the roof calibrated from the H200's microbenchmarks (default datasheet)")
+        p.add_argument("--launch", choices=("graph", "eager"), default="graph",
+                       help="with --roof measured: kernels replayed from a CUDA graph or launched from Python")
+        p.add_argument("--carry-h200-efficiencies", action="store_true",
+                       help="with --roof measured on another GPU: assume the H200's measured efficiencies")
+        p.add_argument("--ops", action="store_true", help="list the operations (kernels): FLOPs, bytes, bound, time")
         p.add_argument("--json", action="store_true", help="print one JSON object")
     return parser
 
@@ -170,21 +191,58 @@ def _ridge(h: Hardware, dtype: str, as_json: bool) -> str:
             f" = {ridge:,.1f} FLOP per byte")
 
 
-def _workload(kind: str, b: Breakdown, h: Hardware, tokens: int, dtype: str, as_json: bool, settings: dict) -> str:
-    pred = predict(b, h, dtype=dtype)
+def _ops_table(pred) -> Table:
+    rows = []
+    for t in pred.ops:
+        o = t.op
+        rows.append((o.name, o.kind, f"{o.count:,}", fmt(float(o.flops), "FLOP"), fmt(float(o.bytes), "B"),
+                     f"{float(o.intensity):,.1f}", str(t.bound), fmt(float(t.time), "s")))
+    return Table(("operation", "kind", "launches", "FLOPs", "bytes", "FLOP/B", "bound", "time"), tuple(rows),
+                 f"operations, timed under the {pred.timing} rule on {pred.roof.label}")
+
+
+def _workload(kind: str, b: Breakdown, h: Hardware, tokens: int, as_json: bool, settings: dict, args) -> str:
+    if args.roof == "measured":
+        roof = calibrated_roof_for(h, mode=args.launch, carry=args.carry_h200_efficiencies)
+    else:
+        roof = h
+    pred = predict(b, roof, timing=args.timing)
+    usable = h.usable_capacity
     if as_json:
-        return json.dumps({
+        out = {
             "workload": kind, "model": settings["model"], "gpu": h.key, **{k: v for k, v in settings.items() if k != "model"},
+            "timing": args.timing, "roof": pred.roof.label, "roof_kind": pred.roof.kind,
+            "assumption": getattr(pred.roof, "assumption", ""),
             "flops": b.flops, "bytes": b.bytes, "intensity": b.intensity, "ridge_point": pred.roof.ridge_point,
             "bound": str(pred.bound), "compute_time_s": pred.compute_time, "memory_time_s": pred.memory_time,
-            "time_s": pred.time, "tokens": tokens, "time_per_token_s": pred.time / tokens,
-            "utilization": pred.utilization,
+            "launch_time_s": pred.launch_time, "time_s": pred.time, "tokens": tokens,
+            "time_per_token_s": pred.time / tokens, "utilization": pred.utilization,
             "parts": {name: {"flops": c.flops, "bytes": c.bytes} for name, c in b.parts.items()},
-        }, indent=2)
-    roof = h.roof(dtype)
-    parts = breakdown_table({settings["accounting"]: b}, title=f"{b.name}, part by part")
-    summary = workload_table({f"{kind} on {h.short}": (b, roof, tokens)}, title="on the datasheet roof")
-    return f"{parts!r}\n\n{summary!r}"
+        }
+        if args.ops:
+            out["ops"] = [{"name": t.op.name, "kind": t.op.kind, "launches": t.op.count, "flops": t.op.flops,
+                           "bytes": t.op.bytes, "intensity": t.op.intensity, "bound": str(t.bound),
+                           "compute_s": t.compute, "memory_s": t.memory, "launch_s": t.launch, "time_s": t.time}
+                          for t in pred.ops]
+        return json.dumps(out, indent=2)
+    shown = []
+    if args.ops:
+        shown.append(repr(_ops_table(pred)))
+    else:
+        shown.append(repr(breakdown_table({settings["accounting"]: b}, title=f"{b.name}, part by part")))
+    rule = {"step": "the step rule (max over the whole step)", "kernel": "the kernel rule (each kernel's max, summed)",
+            "serial": "the serial rule (no overlap)"}[args.timing]
+    lines = [f"{kind} of {settings['model']} on {pred.roof.label}, {rule}:",
+             f"  predicted time {fmt(pred.time, 's')} ({fmt(pred.time / tokens, 's')} per token), {pred.bound}-bound; "
+             f"compute {fmt(pred.compute_time, 's')}, memory {fmt(pred.memory_time, 's')}"
+             + (f", launches {fmt(pred.launch_time, 's')}" if pred.launch_time else "")]
+    if getattr(pred.roof, "assumption", ""):
+        lines.append(f"  assumption: {pred.roof.assumption}")
+    if settings.get("resident_bytes") is not None:
+        left = usable - settings["resident_bytes"]
+        verdict = (f"fits, {fmt(left, 'B')} to spare" if left >= 0 else f"does not fit, short by {fmt(-left, 'B')}")
+        lines.append(f"  weights and KV cache {fmt(settings['resident_bytes'], 'B')} of {fmt(usable, 'B')} usable: {verdict}")
+    return "\n\n".join(shown) + "\n\n" + "\n".join(lines)
 
 
 def _run(args: argparse.Namespace) -> str:
@@ -195,12 +253,25 @@ def _run(args: argparse.Namespace) -> str:
     if args.command == "ridge":
         return _ridge(get_hardware(args.gpu), args.dtype, args.json)
     m, h = load_model(args.model), get_hardware(args.gpu)
-    settings = {"model": m.name, "batch": args.batch, "accounting": args.accounting, "dtype": args.dtype}
+    accounting = args.accounting or ("text" if args.timing == "step" else "refined")
+    options = {"attention": args.attention}
+    if getattr(args, "lm_head", "all") != "all":
+        options["lm_head"] = args.lm_head
+    if accounting == "text":
+        options = {k: v for k, v in options.items() if v != OPTIONS[k][0]}
+    formats = {"dtype": args.dtype, "weights_dtype": args.weights_dtype, "kv_dtype": args.kv_dtype}
+    f = make_formats(**formats)
+    settings = {"model": m.name, "batch": args.batch, "accounting": accounting, "dtype": args.dtype,
+                "weights_dtype": f.weights, "kv_dtype": f.kv, "attention": args.attention}
     if args.command == "decode":
-        b = decode_step(m, args.batch, args.context, dtype=args.dtype, accounting=args.accounting)
-        return _workload("decode", b, h, args.batch, args.dtype, args.json, {**settings, "context": args.context})
-    b = prefill(m, args.tokens, args.batch, dtype=args.dtype, accounting=args.accounting)
-    return _workload("prefill", b, h, args.tokens * args.batch, args.dtype, args.json, {**settings, "tokens": args.tokens})
+        b = decode_step(m, args.batch, args.context, accounting=accounting, **formats, **options)
+        resident = m.params * f.bytes("weights") + args.batch * (args.context + 1) * m.kv_bytes_per_token(f.kv)
+        return _workload("decode", b, h, args.batch, args.json, {**settings, "context": args.context,
+                                                                   "resident_bytes": resident}, args)
+    b = prefill(m, args.tokens, args.batch, accounting=accounting, **formats, **options)
+    resident = m.params * f.bytes("weights") + args.batch * args.tokens * m.kv_bytes_per_token(f.kv)
+    return _workload("prefill", b, h, args.tokens * args.batch, args.json,
+                     {**settings, "prompt_tokens": args.tokens, "resident_bytes": resident}, args)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

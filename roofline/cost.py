@@ -38,6 +38,14 @@ class Cost:
         object.__setattr__(self, "flops", number("flops", self.flops, strict=False))
         object.__setattr__(self, "bytes", number("bytes", self.bytes, strict=False))
 
+    @classmethod
+    def _raw(cls, flops, bytes_) -> "Cost":
+        """A cost from numbers already checked (the package's own formulas): no validation, for speed."""
+        c = object.__new__(cls)
+        object.__setattr__(c, "flops", flops)
+        object.__setattr__(c, "bytes", bytes_)
+        return c
+
     @property
     def intensity(self):
         """Arithmetic intensity, FLOP per byte."""
@@ -46,7 +54,7 @@ class Cost:
     def __add__(self, other: "Cost") -> "Cost":
         if not isinstance(other, Cost):
             return NotImplemented
-        return Cost(self.flops + other.flops, self.bytes + other.bytes)
+        return Cost._raw(self.flops + other.flops, self.bytes + other.bytes)
 
     def __radd__(self, other):
         if other == 0:  # so that sum() works
@@ -62,13 +70,43 @@ class Cost:
 
 @dataclass(frozen=True)
 class Breakdown:
-    """A workload's cost, part by part. ``total`` is their sum; parts keep their order."""
+    """A workload's cost, part by part. ``total`` is their sum; parts keep their order.
+
+    A workload built from operations (:func:`~roofline.inference.decode_step`, ...) keeps them in
+    ``ops`` (:class:`~roofline.operations.Op`, one per kernel) with the number ``formats`` it is
+    stored and computed in; its parts are then the grouping of those operations by part
+    (:meth:`from_ops`). A bare breakdown (no operations) is timed as one piece of work.
+    """
 
     name: str
     parts: Mapping[str, Cost]
+    ops: tuple = ()
+    formats: object = None  # a roofline.formats.Formats, when the work says what it is computed in
 
     def __post_init__(self):
         object.__setattr__(self, "parts", MappingProxyType(dict(self.parts)))
+        object.__setattr__(self, "ops", tuple(self.ops))
+
+    @classmethod
+    def from_ops(cls, name: str, ops, formats=None, order=()) -> "Breakdown":
+        """Group operations by part: each part's cost is the sum of every operation's share of it.
+        ``order`` lists parts to put first (kept even when no operation has them, as zeros)."""
+        parts: dict[str, Cost] = {p: Cost._raw(0.0, 0.0) for p in order}
+        for op in ops:
+            for p, c in op.parts.items():
+                parts[p] = parts[p] + c if p in parts else c
+        return cls(name, parts, tuple(ops), formats)
+
+    def op(self, name: str):
+        """The operation called ``name`` (close matches on a miss)."""
+        for o in self.ops:
+            if o.name == name:
+                return o
+        raise unknown_name("operation", name, [o.name for o in self.ops])
+
+    def subtotal(self, *parts: str) -> Cost:
+        """The cost of some parts together, e.g. ``subtotal('weights', 'embedding', 'lm_head')``."""
+        return sum((self[p] for p in parts), Cost._raw(0.0, 0.0))
 
     def __getitem__(self, part: str) -> Cost:
         try:
@@ -81,7 +119,7 @@ class Breakdown:
 
     @property
     def total(self) -> Cost:
-        return sum(self.parts.values(), Cost())
+        return sum(self.parts.values(), Cost._raw(0.0, 0.0))
 
     @property
     def flops(self):

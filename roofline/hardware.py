@@ -1,9 +1,8 @@
-"""Accelerators: datasheet figures with their sources, and the roofs they imply (chapter 1).
+"""Accelerators: datasheet figures with their sources (chapter 1).
 
 The catalog lives in ``roofline/data/hardware.toml``; every figure there carries a source. A
-:class:`Hardware` is what the datasheet promises. A :class:`Roof` is the pair of ceilings the
-roofline model uses, peak FLOP/s and bandwidth, and is named for where it came from: a datasheet roof
-is not a measured one, and the book keeps the two apart.
+:class:`Hardware` is what the datasheet promises, and nothing else: the roofs built from it, and from
+measurements, live in :mod:`roofline.roof`.
 """
 
 from __future__ import annotations
@@ -22,15 +21,14 @@ from .units import DTYPE_BYTES, SCALE
 
 __all__ = [
     "CatalogError",
+    "CONTEXT_RESERVE",
     "Source",
     "Figure",
     "Link",
     "Hardware",
-    "Roof",
     "get_hardware",
     "hardware_names",
     "load_catalog",
-    "ridge_point",
 ]
 
 
@@ -72,37 +70,6 @@ class Link:
 
 
 @dataclass(frozen=True)
-class Roof:
-    """The two ceilings of the roofline model: peak FLOP/s and memory bandwidth (bytes/s).
-
-    ``kind`` says what they are: 'datasheet' (the vendor's promise) or 'measured' (what a benchmark
-    reached). The two are different things, and a book that plots one should say which.
-    """
-
-    label: str
-    peak_flops: float
-    bandwidth: float
-    kind: str = "datasheet"
-    dtype: str = "bf16"
-
-    def __post_init__(self):
-        number("peak_flops", self.peak_flops)
-        number("bandwidth", self.bandwidth)
-        if self.kind not in ("datasheet", "measured", "what-if"):
-            raise ValueError(f"kind must be 'datasheet', 'measured' or 'what-if', got {self.kind!r}")
-
-    @property
-    def ridge_point(self) -> float:
-        """FLOPs the roof demands per byte of HBM traffic before compute becomes the limit."""
-        return self.peak_flops / self.bandwidth
-
-    def with_(self, **changes) -> "Roof":
-        """A copy with some fields changed (a what-if roof unless ``kind`` is given)."""
-        changes.setdefault("kind", "what-if")
-        return replace(self, **changes)
-
-
-@dataclass(frozen=True)
 class Hardware:
     """One accelerator as its datasheet describes it. Figures in SI base units."""
 
@@ -123,6 +90,17 @@ class Hardware:
     aliases: tuple[str, ...] = ()
     short: str = ""  # a label for charts, e.g. 'H100 SXM'
     sparse_flops: Mapping[str, float] = field(default_factory=dict)  # 2:4 structured-sparsity peaks, if given
+    hbm_total: float | None = None  # bytes the device reports to a program (None: not given, the marketing figure)
+    reserve: float = 0.0  # bytes kept for the CUDA context and library workspaces
+
+    @property
+    def usable_capacity(self) -> float:
+        """Bytes a workload can have: the device's own total less the reserve (chapter 2).
+
+        An H100 SXM sold as "80 GB" reports 85.0e9 bytes; less the 1 GiB reserve, 83.97e9. Footprints are
+        compared with this, never with the marketing figure (:attr:`hbm_capacity`).
+        """
+        return (self.hbm_total if self.hbm_total is not None else self.hbm_capacity) - self.reserve
 
     def peak_flops(self, dtype: str = "bf16") -> float:
         """Dense peak FLOP/s for ``dtype``; an error if the chip has no such format."""
@@ -136,13 +114,15 @@ class Hardware:
                 f"{', '.join(self.dense_flops)})"
             ) from None
 
-    def roof(self, dtype: str = "bf16") -> Roof:
-        """The datasheet roof: dense peak for ``dtype`` and HBM bandwidth."""
-        return Roof(self.short or self.name, self.peak_flops(dtype), self.hbm_bandwidth, "datasheet", dtype)
+    def roof(self, dtype: str = "bf16"):
+        """The datasheet :class:`~roofline.roof.Roof`: dense peak for ``dtype`` and HBM bandwidth."""
+        from .roof import as_roof  # roof.py builds on this module; the method is a convenience
+
+        return as_roof(self, dtype)
 
     def ridge_point(self, dtype: str = "bf16") -> float:
         """Datasheet ridge point, FLOP per byte of HBM traffic."""
-        return self.roof(dtype).ridge_point
+        return self.peak_flops(dtype) / self.hbm_bandwidth
 
     def source(self, path: str) -> Figure:
         """The figure behind a field, e.g. ``h.source('dense.bf16')`` or ``h.source('hbm_bandwidth')``."""
@@ -163,11 +143,18 @@ _REQUIRED = ("name", "vendor", "architecture", "year", "form_factor", "memory_ty
 _FIGURE_UNITS = {
     "hbm_bandwidth": "B/s",
     "hbm_capacity": "B",
+    "hbm_total": "B",
+    "reserve": "B",
     "l2": "B",
     "llc": "B",
     "power": "W",
 }
 _TIERS = ("scale_up", "host", "network")
+
+
+# Bytes set aside for what no footprint formula sees: the CUDA context (about 0.5 GB with PyTorch) and
+# library workspaces (cuBLAS, NCCL). An assumption, not a datasheet figure; an entry may set its own `reserve`.
+CONTEXT_RESERVE = 2**30
 
 
 class CatalogError(ValueError):
@@ -277,6 +264,8 @@ def _hardware(key: str, raw: dict, sources: Mapping[str, Source]) -> Hardware:
         aliases=tuple(a.lower() for a in raw.get("aliases", ())),
         short=raw.get("short", key.upper()),
         sparse_flops=MappingProxyType(sparse),
+        hbm_total=figures["hbm_total"].value if "hbm_total" in figures else None,
+        reserve=figures["reserve"].value if "reserve" in figures else CONTEXT_RESERVE,
     )
 
 
@@ -325,8 +314,10 @@ def get_hardware(name: str | Hardware) -> Hardware:
     raise unknown_name("hardware", name, list(catalog) + [a for h in catalog.values() for a in h.aliases])
 
 
-def ridge_point(hardware: str | Hardware | Roof, dtype: str = "bf16") -> float:
-    """FLOP per byte at which ``hardware`` turns from memory-bound to compute-bound (chapter 1)."""
-    if isinstance(hardware, Roof):
-        return hardware.ridge_point
-    return get_hardware(hardware).ridge_point(dtype)
+def __getattr__(name: str):
+    """``Roof`` and ``ridge_point`` moved to :mod:`roofline.roof`; the old import path keeps working."""
+    if name in ("Roof", "ridge_point"):
+        from . import roof
+
+        return getattr(roof, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -28,13 +28,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._check import number
-from .cost import Breakdown, Cost
-from .model import Model, NotModelledError, load_model
-from .ops import attention_flops, kv_cache_bytes
-from .units import dtype_bytes
+from ._check import number, unknown_name
+from .cost import Breakdown
+from .formats import Formats, formats
+from .model import Linear, Model, NotModelledError, load_model
+from .ops import Op, attention_flops
+from .roof import predict
 
-__all__ = ["ACCOUNTINGS", "decode_step", "prefill", "attention_parity_tokens", "compute_bound_batch"]
+__all__ = ["ACCOUNTINGS", "OPTIONS", "ELEMENTWISE_OPS", "PARTS", "decode_step", "prefill", "attention_parity_tokens",
+           "compute_bound_batch"]
 
 ACCOUNTINGS = ("text", "refined")
 
@@ -59,95 +61,256 @@ def _check_modelled(m: Model, tokens, what: str) -> None:
             "layer); not modelled yet. One token (decode at batch 1) is exact")
 
 
-def _activation_bytes(m: Model, tokens, act: float):
-    """Bytes each matmul of every layer reads in and writes out for ``tokens`` tokens, plus logits."""
-    if m.moe is None:
-        per_layer = sum(lin.in_features + lin.out_features for lin in m.layer_linears())
-        return tokens * act * (m.num_layers * per_layer + m.hidden_size + m.vocab_size)
-    path = sum(lin.in_features + lin.out_features for i in range(m.num_layers) for lin in m.token_linears(i))
-    return tokens * act * (path + m.hidden_size + m.vocab_size)
+OPTIONS = {
+    "attention": ("flash", "explicit"),
+    "qkv": ("fused", "separate"),
+    "mlp": ("fused", "separate"),
+    "lm_head": ("all", "last"),
+}
+"""Named kernel choices of the refined accounting, each with its default first.
+
+``attention``: ``'flash'`` reads Q, K and V and writes the output and its log-sum-exp (Dao et al. 2022);
+``'explicit'`` writes the score matrix, softmax reads and writes it, and the value product reads it.
+``qkv``: the three projections as one ``'fused'`` matmul (as serving engines run them) or three
+``'separate'`` ones, each reading the layer's input. ``mlp``: ``'fused'``, one gate-up matmul and one
+activation kernel (SiLU times up), or ``'separate'``: gate and up matmuls, SiLU and the product as two
+elementwise kernels. ``lm_head``: logits
+for ``'all'`` tokens of a prefill, or the ``'last'`` of each sequence (what a server keeps).
+"""
+
+# operations of the refined accounting that are not matmuls or attention: they can be left out by name
+# (``omit``), e.g. to match a measurement that ran without norms or rotary embeddings
+ELEMENTWISE_OPS = ("embedding", "attn_norm", "rope", "kv_write", "attn_residual", "mlp_norm", "act", "silu", "mul",
+                   "mlp_residual", "final_norm", "sample")
+
+PARTS = ("weights", "embedding", "lm_head", "norms", "kv_cache", "attention", "activations", "elementwise")
 
 
-def _weights_parts(m: Model, tokens, accounting: str, wb: float, act: float) -> dict[str, Cost]:
-    # every token of the step uses the same weights: all of them for a dense model, the routed
-    # experts of the one token for a MoE model (more tokens are refused by _check_modelled)
-    layer_w = m.active_decoder_matmul_params
-    table = m.embedding_params
-    head = m.vocab_size * m.hidden_size
-    parts = {
-        "weights": Cost(2 * tokens * layer_w, wb * layer_w),
-        # lm_head's weights are the embedding's when tied: read once, counted under embedding
-        "lm_head": Cost(2 * tokens * head, wb * m.lm_head_params),
-    }
-    if accounting == "text":
-        parts["embedding"] = Cost(2 * tokens * table, wb * table)
-        parts["norms"] = Cost(2 * tokens * m.norm_params, wb * m.norm_params)
+def _check_options(options: dict, omit) -> tuple[dict, tuple]:
+    out = {}
+    for key, value in options.items():
+        if key not in OPTIONS:
+            raise TypeError(f"unknown option {key!r}; the options are {', '.join(OPTIONS)}")
+        if value not in OPTIONS[key]:
+            raise ValueError(f"{key} must be one of {', '.join(map(repr, OPTIONS[key]))}, got {value!r}")
+    for key, choices in OPTIONS.items():
+        out[key] = options.get(key, choices[0])
+    omit = (omit,) if isinstance(omit, str) else tuple(omit)
+    for name in omit:
+        if name not in ELEMENTWISE_OPS:
+            raise unknown_name("operation to omit", name, ELEMENTWISE_OPS)
+    return out, omit
+
+
+def _linears(m: Model):
+    """(count, Linear) pairs for the matmuls one token meets in the decoder layers: the same linear in
+    every layer counts once with the number of layers (experts used k times count k times)."""
+    counts: dict = {}
+    for i in range(m.num_layers):
+        for lin in m.token_linears(i):
+            counts[lin] = counts.get(lin, 0) + 1
+    return counts
+
+
+def _fuse(linears: dict, names: tuple, fused: str) -> dict:
+    """Replace the linears called ``names`` (same input, same count) by one wider one."""
+    found = [lin for lin in linears if lin.name in names]
+    if len(found) != len(names) or len({linears[lin] for lin in found}) != 1 or len({lin.in_features for lin in found}) != 1:
+        return linears
+    count = linears[found[0]]
+    out, done = {}, False
+    for lin, c in linears.items():
+        if lin.name in names:
+            if not done:
+                out[Linear(fused, found[0].in_features, sum(f.out_features for f in found),
+                           any(f.bias for f in found))] = count
+                done = True
+        else:
+            out[lin] = c
+    return out
+
+
+def _ops(m: Model, batch, queries, keys, *, decode: bool, f: Formats, accounting: str, options: dict, omit) -> list:
+    """The kernels of one step: ``batch`` sequences of ``queries`` new tokens attending to ``keys``
+    tokens each (the cache plus the new ones)."""
+    L, d, V = m.num_layers, m.hidden_size, m.vocab_size
+    wb, a, kvb, math = f.bytes("weights"), f.bytes("activations"), f.bytes("kv"), f.math
+    T = batch * queries  # tokens through the matmuls
+    out_rows = T if (not decode and options["lm_head"] == "all") else batch
+    qw = m.attention_width
+    kvw = m.num_kv_heads * m.head_dim  # K (or V) numbers per token per layer
+    kv_layer = m.kv_bytes_per_token(f.kv) / L  # cache bytes per token per layer
+    ops: list[Op] = []
+    add = ops.append
+    refined = accounting == "refined"
+    linears = _linears(m)
+    if refined and options["qkv"] == "fused":
+        linears = _fuse(linears, ("q_proj", "k_proj", "v_proj"), "qkv_proj")
+    if refined and options["mlp"] == "fused":
+        linears = _fuse(linears, ("gate_proj", "up_proj"), "gate_up_proj")
+
+    def matmul(lin, count):
+        acts = {"activations": T * a * lin.in_features * count} if refined else {}
+        outs = {"activations": T * a * lin.out_features * count} if refined else {}
+        return Op.build(lin.name.removesuffix("_proj"), "matmul", count=count, math=math,
+                        flops={"weights": 2 * T * lin.params * count},
+                        reads={"weights": wb * lin.params * count, **acts}, writes=outs,
+                        m=T, n=lin.out_features, k=lin.in_features)
+
+    def elementwise(name, count, reads, writes, kind="elementwise"):
+        if name not in omit:
+            add(Op.build(name, kind, count=count, math=math, reads=reads, writes=writes))
+
+    if not refined:
+        # the first-order count: every parameter a weight read once and used once per token
+        table = m.embedding_params
+        add(Op.build("embedding", "lookup", math=math, flops={"embedding": 2 * T * table}, reads={"embedding": wb * table}))
+        add(Op.build("norms", "elementwise", count=2 * L + 1, math=math, flops={"norms": 2 * T * m.norm_params},
+                     reads={"norms": wb * m.norm_params}))
     else:
-        parts["embedding"] = Cost(0.0, act * tokens * m.hidden_size + (wb * table if m.tie_word_embeddings else 0.0))
-        parts["norms"] = Cost(0.0, wb * m.norm_params)
-    return parts
+        # the embedding gathers one row per token (today's ``embedding`` part) and writes it out
+        tied = wb * m.embedding_params if m.tie_word_embeddings else 0.0
+        elementwise("embedding", 1, {"embedding": T * d * a}, {"elementwise": T * d * a}, kind="lookup")
+        norm = lambda: ({"norms": wb * d * L, "elementwise": T * d * a * L}, {"elementwise": T * d * a * L})  # noqa: E731
+        elementwise("attn_norm", L, *norm())
+    # attention, with its projections around it
+    att = [lin for lin in linears if lin.name in ("q_proj", "k_proj", "v_proj", "qkv_proj")]
+    if refined:
+        for lin in att:
+            add(matmul(lin, linears[lin]))
+        elementwise("rope", L, {"elementwise": T * (qw + kvw) * a * L}, {"elementwise": T * (qw + kvw) * a * L})
+        elementwise("kv_write", L, {"elementwise": T * 2 * kvw * a * L}, {"kv_cache": T * kv_layer * L})
+    causal = "half" if accounting == "text" else "exact"
+    if decode:
+        pairs = keys  # one query per sequence attends to every cached token (and, refined, itself)
+    elif options["attention"] == "explicit" and refined:
+        pairs = queries * keys  # the explicit form computes the whole square, then masks it
+    else:
+        pairs = attention_flops(queries, keys, 1, causal=causal) / 4
+    att_flops = 4 * batch * pairs * qw * L
+    kv_read = batch * keys * kv_layer * L if decode else 0.0
+    if not refined:
+        if decode:
+            add(Op.build("attention", "attention", count=L, math=math, flops={"attention": att_flops},
+                         reads={"kv_cache": kv_read}, queries=queries, keys=keys))
+        else:
+            add(Op.build("attention", "attention", count=L, math=math, flops={"attention": att_flops},
+                         writes={"kv_cache": T * kv_layer * L}, queries=queries, keys=keys))
+    else:
+        q_in = T * qw * a * L
+        # prefill reads the new K and V from the projections; decode reads them, with the rest, from the cache
+        def reads(k_or_v: int) -> dict:  # Q, and K and/or V (k_or_v of them) from the cache or the projections
+            if decode:
+                return {"activations": q_in, "kv_cache": kv_read * k_or_v / 2}
+            return {"activations": q_in + T * k_or_v * kvw * a * L}
+
+        if options["attention"] == "flash":
+            lse = T * m.num_heads * 4 * L  # fp32 log-sum-exp per query and head
+            add(Op.build("attention", "attention", count=L, math=math, flops={"attention": att_flops},
+                         reads=reads(2), writes={"activations": q_in + lse}, queries=queries, keys=keys))
+        else:
+            # the score product reads Q and K, the value product the probabilities and V
+            scores = batch * m.num_heads * queries * keys * a * L
+            add(Op.build("scores", "matmul", count=L, math=math, flops={"attention": att_flops / 2},
+                         reads=reads(1), writes={"attention": scores}, m=queries, n=keys, k=m.head_dim))
+            add(Op.build("softmax", "elementwise", count=L, math=math, reads={"attention": scores},
+                         writes={"attention": scores}))
+            v_in = reads(1)
+            v_in["activations"] -= q_in  # the value product reads the probabilities and V, not Q
+            add(Op.build("pv", "matmul", count=L, math=math, flops={"attention": att_flops / 2},
+                         reads={**v_in, "attention": scores}, writes={"activations": q_in},
+                         m=queries, n=m.head_dim, k=keys))
+    rest = [lin for lin in linears if lin not in att]
+    if refined:
+        for lin in rest:
+            if lin.name == "o_proj":
+                add(matmul(lin, linears[lin]))
+                elementwise("attn_residual", L, {"elementwise": 2 * T * d * a * L}, {"elementwise": T * d * a * L})
+                elementwise("mlp_norm", L, *norm())
+        ff = [lin for lin in rest if lin.name != "o_proj"]
+        for lin in ff:
+            if lin.name != "down_proj":
+                add(matmul(lin, linears[lin]))
+        if m.moe is None:
+            width = m.intermediate_size
+            if options["mlp"] == "fused":
+                elementwise("act", L, {"elementwise": 2 * T * width * a * L}, {"elementwise": T * width * a * L})
+            else:
+                elementwise("silu", L, {"elementwise": T * width * a * L}, {"elementwise": T * width * a * L})
+                elementwise("mul", L, {"elementwise": 2 * T * width * a * L}, {"elementwise": T * width * a * L})
+        for lin in ff:
+            if lin.name == "down_proj":
+                add(matmul(lin, linears[lin]))
+        elementwise("mlp_residual", L, {"elementwise": 2 * T * d * a * L}, {"elementwise": T * d * a * L})
+        elementwise("final_norm", 1, {"norms": wb * d, "elementwise": T * d * a}, {"elementwise": T * d * a})
+    else:
+        for lin in (*att, *rest):
+            add(matmul(lin, linears[lin]))
+    # the output head: its weights are the embedding's when tied (read once, counted under embedding)
+    head = m.lm_head
+    head_w = {"lm_head": wb * m.lm_head_params} if not (refined and m.tie_word_embeddings) else {"embedding": tied}
+    io_in = {"activations": out_rows * d * a} if refined else {}
+    io_out = {"activations": out_rows * V * a} if refined else {}
+    add(Op.build("lm_head", "matmul", math=math, flops={"lm_head": 2 * out_rows * head.params},
+                 reads={**head_w, **io_in}, writes=io_out, m=out_rows, n=V, k=d))
+    if refined:
+        elementwise("sample", 1, {"elementwise": batch * V * a}, {"elementwise": batch * 8.0})
+    return ops
 
 
-def _ordered(name: str, parts: dict[str, Cost]) -> Breakdown:
-    order = ("weights", "embedding", "lm_head", "norms", "kv_cache", "attention", "activations")
-    return Breakdown(name, {k: parts[k] for k in order})
+def _step(name, m, batch, queries, keys, *, decode, dtype, weights_dtype, kv_dtype, math_dtype, accounting,
+          omit, options) -> Breakdown:
+    _check_accounting(accounting)
+    f = formats(dtype, weights_dtype=weights_dtype, kv_dtype=kv_dtype, math_dtype=math_dtype)
+    options, omit = _check_options(options, omit)
+    if accounting == "text" and (omit or any(options[k] != OPTIONS[k][0] for k in ("attention", "qkv", "mlp"))):
+        raise ValueError("kernel options (attention, qkv, mlp, omit) belong to accounting='refined'; the "
+                         "first-order count has no kernels to choose")
+    ops = _ops(m, batch, queries, keys, decode=decode, f=f, accounting=accounting, options=options, omit=omit)
+    return Breakdown.from_ops(name, ops, f, PARTS)
 
 
 def decode_step(model: Model | str, batch=1, context=0, *, dtype: str = "bf16", kv_dtype: str | None = None,
-                accounting: str = "text") -> Breakdown:
+                weights_dtype: str | None = None, math_dtype: str | None = None, accounting: str = "text",
+                omit=(), **options) -> Breakdown:
     """One decode step: ``batch`` sequences each produce one token, each attending to ``context``
     cached tokens. Broadcasts over arrays of ``batch`` and ``context``.
+
+    Formats: ``dtype`` for everything, or ``weights_dtype``, ``kv_dtype``, ``math_dtype`` apart (see
+    :func:`roofline.formats.formats`). Under ``accounting='refined'`` the kernel choices of
+    :data:`OPTIONS` apply (``attention='explicit'``, ``qkv='fused'``...), and ``omit`` leaves out named
+    elementwise kernels (:data:`ELEMENTWISE_OPS`). The result keeps its operations (``.ops``).
 
     Llama 3 8B, batch 1, no context, text accounting: 16.06 GFLOP over 16.06 GB, intensity 1.
     """
     m = load_model(model)
-    _check_accounting(accounting)
     batch = number("batch", batch, integer=True)
     context = number("context", context, integer=True, strict=False)
     _check_modelled(m, batch, "decode_step")
-    wb = dtype_bytes(dtype)
-    kvb = m.kv_bytes_per_token(kv_dtype or dtype)
-    parts = _weights_parts(m, batch, accounting, wb, wb)
-    if accounting == "text":
-        parts["kv_cache"] = Cost(0.0, kv_cache_bytes(context, kvb, batch))
-        parts["attention"] = Cost(attention_flops(1, context, m.attention_width, m.num_layers) * batch, 0.0)
-        parts["activations"] = Cost()
-    else:
-        # read the cached context, write the new token's K and V; the new token attends to itself too
-        parts["kv_cache"] = Cost(0.0, kv_cache_bytes(context + 1, kvb, batch))
-        parts["attention"] = Cost(attention_flops(1, context + 1, m.attention_width, m.num_layers) * batch, 0.0)
-        parts["activations"] = Cost(0.0, _activation_bytes(m, batch, wb))
-    return _ordered(f"decode step of {m.name}", parts)
+    keys = context + 1 if accounting == "refined" else context
+    return _step(f"decode step of {m.name}", m, batch, 1, keys, decode=True, dtype=dtype, weights_dtype=weights_dtype,
+                 kv_dtype=kv_dtype, math_dtype=math_dtype, accounting=accounting, omit=omit, options=options)
 
 
 def prefill(model: Model | str, tokens, batch=1, *, dtype: str = "bf16", kv_dtype: str | None = None,
-            accounting: str = "text") -> Breakdown:
+            weights_dtype: str | None = None, math_dtype: str | None = None, accounting: str = "text",
+            omit=(), **options) -> Breakdown:
     """Process a prompt of ``tokens`` tokens for ``batch`` sequences in one pass, writing their KV cache.
 
     Causal attention is counted at half the square in the text's accounting (2 S^2 x width x layers
-    FLOPs), exactly in the refined one. The lm_head runs over every token, as in the text and in the
-    measured H200 runs (a server that keeps only the last token's logits saves that part).
+    FLOPs), exactly in the refined one (flash skips the masked half; the explicit form computes the
+    whole square). The lm_head runs over every token (``lm_head='all'``, as in the text and in the
+    measured H200 runs); ``lm_head='last'`` keeps only each sequence's last logits, as a server does.
+    Formats and kernel options as in :func:`decode_step`.
     Llama 3 8B, 2048 tokens: 34.0 TFLOP, 3.2% of it attention; 16.06 GB + 268 MB; intensity about 2082.
     """
     m = load_model(model)
-    _check_accounting(accounting)
     tokens = number("tokens", tokens, integer=True)
     batch = number("batch", batch, integer=True)
     _check_modelled(m, tokens * batch, "prefill")
-    wb = dtype_bytes(dtype)
-    kvb = m.kv_bytes_per_token(kv_dtype or dtype)
-    n = tokens * batch
-    parts = _weights_parts(m, n, accounting, wb, wb)
-    parts["kv_cache"] = Cost(0.0, kv_cache_bytes(tokens, kvb, batch))
-    causal = "half" if accounting == "text" else "exact"
-    parts["attention"] = Cost(attention_flops(tokens, tokens, m.attention_width, m.num_layers, causal=causal) * batch, 0.0)
-    if accounting == "text":
-        parts["activations"] = Cost()
-    else:
-        # each layer's flash attention reads Q, K, V and writes its output once
-        attn_io = batch * tokens * wb * m.num_layers * (2 * m.attention_width + 2 * m.num_kv_heads * m.head_dim)
-        parts["activations"] = Cost(0.0, _activation_bytes(m, n, wb) + attn_io)
-    return _ordered(f"prefill of {m.name}", parts)
+    return _step(f"prefill of {m.name}", m, batch, tokens, tokens, decode=False, dtype=dtype,
+                 weights_dtype=weights_dtype, kv_dtype=kv_dtype, math_dtype=math_dtype, accounting=accounting,
+                 omit=omit, options=options)
 
 
 def attention_parity_tokens(model: Model | str) -> float:
@@ -167,7 +330,6 @@ def compute_bound_batch(model: Model | str, roof, context=0, *, max_batch: int =
     reads grow with the batch as fast as the FLOPs do, and decode may never cross the ridge: None.
     ``options`` go to :func:`decode_step` (``accounting``, ``dtype``, ``kv_dtype``).
     """
-    from .performance import predict
 
     max_batch = int(number("max_batch", max_batch, integer=True))
     batches = np.arange(1, max_batch + 1, dtype=float)

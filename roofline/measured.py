@@ -27,15 +27,14 @@ import numpy as np
 
 from ._check import number, unknown_name
 from .cost import Cost
-from .hardware import Roof
 from .inference import decode_step, prefill
 from .model import Model
-from .performance import as_roof, predict
+from .roof import Roof, as_roof, predict
 
 __all__ = [
     "MeasurementError", "Env", "Bandwidth", "Gemm", "ReadSize", "LaunchOverhead", "DecodeOp", "DecodeRun",
     "PrefillRun", "Measurement", "VerifyRun", "AttentionRun", "TrainRun", "LayersMeasurement",
-    "measurement_names", "load_measurement", "load_layers", "parse_measurement", "measured_roof",
+    "measurement_names", "load_measurement", "calibrated_roof", "calibrated_roof_for", "MEASURED_WORKLOAD", "load_layers", "parse_measurement", "measured_roof",
     "model_of", "Comparison", "compare_gemms", "compare_decode", "compare_prefill", "compare_decode_ops", "compare_reads", "bound_violations",
     "comparison_table", "ratios", "parse_layers", "sweep", "knee", "compute_bound_from", "ceilings_table",
     "READ_ROOF_EXCEPTIONS",
@@ -448,6 +447,84 @@ def measured_roof(record: Measurement, dtype: str | None = None, *, bandwidth: s
         raise ValueError(f"record {record.name!r} has no {bandwidth!r} bandwidth; it has {', '.join(record.bandwidth)}")
     peak = max(g.best_flops_per_s for g in gemms)
     return Roof(label or f"{record.env.device} measured", peak, bw, "measured", dtype)
+
+
+# The kernels the record's decode and prefill ran, as its README and notes describe them: Llama 3 8B's
+# shape with fused qkv and gate-up matmuls, RMSNorm and RoPE left out, flash (SDPA) attention with GQA,
+# the lm_head over every token of a prefill, no sampling.
+MEASURED_WORKLOAD = MappingProxyType({"qkv": "fused", "mlp": "fused", "attention": "flash",
+                                      "omit": ("attn_norm", "mlp_norm", "final_norm", "rope", "sample")})
+
+
+def calibrated_roof(record: Measurement, layers: "LayersMeasurement | None" = None, *, mode: str = "graph",
+                    label: str | None = None):
+    """The :class:`~roofline.roof.CalibratedRoof` of a record's microbenchmarks, and only those:
+
+    - bandwidth by transfer size from ``read_bandwidth_vs_size`` (latency-bound below a few MB), and the
+      sustained bandwidth, the best median of the copy and read benchmarks;
+    - matmul FLOP/s by rows ``m``: the best median of the CUDA-graph sweeps (``gemm_graph``) at each ``m``,
+      and for fp8 of the per-call sweep (launch-bound at small ``m``: an underestimate there);
+    - flash attention's FLOP/s by sequence length from ``layers.attention`` when given (causal FLOPs
+      counted exactly, as the refined accounting does);
+    - the launch latency per kernel, eager and CUDA graph, from ``launch_overhead``.
+
+    The end-to-end decode and prefill times are not used: they are what the roof is tested against.
+    """
+    from .roof import CalibratedRoof
+    from .ops import attention_flops
+
+    if not isinstance(record, Measurement):
+        raise TypeError(f"record must be a Measurement (from load_measurement), got {type(record).__name__}")
+    missing = [k for k, v in (("read_bandwidth_vs_size", record.read_bandwidth_vs_size),
+                              ("gemm_graph", record.gemm_graph), ("launch_overhead", record.launch_overhead)) if not v]
+    if missing:
+        raise MeasurementError(f"record {record.name!r} lacks {', '.join(missing)}: a calibrated roof needs the read "
+                               "sweep, the CUDA-graph matmul sweep and the launch overhead")
+    found = [record.bandwidth[k].bytes_per_s for k in ("copy", "read") if k in record.bandwidth]
+    if not found:
+        raise MeasurementError(f"record {record.name!r} has neither a 'copy' nor a 'read' bandwidth")
+    reads = sorted(record.read_bandwidth_vs_size, key=lambda r: r.bytes)
+
+    def curve(gemms):
+        best: dict[int, float] = {}
+        for g in gemms:
+            best[g.m] = max(best.get(g.m, 0.0), g.flops_per_s)
+        rows = sorted(best)
+        return tuple(float(r) for r in rows), tuple(best[r] for r in rows)
+
+    rows, flops = {}, {}
+    rows["bf16"], flops["bf16"] = curve(record.gemm_graph)
+    if record.gemm_fp8_per_call:
+        rows["fp8"], flops["fp8"] = curve(record.gemm_fp8_per_call)
+    att_t, att_f = (), ()
+    if layers is not None:
+        runs = sorted(layers.attention, key=lambda r: r.tokens)
+        att_t = tuple(float(r.tokens) for r in runs)
+        att_f = tuple(float(attention_flops(r.tokens, r.tokens, r.heads * r.head_dim, causal="exact")) / r.flash_seconds
+                      for r in runs)
+    lo = record.launch_overhead
+    return CalibratedRoof(label or f"{record.env.device} calibrated", max(found),
+                          tuple(float(r.bytes) for r in reads), tuple(float(r.seconds) for r in reads), rows, flops,
+                          {"graph": lo.graph_s_per_kernel, "eager": lo.eager_s_per_kernel}, mode, att_t, att_f)
+
+
+def calibrated_roof_for(hardware, *, mode: str = "graph", carry: bool = False):
+    """The calibrated roof of a catalog GPU: from the shipped measurement of that GPU (the H200's), or, with
+    ``carry=True``, the H200's efficiencies carried over to another chip's datasheet, labelled as an
+    assumption. Without a measurement and without ``carry``: an error that says so."""
+    from .hardware import get_hardware
+
+    h = get_hardware(hardware)
+    record = load_measurement()
+    measured = get_hardware("h200-sxm")
+    roof = calibrated_roof(record, load_layers(), mode=mode, label=f"{measured.short} calibrated ({mode})")
+    if h.key == measured.key:
+        return roof
+    if not carry:
+        raise ValueError(f"no measurement of the {h.short}: a calibrated roof exists only for the {measured.short} "
+                         f"(measured {record.env.date_utc[:10]}); use the datasheet roof, or carry the "
+                         f"{measured.short}'s efficiencies over explicitly (an assumption)")
+    return roof.carried_to(h, measured)
 
 
 def model_of(record: Measurement, name: str = "measured model") -> Model:

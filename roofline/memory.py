@@ -85,8 +85,13 @@ class Footprint:
         return sum(self.parts.values())
 
     def fits(self, hardware: Hardware | str):
-        """True where the total fits in the GPU's HBM (broadcasts over array parts)."""
-        return np.asarray(self.total) <= get_hardware(hardware).hbm_capacity
+        """True where the total fits in the GPU's usable HBM (:attr:`~roofline.hardware.Hardware.usable_capacity`:
+        the device's own total less the CUDA context's reserve); broadcasts over array parts."""
+        return np.asarray(self.total) <= get_hardware(hardware).usable_capacity
+
+    def spare(self, hardware: Hardware | str):
+        """Usable HBM left over (negative: the bytes by which the footprint does not fit)."""
+        return get_hardware(hardware).usable_capacity - np.asarray(self.total)
 
 
 def _recipe(recipe: str) -> Mapping[str, float]:
@@ -273,13 +278,13 @@ def kv_cache_capacity_tokens(model: Model | str, hardware: Hardware | str, *, dt
                              kv_dtype: str | None = None, reserve: float = 0.0):
     """Tokens of KV cache (batch x context) that fit beside the weights in one GPU's HBM.
 
-    ``reserve`` is bytes set aside for everything else (activations, the CUDA context). None if the
-    weights alone do not fit.
+    The GPU's usable capacity already leaves out the CUDA context's reserve; ``reserve`` is bytes set
+    aside for anything else (activations, a serving engine's workspace). None if the weights alone do not fit.
     """
     from .units import dtype_bytes
 
     m, h = load_model(model), get_hardware(hardware)
-    free = h.hbm_capacity - m.params * dtype_bytes(dtype) - number("reserve", reserve, strict=False)
+    free = h.usable_capacity - m.params * dtype_bytes(dtype) - number("reserve", reserve, strict=False)
     if free <= 0:
         return None
     return int(free // m.kv_bytes_per_token(kv_dtype or dtype))

@@ -1,15 +1,28 @@
-"""Costs of the operations a transformer is made of (chapter 1; attention again in chapter 4).
+"""Operations: the kernels a workload is made of, and the formulas of their costs (chapters 1 and 4).
 
-Each function returns a :class:`~roofline.cost.Cost` and broadcasts over numpy arrays.
+A step of a transformer is a sequence of kernels: matmuls, attention, the elementwise work between
+them (norms, rotary embedding, residual adds, the MLP's activation), an embedding lookup, sampling.
+Each :class:`Op` says what one such kernel costs: FLOPs, bytes read and written in HBM, the number
+format of its math, how many times it is launched (once per layer, usually), and how its FLOPs and
+bytes split among the book's *parts* (weights, KV cache, attention, activations...). A workload's
+:class:`~roofline.cost.Breakdown` is the grouping of its operations by part.
+
+Everything broadcasts: FLOPs and bytes may be numpy arrays over a sweep of batch sizes and context
+lengths, so a sweep is one workload, not a loop.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Mapping
+
+import numpy as np
 
 from ._check import number
 from .cost import Cost
 from .units import dtype_bytes
 
-__all__ = ["matmul", "attention_flops", "kv_cache_bytes"]
+__all__ = ["Op", "OP_KINDS", "matmul", "attention_flops", "kv_cache_bytes"]
 
 
 def matmul(m, n, k, dtype: str = "bf16") -> Cost:
@@ -54,3 +67,69 @@ def kv_cache_bytes(tokens, kv_bytes_per_token, sequences=1):
     tokens = number("tokens", tokens, integer=True, strict=False)
     sequences = number("sequences", sequences, integer=True)
     return tokens * sequences * number("kv_bytes_per_token", kv_bytes_per_token)
+
+
+# matmul: a GEMM on the tensor cores (shape m x n x k per launch); attention: a fused attention
+# kernel (flash) or, explicit, its pieces; elementwise: norms, RoPE, residual adds, activations,
+# cache writes, sampling; lookup: the embedding gather.
+OP_KINDS = ("matmul", "attention", "elementwise", "lookup")
+
+
+@dataclass(frozen=True, eq=False)
+class Op:
+    """One kernel of a workload, launched ``count`` times (once per layer for a layer's kernel).
+
+    ``flops``, ``reads`` and ``writes`` are totals over all ``count`` launches. ``parts`` splits the
+    same FLOPs and bytes among the book's parts; they add up to the totals. ``m``, ``n``, ``k`` give
+    a matmul's shape per launch (``m`` rows of tokens), and ``queries``/``keys`` an attention
+    kernel's per sequence; a calibrated roof times the kernel by them.
+    """
+
+    name: str
+    kind: str
+    flops: float | np.ndarray
+    reads: float | np.ndarray
+    writes: float | np.ndarray
+    parts: Mapping[str, Cost]
+    count: int = 1
+    math: str = "bf16"
+    m: float | np.ndarray | None = None
+    n: int | None = None
+    k: int | None = None
+    queries: float | np.ndarray | None = None
+    keys: float | np.ndarray | None = None
+    note: str = field(default="", compare=False)
+
+    def __post_init__(self):
+        if self.kind not in OP_KINDS:
+            raise ValueError(f"kind must be one of {', '.join(OP_KINDS)}, got {self.kind!r}")
+
+    @property
+    def bytes(self):
+        """HBM bytes read and written, over all launches."""
+        return self.reads + self.writes
+
+    @property
+    def cost(self) -> Cost:
+        return Cost._raw(self.flops, self.bytes)
+
+    @property
+    def intensity(self):
+        return self.cost.intensity
+
+    @classmethod
+    def build(cls, name: str, kind: str, *, count: int = 1, math: str = "bf16",
+              flops: Mapping[str, object] | None = None, reads: Mapping[str, object] | None = None,
+              writes: Mapping[str, object] | None = None, **shape) -> "Op":
+        """An operation from its FLOPs, reads and writes given part by part.
+
+        ``Op.build('o', 'matmul', count=32, flops={'weights': f}, reads={'weights': w,
+        'activations': x}, writes={'activations': y})``: totals and the per-part split follow.
+        """
+        flops, reads, writes = dict(flops or {}), dict(reads or {}), dict(writes or {})
+        parts: dict[str, Cost] = {}
+        for p in (*flops, *reads, *writes):
+            if p not in parts:
+                parts[p] = Cost._raw(flops.get(p, 0.0), reads.get(p, 0.0) + writes.get(p, 0.0))
+        total = lambda d: sum(d.values(), 0.0)  # noqa: E731
+        return cls(name, kind, total(flops), total(reads), total(writes), parts, count, math, **shape)

@@ -16,9 +16,9 @@ import matplotlib
 import matplotlib.pyplot as plt
 import numpy as np
 
-from .hardware import Hardware, Roof, get_hardware
+from .hardware import Hardware, get_hardware
 from .network import Tier
-from .performance import as_roof, attainable_flops
+from .roof import Roof, as_roof, attainable_flops
 from .units import fmt
 
 __all__ = ["PALETTE", "style", "roofline_chart", "ridge_chart", "tiers_chart", "memory_bars", "memory_curves", "save",
@@ -270,15 +270,15 @@ def memory_bars(footprints, capacities=("h100-sxm", "h200-sxm"), *, title=None, 
             widths = np.array([float(footprints[l].parts.get(part, 0.0)) for l in labels]) / 1e9
             ax.barh(y, widths, left=left, color=colors[part], edgecolor="black", linewidth=0.4, label=part)
             left += widths
-        limit = xmax or max(left.max(), max(get_hardware(c).hbm_capacity for c in capacities) / 1e9) * 1.15
+        limit = xmax or max(left.max(), max(get_hardware(c).usable_capacity for c in capacities) / 1e9) * 1.15
         for yi, total in zip(y, left):
             label = f"{total:,.1f} GB" if total <= limit else f"{total:,.0f} GB →"
             ax.annotate(label, (min(total, limit), yi), textcoords="offset points", xytext=(4, -3) if total <= limit else (-4, 12),
                         ha="left" if total <= limit else "right", fontsize=8)
         for i, name in enumerate(capacities):
             h = get_hardware(name)
-            ax.axvline(h.hbm_capacity / 1e9, color="black", ls=("--", ":", "-.")[i % 3], lw=1)
-            ax.annotate(f"{h.short} {h.hbm_capacity / 1e9:,.0f} GB", (h.hbm_capacity / 1e9, y.max() + 0.75),
+            ax.axvline(h.usable_capacity / 1e9, color="black", ls=("--", ":", "-.")[i % 3], lw=1)
+            ax.annotate(f"{h.short} {h.usable_capacity / 1e9:,.1f} GB usable", (h.usable_capacity / 1e9, y.max() + 0.75),
                         fontsize=8, ha="center", va="center", backgroundcolor="white")
         ax.set_yticks(y, labels, fontsize=8)
         ax.set_xlabel("memory per GPU (GB)")
@@ -305,8 +305,8 @@ def memory_curves(x, curves, *, capacities=("h100-sxm", "h200-sxm"), xlabel="seq
             ax.plot(x, np.asarray(y) / 1e9, marker=markers[i % len(markers)], ms=4, label=label)
         for i, name in enumerate(capacities):
             h = get_hardware(name)
-            ax.axhline(h.hbm_capacity / 1e9, color="black", ls=("--", ":", "-.")[i % 3], lw=1)
-            ax.annotate(f"{h.short} {h.hbm_capacity / 1e9:,.0f} GB", (x[0], h.hbm_capacity / 1e9),
+            ax.axhline(h.usable_capacity / 1e9, color="black", ls=("--", ":", "-.")[i % 3], lw=1)
+            ax.annotate(f"{h.short} {h.usable_capacity / 1e9:,.1f} GB usable", (x[0], h.usable_capacity / 1e9),
                         textcoords="offset points", xytext=(2, 3), fontsize=8)
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")

@@ -10,7 +10,7 @@ from typing import Mapping, Sequence
 
 from .cost import Breakdown
 from .network import Tier
-from .performance import Prediction, predict
+from .roof import Prediction, predict
 from .units import fmt
 
 __all__ = ["Table", "workload_table", "breakdown_table", "tiers_table", "hardware_table", "mfu_table", "mfu_calculator",
@@ -119,8 +119,9 @@ def hardware_table(hardware: Sequence, dtype: str = "bf16", title: str = "", *, 
         d = dtype if (dtype in h.dense_flops or fallback is None) else fallback
         mark = "" if d == dtype else f" ({d})"
         rows.append((h.short, str(h.year), fmt(h.peak_flops(d), "FLOP/s", 4) + mark, fmt(h.hbm_bandwidth, "B/s"),
-                     fmt(h.hbm_capacity, "B"), f"{h.ridge_point(d):,.0f}"))
-    return Table(("GPU", "year", f"dense {dtype}", "HBM bandwidth", "HBM capacity", "ridge (FLOP/B)"), tuple(rows), title)
+                     fmt(h.hbm_capacity, "B"), fmt(h.usable_capacity, "B"), f"{h.ridge_point(d):,.0f}"))
+    return Table(("GPU", "year", f"dense {dtype}", "HBM bandwidth", "HBM (sold as)", "HBM usable", "ridge (FLOP/B)"),
+                 tuple(rows), title)
 
 
 def mfu_table(model, hardware, mfus: Sequence[float], *, attention_context=None, title: str = "") -> Table:
@@ -191,7 +192,7 @@ def footprint_table(footprints: Mapping, capacities: Sequence[str] = ("h100-sxm"
     rows = []
     for label, f in footprints.items():
         cells = [fmt(float(f.parts.get(p, 0.0)), "B", 3) for p in parts]
-        fits = ["yes" if float(f.total) <= h.hbm_capacity else "no" for h in hws]
+        fits = ["yes" if float(f.total) <= h.usable_capacity else "no" for h in hws]
         rows.append((label, *cells, fmt(float(f.total), "B", 3), *fits))
     return Table(("setup", *parts, "total", *(f"fits {h.short}" for h in hws)), tuple(rows), title)
 

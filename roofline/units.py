@@ -47,6 +47,8 @@ SCALE: dict[str, tuple[float, str]] = {
     "GB": (1e9, "B"),
     "MB": (1e6, "B"),
     "MiB": (2**20, "B"),
+    "GiB": (2**30, "B"),
+    "B": (1.0, "B"),
     "W": (1.0, "W"),
 }
 

@@ -20,7 +20,7 @@ from PIL import Image
 from .hardware import Hardware
 from .inference import decode_step
 from .model import Model, load_model
-from .performance import as_roof, predict
+from .roof import as_roof, predict
 from .plot import PALETTE, roofline_chart
 from .units import fmt
 
@@ -199,7 +199,7 @@ def memory_explorer(model: Model | str = "llama-3-8b", *, gpus: int = 8, zero_st
     grid = {(b, s, p): training_footprint(m, s, b, gpus=gpus, zero_stage=zero_stage, recompute=p, flash=flash)
             for b in micro_batches for s in seqs for p in policies}
     first = next(iter(grid.values()))
-    limit = 2 * max(h.hbm_capacity for h in gpus_hw) / 1e9  # longer bars are clipped, their totals still shown
+    limit = 2 * max(h.usable_capacity for h in gpus_hw) / 1e9  # longer bars are clipped, their totals still shown
     fig = memory_bars({"per GPU": first}, capacities, xmax=limit,
                       title=f"{m.title}, {gpus} GPUs, ZeRO-{zero_stage}, {'flash' if flash else 'explicit'} attention")
     fig.set_size_inches(7, 3)
@@ -223,8 +223,8 @@ def memory_explorer(model: Model | str = "llama-3-8b", *, gpus: int = 8, zero_st
         total_text.xyann = (-4, 12) if clipped else (4, -3)
         if blitter is None:
             blitter = Blitter(fig, rects + [total_text])
-        fits = [h.short for h in gpus_hw if float(fp.total) <= h.hbm_capacity]
-        over = [h.short for h in gpus_hw if float(fp.total) > h.hbm_capacity]
+        fits = [h.short for h in gpus_hw if float(fp.total) <= h.usable_capacity]
+        over = [h.short for h in gpus_hw if float(fp.total) > h.usable_capacity]
         verdict = (f"fits on {', '.join(fits)}" if fits else "fits on none") + (
             f"; exceeds the {', '.join(over)}'s HBM" if over else "")
         html = (f"<b>micro-batch {b}, {s:,} tokens, recompute: {p}</b>: {fmt(float(fp.total), 'B')} per GPU "

@@ -74,7 +74,7 @@ def test_decode_matches_the_package():
     pred = rl.predict(rl.decode_step("llama-3-8b"), rl.get_hardware("h100-sxm"))
     assert data["time_s"] == pytest.approx(pred.time)
     assert data["bound"] == "memory"
-    assert set(data["parts"]) == {"weights", "embedding", "lm_head", "norms", "kv_cache", "attention", "activations"}
+    assert set(data["parts"]) == set(rl.PARTS)
     table = run("decode", "llama-3-8b", "--gpu", "h100-sxm", check_rc=0).stdout
     assert "4.79 ms" in table and "weights" in table and "predicted time" in table
 

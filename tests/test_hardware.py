@@ -6,7 +6,8 @@ from importlib import resources
 import pytest
 
 import roofline as rl
-from roofline.hardware import CatalogError, Roof, load_catalog
+from roofline.hardware import CatalogError, load_catalog
+from roofline.roof import Roof
 
 REQUIRED = ["v100-sxm2", "a100-sxm-80gb", "h100-sxm", "h200-sxm", "b200"]
 

@@ -1,0 +1,82 @@
+"""Number formats carried by the work (chapter 1; chapter 6 spends them).
+
+A workload is stored in some formats and computed in one: int4 weights multiplied in bf16 (a
+weight-only quantized model), an fp8 KV cache beside bf16 weights, fp8 weights and activations
+multiplied on fp8 tensor cores. :class:`Formats` names the four, so that the roof a prediction uses
+(the peak of the *math* format) can never disagree with the work.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .units import DTYPE_BYTES, dtype_bytes
+
+__all__ = ["Formats", "formats"]
+
+
+def _check(field: str, value) -> str:
+    dtype_bytes(value)  # unknown names raise with the close matches
+    return value
+
+
+@dataclass(frozen=True)
+class Formats:
+    """The number format of each kind of tensor in a workload, and of its math.
+
+    ``weights``: how parameters are stored and read. ``activations``: what flows between kernels.
+    ``kv``: the KV cache. ``math``: the tensor-core format the matmuls run in, whose peak the roof
+    takes. Weight-only quantization (int4 or int8 weights) dequantizes to the math format on chip.
+    """
+
+    weights: str = "bf16"
+    activations: str = "bf16"
+    kv: str = "bf16"
+    math: str = "bf16"
+
+    def __post_init__(self):
+        for name in ("weights", "activations", "kv", "math"):
+            try:
+                _check(name, getattr(self, name))
+            except KeyError as exc:
+                raise type(exc)(f"{name} format: {exc}") from None
+        if self.math == "int4" and self.weights != "int4":
+            raise ValueError(f"math format int4 needs int4 weights, got weights {self.weights!r}")
+
+    def bytes(self, kind: str) -> float:
+        """Bytes per element of ``kind`` ('weights', 'activations', 'kv' or 'math')."""
+        if kind not in ("weights", "activations", "kv", "math"):
+            raise ValueError(f"kind must be 'weights', 'activations', 'kv' or 'math', got {kind!r}")
+        return DTYPE_BYTES[getattr(self, kind)]
+
+    def label(self) -> str:
+        """A short description, e.g. 'bf16' or 'weights int4, math bf16'."""
+        if len({self.weights, self.activations, self.kv, self.math}) == 1:
+            return self.math
+        parts = [f"weights {self.weights}"]
+        if self.activations != self.math:
+            parts.append(f"activations {self.activations}")
+        if self.kv != self.activations:
+            parts.append(f"KV {self.kv}")
+        parts.append(f"math {self.math}")
+        return ", ".join(parts)
+
+
+# Formats whose math runs on a tensor core as such; narrower weights are dequantized into the
+# activations' format (W4A16, W8A16).
+_INTEGER_WEIGHTS = ("int4", "int8")
+
+
+def formats(dtype: str = "bf16", *, weights_dtype: str | None = None, kv_dtype: str | None = None,
+            math_dtype: str | None = None) -> Formats:
+    """The formats of a workload from the book's shorthand.
+
+    ``dtype`` sets everything (weights, activations, KV cache and math: ``'fp8'`` is an fp8 model on
+    fp8 tensor cores). ``weights_dtype`` stores the weights narrower (``'int4'``: W4A16, multiplied
+    in ``dtype``); ``kv_dtype`` stores the cache in another format; ``math_dtype`` overrides the math
+    (W8A8 in int8: ``weights_dtype='int8', math_dtype='int8'``).
+    """
+    dtype_bytes(dtype)
+    weights = weights_dtype or dtype
+    math = math_dtype or dtype
+    return Formats(weights=weights, activations=dtype, kv=kv_dtype or dtype, math=math)
