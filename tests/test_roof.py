@@ -1,0 +1,226 @@
+"""The roofline's one room: roofs, the three timing rules, formats carried by the work, the calibrated roof."""
+
+import json
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import roofline as rl
+from roofline import measured as M
+from roofline.hardware import get_hardware
+
+
+@pytest.fixture(scope="module")
+def rec():
+    return M.load_measurement()
+
+
+@pytest.fixture(scope="module")
+def cal(rec):
+    return M.calibrated_roof(rec, M.load_layers())
+
+
+# --- the three rules --------------------------------------------------------------------------------
+
+def test_step_rule_is_the_text_max_over_the_whole_step(h100):
+    step = rl.decode_step("llama-3-8b")
+    p = rl.predict(step, h100)
+    assert p.timing == "step"
+    # 16.06 GB / 3.35 TB/s: chapter 1's 4.79 ms, computed from the totals
+    assert p.time == step.bytes / 3.35e12
+    assert p.time == rl.predict(step.total, h100).time
+
+
+def test_kernel_rule_sums_each_kernels_own_max(h100):
+    step = rl.prefill("llama-3-8b", 2048, accounting="refined")
+    p = rl.predict(step, h100, timing="kernel")
+    by_hand = sum(max(o.flops / h100.peak_flops("bf16"), o.bytes / h100.hbm_bandwidth) for o in step.ops)
+    assert p.time == pytest.approx(by_hand, rel=1e-12)
+    serial = rl.predict(step, h100, timing="serial")
+    assert serial.time == pytest.approx(sum(o.flops / h100.peak_flops("bf16") + o.bytes / h100.hbm_bandwidth
+                                            for o in step.ops), rel=1e-12)
+
+
+def test_launch_latency_is_a_floor_per_kernel(h100):
+    step = rl.decode_step("llama-3-8b", accounting="refined")
+    launches = sum(o.count for o in step.ops)
+    # with a launch of one second every kernel takes exactly its launches
+    assert rl.predict(step, h100, timing="kernel", launch=1.0).time == pytest.approx(launches)
+    assert rl.predict(step, h100, timing="serial", launch=1.0).time == pytest.approx(
+        launches + rl.predict(step, h100, timing="serial").time)
+
+
+@settings(max_examples=40, deadline=None)
+@given(batch=st.integers(1, 4096), context=st.integers(0, 65_536), launch=st.floats(0, 1e-4),
+       gpu=st.sampled_from(["h100-sxm", "a100-sxm-80gb", "h200-sxm", "mi300x"]),
+       accounting=st.sampled_from(["text", "refined"]), attention=st.sampled_from(["flash", "explicit"]))
+def test_step_at_most_kernel_at_most_serial(batch, context, launch, gpu, accounting, attention):
+    opts = {"attention": attention} if accounting == "refined" else {}
+    for work in (rl.decode_step("llama-3-8b", batch, context, accounting=accounting, **opts),
+                 rl.prefill("llama-3-8b", max(context, 1), batch, accounting=accounting, **opts)):
+        t = [rl.predict(work, gpu, timing=r, launch=launch).time for r in rl.TIMINGS]
+        assert t[0] <= t[1] * (1 + 1e-12) and t[1] <= t[2] * (1 + 1e-12)
+
+
+def test_rules_hold_on_the_calibrated_roof_and_on_a_sweep(cal):
+    b = np.array([1, 16, 256])[None, :]
+    c = np.array([0, 2048, 32768])[:, None]
+    step = rl.decode_step("llama-3-8b", b, c, accounting="refined")
+    t = [np.asarray(rl.predict(step, cal, timing=r).time) for r in rl.TIMINGS]
+    assert t[0].shape == (3, 3)
+    assert np.all(t[0] <= t[1]) and np.all(t[1] <= t[2])
+
+
+def test_overlap_keeps_its_old_names(h100):
+    step = rl.decode_step("llama-3-8b", 64)
+    assert rl.predict(step, h100, overlap="perfect").time == rl.predict(step, h100, timing="step").time
+    assert rl.predict(step, h100, overlap="none").time == rl.predict(step, h100, timing="serial").time
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"timing": "fastest"}, "timing must be one of 'step', 'kernel', 'serial'"),
+    ({"overlap": "some"}, "overlap must be 'perfect' or 'none'"),
+    ({"overlap": "none", "timing": "kernel"}, "overlap='none' means timing='serial'"),
+    ({"launch": -1e-6}, "launch must be"),
+])
+def test_bad_rules_are_named(h100, kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        rl.predict(rl.decode_step("llama-3-8b"), h100, **kwargs)
+
+
+# --- formats ---------------------------------------------------------------------------------------
+
+def test_fp8_work_is_timed_against_the_fp8_peak(h100):
+    fp8 = rl.decode_step("llama-3-8b", 4096, dtype="fp8")
+    p = rl.predict(fp8, "h100-sxm")
+    assert p.compute_time == pytest.approx(fp8.flops / h100.peak_flops("fp8"))
+    # the same work with bf16 math is twice as slow where compute binds
+    bf16 = rl.predict(rl.decode_step("llama-3-8b", 4096, weights_dtype="fp8", kv_dtype="fp8"), "h100-sxm")
+    assert bf16.compute_time == pytest.approx(h100.peak_flops("fp8") / h100.peak_flops("bf16") * p.compute_time)
+    assert 1.99 < bf16.compute_time / p.compute_time < 2.01
+
+
+def test_a_dtype_that_conflicts_with_the_work_is_an_error_naming_both():
+    with pytest.raises(ValueError, match=r"dtype='bf16' conflicts with the work, which computes in 'fp8'"):
+        rl.predict(rl.decode_step("llama-3-8b", dtype="fp8"), "h100-sxm", dtype="bf16")
+    with pytest.raises(ValueError, match="computes in fp8 but the roof 'H100 SXM' is a bf16 roof"):
+        rl.predict(rl.decode_step("llama-3-8b", dtype="fp8"), rl.get_hardware("h100-sxm").roof("bf16"))
+
+
+def test_a_format_the_chip_lacks_is_a_clear_error():
+    with pytest.raises(ValueError, match="A100 SXM4 80 GB has no dense fp8 peak"):
+        rl.predict(rl.decode_step("llama-3-8b", dtype="fp8"), "a100-sxm-80gb")
+
+
+def test_weight_only_int4_reads_half_a_byte_and_multiplies_in_bf16():
+    m = rl.load_model("llama-3-8b")
+    w4 = rl.decode_step(m, weights_dtype="int4")
+    assert w4.formats == rl.Formats(weights="int4", activations="bf16", kv="bf16", math="bf16")
+    assert w4["weights"].bytes == 0.5 * m.decoder_matmul_params
+    assert w4["weights"].flops == rl.decode_step(m)["weights"].flops
+    assert all(o.math == "bf16" for o in w4.ops)
+
+
+def test_fp8_kv_cache_halves_the_cache_bytes_only():
+    bf, f8 = rl.decode_step("llama-3-8b", 8, 4096), rl.decode_step("llama-3-8b", 8, 4096, kv_dtype="fp8")
+    assert f8["kv_cache"].bytes == bf["kv_cache"].bytes / 2
+    assert f8["weights"].bytes == bf["weights"].bytes
+
+
+def test_formats_reject_unknown_names():
+    with pytest.raises(KeyError, match="weights format: unknown dtype 'int3'"):
+        rl.Formats(weights="int3")
+    with pytest.raises(ValueError, match="math format int4 needs int4 weights"):
+        rl.Formats(math="int4")
+    assert rl.formats("fp8").label() == "fp8"
+    assert rl.formats("bf16", weights_dtype="int4").label() == "weights int4, math bf16"
+
+
+# --- capacity as the device exposes it ------------------------------------------------------------
+
+def test_usable_capacity_is_the_device_total_less_the_reserve():
+    h100, h200 = get_hardware("h100-sxm"), get_hardware("h200-sxm")
+    assert h100.hbm_capacity == 80e9  # the marketing figure stays beside it
+    assert h100.hbm_total == 85_045_477_376  # deviceQuery: 81,106 MBytes
+    assert h100.usable_capacity == 85_045_477_376 - 2**30
+    assert h200.hbm_total == M.load_measurement().env.details["memory_bytes"]  # what the H200 itself reported
+    for name in rl.hardware_names():
+        h = get_hardware(name)
+        assert h.hbm_capacity < h.hbm_total < 1.1 * h.hbm_capacity, name  # vendors' GB are GiB less a reserve
+
+
+def test_footprints_are_compared_with_usable_capacity():
+    # 8-bit Adam for Llama 3 8B: 80.3 GB, more than the marketing 80 GB, less than the usable 84.0 GB
+    fp = rl.memory.model_state("llama-3-8b", "mixed-adam-8bit")
+    assert 80e9 < float(fp.total) < get_hardware("h100-sxm").usable_capacity
+    assert fp.fits("h100-sxm")
+    assert fp.spare("h100-sxm") == pytest.approx(get_hardware("h100-sxm").usable_capacity - float(fp.total))
+
+
+# --- the calibrated roof ---------------------------------------------------------------------------
+
+def test_calibrated_roof_is_built_from_microbenchmarks_only(rec, cal):
+    assert cal.bandwidth == max(rec.bandwidth["copy"].bytes_per_s, rec.bandwidth["read"].bytes_per_s)
+    assert cal.launch == {"graph": rec.launch_overhead.graph_s_per_kernel, "eager": rec.launch_overhead.eager_s_per_kernel}
+    # a read of a size in the sweep takes what the sweep measured
+    r = rec.read_bandwidth_vs_size[8]
+    assert cal.memory_seconds(r.bytes) == pytest.approx(r.seconds)
+    # tiny kernels take the smallest read's latency; huge ones stream at the sustained bandwidth
+    assert cal.memory_seconds(1.0) == rec.read_bandwidth_vs_size[0].seconds
+    assert cal.memory_seconds(1e12) == pytest.approx(1e12 / cal.bandwidth)
+    # matmul throughput at a swept row count is the best median of the sweeps at that m
+    at_2048 = max(g.flops_per_s for g in rec.gemm_graph if g.m == 2048)
+    assert cal.matmul_flops_per_s(2048) == pytest.approx(at_2048)
+    assert cal.peak("bf16") == max(g.flops_per_s for g in rec.gemm_graph)
+
+
+def test_calibrated_roof_predicts_every_held_out_point_within_a_quarter(rec):
+    comps = M.calibrated_comparisons(rec, M.load_layers())
+    everything = comps["decode"] + comps["prefill"]
+    assert len(comps["decode"]) == len(rec.decode) and len(comps["prefill"]) == len(rec.prefill)
+    assert M.calibration_misses(everything) == []
+    inside = [c for c in everything if c.label not in M.CALIBRATION_EXCEPTIONS]
+    assert len(inside) == len(everything) - 1
+    assert max(max(c.ratio, 1 / c.ratio) for c in inside) < 1.25
+
+
+def test_the_datasheet_floor_stays_below_every_measured_point(rec):
+    sheet = get_hardware("h200-sxm")
+    for c in M.compare_decode(rec, sheet) + M.compare_prefill(rec, sheet):
+        assert c.predicted <= c.measured, c.label
+
+
+def test_calibrated_roof_needs_its_microbenchmarks(rec):
+    from dataclasses import replace
+
+    with pytest.raises(M.MeasurementError, match="lacks read_bandwidth_vs_size, launch_overhead"):
+        M.calibrated_roof(replace(rec, read_bandwidth_vs_size=(), launch_overhead=None))
+    with pytest.raises(ValueError, match="no measurement of the H100 SXM"):
+        M.calibrated_roof_for("h100-sxm")
+    carried = M.calibrated_roof_for("h100-sxm", carry=True)
+    assert "assumed" in carried.label and carried.assumption
+    assert carried.bandwidth == pytest.approx(M.calibrated_roof(rec).bandwidth * 3.35 / 4.8)
+    with pytest.raises(ValueError, match="mode must be one of 'graph', 'eager'"):
+        M.calibrated_roof(rec, mode="jit")
+    with pytest.raises(ValueError, match="has no measured int8 matmuls"):
+        rl.predict(rl.decode_step("llama-3-8b", dtype="int8"), M.calibrated_roof(rec))
+
+
+def test_cli_speaks_the_calibrated_roof(rec):
+    from roofline.cli import main
+    import contextlib
+    import io
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert main(["decode", "llama-3-8b", "--gpu", "h200", "--batch", "1", "--context", "2048", "--roof", "measured",
+                     "--timing", "kernel", "--ops", "--json"]) == 0
+    data = json.loads(out.getvalue())
+    measured = next(r for r in rec.decode if r.batch == 1 and r.context == 2048).seconds_graph
+    assert 1 / 1.25 < data["time_s"] / measured < 1.25
+    assert data["accounting"] == "refined" and data["timing"] == "kernel"
+    names = [o["name"] for o in data["ops"]]
+    assert names[:3] == ["embedding", "attn_norm", "qkv"] and names[-1] == "sample"
+    assert sum(o["time_s"] for o in data["ops"]) == pytest.approx(data["time_s"])
