@@ -7,6 +7,7 @@ expected, never deep inside numpy and never as a silently wrong answer.
 from __future__ import annotations
 
 import difflib
+import math
 import numbers
 from collections.abc import Iterable
 
@@ -29,6 +30,11 @@ def number(name: str, value, *, minimum: float = 0.0, strict: bool = True, integ
     numbers (batch sizes, token counts). Scalars come back as Python floats, arrays as float arrays,
     so that every formula broadcasts.
     """
+    t = type(value)
+    if t is int or t is float:  # the common scalar case, checked without numpy
+        ok = math.isfinite(value) and (value > minimum if strict else value >= minimum)
+        if ok and (not integer or value == int(value)):
+            return float(value)
     if isinstance(value, (bool, np.bool_)) or isinstance(value, (str, bytes)):
         raise TypeError(f"{name} must be a number, got {type(value).__name__} {value!r}")
     if isinstance(value, numbers.Number):

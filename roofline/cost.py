@@ -91,11 +91,16 @@ class Breakdown:
     def from_ops(cls, name: str, ops, formats=None, order=()) -> "Breakdown":
         """Group operations by part: each part's cost is the sum of every operation's share of it.
         ``order`` lists parts to put first (kept even when no operation has them, as zeros)."""
-        parts: dict[str, Cost] = {p: Cost._raw(0.0, 0.0) for p in order}
+        sums: dict[str, list] = {p: [0.0, 0.0] for p in order}
         for op in ops:
             for p, c in op.parts.items():
-                parts[p] = parts[p] + c if p in parts else c
-        return cls(name, parts, tuple(ops), formats)
+                s = sums.get(p)
+                if s is None:
+                    sums[p] = [c.flops, c.bytes]
+                else:
+                    s[0] = s[0] + c.flops
+                    s[1] = s[1] + c.bytes
+        return cls(name, {p: Cost._raw(f, b) for p, (f, b) in sums.items()}, tuple(ops), formats)
 
     def op(self, name: str):
         """The operation called ``name`` (close matches on a miss)."""

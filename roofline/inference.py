@@ -26,6 +26,9 @@ depends on the kernel; both raise :class:`~roofline.model.NotModelledError` rath
 
 from __future__ import annotations
 
+from functools import lru_cache
+from types import MappingProxyType
+
 import numpy as np
 
 from ._check import number, unknown_name
@@ -102,6 +105,7 @@ def _check_options(options: dict, omit) -> tuple[dict, tuple]:
     return out, omit
 
 
+@lru_cache(maxsize=64)
 def _linears(m: Model):
     """(count, Linear) pairs for the matmuls one token meets in the decoder layers: the same linear in
     every layer counts once with the number of layers (experts used k times count k times)."""
@@ -109,7 +113,7 @@ def _linears(m: Model):
     for i in range(m.num_layers):
         for lin in m.token_linears(i):
             counts[lin] = counts.get(lin, 0) + 1
-    return counts
+    return MappingProxyType(counts)
 
 
 def _fuse(linears: dict, names: tuple, fused: str) -> dict:
@@ -143,7 +147,7 @@ def _ops(m: Model, batch, queries, keys, *, decode: bool, f: Formats, accounting
     ops: list[Op] = []
     add = ops.append
     refined = accounting == "refined"
-    linears = _linears(m)
+    linears = dict(_linears(m))
     if refined and options["qkv"] == "fused":
         linears = _fuse(linears, ("q_proj", "k_proj", "v_proj"), "qkv_proj")
     if refined and options["mlp"] == "fused":

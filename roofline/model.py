@@ -421,6 +421,7 @@ def model_from_config(config: dict, name: str = "model") -> Model:
     )
 
 
+@cache
 def _shipped() -> dict[str, str]:
     folder = resources.files("roofline").joinpath("data/models")
     return {p.name.removesuffix(".json"): p.name for p in folder.iterdir() if p.name.endswith(".json")}

@@ -13,8 +13,7 @@ lengths, so a sweep is one workload, not a loop.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Mapping
+from typing import Mapping, NamedTuple
 
 import numpy as np
 
@@ -75,14 +74,14 @@ def kv_cache_bytes(tokens, kv_bytes_per_token, sequences=1):
 OP_KINDS = ("matmul", "attention", "elementwise", "lookup")
 
 
-@dataclass(frozen=True, eq=False)
-class Op:
+class Op(NamedTuple):
     """One kernel of a workload, launched ``count`` times (once per layer for a layer's kernel).
 
     ``flops``, ``reads`` and ``writes`` are totals over all ``count`` launches. ``parts`` splits the
     same FLOPs and bytes among the book's parts; they add up to the totals. ``m``, ``n``, ``k`` give
     a matmul's shape per launch (``m`` rows of tokens), and ``queries``/``keys`` an attention
-    kernel's per sequence; a calibrated roof times the kernel by them.
+    kernel's per sequence; a calibrated roof times the kernel by them. (A named tuple: a decode step
+    builds twenty of these, and a frozen dataclass would cost more than the arithmetic.)
     """
 
     name: str
@@ -98,11 +97,6 @@ class Op:
     k: int | None = None
     queries: float | np.ndarray | None = None
     keys: float | np.ndarray | None = None
-    note: str = field(default="", compare=False)
-
-    def __post_init__(self):
-        if self.kind not in OP_KINDS:
-            raise ValueError(f"kind must be one of {', '.join(OP_KINDS)}, got {self.kind!r}")
 
     @property
     def bytes(self):
@@ -126,10 +120,18 @@ class Op:
         ``Op.build('o', 'matmul', count=32, flops={'weights': f}, reads={'weights': w,
         'activations': x}, writes={'activations': y})``: totals and the per-part split follow.
         """
-        flops, reads, writes = dict(flops or {}), dict(reads or {}), dict(writes or {})
+        flops, reads, writes = flops or {}, reads or {}, writes or {}
         parts: dict[str, Cost] = {}
+        f_total = r_total = w_total = 0.0
+        for p, v in flops.items():
+            f_total = f_total + v
+        for p, v in reads.items():
+            r_total = r_total + v
+        for p, v in writes.items():
+            w_total = w_total + v
         for p in (*flops, *reads, *writes):
             if p not in parts:
                 parts[p] = Cost._raw(flops.get(p, 0.0), reads.get(p, 0.0) + writes.get(p, 0.0))
-        total = lambda d: sum(d.values(), 0.0)  # noqa: E731
-        return cls(name, kind, total(flops), total(reads), total(writes), parts, count, math, **shape)
+        if kind not in OP_KINDS:
+            raise ValueError(f"kind must be one of {', '.join(OP_KINDS)}, got {kind!r}")
+        return cls(name, kind, f_total, r_total, w_total, parts, count, math, **shape)

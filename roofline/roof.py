@@ -32,7 +32,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
-from typing import Mapping
+from typing import Mapping, NamedTuple
 
 import numpy as np
 
@@ -215,7 +215,16 @@ def attainable_flops(intensity, roof: Roof | Hardware | str, dtype: str = "bf16"
     return out.item() if np.ndim(out) == 0 else out
 
 
+def _max(a, b):
+    """The larger of two times, scalars or arrays (numpy only where an array is involved)."""
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        return np.maximum(a, b)
+    return a if a >= b else b
+
+
 def _scalar(x):
+    if type(x) is float:
+        return x
     if isinstance(x, np.ndarray) and x.ndim == 0:
         return x.item()
     if isinstance(x, np.generic):
@@ -223,8 +232,7 @@ def _scalar(x):
     return x
 
 
-@dataclass(frozen=True)
-class OpTime:
+class OpTime(NamedTuple):
     """One operation's times under a roof: compute, memory, launch, and what the rule made of them."""
 
     op: Op
@@ -362,23 +370,23 @@ def predict(cost: Cost | Breakdown, roof: Roof | CalibratedRoof | Hardware | str
             peaks[op.math] = _peak_of(roof, hw, op.math)
         if cal:
             per = op.count or 1
-            memory = per * roof.memory_seconds(np.divide(op.bytes, per))
+            memory = per * roof.memory_seconds(op.bytes / per)
             if op.kind == "matmul" and op.m is not None:
                 rate = roof.matmul_flops_per_s(op.m, op.math)
             elif op.kind == "attention" and op.queries is not None:
                 rate = roof.attention_flops_per_s(op.queries, op.math)
             else:
                 rate = peaks[op.math]
-            compute = np.divide(op.flops, rate)
+            compute = op.flops / rate
         else:
-            compute = np.divide(op.flops, peaks[op.math])
-            memory = np.divide(op.bytes, bw)
+            compute = op.flops / peaks[op.math]
+            memory = op.bytes / bw
         launches = lat * op.count
         if timing == "kernel":
-            t = np.maximum(np.maximum(compute, memory), launches)
+            t = _max(_max(compute, memory), launches)
         else:  # step takes the max of the totals below; serial adds everything
             t = compute + memory + launches
-        times.append(OpTime(op, _scalar(compute), _scalar(memory), launches, _scalar(t)))
+        times.append((op, compute, memory, launches, t))
         comp, mem, lau = comp + compute, mem + memory, lau + launches
         tot = tot + t
     if timing == "step":
@@ -386,10 +394,10 @@ def predict(cost: Cost | Breakdown, roof: Roof | CalibratedRoof | Hardware | str
             by_math: dict[str, object] = {}
             for op in ops:
                 by_math[op.math] = by_math.get(op.math, 0.0) + op.flops
-            comp = sum(np.divide(fl, peaks[d]) for d, fl in by_math.items())
-            mem = np.divide(total.bytes, bw)
-        tot = np.maximum(comp, mem)
-        times = [OpTime(t.op, t.compute, t.memory, 0.0, _scalar(np.maximum(t.compute, t.memory))) for t in times]
+            comp = sum(fl / peaks[d] for d, fl in by_math.items())
+            mem = total.bytes / bw
+        tot = _max(comp, mem)
+        times = [(op, c, m, 0.0, _max(c, m)) for op, c, m, _, _ in times]
         lau = 0.0
-    return Prediction(total, shown, _scalar(comp), _scalar(mem), _scalar(np.asarray(tot)), timing, tuple(times),
-                      _scalar(lau))
+    times = tuple(OpTime(op, _scalar(c), _scalar(m), la, _scalar(t)) for op, c, m, la, t in times)
+    return Prediction(total, shown, _scalar(comp), _scalar(mem), _scalar(tot), timing, times, _scalar(lau))
