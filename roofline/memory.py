@@ -28,6 +28,7 @@ import numpy as np
 from ._check import number, unknown_name
 from .hardware import Hardware, get_hardware
 from .model import Model, load_model, param_count
+from .policies import RECOMPUTE, zero_stage
 
 __all__ = [
     "RECIPES",
@@ -56,7 +57,7 @@ RECIPES: Mapping[str, Mapping[str, float]] = MappingProxyType({
     "mixed-adam-8bit": MappingProxyType({"weights": 2, "gradients": 2, "master": 4, "momentum": 1, "variance": 1}),
 })
 
-RECOMPUTE_POLICIES = ("none", "selective", "full")
+RECOMPUTE_POLICIES = tuple(RECOMPUTE)  # the names of roofline.policies.RECOMPUTE
 
 # The GPT configurations of Korthikanti et al., Table 3: name -> (hidden, heads, layers, tensor parallel).
 KORTHIKANTI_CONFIGS: Mapping[str, tuple[int, int, int, int]] = MappingProxyType({
@@ -113,13 +114,10 @@ def zero_model_state(model: Model | str | float, gpus, stage: int, recipe: str =
     Stage 1 shards the optimizer state (master weights and Adam moments), stage 2 the gradients as
     well, stage 3 the weights too. Stage 0 is plain data parallelism: every GPU holds everything.
     """
-    if stage not in (0, 1, 2, 3):
-        raise ValueError(f"stage must be 0, 1, 2 or 3, got {stage!r}")
+    shards = zero_stage(stage).shards
     gpus = number("gpus", gpus, integer=True, minimum=1, strict=False)
-    sharded = {1: {"master", "momentum", "variance"}, 2: {"master", "momentum", "variance", "gradients"}}
-    sharded[3] = sharded[2] | {"weights"}
     full = model_state(model, recipe).parts
-    return Footprint({k: v / gpus if k in sharded.get(stage, set()) else v for k, v in full.items()})
+    return Footprint({k: v / gpus if k in shards else v for k, v in full.items()})
 
 
 # --------------------------------------------------------------------------------------------

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from ._check import number
 from .hardware import Figure, Hardware, get_hardware
+from .policies import ZERO_STAGES, zero_stage as zero_stage_of
 
 __all__ = ["Tier", "bandwidth_tiers", "data_parallel_bytes", "ZERO_STAGES", "transfer_time"]
 
@@ -48,8 +49,6 @@ def bandwidth_tiers(hardware: Hardware | str) -> list[Tier]:
     return tiers
 
 
-# Bytes each GPU sends per step, in units of the gradient size Psi, with ring collectives.
-ZERO_STAGES = {0: 2.0, 1: 2.0, 2: 2.0, 3: 3.0}
 
 
 def data_parallel_bytes(params, gpus, *, zero_stage: int = 0, bytes_per_param: float = 2):
@@ -57,9 +56,11 @@ def data_parallel_bytes(params, gpus, *, zero_stage: int = 0, bytes_per_param: f
 
     A ring all-reduce of Psi bytes sends ``2 (G-1)/G * Psi`` per GPU; ZeRO-3 sends ``3 (G-1)/G * Psi``.
     """
-    if zero_stage not in ZERO_STAGES:
-        raise ValueError(f"zero_stage must be 0, 1, 2 or 3, got {zero_stage!r}")
+    try:
+        stage = zero_stage_of(zero_stage)
+    except ValueError:
+        raise ValueError(f"zero_stage must be 0, 1, 2 or 3, got {zero_stage!r}") from None
     params = number("params", params)
     gpus = number("gpus", gpus, integer=True, minimum=1, strict=False)
     psi = params * number("bytes_per_param", bytes_per_param)
-    return ZERO_STAGES[zero_stage] * (gpus - 1) / gpus * psi
+    return stage.traffic * (gpus - 1) / gpus * psi

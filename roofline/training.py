@@ -14,6 +14,7 @@ from .hardware import Hardware, get_hardware
 from .memory import model_state
 from .model import Model, load_model, param_count
 from .ops import attention_flops
+from .policies import RECOMPUTE, recompute_policy
 
 __all__ = [
     "RECOMPUTE",
@@ -25,31 +26,26 @@ __all__ = [
     "MFU_REPORTS",
 ]
 
-# FLOPs per parameter per token by recompute policy: forward (2) + backward (4), plus a second
-# forward (2) under full activation checkpointing.
-RECOMPUTE = {"none": 6, "full": 8}
 
 
 def training_flops_per_token(model: Model | str | float, *, recompute: str = "none", attention_context=None):
-    """FLOPs to train on one token: 6N (or 8N with full recomputation).
+    """FLOPs to train on one token: 6N (8N with full recomputation; selective adds only attention).
 
     ``model`` is a :class:`Model`, a shipped model's name, or a parameter count N. For a
     mixture-of-experts model N is the active count, the weights each token meets. With
     ``attention_context`` (tokens per sequence, needs a Model) the causal attention products are
     added: forward ``2 * context * width * layers`` per token, times 3 for forward and backward
-    (times 4 when recomputed).
+    (times 4 when recomputed, selectively or fully). The policies are :data:`roofline.policies.RECOMPUTE`.
     """
-    if recompute not in RECOMPUTE:
-        raise ValueError(f"recompute must be one of {', '.join(map(repr, RECOMPUTE))}, got {recompute!r}")
-    passes = RECOMPUTE[recompute]
-    flops = passes * param_count(model, active=True)
+    policy = recompute_policy(recompute)
+    flops = policy.param_flops * param_count(model, active=True)
     if attention_context is not None:
         if not isinstance(model, (Model, str)):
             raise TypeError("attention_context needs the model's shape: pass a Model or a model name, not a count")
         m = load_model(model)
         context = number("attention_context", attention_context, integer=True)
         forward = attention_flops(context, context, m.attention_width, m.num_layers, causal="half") / context
-        flops = flops + forward * passes / 2
+        flops = flops + forward * policy.attention_passes
     return flops
 
 

@@ -72,3 +72,35 @@ def test_mfu_calculator_rows_follow_the_package():
     assert t.column("GPUs") == ("8 × H100 SXM",)
     with pytest.raises(KeyError, match="did you mean"):
         tables.mfu_calculator([("llama-3-8b", 8, "h100-smx", 60_000)])
+
+
+def test_one_recompute_table_for_memory_and_compute(llama, h100):
+    from roofline import memory, policies
+
+    assert memory.RECOMPUTE_POLICIES == tuple(policies.RECOMPUTE) == ("none", "selective", "full")
+    # selective recomputation redoes the attention core only: no parameter FLOPs, one more attention forward
+    ctx = 8192
+    fwd_attn = 2 * ctx * llama.attention_width * llama.num_layers  # causal, per token
+    none = rl.training_flops_per_token(llama, attention_context=ctx)
+    sel = rl.training_flops_per_token(llama, recompute="selective", attention_context=ctx)
+    full = rl.training_flops_per_token(llama, recompute="full", attention_context=ctx)
+    assert none == 6 * llama.params + 3 * fwd_attn
+    assert sel == 6 * llama.params + 4 * fwd_attn
+    assert full == 8 * llama.params + 4 * fwd_attn
+    tps = 1e4
+    assert rl.mfu(tps, llama, 8, h100, attention_context=ctx) < rl.hfu(tps, llama, 8, h100, recompute="selective",
+                                                                      attention_context=ctx) < rl.hfu(
+        tps, llama, 8, h100, recompute="full", attention_context=ctx)
+    with pytest.raises(ValueError, match="recompute must be one of 'none', 'selective', 'full'"):
+        rl.hfu(tps, llama, 8, h100, recompute="some")
+
+
+def test_one_zero_table_for_memory_and_network(llama):
+    from roofline import memory, policies
+
+    for stage, z in policies.ZERO_STAGES.items():
+        state = memory.zero_model_state(llama, 8, stage)
+        full = memory.model_state(llama)
+        for part in full.parts:
+            assert state[part] == (full[part] / 8 if part in z.shards else full[part])
+        assert rl.data_parallel_bytes(llama.params, 8, zero_stage=stage) == z.traffic * 7 / 8 * 2 * llama.params
