@@ -28,7 +28,7 @@ from .inference import ACCOUNTINGS, OPTIONS, decode_step, prefill
 from .measured import calibrated_roof_for
 from .model import Model, NotModelledError, load_model, model_names
 from .roof import TIMINGS, predict
-from .tables import Table, breakdown_table, workload_table
+from .tables import Table, breakdown_table
 from .units import DTYPE_BYTES, fmt
 
 __all__ = ["main", "build_parser"]

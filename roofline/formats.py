@@ -15,9 +15,6 @@ from .units import DTYPE_BYTES, dtype_bytes
 __all__ = ["Formats", "formats"]
 
 
-def _check(field: str, value) -> str:
-    dtype_bytes(value)  # unknown names raise with the close matches
-    return value
 
 
 @dataclass(frozen=True)
@@ -37,7 +34,7 @@ class Formats:
     def __post_init__(self):
         for name in ("weights", "activations", "kv", "math"):
             try:
-                _check(name, getattr(self, name))
+                dtype_bytes(getattr(self, name))  # unknown names raise with the close matches
             except KeyError as exc:
                 raise type(exc)(f"{name} format: {exc}") from None
         if self.math == "int4" and self.weights != "int4":
@@ -60,11 +57,6 @@ class Formats:
             parts.append(f"KV {self.kv}")
         parts.append(f"math {self.math}")
         return ", ".join(parts)
-
-
-# Formats whose math runs on a tensor core as such; narrower weights are dequantized into the
-# activations' format (W4A16, W8A16).
-_INTEGER_WEIGHTS = ("int4", "int8")
 
 
 def formats(dtype: str = "bf16", *, weights_dtype: str | None = None, kv_dtype: str | None = None,

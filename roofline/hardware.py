@@ -16,7 +16,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Mapping
 
-from ._check import number, unknown_name
+from ._check import unknown_name
 from .units import DTYPE_BYTES, SCALE
 
 __all__ = [

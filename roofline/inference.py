@@ -138,7 +138,7 @@ def _ops(m: Model, batch, queries, keys, *, decode: bool, f: Formats, accounting
     """The kernels of one step: ``batch`` sequences of ``queries`` new tokens attending to ``keys``
     tokens each (the cache plus the new ones)."""
     L, d, V = m.num_layers, m.hidden_size, m.vocab_size
-    wb, a, kvb, math = f.bytes("weights"), f.bytes("activations"), f.bytes("kv"), f.math
+    wb, a, math = f.bytes("weights"), f.bytes("activations"), f.math
     T = batch * queries  # tokens through the matmuls
     out_rows = T if (not decode and options["lm_head"] == "all") else batch
     qw = m.attention_width

@@ -224,3 +224,17 @@ def test_cli_speaks_the_calibrated_roof(rec):
     names = [o["name"] for o in data["ops"]]
     assert names[:3] == ["embedding", "attn_norm", "qkv"] and names[-1] == "sample"
     assert sum(o["time_s"] for o in data["ops"]) == pytest.approx(data["time_s"])
+
+
+def test_the_package_needs_numpy_only():
+    """matplotlib and ipywidgets are the book's extra: the package and its command line work without them."""
+    import subprocess
+    import sys
+
+    code = ("import sys; sys.modules['matplotlib'] = None; sys.modules['ipywidgets'] = None\n"
+            "import roofline, roofline.cli, roofline.measured, roofline.tables\n"
+            "sys.exit(roofline.cli.main(['decode', 'llama-3-8b', '--gpu', 'h200', '--roof', 'measured', "
+            "'--timing', 'kernel', '--json']))")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert '"time_s"' in proc.stdout

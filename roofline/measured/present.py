@@ -1,0 +1,48 @@
+"""Measurements as tables for the appendix: comparisons side by side, datasheet and measured ceilings."""
+
+from __future__ import annotations
+
+from typing import Mapping, Sequence
+
+from ..roof import Roof
+from ..tables import Table
+from ..units import fmt
+from .compare import Comparison
+
+__all__ = [
+    "comparison_table",
+    "ceilings_table",
+]
+
+def comparison_table(columns: Mapping[str, Sequence[Comparison]], *, key: str = "label", title: str = ""):
+    """A :class:`~roofline.tables.Table` of measured time and predicted/measured under each roof.
+
+    ``columns`` maps a roof's name to the comparisons under it; all lists cover the same points in
+    the same order.
+    """
+    lists = list(columns.values())
+    first = lists[0]
+    for name, cs in columns.items():
+        if [c.label for c in cs] != [c.label for c in first]:
+            raise ValueError(f"comparisons under {name!r} do not cover the same points as the first column")
+    header = ("point", "measured", *(f"predicted/measured, {n}" for n in columns))
+    rows = tuple((c.label, fmt(c.measured, "s"), *(f"{cs[i].ratio:.2f}" + ("" if cs[i].obeys else " (!)") for cs in lists))
+                 for i, c in enumerate(first))
+    return Table(header, rows, title)
+
+
+def ceilings_table(datasheet: Roof | Sequence[Roof], measured: Roof | Sequence[Roof], title: str = ""):
+    """Datasheet and measured ceilings side by side, with the fraction of each the machine reached."""
+    ds = [datasheet] if isinstance(datasheet, Roof) else list(datasheet)
+    ms = [measured] if isinstance(measured, Roof) else list(measured)
+    if len(ds) != len(ms):
+        raise ValueError(f"datasheet and measured need as many roofs each, got {len(ds)} and {len(ms)}")
+    rows = [("HBM bandwidth", fmt(ds[0].bandwidth, "B/s"), fmt(ms[0].bandwidth, "B/s"), f"{100 * ms[0].bandwidth / ds[0].bandwidth:.0f}%")]
+    for d, m in zip(ds, ms):
+        rows.append((f"dense {d.dtype} matmul", fmt(d.peak_flops, "FLOP/s", 4), fmt(m.peak_flops, "FLOP/s", 4),
+                     f"{100 * m.peak_flops / d.peak_flops:.0f}%"))
+        rows.append((f"ridge point, {d.dtype} (FLOP/B)", f"{d.ridge_point:,.0f}", f"{m.ridge_point:,.0f}",
+                     f"{100 * m.ridge_point / d.ridge_point:.0f}%"))
+    return Table(("ceiling", "datasheet", "measured", "measured / datasheet"), tuple(rows), title)
+
+
