@@ -29,6 +29,7 @@ from ._check import number, unknown_name
 from .hardware import Hardware, get_hardware
 from .model import Model, load_model, param_count
 from .policies import RECOMPUTE, zero_stage
+from .units import dtype_bytes
 
 __all__ = [
     "RECIPES",
@@ -279,7 +280,6 @@ def kv_cache_capacity_tokens(model: Model | str, hardware: Hardware | str, *, dt
     The GPU's usable capacity already leaves out the CUDA context's reserve; ``reserve`` is bytes set
     aside for anything else (activations, a serving engine's workspace). None if the weights alone do not fit.
     """
-    from .units import dtype_bytes
 
     m, h = load_model(model), get_hardware(hardware)
     free = h.usable_capacity - m.params * dtype_bytes(dtype) - number("reserve", reserve, strict=False)

@@ -15,7 +15,7 @@ from functools import cache
 from importlib import resources
 from pathlib import Path
 
-from ._check import unknown_name
+from ._check import number, unknown_name
 from .units import dtype_bytes
 
 __all__ = ["Linear", "MoE", "MLA", "Model", "NotModelledError", "load_model", "model_names", "model_from_config"]
@@ -462,7 +462,6 @@ def param_count(model: "Model | str | float", *, active: bool = False) -> float:
 
     ``active`` asks for the parameters one token uses (they differ for mixture-of-experts models).
     """
-    from ._check import number
 
     if isinstance(model, (Model, str, Path)):
         m = load_model(model)

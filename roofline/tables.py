@@ -9,8 +9,13 @@ from dataclasses import dataclass
 from typing import Mapping, Sequence
 
 from .cost import Breakdown
+from .hardware import get_hardware
+from .memory import (KORTHIKANTI_CONFIGS, RECIPES, RECOMPUTE_POLICIES, activation_bytes, korthikanti_bytes,
+                     kv_cache_capacity_tokens, model_state, saved_tensors)
+from .model import load_model
 from .network import Tier
 from .roof import Prediction, predict
+from .training import hfu, mfu, tokens_per_s_at_mfu
 from .units import fmt
 
 __all__ = ["Table", "workload_table", "breakdown_table", "tiers_table", "hardware_table", "mfu_table", "mfu_calculator",
@@ -112,7 +117,6 @@ def hardware_table(hardware: Sequence, dtype: str = "bf16", title: str = "", *, 
     A chip without ``dtype`` (the V100 has no bf16) shows its ``fallback`` peak, marked as such;
     with ``fallback=None`` it is an error.
     """
-    from .hardware import get_hardware
 
     rows = []
     for h in map(get_hardware, hardware):
@@ -126,7 +130,6 @@ def hardware_table(hardware: Sequence, dtype: str = "bf16", title: str = "", *, 
 
 def mfu_table(model, hardware, mfus: Sequence[float], *, attention_context=None, title: str = "") -> Table:
     """MFU backed out into training throughput: tokens/s per GPU at each MFU."""
-    from .training import tokens_per_s_at_mfu
 
     rows = []
     for u in mfus:
@@ -145,9 +148,6 @@ def mfu_calculator(runs: Sequence[tuple], *, recompute: str = "full", title: str
 
     ``tokens_per_s`` is the whole job's throughput; HFU assumes the ``recompute`` policy.
     """
-    from .hardware import get_hardware
-    from .model import load_model
-    from .training import hfu, mfu
 
     rows = []
     for model, gpus, hardware, tps in runs:
@@ -159,8 +159,6 @@ def mfu_calculator(runs: Sequence[tuple], *, recompute: str = "full", title: str
 
 def recipes_table(model, title: str = "") -> Table:
     """Model state per training recipe: bytes per parameter, part by part, and the model's total."""
-    from .memory import RECIPES, model_state
-    from .model import load_model
 
     m = load_model(model)
     rows = []
@@ -185,7 +183,6 @@ def saved_tensors_table(tensors, heads: int, seq: int, title: str = "") -> Table
 
 def footprint_table(footprints: Mapping, capacities: Sequence[str] = ("h100-sxm", "h200-sxm"), title: str = "") -> Table:
     """Per-GPU memory of labelled footprints, part by part, and whether each fits on each GPU."""
-    from .hardware import get_hardware
 
     hws = [get_hardware(c) for c in capacities]
     parts = list(dict.fromkeys(p for f in footprints.values() for p in f.parts))
@@ -200,8 +197,6 @@ def footprint_table(footprints: Mapping, capacities: Sequence[str] = ("h100-sxm"
 def kv_capacity_table(model, hardware: Sequence[str], contexts: Sequence[int], *, kv_dtype: str | None = None,
                       title: str = "") -> Table:
     """How many sequences of each context length fit in the KV cache beside the weights."""
-    from .hardware import get_hardware
-    from .memory import kv_cache_capacity_tokens
 
     rows = []
     for name in hardware:
@@ -215,7 +210,6 @@ def kv_capacity_table(model, hardware: Sequence[str], contexts: Sequence[int], *
 def korthikanti_table(seq: int = 2048, micro_batch: int = 1, title: str = "") -> Table:
     """Activations per GPT layer on the configurations of Korthikanti et al., derived tensor by tensor,
     for each recompute policy, and whether the derivation equals the paper's closed form to the byte."""
-    from .memory import KORTHIKANTI_CONFIGS, RECOMPUTE_POLICIES, activation_bytes, korthikanti_bytes, saved_tensors
 
     rows = []
     for name, (h, a, _, _) in KORTHIKANTI_CONFIGS.items():

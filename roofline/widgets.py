@@ -17,11 +17,12 @@ import matplotlib.pyplot as plt
 import numpy as np
 from PIL import Image
 
-from .hardware import Hardware
+from .hardware import Hardware, get_hardware
 from .inference import decode_step
 from .model import Model, load_model
 from .roof import as_roof, predict
-from .plot import PALETTE, roofline_chart
+from .memory import training_footprint
+from .plot import PALETTE, memory_bars, roofline_chart
 from .units import fmt
 
 __all__ = ["FrameExplorer", "frame_explorer", "decode_explorer", "memory_explorer", "png_bytes", "Blitter"]
@@ -190,9 +191,6 @@ def memory_explorer(model: Model | str = "llama-3-8b", *, gpus: int = 8, zero_st
     on ``gpus`` GPUs, activations, logits) with the capacities of ``capacities`` marked, and a line
     saying which GPUs it fits on.
     """
-    from .hardware import get_hardware
-    from .memory import training_footprint
-    from .plot import memory_bars
 
     m = load_model(model)
     gpus_hw = [get_hardware(c) for c in capacities]
