@@ -28,7 +28,7 @@ from .inference import ACCOUNTINGS, OPTIONS, decode_step, prefill
 from .measured import calibrated_roof_for
 from .model import Model, NotModelledError, load_model, model_names
 from .roof import TIMINGS, predict
-from .tables import Table, breakdown_table
+from .tables import Table, breakdown_table, operations_table
 from .units import DTYPE_BYTES, fmt
 
 __all__ = ["main", "build_parser"]
@@ -191,16 +191,6 @@ def _ridge(h: Hardware, dtype: str, as_json: bool) -> str:
             f" = {ridge:,.1f} FLOP per byte")
 
 
-def _ops_table(pred) -> Table:
-    rows = []
-    for t in pred.ops:
-        o = t.op
-        rows.append((o.name, o.kind, f"{o.count:,}", fmt(float(o.flops), "FLOP"), fmt(float(o.bytes), "B"),
-                     f"{float(o.intensity):,.1f}", str(t.bound), fmt(float(t.time), "s")))
-    return Table(("operation", "kind", "launches", "FLOPs", "bytes", "FLOP/B", "bound", "time"), tuple(rows),
-                 f"operations, timed under the {pred.timing} rule on {pred.roof.label}")
-
-
 def _workload(kind: str, b: Breakdown, h: Hardware, tokens: int, as_json: bool, settings: dict, args) -> str:
     if args.roof == "measured":
         roof = calibrated_roof_for(h, mode=args.launch, carry=args.carry_h200_efficiencies)
@@ -227,7 +217,7 @@ def _workload(kind: str, b: Breakdown, h: Hardware, tokens: int, as_json: bool, 
         return json.dumps(out, indent=2)
     shown = []
     if args.ops:
-        shown.append(repr(_ops_table(pred)))
+        shown.append(repr(operations_table(pred)))
     else:
         shown.append(repr(breakdown_table({settings["accounting"]: b}, title=f"{b.name}, part by part")))
     rule = {"step": "the step rule (max over the whole step)", "kernel": "the kernel rule (each kernel's max, summed)",

@@ -22,7 +22,8 @@ from .roof import Roof, as_roof, attainable_flops
 from .units import fmt
 
 __all__ = ["PALETTE", "style", "roofline_chart", "ridge_chart", "tiers_chart", "memory_bars", "memory_curves", "save",
-           "FIGURES", "measured_roofline_chart", "measured_vs_predicted_chart"]
+           "FIGURES", "measured_roofline_chart", "measured_vs_predicted_chart", "calibration_chart", "ratio_chart",
+           "timing_parts", "timing_bars"]
 
 # Okabe & Ito, "Color Universal Design" (2008)
 PALETTE = {
@@ -317,4 +318,138 @@ def memory_curves(x, curves, *, capacities=("h100-sxm", "h200-sxm"), xlabel="seq
         ax.legend(fontsize=8, frameon=True, facecolor="white", edgecolor="none")
         if title:
             ax.set_title(title)
+    return fig
+
+
+def calibration_chart(roof, datasheet: Hardware | str, *, title=None):
+    """What a calibrated roof knows (appendix): bandwidth by bytes per kernel, and matmul and flash
+    attention throughput by rows, each against the datasheet's ceiling."""
+    h = get_hardware(datasheet)
+    with style():
+        fig, (left, right) = plt.subplots(1, 2, figsize=(8.6, 3.6), layout="constrained")
+        xs = np.asarray(roof.read_bytes)
+        grid = np.geomspace(xs[0] / 4, xs[-1] * 4, 200)
+        left.plot(grid, grid / roof.memory_seconds(grid) / 1e12, "-", color=PALETTE["blue"], lw=1.6,
+                  label="calibrated: bytes / time")
+        left.plot(xs, xs / np.asarray(roof.read_seconds) / 1e12, "o", ms=4.5, color=PALETTE["vermillion"], mec="black",
+                  mew=0.4, label="read sweep", zorder=5)
+        left.axhline(h.hbm_bandwidth / 1e12, color="black", ls="--", lw=1, label=f"{h.short} datasheet")
+        left.set_xscale("log")
+        left.set_yscale("log")
+        left.set_xlabel("bytes one kernel moves")
+        left.set_ylabel("bandwidth reached (TB/s)")
+        left.set_title("memory: latency, then bandwidth", fontsize=10)
+        left.legend(loc="lower right", fontsize=8)
+        for dtype, color in (("bf16", PALETTE["green"]), ("fp8", PALETTE["purple"])):
+            if dtype in roof.matmul_rows:
+                rows = np.asarray(roof.matmul_rows[dtype])
+                right.plot(rows, np.asarray(roof.matmul_flops[dtype]) / 1e12, "o-", ms=4, lw=1.2, color=color,
+                           mec="black", mew=0.4, label=f"{dtype} matmul, best of the sweep")
+                right.axhline(h.peak_flops(dtype) / 1e12, color=color, ls="--", lw=1)
+                right.annotate(f"{dtype} datasheet", (rows[0], h.peak_flops(dtype) / 1e12), textcoords="offset points",
+                               xytext=(2, 3), fontsize=8, color=color)
+        if roof.attention_tokens:
+            right.plot(roof.attention_tokens, np.asarray(roof.attention_flops) / 1e12, "s-", ms=4, lw=1.2,
+                       color=PALETTE["orange"], mec="black", mew=0.4, label="flash attention (causal)")
+        right.set_xscale("log", base=2)
+        right.set_yscale("log")
+        right.set_xlabel("rows m (tokens), or sequence length")
+        right.set_ylabel("TFLOP/s reached")
+        right.set_title("compute: small shapes fill the tiles badly", fontsize=10)
+        right.legend(loc="lower right", fontsize=8)
+        if title:
+            fig.suptitle(title, fontsize=11)
+    return fig
+
+
+def ratio_chart(series: dict, *, band: float = 1.25, title=None, xlim=(0.4, 1.6)):
+    """Predicted over measured, point by point, one marker style per series (appendix). ``series`` maps
+    a label to a list of :class:`~roofline.measured.Comparison`; all cover the same points. The band
+    ``1/band .. band`` is shaded; points outside it are drawn at the edge with their value."""
+    first = next(iter(series.values()))
+    labels = [c.label.replace("decode ", "").replace("prefill ", "prefill, ") for c in first]
+    y = np.arange(len(labels))[::-1]
+    markers = ("o", "D", "s", "^")
+    colors = (PALETTE["vermillion"], PALETTE["blue"], PALETTE["green"], PALETTE["purple"])
+    with style():
+        fig, ax = plt.subplots(figsize=(6.4, 0.22 * len(labels) + 1.3), layout="constrained")
+        ax.axvspan(1 / band, band, color="#e8f4ea", zorder=0, label=f"within {band:g}x")
+        ax.axvline(1, color="black", lw=0.8)
+        for i, (label, comps) in enumerate(series.items()):
+            r = np.array([c.ratio for c in comps])
+            shown = np.clip(r, xlim[0] * 1.02, xlim[1] / 1.02)
+            ax.plot(shown, y, markers[i % 4], ms=5, color=colors[i % 4], mec="black", mew=0.4, ls="none", label=label,
+                    zorder=5)
+            for yi, ri, si in zip(y, r, shown):
+                if ri != si:
+                    ax.annotate(f"{ri:.2f}", (si, yi), textcoords="offset points", xytext=(4 if ri > 1 else -4, -3),
+                                ha="left" if ri > 1 else "right", fontsize=7)
+        ax.set_yticks(y, labels, fontsize=7.5)
+        ax.set_xscale("log")
+        ax.set_xlim(*xlim)
+        ticks = [0.5, 0.67, 0.8, 1, 1.25, 1.5]
+        ax.set_xticks(ticks, [f"{t:g}" for t in ticks])
+        ax.minorticks_off()
+        ax.set_xlabel("predicted / measured time")
+        ax.grid(axis="y", visible=False)
+        ax.legend(loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=1, fontsize=8, frameon=False)
+        if title:
+            ax.set_title(title)
+    return fig
+
+
+# kinds of kernel as the timing charts group them
+_KIND_GROUPS = (("matmul", ("matmul",), "blue"), ("attention", ("attention",), "orange"),
+                ("elementwise", ("elementwise", "lookup"), "green"))
+
+
+def timing_parts(prediction) -> dict:
+    """A prediction's time split by kind of kernel, plus the launch floor's share (for :func:`timing_bars`).
+
+    Under the kernel and serial rules each kernel's ``max(compute, memory)`` (kernel) or ``compute +
+    memory`` (serial) goes to its kind and the rest of its time to 'launches'. Under the step rule the
+    whole time is one piece, 'the whole step'.
+    """
+    if prediction.timing == "step":
+        return {"the whole step": float(prediction.time)}
+    out = {name: 0.0 for name, _, _ in _KIND_GROUPS}
+    out["launches"] = 0.0
+    for t in prediction.ops:
+        work = float(np.maximum(t.compute, t.memory)) if prediction.timing == "kernel" else float(t.compute + t.memory)
+        kind = next(name for name, kinds, _ in _KIND_GROUPS if t.op.kind in kinds)
+        out[kind] += work
+        out["launches"] += float(t.time) - work
+    return out
+
+
+def timing_bars(predictions: dict, *, title=None, xmax=None, ax=None):
+    """Horizontal bars of predicted time (ms), one per labelled prediction, split by kind of kernel."""
+    colors = {name: PALETTE[c] for name, _, c in _KIND_GROUPS}
+    colors.update({"launches": PALETTE["purple"], "the whole step": "#999999"})
+    labels = list(predictions)
+    y = np.arange(len(labels))[::-1]
+    with style():
+        if ax is None:
+            fig, ax = plt.subplots(figsize=(7, 0.5 * len(labels) + 1.4), layout="constrained")
+        else:
+            fig = ax.figure
+        seen = set()
+        for yi, label in zip(y, labels):
+            left = 0.0
+            for part, t in timing_parts(predictions[label]).items():
+                if t <= 0:
+                    continue
+                ax.barh(yi, t * 1e3, left=left, color=colors[part], edgecolor="black", linewidth=0.4,
+                        label=part if part not in seen else None)
+                seen.add(part)
+                left += t * 1e3
+            ax.annotate(fmt(float(predictions[label].time), "s"), (left, yi), textcoords="offset points", xytext=(4, -3),
+                        fontsize=8)
+        ax.set_yticks(y, labels, fontsize=8)
+        ax.set_xlabel("predicted time (ms)")
+        ax.set_xlim(0, xmax or max(float(p.time) for p in predictions.values()) * 1e3 * 1.18)
+        ax.grid(axis="y", visible=False)
+        ax.legend(loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=8)
+        if title:
+            ax.set_title(title, fontsize=10)
     return fig

@@ -19,7 +19,8 @@ from .training import hfu, mfu, tokens_per_s_at_mfu
 from .units import fmt
 
 __all__ = ["Table", "workload_table", "breakdown_table", "tiers_table", "hardware_table", "mfu_table", "mfu_calculator",
-           "recipes_table", "saved_tensors_table", "footprint_table", "kv_capacity_table", "korthikanti_table"]
+           "recipes_table", "saved_tensors_table", "footprint_table", "kv_capacity_table", "korthikanti_table",
+           "operations_table"]
 
 
 @dataclass(frozen=True)
@@ -219,3 +220,14 @@ def korthikanti_table(seq: int = 2048, micro_batch: int = 1, title: str = "") ->
         same = all(round(x) == round(y) for x, y in zip(ours, paper))
         rows.append((name, *(fmt(x, "B", 4) for x in ours), "yes" if same else "no"))
     return Table(("GPT layer", *RECOMPUTE_POLICIES, "equals the paper"), tuple(rows), title)
+
+
+def operations_table(pred: Prediction, title: str = "") -> Table:
+    """A prediction's kernels, one row each: launches, FLOPs, bytes, intensity, what binds it, its time."""
+    rows = []
+    for t in pred.ops:
+        o = t.op
+        rows.append((o.name, o.kind, f"{o.count:,}", fmt(float(o.flops), "FLOP"), fmt(float(o.bytes), "B"),
+                     f"{float(o.intensity):,.1f}", str(t.bound), fmt(float(t.time), "s")))
+    return Table(("operation", "kind", "launches", "FLOPs", "bytes", "FLOP/B", "bound", "time"), tuple(rows),
+                 title or f"operations, timed under the {pred.timing} rule on {pred.roof.label}")

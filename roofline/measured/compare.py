@@ -38,6 +38,7 @@ __all__ = [
     "compare_reads",
     "compare_decode",
     "compare_prefill",
+    "CALIBRATION_BAND",
     "CALIBRATION_EXCEPTIONS",
     "calibrated_comparisons",
     "calibration_misses",
@@ -240,6 +241,9 @@ def compare_prefill(record: Measurement, roof, *, accounting: str = "refined", t
             for r in record.prefill]
 
 
+# How far a calibrated estimate may be from a measurement, either way, before it counts as a miss.
+CALIBRATION_BAND = 1.25
+
 # Points the calibrated roof misses by more than 1.25x, and why. Like READ_ROOF_EXCEPTIONS, an excuse that
 # no longer applies is an error (calibration_misses).
 CALIBRATION_EXCEPTIONS = MappingProxyType({
@@ -258,7 +262,7 @@ def calibrated_comparisons(record: Measurement, layers: "LayersMeasurement | Non
             "prefill": compare_prefill(record, roof.with_mode("eager"), timing="kernel")}
 
 
-def calibration_misses(comparisons: Iterable[Comparison], factor: float = 1.25,
+def calibration_misses(comparisons: Iterable[Comparison], factor: float = CALIBRATION_BAND,
                        exceptions: Mapping[str, str] | None = None) -> list[Comparison]:
     """Points predicted more than ``factor`` times too fast or too slow, less the named exceptions; an
     exception that is now within the factor is returned too (a stale excuse)."""

@@ -7,26 +7,36 @@ from typing import Mapping, Sequence
 from ..roof import Roof
 from ..tables import Table
 from ..units import fmt
-from .compare import Comparison
+from .compare import CALIBRATION_BAND, Comparison
 
 __all__ = [
     "comparison_table",
     "ceilings_table",
 ]
 
-def comparison_table(columns: Mapping[str, Sequence[Comparison]], *, key: str = "label", title: str = ""):
+def comparison_table(columns: Mapping[str, Sequence[Comparison]], *, key: str = "label", title: str = "",
+                     estimates: Sequence[str] = (), band: float = CALIBRATION_BAND):
     """A :class:`~roofline.tables.Table` of measured time and predicted/measured under each roof.
 
     ``columns`` maps a roof's name to the comparisons under it; all lists cover the same points in
-    the same order.
+    the same order. A floor's column marks '(!)' where the prediction exceeds the measurement (the bound
+    broken); a column named in ``estimates`` marks '(!)' where the ratio is outside ``1/band .. band``.
     """
     lists = list(columns.values())
     first = lists[0]
     for name, cs in columns.items():
         if [c.label for c in cs] != [c.label for c in first]:
             raise ValueError(f"comparisons under {name!r} do not cover the same points as the first column")
+    unknown = [e for e in estimates if e not in columns]
+    if unknown:
+        raise ValueError(f"estimates names columns that are not there: {', '.join(map(repr, unknown))}")
+
+    def mark(name, c):
+        bad = not (1 / band <= c.ratio <= band) if name in estimates else not c.obeys
+        return f"{c.ratio:.2f}" + (" (!)" if bad else "")
+
     header = ("point", "measured", *(f"predicted/measured, {n}" for n in columns))
-    rows = tuple((c.label, fmt(c.measured, "s"), *(f"{cs[i].ratio:.2f}" + ("" if cs[i].obeys else " (!)") for cs in lists))
+    rows = tuple((c.label, fmt(c.measured, "s"), *(mark(n, cs[i]) for n, cs in columns.items()))
                  for i, c in enumerate(first))
     return Table(header, rows, title)
 
