@@ -15,12 +15,14 @@ __all__ = [
 ]
 
 def comparison_table(columns: Mapping[str, Sequence[Comparison]], *, key: str = "label", title: str = "",
-                     estimates: Sequence[str] = (), band: float = CALIBRATION_BAND):
+                     estimates: Sequence[str] = (), band: float = CALIBRATION_BAND, key_first: str | None = None):
     """A :class:`~roofline.tables.Table` of measured time and predicted/measured under each roof.
 
     ``columns`` maps a roof's name to the comparisons under it; all lists cover the same points in
     the same order. A floor's column marks '(!)' where the prediction exceeds the measurement (the bound
     broken); a column named in ``estimates`` marks '(!)' where the ratio is outside ``1/band .. band``.
+    ``key_first`` names the roof whose ratio is the key column: it comes right after the point's name
+    (and the measured time goes last), so a long table keeps what matters in view.
     """
     lists = list(columns.values())
     first = lists[0]
@@ -30,11 +32,19 @@ def comparison_table(columns: Mapping[str, Sequence[Comparison]], *, key: str = 
     unknown = [e for e in estimates if e not in columns]
     if unknown:
         raise ValueError(f"estimates names columns that are not there: {', '.join(map(repr, unknown))}")
+    if key_first is not None and key_first not in columns:
+        raise ValueError(f"key_first must be one of {', '.join(map(repr, columns))}, got {key_first!r}")
 
     def mark(name, c):
         bad = not (1 / band <= c.ratio <= band) if name in estimates else not c.obeys
         return f"{c.ratio:.2f}" + (" (!)" if bad else "")
 
+    if key_first is not None:
+        names = [key_first, *(n for n in columns if n != key_first)]
+        header = ("point", *(f"predicted/measured, {n}" for n in names), "measured time")
+        rows = tuple((c.label, *(mark(n, columns[n][i]) for n in names), fmt(c.measured, "s"))
+                     for i, c in enumerate(first))
+        return Table(header, rows, title)
     header = ("point", "measured", *(f"predicted/measured, {n}" for n in columns))
     rows = tuple((c.label, fmt(c.measured, "s"), *(mark(n, cs[i]) for n, cs in columns.items()))
                  for i, c in enumerate(first))
