@@ -116,18 +116,19 @@ def _hardware_list(as_json: bool) -> str:
     entries = [get_hardware(k) for k in hardware_names()]
     if as_json:
         return json.dumps([{"key": h.key, "name": h.name, "year": h.year, "hbm_bandwidth": h.hbm_bandwidth,
-                            "hbm_capacity": h.hbm_capacity, "dense_flops": dict(h.dense_flops)} for h in entries],
-                          indent=2)
+                            "hbm_capacity": h.hbm_capacity, "hbm_usable": h.usable_capacity,
+                            "dense_flops": dict(h.dense_flops)} for h in entries], indent=2)
     rows = tuple((h.key, h.name, str(h.year), fmt(h.hbm_bandwidth, "B/s"), fmt(h.hbm_capacity, "B"),
-                  ", ".join(h.dense_flops)) for h in entries)
-    table = Table(("key", "name", "year", "HBM bandwidth", "HBM capacity", "dense formats"), rows)
+                  fmt(h.usable_capacity, "B"), ", ".join(h.dense_flops)) for h in entries)
+    table = Table(("key", "name", "year", "HBM bandwidth", "HBM sold as", "HBM usable", "dense formats"), rows)
     return f"{table!r}\n\n`roofline hardware KEY` shows every figure of one entry with its source."
 
 
 def _hardware_one(h: Hardware, as_json: bool) -> str:
     if as_json:
         return json.dumps({"key": h.key, "name": h.name, "vendor": h.vendor, "architecture": h.architecture,
-                           "year": h.year, "aliases": list(h.aliases),
+                           "year": h.year, "aliases": list(h.aliases), "hbm_usable": h.usable_capacity,
+                           "reserve": h.reserve,
                            "figures": {path: {"value": f.value, "unit": f.unit, "given": f.given, "note": f.note,
                                               "source": {"title": f.source.title, "url": f.source.url,
                                                          "date": f.source.date}}
@@ -153,6 +154,9 @@ def _hardware_one(h: Hardware, as_json: bool) -> str:
         s = next(f.source for f in h.figures.values() if f.source.key == key)
         lines.append(f"  [{number}] {s.title} ({s.date}) {s.url}")
     lines.append("")
+    total = "the device's total" if h.hbm_total is not None else "the marketing figure (no device total given)"
+    lines.append(f"HBM usable: {fmt(h.usable_capacity, 'B')} = {total} less {fmt(h.reserve, 'B')} kept for the "
+                 f"CUDA context and workspaces (sold as {fmt(h.hbm_capacity, 'B')})")
     lines.append("ridge points (dense peak / HBM bandwidth): " + ", ".join(
         f"{d} {h.ridge_point(d):,.0f} FLOP/B" for d in h.dense_flops))
     return "\n".join(lines)
