@@ -326,7 +326,7 @@ def calibration_chart(roof, datasheet: Hardware | str, *, title=None):
     attention throughput by rows, each against the datasheet's ceiling."""
     h = get_hardware(datasheet)
     with style():
-        fig, (left, right) = plt.subplots(1, 2, figsize=(8.6, 3.6), layout="constrained")
+        fig, (left, right) = plt.subplots(2, 1, figsize=(6.4, 7.2), layout="constrained")
         xs = np.asarray(roof.read_bytes)
         grid = np.geomspace(xs[0] / 4, xs[-1] * 4, 200)
         left.plot(grid, grid / roof.memory_seconds(grid) / 1e12, "-", color=PALETTE["blue"], lw=1.6,

@@ -227,7 +227,7 @@ def operations_table(pred: Prediction, title: str = "") -> Table:
     rows = []
     for t in pred.ops:
         o = t.op
-        rows.append((o.name, o.kind, f"{o.count:,}", fmt(float(o.flops), "FLOP"), fmt(float(o.bytes), "B"),
+        rows.append((o.name, f"{o.count:,}", fmt(float(o.flops), "FLOP"), fmt(float(o.bytes), "B"),
                      f"{float(o.intensity):,.1f}", str(t.bound), fmt(float(t.time), "s")))
-    return Table(("operation", "kind", "launches", "FLOPs", "bytes", "FLOP/B", "bound", "time"), tuple(rows),
+    return Table(("kernel", "launches", "FLOPs", "bytes", "FLOP/B", "bound", "time"), tuple(rows),
                  title or f"operations, timed under the {pred.timing} rule on {pred.roof.label}")
