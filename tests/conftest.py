@@ -5,7 +5,6 @@ import matplotlib
 matplotlib.use("Agg")
 
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -13,6 +12,7 @@ from pathlib import Path
 import pytest
 
 import roofline as rl
+from booktools.browser import ENABLE_BROWSER, find_chromium
 
 
 @pytest.fixture(scope="session")
@@ -27,41 +27,29 @@ def h100():
 
 @pytest.fixture(scope="session")
 def site(tmp_path_factory):
-    """The book, built once per test run as CI builds it: zero warnings, and self-contained (the
-    scripts it needs fetched with npm, never taken from a CDN; the build fails if it cannot)."""
+    """The book, built once per test run as CI builds it: zero warnings, and with no npm (a stand-in
+    ``npm``/``node`` first on PATH fails and leaves a mark if anything calls it): the scripts the
+    site serves itself are committed under _vendor/."""
+    if os.environ.get("ROOFLINE_SITE"):  # a site built already, to iterate on the browser tests quickly
+        return Path(os.environ["ROOFLINE_SITE"]).resolve()
     root, out = Path(__file__).resolve().parent.parent, tmp_path_factory.mktemp("book")
+    fake = tmp_path_factory.mktemp("no-npm")
+    for name in ("npm", "node", "npx"):
+        (fake / name).write_text(f"#!/bin/sh\ntouch '{fake}/called-{name}'\necho '{name} is not here' >&2\nexit 127\n")
+        (fake / name).chmod(0o755)
     proc = subprocess.run(
         [str(Path(sys.executable).parent / "jupyter-book"), "build", str(root), "--path-output", str(out),
          "--warningiserror", "--keep-going"],
-        capture_output=True, text=True, timeout=1200, env={**os.environ, "ROOFLINE_SELF_CONTAINED": "1"},
+        capture_output=True, text=True, timeout=1200, env={**os.environ, "PATH": f"{fake}:{os.environ['PATH']}"},
     )
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
     # Sphinx warnings read "path: WARNING: ..." (the kernel's own "WARNING |" log line is not one)
     assert "build succeeded" in proc.stdout and "WARNING:" not in proc.stdout + proc.stderr
+    assert not list(fake.glob("called-*")), "the book build called npm or node"
     return out / "_build" / "html"
 
 
 # --- the browser the page tests drive ------------------------------------------------------------------
-
-BROWSER_NAMES = ("chromium", "chromium-browser", "google-chrome")
-ENABLE_BROWSER = "to run them, `apt-get install chromium` or point $CHROMIUM at a Chromium or Chrome"
-
-
-def find_chromium(env=os.environ) -> tuple[str | None, str]:
-    """(path of the browser, how it was found or why none was): ``$CHROMIUM`` when set, else the first
-    of chromium, chromium-browser, google-chrome on PATH. Never downloads one."""
-    chosen = env.get("CHROMIUM")
-    if chosen:
-        path = shutil.which(chosen, path=env.get("PATH", os.defpath))
-        if path is None:
-            return None, f"$CHROMIUM is {chosen!r}, which is not an executable"
-        return path, f"$CHROMIUM={chosen}"
-    for name in BROWSER_NAMES:
-        path = shutil.which(name, path=env.get("PATH", os.defpath))
-        if path:
-            return path, f"{name} on PATH"
-    return None, f"no Chromium found ($CHROMIUM is unset and none of {', '.join(BROWSER_NAMES)} is on PATH)"
-
 
 def _in_ci() -> bool:
     return os.environ.get("CI", "").lower() == "true"

@@ -1,4 +1,4 @@
-"""Which browser the page tests drive, and what happens without one (tests/conftest.py: chromium)."""
+"""Which browser the page tests drive (booktools.browser), and what happens without one (conftest.py)."""
 
 import os
 import re
@@ -6,7 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conftest import BROWSER_NAMES, find_chromium
+from booktools.browser import BROWSER_NAMES, find_chromium
 
 ROOT = Path(__file__).resolve().parent.parent
 
