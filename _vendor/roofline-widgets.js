@@ -5,9 +5,9 @@
 // by roofline.widgets.frame_explorer uses a handful of ipywidgets models: boxes, HTML, images, selection
 // sliders, stacks and jslinks. This script draws exactly those models as plain HTML (a range input per
 // slider, the frames stacked in one grid cell, the marker stacks whose classes the explorer's own CSS
-// reads to show one frame) as soon as the page is parsed. A view that uses any other model is left to the real
-// widget manager (html-manager's embed.js, beside this file), which is then loaded; a page of explorers
-// alone never loads it. In a live notebook nothing here runs: ipywidgets draws the same models.
+// reads to show one frame) as soon as the page is parsed. A view that uses any other model is left to
+// the real widget manager (html-manager's embed.js, beside this file), which is then loaded; a page of
+// explorers alone never loads it. In a live notebook nothing here runs: ipywidgets draws the same models.
 (function () {
   "use strict";
   var here = document.currentScript && document.currentScript.src;
