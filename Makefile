@@ -7,7 +7,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 BOOK   := _build/html/index.html
 
-.PHONY: book test bench lab execute lock clean
+.PHONY: book test bench lab execute lock vendor clean
 
 $(STAMP): requirements.txt pyproject.toml
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python 3.11 or newer is needed, found " + sys.version.split()[0]'
@@ -28,7 +28,7 @@ test: $(STAMP)
 
 # Figures to quote: cold book build, nbval, one vectorized decode sweep.
 bench: $(STAMP)
-	$(BIN)/python -m roofline.bench
+	$(BIN)/python -m booktools.bench
 
 # The notebooks, live, with working sliders.
 lab: $(STAMP)
@@ -37,7 +37,7 @@ lab: $(STAMP)
 
 # Re-execute the chapters top to bottom in a fresh kernel and strip volatile metadata (commit after).
 execute: $(STAMP)
-	$(BIN)/python -m roofline.notebooks chapters/*.ipynb
+	$(BIN)/python -m booktools.notebooks chapters/*.ipynb
 
 lock:
 	rm -rf /tmp/roofline-lock && $(PYTHON) -m venv /tmp/roofline-lock
@@ -45,6 +45,11 @@ lock:
 	/tmp/roofline-lock/bin/pip install --quiet -r requirements.in
 	{ echo "# Pinned: every package the book and its tests install, from requirements.in (regenerate with \`make lock\`)."; \
 	  /tmp/roofline-lock/bin/pip freeze; } > requirements.txt
+
+# For maintainers: re-fetch the scripts the site serves itself (pinned in package-lock.json) into _vendor/
+# with npm, and rewrite _vendor/MANIFEST.json; commit the result. Building the book needs no npm.
+vendor: $(STAMP)
+	$(BIN)/python -m booktools.vendor
 
 clean:
 	rm -rf _build .pytest_cache

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 import roofline as rl
+from booktools.browser import ENABLE_BROWSER, find_chromium
 
 
 @pytest.fixture(scope="session")
@@ -26,15 +27,54 @@ def h100():
 
 @pytest.fixture(scope="session")
 def site(tmp_path_factory):
-    """The book, built once per test run as CI builds it: zero warnings, and self-contained (the
-    scripts it needs fetched with npm, never taken from a CDN; the build fails if it cannot)."""
+    """The book, built once per test run as CI builds it: zero warnings, and with no npm (a stand-in
+    ``npm``/``node`` first on PATH fails and leaves a mark if anything calls it): the scripts the
+    site serves itself are committed under _vendor/."""
+    if os.environ.get("ROOFLINE_SITE"):  # a site built already, to iterate on the browser tests quickly
+        return Path(os.environ["ROOFLINE_SITE"]).resolve()
     root, out = Path(__file__).resolve().parent.parent, tmp_path_factory.mktemp("book")
+    fake = tmp_path_factory.mktemp("no-npm")
+    for name in ("npm", "node", "npx"):
+        (fake / name).write_text(f"#!/bin/sh\ntouch '{fake}/called-{name}'\necho '{name} is not here' >&2\nexit 127\n")
+        (fake / name).chmod(0o755)
     proc = subprocess.run(
         [str(Path(sys.executable).parent / "jupyter-book"), "build", str(root), "--path-output", str(out),
          "--warningiserror", "--keep-going"],
-        capture_output=True, text=True, timeout=1200, env={**os.environ, "ROOFLINE_SELF_CONTAINED": "1"},
+        capture_output=True, text=True, timeout=1200, env={**os.environ, "PATH": f"{fake}:{os.environ['PATH']}"},
     )
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
     # Sphinx warnings read "path: WARNING: ..." (the kernel's own "WARNING |" log line is not one)
     assert "build succeeded" in proc.stdout and "WARNING:" not in proc.stdout + proc.stderr
+    assert not list(fake.glob("called-*")), "the book build called npm or node"
     return out / "_build" / "html"
+
+
+# --- the browser the page tests drive ------------------------------------------------------------------
+
+def _in_ci() -> bool:
+    return os.environ.get("CI", "").lower() == "true"
+
+
+def pytest_collection_modifyitems(config, items):
+    """No browser, outside CI: skip every test that needs one, as one line of pytest's summary (a skip
+    mark, which pytest folds per file, rather than a skip from the fixture, reported once per test)."""
+    needing = [item for item in items if "chromium" in getattr(item, "fixturenames", ())]
+    if not needing or _in_ci():
+        return
+    path, how = find_chromium()
+    if path is None:
+        mark = pytest.mark.skip(reason=f"browser tests skipped: {how}; {ENABLE_BROWSER}")
+        for item in needing:
+            item.add_marker(mark)
+
+
+@pytest.fixture(scope="session")
+def chromium():
+    """The browser's path. In CI (``CI=true``) a missing browser is a failure that names what was
+    looked for; elsewhere the tests that need one were skipped at collection."""
+    path, how = find_chromium()
+    if path is None:
+        if _in_ci():
+            pytest.fail(f"CI=true, and the browser tests need a browser: {how}; {ENABLE_BROWSER}.", pytrace=False)
+        pytest.skip(f"browser tests skipped: {how}; {ENABLE_BROWSER}")
+    return path

@@ -93,3 +93,53 @@ def test_reference_pages_render_the_api_and_the_command_line(site):
     mixtral = rl.load_model("mixtral-8x7b")
     assert f"{mixtral.params:,}" in cli and f"{mixtral.active_params:,}" in cli
     assert "did you mean" in cli and "Traceback" not in cli
+
+
+def test_no_page_loads_anything_from_outside_the_site(site):
+    """Every page, read as a browser loads it: no script, style sheet, font, image or frame from another
+    host, and no style sheet that imports or names one (the widget manager and MathJax come from
+    _vendor/, served as _static/)."""
+    elsewhere = r"""["']?(?:https?:)?//"""
+    tags = re.compile(rf"""<(?:script|img|iframe|source|audio|video|embed|input)\b[^>]*\ssrc=({elsewhere}[^"'\s>]+)"""
+                      rf"""|<link\b[^>]*\shref=({elsewhere}[^"'\s>]+)""", re.I)
+    in_css = re.compile(rf"""url\(\s*({elsewhere}[^)]+)\)|@import\s+({elsewhere}[^;]+)""", re.I)
+    found = {}
+    pages = sorted(site.rglob("*.html"))
+    assert len(pages) > 5
+    for page in pages:
+        raw = page.read_text(encoding="utf-8")
+        styles = " ".join(re.findall(r"<style\b[^>]*>(.*?)</style>", raw, flags=re.S | re.I))
+        hits = [a or b for a, b in tags.findall(raw)] + [a or b for a, b in in_css.findall(styles)]
+        if hits:
+            found[str(page.relative_to(site))] = hits
+    for css in sorted(site.rglob("*.css")):
+        hits = [a or b for a, b in in_css.findall(css.read_text(encoding="utf-8", errors="replace"))]
+        if hits:
+            found[str(css.relative_to(site))] = hits
+    assert found == {}, found
+    chapter = (site / "chapters" / "01-three-budgets.html").read_text(encoding="utf-8")
+    for script in ("_static/roofline-widgets.js", "_static/mathjax/startup.js", "_static/roofline.css", "_static/roofline-nav.js"):
+        assert f"../{script}" in chapter, script
+
+
+def test_the_page_head_is_the_themes_less_fontawesome_js():
+    """_templates/static/webpack-macros.html overrides the theme's file to drop one 1.5 MB script; the
+    rest must stay the theme's own, or a theme upgrade would silently change every page head."""
+    import pydata_sphinx_theme
+
+    theme = Path(pydata_sphinx_theme.__file__).parent / "theme" / "pydata_sphinx_theme" / "static" / "webpack-macros.html"
+    ours = (ROOT / "_templates" / "static" / "webpack-macros.html").read_text()
+    body = lambda text: [line.rstrip() for line in re.sub(r"(<!--.*?-->|\{#.*?#\})", "", text, flags=re.S).splitlines()
+                         if line.strip()]
+    expected = [line for line in body(theme.read_text()) if "fontawesome.js" not in line]
+    assert len(expected) == len(body(theme.read_text())) - 1
+    assert body(ours) == expected
+
+
+def test_icons_still_come_from_the_themes_webfont(site):
+    """Without fontawesome.js the icons are drawn by the theme's style sheet and its webfont."""
+    page = (site / "chapters" / "01-three-budgets.html").read_text(encoding="utf-8")
+    assert "fontawesome.js" not in page and 'class="fa-solid fa-bars"' in page
+    css = (site / "_static" / "styles" / "pydata-sphinx-theme.css").read_text(encoding="utf-8")
+    assert ".fa-bars:before" in css and "fa-solid-900.woff2" in css
+    assert (site / "_static" / "vendor" / "fontawesome" / "webfonts" / "fa-solid-900.woff2").is_file()

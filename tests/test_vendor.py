@@ -1,4 +1,4 @@
-"""The self-hosted scripts: CDN fallback addresses follow the lock file, and failures say why."""
+"""The scripts the site serves itself: committed under _vendor/, the versions the lock pins, small."""
 
 import json
 import shutil
@@ -6,49 +6,58 @@ from pathlib import Path
 
 import pytest
 
-from roofline import vendor
+from booktools import vendor
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def _locked(package):
-    return json.loads((ROOT / "package-lock.json").read_text())["packages"][f"node_modules/{package}"]["version"]
+def test_the_committed_scripts_are_the_ones_the_lock_pins():
+    assert vendor.check() == []
+    entries = vendor.manifest()
+    locked = vendor.locked_versions()
+    assert entries["html-manager/embed.js"]["version"] == locked["@jupyter-widgets/html-manager"]
+    assert entries["mathjax/startup.js"]["version"] == locked["mathjax"]
+    # every package that ships code here ships its license beside it
+    for folder in ("html-manager", "mathjax"):
+        assert any(p.startswith(f"{folder}/") and "LICENSE" in p for p in entries), folder
 
 
-def test_the_cdn_fallback_loads_the_versions_the_lock_pins():
-    assert vendor.cdn_url("npm/require.js").endswith(f"/requirejs@{_locked('requirejs')}/require.js")
-    embed = vendor.cdn_url("npm/html-manager/embed-amd.js")
-    assert embed.endswith(f"/@jupyter-widgets/html-manager@{_locked('@jupyter-widgets/html-manager')}/dist/embed-amd.js")
-    assert vendor.cdn_url("npm/mathjax/tex-mml-chtml.js").endswith(f"/mathjax@{_locked('mathjax')}/es5/tex-mml-chtml.js")
-    assert vendor.cdn_url("roofline-widgets.js") == "roofline-widgets.js"  # ours, always served by the site
-
-
-def test_the_configured_scripts_are_ones_fetch_copies():
+def test_the_configured_scripts_are_committed_and_few_megabytes():
     import yaml
 
     config = yaml.safe_load((ROOT / "_config.yml").read_text())["sphinx"]["config"]
     for path in [*config["nb_ipywidgets_js"], config["mathjax_path"]]:
-        assert vendor.cdn_url(path).startswith(("https://", "roofline-widgets.js")), path
-    assert (ROOT / vendor.STATIC / "roofline-widgets.js").is_file()
+        assert (ROOT / vendor.STATIC / path).is_file(), path
+    assert "require" not in " ".join(config["nb_ipywidgets_js"]), "the embed manager needs no RequireJS"
+    # the fallback widget manager that roofline-widgets.js loads for widgets other than explorers
+    assert '"html-manager/embed.js"' in (ROOT / vendor.STATIC / "roofline-widgets.js").read_text()
+    assert "html-manager/embed.js" in vendor.manifest()
+    total = sum(f.stat().st_size for f in (ROOT / vendor.STATIC).rglob("*") if f.is_file())
+    assert total < 5e6, f"_vendor/ holds {total / 1e6:.1f} MB"
 
 
-def test_unknown_paths_and_a_missing_npm_are_clear_errors(tmp_path, monkeypatch):
-    with pytest.raises(vendor.VendorError, match="not a file that roofline.vendor copies"):
-        vendor.cdn_url("npm/nothing-here.js")
+def test_a_changed_or_stale_copy_is_reported(tmp_path):
+    shutil.copytree(ROOT / vendor.STATIC, tmp_path / vendor.STATIC)
+    shutil.copy(ROOT / "package-lock.json", tmp_path)
+    assert vendor.check(tmp_path) == []
+    embed = tmp_path / vendor.STATIC / "html-manager" / "embed.js"
+    embed.write_bytes(embed.read_bytes() + b"\n")
+    (tmp_path / vendor.STATIC / "mathjax" / "LICENSE").unlink()
+    lock = json.loads((tmp_path / "package-lock.json").read_text())
+    lock["packages"]["node_modules/mathjax"]["version"] = "9.9.9"
+    (tmp_path / "package-lock.json").write_text(json.dumps(lock))
+    problems = "\n".join(vendor.check(tmp_path))
+    assert "html-manager/embed.js differs" in problems
+    assert "mathjax/LICENSE is missing" in problems
+    assert "the lock pins 9.9.9" in problems
+
+
+def test_missing_lock_manifest_or_npm_are_clear_errors(tmp_path, monkeypatch):
     with pytest.raises(vendor.VendorError, match="package-lock.json is missing"):
-        vendor.fetch(tmp_path)
+        vendor.refresh(tmp_path)
+    with pytest.raises(vendor.VendorError, match="MANIFEST.json is missing: run `make vendor`"):
+        vendor.manifest(tmp_path)
     shutil.copy(ROOT / "package-lock.json", tmp_path)
     monkeypatch.setattr(vendor.shutil, "which", lambda name: None)
-    with pytest.raises(vendor.VendorError, match="npm .* was not found"):
-        vendor.fetch(tmp_path)
-
-
-def test_tests_and_ci_insist_on_the_self_contained_site(monkeypatch):
-    monkeypatch.delenv("ROOFLINE_SELF_CONTAINED", raising=False)
-    monkeypatch.delenv("CI", raising=False)
-    assert not vendor.self_contained_required()
-    monkeypatch.setenv("CI", "true")
-    assert vendor.self_contained_required()
-    monkeypatch.delenv("CI")
-    monkeypatch.setenv("ROOFLINE_SELF_CONTAINED", "1")
-    assert vendor.self_contained_required()
+    with pytest.raises(vendor.VendorError, match="npm .* was not found.*building the book does not"):
+        vendor.refresh(tmp_path)

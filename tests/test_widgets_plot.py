@@ -12,30 +12,45 @@ def explorer():
     return widgets.decode_explorer("llama-3-8b", "h100-sxm", batches=(1, 16, 256), contexts=(0, 8192))
 
 
-def test_explorer_has_two_controls_over_nested_frames(explorer):
-    batch, context, stack = explorer.children
+def test_explorer_has_two_controls_over_one_frame_per_combination(explorer):
+    batch, context = explorer.controls
     assert [o[1] for o in batch.options] == [1, 16, 256] and [o[1] for o in context.options] == [0, 8192]
-    assert len(stack.children) == 2 and all(len(s.children) == 3 for s in stack.children)
+    assert sorted(explorer.frames) == [(i, j) for i in range(3) for j in range(2)]
+    assert explorer.children[:2] == (batch, context)
     assert repr(explorer).startswith("FrameExplorer(llama-3-8b decode on H100 SXM")
 
 
 def test_frames_differ_and_readouts_follow_the_package(explorer):
-    _, _, stack = explorer.children
-    frames = [panel for inner in stack.children for panel in inner.children]
-    images = [p.children[1].value for p in frames]
+    images = [explorer.png(k) for k in explorer.frames]
     assert len(set(images)) == len(images), "two slider positions show the same picture"
     assert all(img[:8] == b"\x89PNG\r\n\x1a\n" for img in images)
     pred = rl.predict(rl.decode_step("llama-3-8b", 16, 8192), "h100-sxm")
-    text = stack.children[1].children[1].children[0].value
+    text = explorer.text((1, 1))
     assert f"{16 / pred.time:,.0f} tokens/s" in text and "batch 16, context 8,192" in text
 
 
-def test_sliders_are_linked_in_the_browser(explorer):
-    batch, context, stack = explorer.children
+def test_sliders_are_linked_in_the_browser_to_markers_that_pick_one_frame(explorer):
+    """Each control drives a stack of marker boxes; the explorer's CSS shows the frame whose classes
+    match every marker present, and hides all others."""
+    import re
+
     targets = {(l.source[0].model_id, l.source[1], l.target[0].model_id, l.target[1]) for l in explorer.links}
-    assert (context.model_id, "index", stack.model_id, "selected_index") in targets
-    for inner in stack.children:
-        assert (batch.model_id, "index", inner.model_id, "selected_index") in targets
+    for control, marker in zip(explorer.controls, explorer.markers):
+        assert (control.model_id, "index", marker.model_id, "selected_index") in targets
+        assert len(marker.children) == len(control.options)
+        assert marker.selected_index == control.index
+    style = next(c.value for c in explorer.children if isinstance(c, widgets.W.HTML))
+    hides = re.findall(r"\.rl-m(\d)-(\d)\) \.rl-frame:not\(\.rl-c(\d)-(\d)\) \{visibility: hidden\}", style)
+    assert sorted(hides) == sorted((str(l), str(i), str(l), str(i)) for l, n in enumerate((3, 2)) for i in range(n))
+    for k, f in explorer.frames.items():
+        assert f.layout.grid_area == "1 / 1"  # stacked in one cell: the box is as tall as the tallest frame
+    # apply the rules as a browser would, for every slider setting: exactly the frame of that setting shows
+    for setting in explorer.frames:
+        present = {f"rl-m{level}-{i}" for level, i in enumerate(setting)}
+        shown = [k for k, f in explorer.frames.items()
+                 if not any(f"rl-m{ml}-{mi}" in present and f"rl-c{cl}-{ci}" not in f._dom_classes
+                            for ml, mi, cl, ci in hides)]
+        assert shown == [setting]
 
 
 def test_frame_explorer_rejects_bad_controls():
@@ -64,34 +79,52 @@ def test_saved_figures_are_byte_for_byte_reproducible(tmp_path):
 
 
 def test_frame_explorer_with_one_control_and_png_bytes():
+    import io
+
     import matplotlib.pyplot as plt
+
+    drawn = {}
 
     def frame(value):
         fig, ax = plt.subplots(figsize=(2, 1))
         ax.plot([0, 1], [0, value])
+        ax.set_ylim(0, 3)
         png = widgets.png_bytes(fig)
         plt.close(fig)
+        drawn[value] = png
         return png, f"value {value}"
 
-    e = widgets.frame_explorer([("value", [1, 2, 3])], frame, "three lines")
-    slider, stack = e.children
-    assert len(stack.children) == 3 and len(e.links) == 1
-    assert stack.children[2].children[0].value == "value 3"
+    e = widgets.frame_explorer([("value", [1, 2, 3])], frame, "three lines", start=[1])
+    (slider,) = e.controls
+    assert len(e.frames) == 3 and len(e.links) == 1 and slider.index == 1 and e.markers[0].selected_index == 1
+    assert e.text((2,)) == "value 3"
+    # each frame, base and overlay put together, is the picture drawn, to the pixel
+    from PIL import Image
+
+    rgb = lambda png: np.asarray(Image.open(io.BytesIO(png)).convert("RGB"))
+    for k, value in enumerate([1, 2, 3]):
+        assert np.array_equal(rgb(e.png((k,))), rgb(drawn[value])), value
     assert repr(e) == "FrameExplorer(three lines)"
 
 
-def test_three_controls_nest_three_levels():
+def test_three_controls_pick_among_all_combinations():
+    import io
+
+    from PIL import Image
+
     seen = []
 
     def frame(a, b, c):
         seen.append((a, b, c))
-        return b"png", f"{a}-{b}-{c}"
+        buf = io.BytesIO()
+        Image.new("RGB", (4, 4), (a, b, c)).save(buf, format="PNG")
+        return buf.getvalue(), f"{a}-{b}-{c}"
 
     e = widgets.frame_explorer([("a", [1, 2]), ("b", [3, 4, 5]), ("c", [6, 7])], frame, "grid")
-    *controls, body = e.children
-    assert len(seen) == 12 and len(set(seen)) == 12 and len(e.links) == 1 + 2 + 6
-    # outermost follows c, then b, innermost a: body[c][b][a]
-    assert body.children[1].children[2].children[0].children[0].value == "1-5-7"
+    assert len(seen) == 12 and len(set(seen)) == 12 and len(e.links) == 3 and len(e.markers) == 3
+    assert e.text((0, 2, 1)) == "1-5-7"
+    with pytest.raises(ValueError, match="start must hold one option index per control"):
+        widgets.frame_explorer([("a", [1, 2])], frame, "bad start", start=[2])
 
 
 def test_frames_are_small_palette_pngs_that_keep_the_point_visible(explorer):
@@ -100,11 +133,11 @@ def test_frames_are_small_palette_pngs_that_keep_the_point_visible(explorer):
 
     from PIL import Image
 
-    _, _, stack = explorer.children
-    image = Image.open(io.BytesIO(stack.children[0].children[0].children[1].value))
+    base = explorer.frames[0, 0].children[1].children[0]
+    image = Image.open(io.BytesIO(base.value))
     assert image.mode == "P" and len(image.getcolors()) <= 128
     target = tuple(int(plot.PALETTE["vermillion"].lstrip("#")[k:k + 2], 16) for k in (0, 2, 4))
-    rgb = np.asarray(image.convert("RGB"), dtype=int)
+    rgb = np.asarray(Image.open(io.BytesIO(explorer.png((2, 1)))).convert("RGB"), dtype=int)
     assert (np.abs(rgb - target).sum(axis=-1) < 30).sum() > 20, "the moving point is gone from the frame"
 
 
@@ -117,3 +150,15 @@ def test_blitter_rejects_a_palette_png_cannot_hold():
             widgets.Blitter(fig, [], colors=1000)
     finally:
         plt.close(fig)
+
+
+def test_frames_share_a_base_picture_and_carry_small_overlays(explorer):
+    """The six frames are one chart with the point moved (and, per context, its path): at most one base
+    picture per context, and overlays that weigh a fraction of the frames they complete."""
+    pictures = [f.children[1].children for f in explorer.frames.values()]
+    bases = {p[0].model_id: len(p[0].value) for p in pictures}
+    overlays = [len(p[1].value) for p in pictures if len(p) > 1]
+    assert 1 <= len(bases) <= 2 and len(overlays) == 6 - len(bases)
+    full = sum(len(explorer.png(k)) for k in explorer.frames)
+    assert sum(bases.values()) + sum(overlays) < 0.5 * full
+    assert max(overlays) <= 0.3 * min(bases.values())

@@ -1,6 +1,6 @@
 """Execute the chapters top to bottom in a fresh kernel and strip what would change run to run.
 
-``python -m roofline.notebooks chapters/*.ipynb`` (``make execute``). A committed chapter is then
+``python -m booktools.notebooks chapters/*.ipynb`` (``make execute``). A committed chapter is then
 exactly what a fresh kernel produces: execution counts 1, 2, 3..., outputs present, and no timings,
 widget state with random ids, or interpreter patch versions in its metadata.
 """
@@ -48,7 +48,7 @@ def execute(path: str | Path, timeout: int = 600) -> None:
 
 def main(argv: list[str]) -> int:
     if not argv:
-        print("usage: python -m roofline.notebooks NOTEBOOK.ipynb ...", file=sys.stderr)
+        print("usage: python -m booktools.notebooks NOTEBOOK.ipynb ...", file=sys.stderr)
         return 2
     for name in argv:
         print(f"executing {name}", flush=True)

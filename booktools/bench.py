@@ -1,0 +1,151 @@
+"""``make bench``: the figures to quote for speed and weight. Printed, never asserted.
+
+- one vectorized decode sweep over 10^6 (batch, context) pairs, in milliseconds;
+- a cold book build (fresh output folder, notebooks executed), in seconds;
+- chapter 1's page weight: its HTML (the explorer's frames ride inside it) and every file it loads
+  (scripts, styles, fonts, images), in MB as stored and as a static host sends them (gzip); in
+  headless Chromium when one is found (``booktools.browser``), else from the files the HTML names;
+- chapter 1's time to usable sliders: from opening the page from local disk (``file://``) in headless
+  Chromium to the decode explorer's slider having a handle and its frame being on screen, the median
+  of five cold loads (goals: at most 4 MB stored, 1.5 MB gzipped, 1.5 s);
+- nbval over the chapters, in seconds.
+"""
+
+from __future__ import annotations
+
+import gzip
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+CHAPTER = "chapters/01-three-budgets.html"
+
+
+def _seconds(cmd: list[str], cwd: Path) -> float:
+    start = time.perf_counter()
+    proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True)
+    elapsed = time.perf_counter() - start
+    if proc.returncode != 0:
+        print(proc.stdout[-2000:], proc.stderr[-2000:], file=sys.stderr)
+        raise SystemExit(f"failed: {' '.join(cmd)}")
+    return elapsed
+
+
+def sweep_seconds(n_batch: int = 1000, n_context: int = 1000, repeat: int = 5) -> float:
+    """Best time of one decode_step + predict call over n_batch x n_context pairs."""
+    import roofline as rl
+
+    model, roof = rl.load_model("llama-3-8b"), rl.get_hardware("h100-sxm")
+    batch = np.arange(1, n_batch + 1, dtype=float)[None, :]
+    context = np.linspace(0, 131_072, n_context).round()[:, None]
+    best = float("inf")
+    for _ in range(repeat):
+        start = time.perf_counter()
+        pred = rl.predict(rl.decode_step(model, batch, context, accounting="refined"), roof)
+        _ = batch / pred.time  # tokens/s for every pair
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def page_weight(site: Path, page: str = CHAPTER) -> dict[str, tuple[int, int]]:
+    """Bytes (stored, gzipped) of ``page`` and of every file of the site it loads by name.
+
+    Files named by ``<script src>``, ``<link href>`` (styles, preloads) and ``<img src>``; not what
+    those load in turn (fonts), which :func:`in_browser` counts.
+    Keys: "html", "scripts", "styles", "images".
+    """
+    path = site / page
+    raw = path.read_text(encoding="utf-8")
+    kinds = {"scripts": r"<script[^>]*\ssrc=\"([^\"]+)\"", "styles": r"<link[^>]*\shref=\"([^\"]+\.css)[^\"]*\"",
+             "images": r"<img[^>]*\ssrc=\"([^\"]+)\""}
+    weight = {"html": size(path.read_bytes())}
+    for kind, pattern in kinds.items():
+        files = {(path.parent / m.split("?")[0]).resolve() for m in re.findall(pattern, raw) if "://" not in m}
+        missing = [f for f in files if not f.is_file()]
+        if missing:
+            raise FileNotFoundError(f"{page} names files the site lacks: {missing}")
+        sizes = [size(f.read_bytes()) for f in files]
+        weight[kind] = (sum(s for s, _ in sizes), sum(g for _, g in sizes))
+    return weight
+
+
+def size(data: bytes) -> tuple[int, int]:
+    """(bytes stored, bytes gzipped at level 6, as a static host would send them)."""
+    return len(data), len(gzip.compress(data, 6))
+
+
+def in_browser(site: Path, page: str = CHAPTER, loads: int = 5) -> tuple[float, tuple[int, int], list[str]]:
+    """(median seconds to usable sliders, (stored, gzipped) bytes of every file the page loaded,
+    requests outside the site) over ``loads`` cold loads from ``file://`` in headless Chromium."""
+    from playwright import sync_api
+
+    from booktools.browser import ARGS, USABLE_JS, find_chromium, record
+
+    chromium, how = find_chromium()
+    if chromium is None:
+        raise RuntimeError(how)
+    times, files, outside = [], set(), []
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium, args=ARGS)
+        try:
+            for _ in range(loads):
+                context = browser.new_context(viewport={"width": 1280, "height": 900})  # a cold cache each time
+                tab = context.new_page()
+                failed, loaded = [], []
+                record(tab, outside, failed, loaded)
+                tab.goto((site / page).as_uri(), wait_until="commit")
+                times.append(tab.wait_for_function(USABLE_JS, polling="raf", timeout=30_000).json_value() / 1e3)
+                tab.wait_for_load_state("load")
+                tab.wait_for_timeout(500)  # fonts MathJax asks for after load
+                if failed:
+                    raise FileNotFoundError(f"{page} asks for files the site lacks: {failed}")
+                files |= {Path(path) for _, path in loaded}
+                context.close()
+        finally:
+            browser.close()
+    sizes = [size(f.read_bytes()) for f in files if f.is_file()]
+    return sorted(times)[len(times) // 2], (sum(s for s, _ in sizes), sum(g for _, g in sizes)), outside
+
+
+def report_page(site: Path) -> None:
+    """Print chapter 1's weight and time to usable sliders for the built site in ``site``."""
+    weight = page_weight(site, CHAPTER)
+    total = [sum(w[k] for w in weight.values()) / 1e6 for k in (0, 1)]
+    parts = ", ".join(f"{kind} {w[0] / 1e6:.2f}" for kind, w in weight.items())
+    try:
+        usable, loaded, outside = in_browser(site)
+    except RuntimeError as err:
+        print(f"chapter 1 page weight, files its HTML names: {total[0]:.2f} MB as stored ({parts}), "
+              f"{total[1]:.2f} MB gzipped", flush=True)
+        print(f"chapter 1 time to usable sliders: not measured, {err}", flush=True)
+        return
+    print(f"chapter 1 page weight, every file it loads in Chromium: {loaded[0] / 1e6:.2f} MB as stored, "
+          f"{loaded[1] / 1e6:.2f} MB gzipped (HTML and what it names: {parts})", flush=True)
+    print(f"chapter 1 time to usable sliders, file:// in headless Chromium, median of 5: {usable:.2f} s"
+          + (f"; requests outside the site: {outside}" if outside else ""), flush=True)
+
+
+def main(argv: list[str]) -> None:
+    """``python -m booktools.bench`` for every figure; ``--site _build/html`` for the page's alone."""
+    if argv[:1] == ["--site"] and len(argv) == 2:
+        report_page(Path(argv[1]).resolve())
+        return
+    bin_ = Path(sys.executable).parent
+    sweep = sweep_seconds()
+    print(f"decode sweep, 10^6 (batch, context) pairs, one vectorized call: {1e3 * sweep:.1f} ms", flush=True)
+    with tempfile.TemporaryDirectory() as out:
+        book = _seconds([str(bin_ / "jupyter-book"), "build", str(ROOT), "--path-output", out, "--warningiserror"], ROOT)
+        print(f"cold book build: {book:.1f} s", flush=True)
+        report_page(Path(out, "_build", "html"))
+    nbval = _seconds([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "chapters"], ROOT)
+    print(f"nbval over chapters/: {nbval:.1f} s", flush=True)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
