@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._check import number
+from ._check import broadcast, number
 from .cost import Breakdown, Cost
 from .model import Model, NotModelledError, load_model
 from .ops import attention_flops, kv_cache_bytes
@@ -104,6 +104,7 @@ def decode_step(model: Model | str, batch=1, context=0, *, dtype: str = "bf16", 
     _check_accounting(accounting)
     batch = number("batch", batch, integer=True)
     context = number("context", context, integer=True, strict=False)
+    broadcast(batch=batch, context=context)
     _check_modelled(m, batch, "decode_step")
     wb = dtype_bytes(dtype)
     kvb = m.kv_bytes_per_token(kv_dtype or dtype)
@@ -133,6 +134,7 @@ def prefill(model: Model | str, tokens, batch=1, *, dtype: str = "bf16", kv_dtyp
     _check_accounting(accounting)
     tokens = number("tokens", tokens, integer=True)
     batch = number("batch", batch, integer=True)
+    broadcast(tokens=tokens, batch=batch)
     _check_modelled(m, tokens * batch, "prefill")
     wb = dtype_bytes(dtype)
     kvb = m.kv_bytes_per_token(kv_dtype or dtype)
@@ -169,7 +171,13 @@ def compute_bound_batch(model: Model | str, roof, context=0, *, max_batch: int =
     """
     from .performance import predict
 
-    max_batch = int(number("max_batch", max_batch, integer=True))
+    max_batch = number("max_batch", max_batch, integer=True)
+    if np.ndim(max_batch):
+        raise TypeError(f"max_batch must be a single whole number, got an array of shape {np.shape(max_batch)}")
+    if np.ndim(context):
+        raise TypeError(f"compute_bound_batch sweeps the batch for one context; context must be a single number, "
+                        f"got an array of shape {np.shape(context)} (call it once per context)")
+    max_batch = int(max_batch)
     batches = np.arange(1, max_batch + 1, dtype=float)
     bound = np.asarray(predict(decode_step(model, batches, context, **options), roof,
                                dtype=options.get("dtype", "bf16")).bound)

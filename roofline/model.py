@@ -66,6 +66,14 @@ class MoE:
     layer_freq: int = 1
     router_bias: bool = False
 
+    def __post_init__(self):
+        for name in ("num_experts", "experts_per_token", "expert_intermediate_size", "layer_freq"):
+            _positive_int(f"MoE.{name}", getattr(self, name))
+        for name in ("shared_intermediate_size", "first_dense_layers"):
+            _positive_int(f"MoE.{name}", getattr(self, name), minimum=0)
+        if self.experts_per_token > self.num_experts:
+            raise ValueError(f"MoE.experts_per_token ({self.experts_per_token}) exceeds num_experts ({self.num_experts})")
+
     def is_moe_layer(self, layer: int) -> bool:
         """Whether decoder layer ``layer`` (counting from 0) has experts rather than a dense MLP."""
         return layer >= self.first_dense_layers and layer % self.layer_freq == 0
@@ -85,6 +93,12 @@ class MLA:
     qk_nope_head_dim: int
     v_head_dim: int
     q_lora_rank: int | None = None
+
+    def __post_init__(self):
+        for name in ("kv_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim"):
+            _positive_int(f"MLA.{name}", getattr(self, name))
+        if self.q_lora_rank is not None:
+            _positive_int("MLA.q_lora_rank", self.q_lora_rank)
 
     @property
     def latent_width(self) -> int:
@@ -118,6 +132,32 @@ class Model:
     o_proj_bias: bool | None = None  # None: the same as attention_bias (Qwen2 has q/k/v biases only)
     moe: MoE | None = None
     mla: MLA | None = None
+
+    def __post_init__(self):
+        if not isinstance(self.name, str) or not self.name:
+            raise TypeError(f"Model.name must be a non-empty string, got {self.name!r}")
+        for field in ("hidden_size", "intermediate_size", "num_layers", "num_heads", "num_kv_heads", "head_dim",
+                      "vocab_size"):
+            _positive_int(f"Model.{field}", getattr(self, field))
+        if self.max_position_embeddings is not None:
+            _positive_int("Model.max_position_embeddings", self.max_position_embeddings)
+        for field in ("tie_word_embeddings", "attention_bias", "mlp_bias"):
+            if not isinstance(getattr(self, field), bool):
+                raise TypeError(f"Model.{field} must be True or False, got {getattr(self, field)!r}")
+        if self.o_proj_bias is not None and not isinstance(self.o_proj_bias, bool):
+            raise TypeError(f"Model.o_proj_bias must be True, False or None, got {self.o_proj_bias!r}")
+        if self.num_heads % self.num_kv_heads:
+            raise ValueError(f"Model.num_heads ({self.num_heads}) must be a multiple of num_kv_heads "
+                             f"({self.num_kv_heads}): each KV head serves a whole group of query heads")
+        if self.moe is not None and not isinstance(self.moe, MoE):
+            raise TypeError(f"Model.moe must be a MoE or None, got {type(self.moe).__name__}")
+        if self.mla is not None and not isinstance(self.mla, MLA):
+            raise TypeError(f"Model.mla must be an MLA or None, got {type(self.mla).__name__}")
+        if self.moe is not None and not any(self.moe.is_moe_layer(i) for i in range(min(self.num_layers,
+                                                                                        self.moe.first_dense_layers + self.moe.layer_freq))):
+            raise ValueError(f"Model.moe: no layer of the {self.num_layers} has experts (the first "
+                             f"{self.moe.first_dense_layers} are dense, then one in {self.moe.layer_freq}); "
+                             "leave moe=None for a dense model")
 
     @property
     def title(self) -> str:
@@ -303,15 +343,38 @@ class Model:
         return self.moe
 
 
+# The largest width or count a model may have: 2**53, past which a float no longer holds every whole
+# number (the formulas multiply these in floating point).
+LARGEST = 2**53
+
+
+def _shown(value) -> str:
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) > LARGEST:
+        return f"an integer of {len(str(abs(value))):,} digits"
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _positive_int(name: str, value, *, minimum: int = 1) -> int:
+    """``value`` if it is a whole number from ``minimum`` to 2**53, else an error naming ``name``."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be a whole number (an int), got {type(value).__name__} {_shown(value)}")
+    if not minimum <= value <= LARGEST:
+        what = "a positive integer" if minimum == 1 else f"an integer >= {minimum}"
+        raise ValueError(f"{name} must be {what} no larger than 2**53, got {_shown(value)}")
+    return value
+
+
 def _int_field(config: dict, key: str, where: str, default=None, *, minimum: int = 1) -> int:
     if key not in config or config[key] is None:
         if default is not None:
             return default
         raise ValueError(f"{where}: config is missing '{key}'")
     value = config[key]
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+    if isinstance(value, bool) or not isinstance(value, int) or not minimum <= value <= LARGEST:
         what = "a positive integer" if minimum == 1 else f"an integer >= {minimum}"
-        raise ValueError(f"{where}: '{key}' must be {what}, got {value!r}")
+        cap = " (at most 2**53)" if isinstance(value, int) and value > LARGEST else ""
+        raise ValueError(f"{where}: '{key}' must be {what}{cap}, got {_shown(value)}")
     return value
 
 
@@ -325,6 +388,11 @@ def _bool_field(config: dict, key: str, where: str, default: bool = False) -> bo
 
 
 def _moe(config: dict, family: str, where: str) -> MoE | None:
+    if family in _MOE_FAMILIES or (family in _MLA_FAMILIES and config.get("n_routed_experts") is not None):
+        experts = _int_field(config, "num_local_experts" if family == "mixtral" else "n_routed_experts", where)
+        per_token = _int_field(config, "num_experts_per_tok", where)
+        if per_token > experts:
+            raise ValueError(f"{where}: 'num_experts_per_tok' ({per_token}) exceeds the number of experts ({experts})")
     if family == "mixtral":
         experts = _int_field(config, "num_local_experts", where)
         moe = MoE(experts, _int_field(config, "num_experts_per_tok", where),
@@ -345,9 +413,10 @@ def _moe(config: dict, family: str, where: str) -> MoE | None:
             raise ValueError(f"{where}: model_type {family!r} with experts is not supported; "
                              f"mixture-of-experts families: {', '.join(sorted(_MOE_FAMILIES | _MLA_FAMILIES))}")
         return None
-    if moe.experts_per_token > moe.num_experts:
-        raise ValueError(f"{where}: 'num_experts_per_tok' ({moe.experts_per_token}) exceeds the number of experts "
-                         f"({moe.num_experts})")
+    layers = _int_field(config, "num_hidden_layers", where)
+    if moe.first_dense_layers >= layers:
+        raise ValueError(f"{where}: 'first_k_dense_replace' ({moe.first_dense_layers}) leaves no layer of the "
+                         f"{layers} with experts; a model with experts needs first_k_dense_replace < num_hidden_layers")
     return moe
 
 
@@ -364,6 +433,9 @@ def model_from_config(config: dict, name: str = "model") -> Model:
         raise TypeError(f"config must be the dict of a config.json, got {type(config).__name__}")
     where = f"model config {name!r}"
     family = config.get("model_type")
+    if family is not None and not isinstance(family, str):
+        raise ValueError(f"{where}: 'model_type' must be a string such as \"llama\", got {_shown(family)}; "
+                         f"supported: {', '.join(sorted(FAMILIES))}")
     if family not in FAMILIES:
         raise ValueError(f"{where}: model_type {family!r} is not supported yet; supported: {', '.join(sorted(FAMILIES))}")
     if family not in _MLA_FAMILIES and "kv_lora_rank" in config:
@@ -448,12 +520,43 @@ def load_model(name_or_path: str | Path | Model) -> Model:
         return _load_shipped(key)
     path = Path(name_or_path)
     if path.is_file():
-        try:
-            config = json.loads(path.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"model config {str(path)!r} is not valid JSON: {exc}") from None
-        return model_from_config(config, path.parent.name if path.name == "config.json" else path.stem)
+        return _load_file(path)
+    if path.is_dir():
+        inside = path / "config.json"
+        if inside.is_file():
+            return _load_file(inside)
+        raise ValueError(f"model {str(name_or_path)!r} is a directory with no config.json in it; "
+                         "give a shipped model's name or the path of a config.json")
+    if isinstance(name_or_path, Path) or _looks_like_path(str(name_or_path)):
+        parent = path.parent
+        where = "its folder does not exist either" if not parent.is_dir() else f"there is no such file in {str(parent)!r}"
+        raise ValueError(f"model config {str(name_or_path)!r} not found: {where}")
     raise unknown_name("model", str(name_or_path), _shipped())
+
+
+def _looks_like_path(text: str) -> bool:
+    """Whether a model argument was meant as a file path rather than a shipped model's name."""
+    return "/" in text or "\\" in text or text.endswith(".json") or text.startswith(("~", "."))
+
+
+def _load_file(path: Path) -> Model:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"model config {str(path)!r} is not UTF-8 text (byte {exc.start}: "
+                         f"{exc.object[exc.start:exc.start + 1]!r}); a config.json is UTF-8 JSON") from None
+    except OSError as exc:
+        raise ValueError(f"model config {str(path)!r} cannot be read: {exc.strerror or exc}") from None
+    try:
+        config = json.loads(text)
+    except ValueError as exc:  # not JSON, or an integer of more digits than Python will read
+        raise ValueError(f"model config {str(path)!r} is not valid JSON: {exc}") from None
+    except RecursionError:
+        raise ValueError(f"model config {str(path)!r} is nested too deeply to read; a config.json is a flat "
+                         "object with a few nested tables") from None
+    if not isinstance(config, dict):
+        raise ValueError(f"model config {str(path)!r} must hold a JSON object {{...}}, got a {type(config).__name__}")
+    return model_from_config(config, path.parent.name if path.name == "config.json" else path.stem)
 
 
 def param_count(model: "Model | str | float", *, active: bool = False) -> float:

@@ -3,6 +3,8 @@
 import math
 
 import numpy as np
+
+import roofline as rl
 import pytest
 
 from roofline._check import UnknownNameError, number, unknown_name
@@ -67,3 +69,22 @@ def test_dtype_bytes():
     assert dtype_bytes("bf16") == 2 and dtype_bytes("fp8") == 1 and dtype_bytes("int4") == 0.5
     with pytest.raises(KeyError, match="did you mean 'bf16'"):
         dtype_bytes("bf61")
+
+
+def test_close_matches_put_names_that_begin_with_the_typed_one_first():
+    from roofline._check import close_matches
+
+    known = rl.hardware_names() + [a for k in rl.hardware_names() for a in rl.get_hardware(k).aliases]
+    # every suggestion for a truncated A100 key is an A100, the SXM keys first
+    assert close_matches("a100-sxm", known)[:2] == ["a100-sxm-40gb", "a100-sxm-80gb"]
+    assert all(k.startswith("a100") for k in close_matches("a100-sxm", known))
+    # a transposition still finds its key before the shorter alias it begins with
+    assert close_matches("h100-smx", known)[0] == "h100-sxm"
+    assert "did you mean 'a100-sxm-40gb' or 'a100-sxm-80gb'" in str(unknown_name("hardware", "a100-sxm", known))
+
+
+def test_a_number_too_large_for_a_float_is_a_value_error_naming_the_argument():
+    with pytest.raises(ValueError, match=r"batch must be a finite number, got a number too large .*401 digits"):
+        number("batch", 10**400, integer=True)
+    with pytest.raises(TypeError, match="batch must be a number"):
+        number("batch", np.array([object()]))

@@ -1,5 +1,7 @@
 """Decode and prefill workloads, both accountings."""
 
+import re
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -96,3 +98,19 @@ def test_unknown_model_and_dtype():
         rl.decode_step("lama-3-8b")
     with pytest.raises(KeyError, match="unknown dtype 'bf8'"):
         rl.decode_step("llama-3-8b", dtype="bf8")
+
+
+@pytest.mark.parametrize("call, names", [
+    (lambda: rl.decode_step("llama-3-8b", [1, 2, 3], [0, 1024]), "batch of shape (3,), context of shape (2,)"),
+    (lambda: rl.prefill("llama-3-8b", [128, 256], [1, 2, 4]), "tokens of shape (2,), batch of shape (3,)"),
+])
+def test_broadcast_mismatches_name_the_arguments(call, names):
+    with pytest.raises(ValueError, match=re.escape(names)):
+        call()
+
+
+def test_compute_bound_batch_wants_one_context(h100):
+    with pytest.raises(TypeError, match="context must be a single number"):
+        rl.compute_bound_batch("llama-3-8b", h100, context=[0, 1024])
+    with pytest.raises(TypeError, match="max_batch must be a single whole number"):
+        rl.compute_bound_batch("llama-3-8b", h100, max_batch=[4, 8])

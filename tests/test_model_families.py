@@ -181,7 +181,7 @@ def configs(draw, family=families):
                    qk_rope_head_dim=draw(st.integers(1, 32)), qk_nope_head_dim=draw(st.integers(1, 32)),
                    v_head_dim=draw(st.integers(1, 32)), n_routed_experts=e, num_experts_per_tok=draw(st.integers(1, e)),
                    n_shared_experts=draw(st.integers(0, 2)), moe_intermediate_size=draw(st.integers(1, 100)),
-                   first_k_dense_replace=draw(st.integers(0, 3)), topk_method=draw(st.sampled_from(["noaux_tc", "greedy"])))
+                   first_k_dense_replace=draw(st.integers(0, min(3, cfg["num_hidden_layers"] - 1))), topk_method=draw(st.sampled_from(["noaux_tc", "greedy"])))
     return cfg
 
 
@@ -246,5 +246,21 @@ def test_router_bias_only_for_noaux_routing():
     ],
 )
 def test_bad_configs_name_the_field(cfg, message):
+    with pytest.raises(ValueError, match=message):
+        model_from_config(cfg, "bad")
+
+
+@pytest.mark.parametrize(
+    "cfg, message",
+    [
+        # every layer dense: "8 of 256 experts per token" would describe layers that do not exist
+        (_deepseek(first_k_dense_replace=3, num_hidden_layers=3), r"'first_k_dense_replace' \(3\) leaves no layer of the 3"),
+        (_config(model_type=["llama"]), r"'model_type' must be a string such as \"llama\", got \['llama'\]"),
+        (_config(model_type={"name": "llama"}), "'model_type' must be a string"),
+        (_config(num_hidden_layers=10**400), "'num_hidden_layers' must be a positive integer \\(at most 2\\*\\*53\\), "
+                                              "got an integer of 401 digits"),
+    ],
+)
+def test_more_bad_configs_name_the_field(cfg, message):
     with pytest.raises(ValueError, match=message):
         model_from_config(cfg, "bad")
