@@ -220,13 +220,14 @@ def _fit(m: Model, h: Hardware, batch: int, context: int, dtype: str) -> dict:
 
 def _fit_lines(fit: dict, h: Hardware) -> list[str]:
     """The table's words for :func:`_fit`: always the memory line, a warning where a limit is passed."""
-    need = (f"weights and KV cache take {fmt(fit['resident_bytes'], 'B')} (weights {fmt(fit['weights_bytes'], 'B')}, "
-            f"KV cache {fmt(fit['kv_cache_bytes'], 'B')}) of the {fmt(fit['hbm_capacity'], 'B')} of HBM on {h.short}")
-    lines = [f"memory: {need}: fits" if fit["fits"] else
-             f"DOES NOT FIT: {need}; the times above assume a GPU they would fit on"]
+    held = (f"weights {fmt(fit['weights_bytes'], 'B')} + KV cache {fmt(fit['kv_cache_bytes'], 'B')}"
+            f" = {fmt(fit['resident_bytes'], 'B')}")
+    hbm = f"the {fmt(fit['hbm_capacity'], 'B')} of HBM on {h.short}"
+    lines = [f"memory: {held},\n  within {hbm}" if fit["fits"] else
+             f"DOES NOT FIT: {held},\n  more than {hbm}; the times above assume it fit"]
     if fit["within_trained_context"] is False:
-        lines.append(f"BEYOND THE MODEL'S CONTEXT: {fit['context_tokens']:,} tokens per sequence, "
-                     f"past the {fit['max_position_embeddings']:,} it was trained for (max_position_embeddings)")
+        lines.append(f"BEYOND THE MODEL'S CONTEXT: {fit['context_tokens']:,} tokens per sequence,\n"
+                     f"  past the {fit['max_position_embeddings']:,} it was trained for (max_position_embeddings)")
     return lines
 
 

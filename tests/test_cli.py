@@ -206,7 +206,7 @@ def test_a_step_that_cannot_fit_says_so():
     ok = json.loads(run("decode", "llama-3-8b", "--gpu", "h100", "--context", "4096", "--json", check_rc=0).stdout)
     assert ok["fits"] is True and ok["within_trained_context"] is True
     assert ok["resident_bytes"] == m.params * 2 + 4097 * m.kv_bytes_per_token()
-    assert "memory: weights and KV cache take" in run("decode", "llama-3-8b", "--gpu", "h100", check_rc=0).stdout
+    assert "memory: weights 16.1 GB + KV cache 131 kB = 16.1 GB" in run("decode", "llama-3-8b", "--gpu", "h100", check_rc=0).stdout
 
 
 # --- errors as JSON -------------------------------------------------------------------------------
