@@ -180,6 +180,9 @@ def _params(m: Model, as_json: bool) -> str:
         "name": m.name, "family": m.family, "total": m.params, "active": m.active_params,
         "layers": m.num_layers, "hidden_size": m.hidden_size, "kv_bytes_per_token_bf16": m.kv_bytes_per_token("bf16"),
     }
+    if m.sliding_layers:
+        record["sliding_window"] = m.sliding_window
+        record["sliding_layers"] = len(m.sliding_layers)
     if m.moe is not None:
         record["experts"] = m.moe.num_experts
         record["experts_per_token"] = m.moe.experts_per_token
@@ -195,7 +198,14 @@ def _params(m: Model, as_json: bool) -> str:
         lines.append(f"  attention          latent (MLA): {m.mla.latent_width} cached numbers per token per layer")
     else:
         lines.append(f"  attention          {m.num_heads} query heads, {m.num_kv_heads} KV heads of {m.head_dim}")
-    lines.append(f"  KV cache (bf16)    {m.kv_bytes_per_token('bf16'):>20,.0f} bytes per token")
+    if m.sliding_layers:
+        local = len(m.sliding_layers)
+        lines.append(f"  sliding window     {m.sliding_window:,} tokens on {local} of {m.num_layers} layers"
+                     + ("" if local == m.num_layers else f" (local), {m.num_layers - local} global"))
+    lines.append(f"  KV cache (bf16)    {m.kv_bytes_per_token('bf16'):>20,.0f} bytes per token"
+                 + (f" (up to {m.sliding_window:,} tokens;\n                     "
+                    f"{m.kv_bytes_per_token('bf16') * m.full_attention_layers / m.num_layers:,.0f} beyond)"
+                    if m.sliding_layers else ""))
     return "\n".join(lines)
 
 

@@ -31,7 +31,6 @@ import numpy as np
 from ._check import broadcast, number
 from .cost import Breakdown, Cost
 from .model import Model, NotModelledError, load_model
-from .ops import attention_flops, kv_cache_bytes
 from .units import dtype_bytes
 
 __all__ = ["ACCOUNTINGS", "decode_step", "prefill", "attention_parity_tokens", "compute_bound_batch"]
@@ -107,16 +106,15 @@ def decode_step(model: Model | str, batch=1, context=0, *, dtype: str = "bf16", 
     broadcast(batch=batch, context=context)
     _check_modelled(m, batch, "decode_step")
     wb = dtype_bytes(dtype)
-    kvb = m.kv_bytes_per_token(kv_dtype or dtype)
     parts = _weights_parts(m, batch, accounting, wb, wb)
     if accounting == "text":
-        parts["kv_cache"] = Cost(0.0, kv_cache_bytes(context, kvb, batch))
-        parts["attention"] = Cost(attention_flops(1, context, m.attention_width, m.num_layers) * batch, 0.0)
+        parts["kv_cache"] = Cost(0.0, m.kv_cache_bytes(context, kv_dtype or dtype) * batch)
+        parts["attention"] = Cost(m.attention_flops(1, context) * batch, 0.0)
         parts["activations"] = Cost()
     else:
         # read the cached context, write the new token's K and V; the new token attends to itself too
-        parts["kv_cache"] = Cost(0.0, kv_cache_bytes(context + 1, kvb, batch))
-        parts["attention"] = Cost(attention_flops(1, context + 1, m.attention_width, m.num_layers) * batch, 0.0)
+        parts["kv_cache"] = Cost(0.0, m.kv_cache_bytes(context + 1, kv_dtype or dtype) * batch)
+        parts["attention"] = Cost(m.attention_flops(1, context + 1) * batch, 0.0)
         parts["activations"] = Cost(0.0, _activation_bytes(m, batch, wb))
     return _ordered(f"decode step of {m.name}", parts)
 
@@ -137,12 +135,11 @@ def prefill(model: Model | str, tokens, batch=1, *, dtype: str = "bf16", kv_dtyp
     broadcast(tokens=tokens, batch=batch)
     _check_modelled(m, tokens * batch, "prefill")
     wb = dtype_bytes(dtype)
-    kvb = m.kv_bytes_per_token(kv_dtype or dtype)
     n = tokens * batch
     parts = _weights_parts(m, n, accounting, wb, wb)
-    parts["kv_cache"] = Cost(0.0, kv_cache_bytes(tokens, kvb, batch))
+    parts["kv_cache"] = Cost(0.0, m.kv_cache_bytes(tokens, kv_dtype or dtype) * batch)
     causal = "half" if accounting == "text" else "exact"
-    parts["attention"] = Cost(attention_flops(tokens, tokens, m.attention_width, m.num_layers, causal=causal) * batch, 0.0)
+    parts["attention"] = Cost(m.attention_flops(tokens, tokens, causal=causal) * batch, 0.0)
     if accounting == "text":
         parts["activations"] = Cost()
     else:

@@ -286,7 +286,7 @@ def inference_footprint(model: Model | str, batch=1, context=0, *, dtype: str = 
     context = number("context", context, integer=True, strict=False)
     broadcast(batch=batch, context=context)
     return Footprint({"weights": m.params * dtype_bytes(dtype),
-                      "kv_cache": batch * context * m.kv_bytes_per_token(kv_dtype or dtype)})
+                      "kv_cache": batch * m.kv_cache_bytes(context, kv_dtype or dtype)})
 
 
 def kv_cache_capacity_tokens(model: Model | str, hardware: Hardware | str, *, dtype: str = "bf16",

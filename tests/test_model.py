@@ -66,7 +66,7 @@ def test_mqa_defaults_and_kv_heads():
         ({"num_hidden_layers": 2.5}, "'num_hidden_layers' must be a positive integer"),
         ({"vocab_size": True}, "'vocab_size' must be a positive integer"),
         ({"num_key_value_heads": 3}, "not a multiple of num_key_value_heads"),
-        ({"model_type": "gpt2"}, "model_type 'gpt2' is not supported"),
+        ({"model_type": "bert"}, "model_type 'bert' is not supported"),
         ({"num_local_experts": 8}, "mixture-of-experts"),
     ],
 )
