@@ -242,7 +242,7 @@ def _fit_lines(fit: dict, h: Hardware) -> list[str]:
 
 
 def _workload(kind: str, b: Breakdown, h: Hardware, tokens: int, dtype: str, as_json: bool, settings: dict,
-              m: Model, fit: dict) -> str:
+              fit: dict) -> str:
     pred = predict(b, h, dtype=dtype)
     if as_json:
         return json.dumps({
@@ -275,9 +275,7 @@ def _at(argument: str, call, *args, **kwargs):
 def _run(args: argparse.Namespace) -> str:
     catalog = args.catalog
     if catalog is not None:
-        from .hardware import _resolve
-
-        _at("--catalog", _resolve, catalog)  # a bad catalog is named as such, whatever the command
+        _at("--catalog", hardware_names, catalog)  # a bad catalog is named as such, whatever the command
     if args.command == "hardware":
         if args.name is None:
             return _hardware_list(args.json, catalog)
@@ -292,10 +290,10 @@ def _run(args: argparse.Namespace) -> str:
     if args.command == "decode":
         b = _at("--context", decode_step, m, args.batch, args.context, dtype=args.dtype, accounting=args.accounting)
         fit = _at("--context", _fit, m, h, args.batch, args.context + 1, args.dtype)  # the cache after the step
-        return _workload("decode", b, h, args.batch, args.dtype, args.json, {**settings, "context": args.context}, m, fit)
+        return _workload("decode", b, h, args.batch, args.dtype, args.json, {**settings, "context": args.context}, fit)
     b = _at("--tokens", prefill, m, args.tokens, args.batch, dtype=args.dtype, accounting=args.accounting)
     fit = _at("--tokens", _fit, m, h, args.batch, args.tokens, args.dtype)
-    return _workload("prefill", b, h, args.tokens * args.batch, args.dtype, args.json, {**settings, "tokens": args.tokens}, m, fit)
+    return _workload("prefill", b, h, args.tokens * args.batch, args.dtype, args.json, {**settings, "tokens": args.tokens}, fit)
 
 
 def _wants_json(argv: Sequence[str]) -> bool:
