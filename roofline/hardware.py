@@ -125,6 +125,17 @@ class Hardware:
     short: str = ""  # a label for charts, e.g. 'H100 SXM'
     sparse_flops: Mapping[str, float] = field(default_factory=dict)  # 2:4 structured-sparsity peaks, if given
 
+    def __post_init__(self):
+        # a Hardware built by hand or changed by with_() obeys the catalog's rules for its figures
+        number("hbm_bandwidth", self.hbm_bandwidth)
+        number("hbm_capacity", self.hbm_capacity)
+        if not isinstance(self.dense_flops, Mapping) or not self.dense_flops:
+            raise TypeError(f"dense_flops must map dtypes to dense peaks, got {self.dense_flops!r}")
+        for dtype, peak in self.dense_flops.items():
+            if dtype not in DTYPE_BYTES:
+                raise unknown_name("dtype", dtype, DTYPE_BYTES)
+            number(f"dense_flops[{dtype!r}]", peak)
+
     def peak_flops(self, dtype: str = "bf16") -> float:
         """Dense peak FLOP/s for ``dtype``; an error if the chip has no such format."""
         if dtype not in DTYPE_BYTES:
