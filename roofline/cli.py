@@ -198,6 +198,10 @@ def _params(m: Model, as_json: bool) -> str:
         lines.append(f"  attention          latent (MLA): {m.mla.latent_width} cached numbers per token per layer")
     else:
         lines.append(f"  attention          {m.num_heads} query heads, {m.num_kv_heads} KV heads of {m.head_dim}")
+    if m.attention_softcap or m.final_softcap:
+        caps = [f"scores at {m.attention_softcap:g}" if m.attention_softcap else "",
+                f"final logits at {m.final_softcap:g}" if m.final_softcap else ""]
+        lines.append(f"  soft-capping       tanh on {' and '.join(c for c in caps if c)}")
     if m.sliding_layers:
         local = len(m.sliding_layers)
         lines.append(f"  sliding window     {m.sliding_window:,} tokens on {local} of {m.num_layers} layers"

@@ -157,6 +157,10 @@ class Model:
     position_embeddings: int = 0  # rows of a learned position table (GPT-2); 0 with rotary positions
     sliding_window: int | None = None  # keys a local-attention layer sees (Gemma 2, Gemma 3)
     sliding_layers: tuple[int, ...] = ()  # which layers (from 0) attend through the window
+    # Gemma 2's tanh soft-capping of attention scores and of the final logits: a few elementwise
+    # FLOPs per score, not counted (as softmax is not), but named so a reader sees the model has it
+    attention_softcap: float | None = None
+    final_softcap: float | None = None
 
     def __post_init__(self):
         if not isinstance(self.name, str) or not self.name:
@@ -178,6 +182,11 @@ class Model:
                              f"got {self.sliding_layers!r}")
         if self.sliding_layers and self.sliding_window is None:
             raise ValueError("Model.sliding_layers needs a sliding_window")
+        for field in ("attention_softcap", "final_softcap"):
+            cap = getattr(self, field)
+            if cap is not None and (isinstance(cap, bool) or not isinstance(cap, (int, float))
+                                    or not 0 < cap < float("inf")):
+                raise ValueError(f"Model.{field} must be a positive finite number or None, got {cap!r}")
         for field in ("tie_word_embeddings", "attention_bias", "mlp_bias"):
             if not isinstance(getattr(self, field), bool):
                 raise TypeError(f"Model.{field} must be True or False, got {getattr(self, field)!r}")
@@ -646,7 +655,18 @@ def model_from_config(config: dict, name: str = "model") -> Model:
         position_embeddings=max_pos if family == "gpt2" else 0,
         sliding_window=window,
         sliding_layers=sliding,
+        attention_softcap=_cap(config, "attn_logit_softcapping", where),
+        final_softcap=_cap(config, "final_logit_softcapping", where),
     )
+
+
+def _cap(config: dict, key: str, where: str) -> float | None:
+    value = config.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < float("inf"):
+        raise ValueError(f"{where}: '{key}' must be a positive number or null, got {_shown(value)}")
+    return float(value)
 
 
 def _shipped() -> dict[str, str]:

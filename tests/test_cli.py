@@ -300,3 +300,12 @@ def test_fuzz_the_argument_parser(argv):
     if status and any(a == "--json" for a in argv) and "-h" not in argv and "--help" not in argv:
         assert json.loads(out.getvalue())["status"] == status
 
+
+
+def test_params_names_the_attention_layout_of_gemma_2():
+    out = run("params", "gemma-2-9b", check_rc=0).stdout
+    assert "9,241,705,984" in out
+    assert "sliding window     4,096 tokens on 21 of 42 layers (local), 21 global" in out
+    assert "soft-capping       tanh on scores at 50 and final logits at 30" in out
+    data = json.loads(run("params", "gemma-2-9b", "--json", check_rc=0).stdout)
+    assert (data["sliding_window"], data["sliding_layers"]) == (4096, 21)

@@ -376,3 +376,13 @@ def test_a_moe_config_with_a_huge_layer_count_counts_without_looping():
     outside = small.embedding_params + small.lm_head_params + small.hidden_size  # embedding, head, final norm
     per_layer, remainder = divmod(small.params - outside, 48)
     assert remainder == 0 and big.params == outside + 10**12 * per_layer
+
+
+def test_gemma2_soft_capping_is_named_and_changes_no_count():
+    m = rl.load_model("gemma-2-9b")
+    assert (m.attention_softcap, m.final_softcap) == (50.0, 30.0)
+    cfg = json.loads(resources.files("roofline").joinpath("data/models/gemma-2-9b.json").read_text())
+    uncapped = model_from_config({**cfg, "attn_logit_softcapping": None, "final_logit_softcapping": None})
+    assert uncapped.params == m.params and uncapped.attention_softcap is None
+    with pytest.raises(ValueError, match="'attn_logit_softcapping' must be a positive number or null, got -1"):
+        model_from_config({**cfg, "attn_logit_softcapping": -1})
