@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ._check import unknown_name
+from ._check import number, unknown_name
 from .units import dtype_bytes
 
 __all__ = ["Linear", "MoE", "MLA", "Model", "NotModelledError", "load_model", "model_names", "model_from_config"]
@@ -177,9 +177,10 @@ class Model:
                 raise TypeError(f"Model.{field} must be True or False, got {getattr(self, field)!r}")
         if self.sliding_window is not None:
             _positive_int("Model.sliding_window", self.sliding_window)
-        if any(not isinstance(i, int) or not 0 <= i < self.num_layers for i in self.sliding_layers):
-            raise ValueError(f"Model.sliding_layers must be layer numbers from 0 to {self.num_layers - 1}, "
-                             f"got {self.sliding_layers!r}")
+        if (not isinstance(self.sliding_layers, tuple) or len(set(self.sliding_layers)) != len(self.sliding_layers)
+                or any(not isinstance(i, int) or not 0 <= i < self.num_layers for i in self.sliding_layers)):
+            raise ValueError(f"Model.sliding_layers must be a tuple of distinct layer numbers from 0 to "
+                             f"{self.num_layers - 1}, got {_shown(self.sliding_layers)}")
         if self.sliding_layers and self.sliding_window is None:
             raise ValueError("Model.sliding_layers needs a sliding_window")
         for field in ("attention_softcap", "final_softcap"):
@@ -401,16 +402,12 @@ class Model:
         """Bytes of KV cache one sequence of ``tokens`` tokens holds: every layer keeps every token,
         except a sliding-window layer, which keeps the last ``sliding_window`` (Gemma 2: 4,096 on
         every other layer). Broadcasts over ``tokens``."""
-        from ._check import number
-
         tokens = number("tokens", tokens, integer=True, strict=False)
         if not self.sliding_layers:
             return self.kv_bytes_per_token(dtype) * tokens
         per_layer = (self.mla.latent_width if self.mla is not None else 2 * self.num_kv_heads * self.head_dim) \
             * dtype_bytes(dtype)
-        kept = self.full_attention_layers * tokens
-        if self.sliding_layers:
-            kept = kept + len(self.sliding_layers) * np.minimum(tokens, self.sliding_window)
+        kept = self.full_attention_layers * tokens + len(self.sliding_layers) * np.minimum(tokens, self.sliding_window)
         out = per_layer * np.asarray(kept, dtype=float)
         return out.item() if out.ndim == 0 else out
 
@@ -740,8 +737,6 @@ def param_count(model: "Model | str | float", *, active: bool = False) -> float:
 
     ``active`` asks for the parameters one token uses (they differ for mixture-of-experts models).
     """
-    from ._check import number
-
     if isinstance(model, (Model, str, Path)):
         m = load_model(model)
         return float(m.active_params if active else m.params)

@@ -159,3 +159,14 @@ def test_unreadable_config_files_are_named(tmp_path, content, message):
     path.write_bytes(content)
     with pytest.raises(ValueError, match=message):
         rl.load_model(path)
+
+
+def test_sliding_layers_are_distinct_layers_with_a_window():
+    with pytest.raises(ValueError, match="tuple of distinct layer numbers from 0 to 1"):
+        rl.Model(**_fields(sliding_window=8, sliding_layers=(0, 0)))
+    with pytest.raises(ValueError, match="tuple of distinct layer numbers"):
+        rl.Model(**_fields(sliding_window=8, sliding_layers=(2,)))
+    with pytest.raises(ValueError, match="needs a sliding_window"):
+        rl.Model(**_fields(sliding_layers=(0,)))
+    m = rl.Model(**_fields(sliding_window=8, sliding_layers=(0,)))
+    assert m.kv_cache_bytes(100) == (100 + 8) * 2 * 2 * 16 * 2  # one full layer, one windowed
