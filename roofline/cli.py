@@ -308,11 +308,11 @@ def _wants_json(argv: Sequence[str]) -> bool:
 def _report(status: int, message: str, argument: str | None, as_json: bool, usage: str = "") -> int:
     """Print an error the way the caller asked for (a line on stderr, or one JSON object on stdout)."""
     try:
+        # one write each, so that a notebook capturing the streams never splits a message
         if as_json:
-            print(json.dumps({"error": message, "argument": argument, "status": status}, indent=2))
+            sys.stdout.write(json.dumps({"error": message, "argument": argument, "status": status}, indent=2) + "\n")
         else:
-            print(usage + (message if message.startswith("roofline") else f"roofline: error: {message}"),
-                  file=sys.stderr)
+            sys.stderr.write(usage + (message if message.startswith("roofline") else f"roofline: error: {message}") + "\n")
         sys.stdout.flush()
     except (BrokenPipeError, OSError):
         _quiet_stdout()
@@ -362,7 +362,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_BROKEN_PIPE
     except OSError as exc:  # a full disk, a device that refuses the write
         _quiet_stdout()
-        print(f"roofline: error: cannot write the output: {exc.strerror or exc}", file=sys.stderr)
+        sys.stderr.write(f"roofline: error: cannot write the output: {exc.strerror or exc}\n")
         return 2
     return 0
 
