@@ -582,6 +582,12 @@ def model_from_config(config: dict, name: str = "model") -> Model:
     if family is not None and not isinstance(family, str):
         raise ValueError(f"{where}: 'model_type' must be a string such as \"llama\", got {_shown(family)}; "
                          f"supported: {', '.join(sorted(FAMILIES))}")
+    if family not in FAMILIES and isinstance(config.get("text_config"), dict):
+        inner = config["text_config"].get("model_type")
+        raise ValueError(f"{where}: model_type {family!r} is a multimodal model (a vision tower beside a language "
+                         f"model), which is not counted; its text_config (model_type {inner!r}) "
+                         + ("is supported: load that dict on its own" if inner in FAMILIES else "is not supported either")
+                         + f"; supported: {', '.join(sorted(FAMILIES))}")
     if family not in FAMILIES:
         raise ValueError(f"{where}: model_type {family!r} is not supported yet; supported: {', '.join(sorted(FAMILIES))}")
     if family not in _MLA_FAMILIES and "kv_lora_rank" in config:

@@ -386,3 +386,11 @@ def test_gemma2_soft_capping_is_named_and_changes_no_count():
     assert uncapped.params == m.params and uncapped.attention_softcap is None
     with pytest.raises(ValueError, match="'attn_logit_softcapping' must be a positive number or null, got -1"):
         model_from_config({**cfg, "attn_logit_softcapping": -1})
+
+
+def test_a_multimodal_config_points_to_its_text_model():
+    text = json.loads(resources.files("roofline").joinpath("data/models/gemma-3-1b.json").read_text())
+    wrapped = {"model_type": "gemma3", "text_config": text, "vision_config": {"model_type": "siglip_vision_model"}}
+    with pytest.raises(ValueError, match=r"'gemma3' is a multimodal model .* \(model_type 'gemma3_text'\) is supported"):
+        model_from_config(wrapped)
+    assert model_from_config(wrapped["text_config"]).params == 999_885_952
