@@ -394,3 +394,35 @@ def test_a_multimodal_config_points_to_its_text_model():
     with pytest.raises(ValueError, match=r"'gemma3' is a multimodal model .* \(model_type 'gemma3_text'\) is supported"):
         model_from_config(wrapped)
     assert model_from_config(wrapped["text_config"]).params == 999_885_952
+
+
+# Any change to a shipped config either loads a model whose counts and steps compute, or is refused
+# with a ValueError or TypeError; never another exception.
+_FUZZ_KEYS = ["model_type", "hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
+              "num_key_value_heads", "head_dim", "vocab_size", "tie_word_embeddings", "attention_bias", "mlp_bias",
+              "max_position_embeddings", "num_local_experts", "num_experts_per_tok", "n_routed_experts", "num_experts",
+              "moe_intermediate_size", "n_shared_experts", "first_k_dense_replace", "moe_layer_freq", "q_lora_rank",
+              "kv_lora_rank", "sliding_window", "layer_types", "sliding_window_pattern", "use_sliding_window",
+              "max_window_layers", "mlp_only_layers", "decoder_sparse_step", "shared_expert_intermediate_size",
+              "n_embd", "n_head", "n_layer", "n_positions", "n_inner", "attn_logit_softcapping", "text_config"]
+_FUZZ_VALUES = st.one_of(
+    st.integers(-3, 70), st.integers(-10**30, 10**30), st.floats(allow_nan=True), st.text(max_size=5), st.booleans(),
+    st.none(), st.lists(st.integers(-2, 50), max_size=4), st.dictionaries(st.text(max_size=3), st.integers(), max_size=2),
+    st.sampled_from(sorted(rl.model.FAMILIES)),
+    st.lists(st.sampled_from(["sliding_attention", "full_attention"]), max_size=60))
+
+
+@settings(max_examples=300, deadline=None)
+@given(name=st.sampled_from(sorted(SHIPPED)), changes=st.dictionaries(st.sampled_from(_FUZZ_KEYS), _FUZZ_VALUES, max_size=4))
+def test_edited_configs_load_or_are_refused_cleanly(name, changes):
+    base = json.loads(resources.files("roofline").joinpath(f"data/models/{name}.json").read_text())
+    try:
+        m = model_from_config({**base, **changes})
+    except (ValueError, TypeError):
+        return
+    assert 0 < m.active_params <= m.params
+    assert m.kv_cache_bytes(5000) <= 5000 * m.kv_bytes_per_token()
+    try:
+        assert rl.decode_step(m, 1, 100).flops > 0 and rl.prefill(m, 16).flops > 0
+    except NotModelledError:
+        pass
