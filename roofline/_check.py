@@ -13,7 +13,7 @@ from collections.abc import Iterable
 
 import numpy as np
 
-__all__ = ["number", "unknown_name", "UnknownNameError"]
+__all__ = ["number", "broadcast", "unknown_name", "UnknownNameError"]
 
 
 class UnknownNameError(KeyError):
@@ -31,7 +31,7 @@ def number(name: str, value, *, minimum: float = 0.0, strict: bool = True, integ
     so that every formula broadcasts.
     """
     t = type(value)
-    if t is int or t is float:  # the common scalar case, checked without numpy
+    if (t is float or (t is int and -2**53 <= value <= 2**53)):  # the common scalar case, checked without numpy
         ok = math.isfinite(value) and (value > minimum if strict else value >= minimum)
         if ok and (not integer or value == int(value)):
             return float(value)
@@ -48,7 +48,13 @@ def number(name: str, value, *, minimum: float = 0.0, strict: bool = True, integ
             raise TypeError(f"{name} must be a number or an array of numbers, got {value!r}")
     if np.iscomplexobj(arr):
         raise TypeError(f"{name} must be a real number, got {value!r}")
-    arr = arr.astype(float)
+    try:
+        arr = arr.astype(float)
+    except OverflowError:  # a Python integer past the largest float (about 1.8e308)
+        raise ValueError(f"{name} must be a finite number, got a number too large to compute with "
+                         f"({_digits(value)} digits)") from None
+    except (TypeError, ValueError):  # an object array of things that are not numbers
+        raise TypeError(f"{name} must be a number or an array of numbers, got {_short(value)}") from None
     comparison = ">" if strict else ">="
     bad = ~np.isfinite(arr) | ((arr <= minimum) if strict else (arr < minimum))
     if integer:
@@ -62,11 +68,57 @@ def number(name: str, value, *, minimum: float = 0.0, strict: bool = True, integ
     return arr.item() if arr.ndim == 0 else arr
 
 
+def _digits(value) -> str:
+    """How many digits a huge integer has, without printing all of them."""
+    try:
+        return f"{len(str(abs(int(value)))):,}"
+    except (TypeError, ValueError):
+        return "too many"
+
+
+def _short(value, limit: int = 80) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def broadcast(**arrays):
+    """Check that named array arguments broadcast together; a ``ValueError`` naming them if not.
+
+    Scalars always do. ``broadcast(batch=[1, 2, 3], context=[0, 1024])`` says which arguments
+    disagree and their shapes, rather than numpy's anonymous message deep inside a formula.
+    """
+    shapes = {name: np.shape(value) for name, value in arrays.items()}
+    try:
+        return np.broadcast_shapes(*shapes.values())
+    except ValueError:
+        shown = ", ".join(f"{name} of shape {shape}" for name, shape in shapes.items() if shape)
+        raise ValueError(f"{shown} do not broadcast together: give arrays of one length "
+                         "(or shapes numpy can broadcast, such as a column and a row), or a single number") from None
+
+
+def close_matches(name: str, known: Iterable[str], n: int = 3) -> list[str]:
+    """The ``n`` known names closest to ``name``, closest first.
+
+    A known name that begins with the one typed comes first (``a100-sxm`` finds ``a100-sxm-80gb``),
+    then the rest by similarity (``h100-smx`` finds ``h100-sxm``); a name that contains the one
+    typed, or is contained in it, counts as close however different its length.
+    """
+    wanted = str(name).strip().lower()
+    ranked = []
+    for k in set(known):
+        low = k.lower()
+        ratio = difflib.SequenceMatcher(None, wanted, low).ratio()
+        if len(wanted) >= 2 and low.startswith(wanted):
+            ranked.append((0, -ratio, k))
+        elif ratio >= 0.5 or (min(len(low), len(wanted)) >= 3 and (wanted in low or low in wanted)):
+            ranked.append((1, -ratio, k))
+    return [k for _, _, k in sorted(ranked)[:n]]
+
+
 def unknown_name(kind: str, name: str, known: Iterable[str]) -> UnknownNameError:
     """A ``KeyError`` for an unknown name that lists the close matches (or everything known)."""
     known = sorted(known)
-    close = difflib.get_close_matches(str(name).lower(), [k.lower() for k in known], n=3, cutoff=0.5)
-    close = [k for k in known if k.lower() in close]
+    close = close_matches(name, known)
     if close:
         hint = "did you mean " + " or ".join(repr(c) for c in close) + "?"
     else:

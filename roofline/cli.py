@@ -12,12 +12,18 @@
 A model is a shipped name (``roofline params --help`` lists them) or the path of any Hugging Face
 ``config.json``. Bad input exits with status 2 and a one-line message; a question the package does
 not model yet (a mixture-of-experts step with many tokens, latent attention) exits with status 1.
+With ``--json`` an error is one JSON object on stdout, ``{"error": ..., "argument": ...}``, with the
+same status. ``--catalog PATH`` (or the ``ROOFLINE_CATALOG`` variable) reads a reader's own hardware
+catalog instead of the shipped one. A closed pipe (``roofline hardware | head -1``) ends the program
+quietly, as it ends other Unix tools.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import re
 import sys
 from typing import Sequence
 
@@ -26,6 +32,7 @@ from .hardware import CatalogError, Hardware, get_hardware, hardware_names
 from .formats import formats as make_formats
 from .inference import ACCOUNTINGS, OPTIONS, decode_step, prefill
 from .measured import calibrated_roof_for
+from .memory import inference_footprint
 from .model import Model, NotModelledError, load_model, model_names
 from .roof import TIMINGS, predict
 from .tables import Table, breakdown_table, operations_table
@@ -34,25 +41,52 @@ from .units import DTYPE_BYTES, fmt
 __all__ = ["main", "build_parser"]
 
 
+# The largest count the command line takes: 2**53, past which a float no longer holds every whole number.
+_LARGEST = 2**53
+
+
 def _whole(minimum: int):
-    """An argparse type: a whole number no smaller than ``minimum``."""
+    """An argparse type: a whole number no smaller than ``minimum`` (and no larger than 2**53)."""
 
     def parse(text: str) -> int:
+        shown = text if len(text) <= 40 else f"{text[:20]}...{text[-10:]} ({len(text):,} characters)"
         try:
             value = int(text.replace("_", "").replace(",", ""))
         except ValueError:
-            raise argparse.ArgumentTypeError(f"expected a whole number >= {minimum}, got {text!r}") from None
+            raise argparse.ArgumentTypeError(f"expected a whole number >= {minimum}, got {shown!r}") from None
         if value < minimum:
-            raise argparse.ArgumentTypeError(f"expected a whole number >= {minimum}, got {text!r}")
+            raise argparse.ArgumentTypeError(f"expected a whole number >= {minimum}, got {shown!r}")
+        if value > _LARGEST:
+            raise argparse.ArgumentTypeError(f"expected a whole number no larger than {_LARGEST:,} (2**53), got {shown!r}")
         return value
 
     parse.__name__ = "whole number"
     return parse
 
 
+class UsageError(Exception):
+    """Bad input to the command line: the message, and the argument at fault (None if no single one)."""
+
+    def __init__(self, message: str, argument: str | None = None, usage: str = ""):
+        super().__init__(message)
+        self.message, self.argument, self.usage = message, argument, usage
+
+
+class _Parser(argparse.ArgumentParser):
+    """An argument parser that raises :class:`UsageError` rather than printing and exiting, so that
+    ``main`` reports every error one way (plain or JSON)."""
+
+    def error(self, message: str):
+        found = re.match(r"argument ([^:]+): ", message)
+        argument = found.group(1).split("/")[0] if found else None
+        if argument is None and (required := re.search(r"arguments are required: (.+)$", message)):
+            argument = required.group(1).split(", ")[0]
+        raise UsageError(f"{self.prog}: error: {message}", argument, self.format_usage())
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of ``roofline`` (exposed for the documentation and the tests)."""
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="roofline",
         description="Datasheet roofs, parameter counts and decode/prefill estimates from the roofline package.",
     )
@@ -107,13 +141,17 @@ def build_parser() -> argparse.ArgumentParser:
                        help="with --roof measured on another GPU: assume the H200's measured efficiencies")
         p.add_argument("--ops", action="store_true", help="list the operations (kernels): FLOPs, bytes, bound, time")
         p.add_argument("--json", action="store_true", help="print one JSON object")
+    for p in sub.choices.values():
+        p.add_argument("--catalog", metavar="PATH", default=os.environ.get("ROOFLINE_CATALOG") or None,
+                       help="a hardware catalog TOML to use instead of the shipped one "
+                            "(default: $ROOFLINE_CATALOG if set)")
     return parser
 
 
 # --- the commands ------------------------------------------------------------------------------
 
-def _hardware_list(as_json: bool) -> str:
-    entries = [get_hardware(k) for k in hardware_names()]
+def _hardware_list(as_json: bool, catalog=None) -> str:
+    entries = [get_hardware(k, catalog) for k in hardware_names(catalog)]
     if as_json:
         return json.dumps([{"key": h.key, "name": h.name, "year": h.year, "hbm_bandwidth": h.hbm_bandwidth,
                             "hbm_capacity": h.hbm_capacity, "hbm_usable": h.usable_capacity,
@@ -167,6 +205,9 @@ def _params(m: Model, as_json: bool) -> str:
         "name": m.name, "family": m.family, "total": m.params, "active": m.active_params,
         "layers": m.num_layers, "hidden_size": m.hidden_size, "kv_bytes_per_token_bf16": m.kv_bytes_per_token("bf16"),
     }
+    if m.sliding_layers:
+        record["sliding_window"] = m.sliding_window
+        record["sliding_layers"] = len(m.sliding_layers)
     if m.moe is not None:
         record["experts"] = m.moe.num_experts
         record["experts_per_token"] = m.moe.experts_per_token
@@ -182,7 +223,18 @@ def _params(m: Model, as_json: bool) -> str:
         lines.append(f"  attention          latent (MLA): {m.mla.latent_width} cached numbers per token per layer")
     else:
         lines.append(f"  attention          {m.num_heads} query heads, {m.num_kv_heads} KV heads of {m.head_dim}")
-    lines.append(f"  KV cache (bf16)    {m.kv_bytes_per_token('bf16'):>20,.0f} bytes per token")
+    if m.attention_softcap or m.final_softcap:
+        caps = [f"scores at {m.attention_softcap:g}" if m.attention_softcap else "",
+                f"final logits at {m.final_softcap:g}" if m.final_softcap else ""]
+        lines.append(f"  soft-capping       tanh on {' and '.join(c for c in caps if c)}")
+    if m.sliding_layers:
+        local = len(m.sliding_layers)
+        lines.append(f"  sliding window     {m.sliding_window:,} tokens on {local} of {m.num_layers} layers"
+                     + ("" if local == m.num_layers else f" (local), {m.num_layers - local} global"))
+    lines.append(f"  KV cache (bf16)    {m.kv_bytes_per_token('bf16'):>20,.0f} bytes per token"
+                 + (f" (up to {m.sliding_window:,} tokens;\n                     "
+                    f"{m.kv_bytes_per_token('bf16') * m.full_attention_layers / m.num_layers:,.0f} beyond)"
+                    if m.sliding_layers else ""))
     return "\n".join(lines)
 
 
@@ -195,13 +247,36 @@ def _ridge(h: Hardware, dtype: str, as_json: bool) -> str:
             f" = {ridge:,.1f} FLOP per byte")
 
 
-def _workload(kind: str, b: Breakdown, h: Hardware, tokens: int, as_json: bool, settings: dict, args) -> str:
+def _fit(m: Model, h: Hardware, batch: int, context: int, weights_dtype: str, kv_dtype: str) -> dict:
+    """Whether the step's weights and KV cache fit in the GPU's usable HBM, and its context in the model's."""
+    footprint = inference_footprint(m, batch, context, dtype=weights_dtype, kv_dtype=kv_dtype)
+    limit = m.max_position_embeddings
+    return {"fits": bool(footprint.fits(h)), "resident_bytes": footprint.total,
+            "weights_bytes": footprint["weights"], "kv_cache_bytes": footprint["kv_cache"],
+            "hbm_capacity": h.hbm_capacity, "hbm_usable": h.usable_capacity, "context_tokens": context, "max_position_embeddings": limit,
+            "within_trained_context": None if limit is None else context <= limit}
+
+
+def _fit_lines(fit: dict, h: Hardware) -> list[str]:
+    """The table's words for :func:`_fit`: always the memory line, a warning where a limit is passed."""
+    held = (f"weights {fmt(fit['weights_bytes'], 'B')} + KV cache {fmt(fit['kv_cache_bytes'], 'B')}"
+            f" = {fmt(fit['resident_bytes'], 'B')}")
+    hbm = f"the {fmt(fit['hbm_usable'], 'B')} of usable HBM on the {h.short}"
+    lines = [f"memory: {held},\n  within {hbm}" if fit["fits"] else
+             f"DOES NOT FIT: {held},\n  more than {hbm}; the times above assume it fit"]
+    if fit["within_trained_context"] is False:
+        lines.append(f"BEYOND THE MODEL'S CONTEXT: {fit['context_tokens']:,} tokens per sequence,\n"
+                     f"  past the {fit['max_position_embeddings']:,} it was trained for (max_position_embeddings)")
+    return lines
+
+
+def _workload(kind: str, b: Breakdown, h: Hardware, tokens: int, as_json: bool, settings: dict, fit: dict,
+              args) -> str:
     if args.roof == "measured":
-        roof = calibrated_roof_for(h, mode=args.launch, carry=args.carry_h200_efficiencies)
+        roof = _at("--roof", calibrated_roof_for, h, mode=args.launch, carry=args.carry_h200_efficiencies)
     else:
         roof = h
     pred = predict(b, roof, timing=args.timing)
-    usable = h.usable_capacity
     if as_json:
         out = {
             "workload": kind, "model": settings["model"], "gpu": h.key, **{k: v for k, v in settings.items() if k != "model"},
@@ -209,8 +284,8 @@ def _workload(kind: str, b: Breakdown, h: Hardware, tokens: int, as_json: bool, 
             "assumption": getattr(pred.roof, "assumption", ""),
             "flops": b.flops, "bytes": b.bytes, "intensity": b.intensity, "ridge_point": pred.roof.ridge_point,
             "bound": str(pred.bound), "compute_time_s": pred.compute_time, "memory_time_s": pred.memory_time,
-            "launch_time_s": pred.launch_time, "time_s": pred.time, "tokens": tokens,
-            "time_per_token_s": pred.time / tokens, "utilization": pred.utilization,
+            "launch_time_s": pred.launch_time, "time_s": pred.time, "step_tokens": tokens,
+            "time_per_token_s": pred.time / tokens, "utilization": pred.utilization, **fit,
             "parts": {name: {"flops": c.flops, "bytes": c.bytes} for name, c in b.parts.items()},
         }
         if args.ops:
@@ -232,21 +307,35 @@ def _workload(kind: str, b: Breakdown, h: Hardware, tokens: int, as_json: bool, 
              + (f", launches {fmt(pred.launch_time, 's')}" if pred.launch_time else "")]
     if getattr(pred.roof, "assumption", ""):
         lines.append(f"  assumption: {pred.roof.assumption}")
-    if settings.get("resident_bytes") is not None:
-        left = usable - settings["resident_bytes"]
-        verdict = (f"fits, {fmt(left, 'B')} to spare" if left >= 0 else f"does not fit, short by {fmt(-left, 'B')}")
-        lines.append(f"  weights and KV cache {fmt(settings['resident_bytes'], 'B')} of {fmt(usable, 'B')} usable: {verdict}")
-    return "\n\n".join(shown) + "\n\n" + "\n".join(lines)
+    return "\n\n".join(shown) + "\n\n" + "\n".join(lines + _fit_lines(fit, h))
+
+
+def _at(argument: str, call, *args, **kwargs):
+    """Call ``call``; a bad-input error it raises becomes a :class:`UsageError` naming ``argument``."""
+    try:
+        return call(*args, **kwargs)
+    except NotModelledError:
+        raise
+    except CatalogError as exc:
+        raise UsageError(str(exc), "--catalog") from None
+    except (KeyError, ValueError, TypeError, OverflowError) as exc:
+        message = exc.args[0] if isinstance(exc, KeyError) and exc.args else str(exc)
+        raise UsageError(str(message), argument) from None
 
 
 def _run(args: argparse.Namespace) -> str:
+    catalog = args.catalog
+    if catalog is not None:
+        _at("--catalog", hardware_names, catalog)  # a bad catalog is named as such, whatever the command
     if args.command == "hardware":
-        return _hardware_list(args.json) if args.name is None else _hardware_one(get_hardware(args.name), args.json)
+        if args.name is None:
+            return _hardware_list(args.json, catalog)
+        return _hardware_one(_at("name", get_hardware, args.name, catalog), args.json)
     if args.command == "params":
-        return _params(load_model(args.model), args.json)
+        return _params(_at("model", load_model, args.model), args.json)
     if args.command == "ridge":
-        return _ridge(get_hardware(args.gpu), args.dtype, args.json)
-    m, h = load_model(args.model), get_hardware(args.gpu)
+        return _at("--dtype", _ridge, _at("gpu", get_hardware, args.gpu, catalog), args.dtype, args.json)
+    m, h = _at("model", load_model, args.model), _at("--gpu", get_hardware, args.gpu, catalog)
     accounting = args.accounting or ("text" if args.timing == "step" else "refined")
     options = {"attention": args.attention}
     if getattr(args, "lm_head", "all") != "all":
@@ -255,33 +344,83 @@ def _run(args: argparse.Namespace) -> str:
         options = {k: v for k, v in options.items() if v != OPTIONS[k][0]}
     formats = {"dtype": args.dtype, "weights_dtype": args.weights_dtype, "kv_dtype": args.kv_dtype}
     f = make_formats(**formats)
+    _at("--dtype", h.peak_flops, f.math)
     settings = {"model": m.name, "batch": args.batch, "accounting": accounting, "dtype": args.dtype,
                 "weights_dtype": f.weights, "kv_dtype": f.kv, "attention": args.attention}
     if args.command == "decode":
-        b = decode_step(m, args.batch, args.context, accounting=accounting, **formats, **options)
-        resident = m.params * f.bytes("weights") + args.batch * (args.context + 1) * m.kv_bytes_per_token(f.kv)
-        return _workload("decode", b, h, args.batch, args.json, {**settings, "context": args.context,
-                                                                   "resident_bytes": resident}, args)
-    b = prefill(m, args.tokens, args.batch, accounting=accounting, **formats, **options)
-    resident = m.params * f.bytes("weights") + args.batch * args.tokens * m.kv_bytes_per_token(f.kv)
-    return _workload("prefill", b, h, args.tokens * args.batch, args.json,
-                     {**settings, "prompt_tokens": args.tokens, "resident_bytes": resident}, args)
+        b = _at("--context", decode_step, m, args.batch, args.context, accounting=accounting, **formats, **options)
+        fit = _at("--context", _fit, m, h, args.batch, args.context + 1, f.weights, f.kv)  # the cache after the step
+        return _workload("decode", b, h, args.batch, args.json, {**settings, "context": args.context}, fit, args)
+    b = _at("--tokens", prefill, m, args.tokens, args.batch, accounting=accounting, **formats, **options)
+    fit = _at("--tokens", _fit, m, h, args.batch, args.tokens, f.weights, f.kv)
+    return _workload("prefill", b, h, args.tokens * args.batch, args.json, {**settings, "tokens": args.tokens}, fit,
+                     args)
+
+
+def _wants_json(argv: Sequence[str]) -> bool:
+    """Whether ``--json`` (or an abbreviation argparse would accept, ``--js``) is among the arguments."""
+    return any(a.startswith("--j") and "--json".startswith(a) for a in argv if isinstance(a, str))
+
+
+def _report(status: int, message: str, argument: str | None, as_json: bool, usage: str = "") -> int:
+    """Print an error the way the caller asked for (a line on stderr, or one JSON object on stdout)."""
+    try:
+        # one write each, so that a notebook capturing the streams never splits a message
+        if as_json:
+            sys.stdout.write(json.dumps({"error": message, "argument": argument, "status": status}, indent=2) + "\n")
+        else:
+            sys.stderr.write(usage + (message if message.startswith("roofline") else f"roofline: error: {message}") + "\n")
+        sys.stdout.flush()
+    except (BrokenPipeError, OSError):
+        _quiet_stdout()
+    return status
+
+
+def _quiet_stdout() -> None:
+    """After a closed pipe, point stdout at /dev/null so that the exit flush cannot fail again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):  # stdout is not a real file (a test's capture)
+        pass
+
+
+# The exit status of a program a closed pipe ended: 128 + SIGPIPE, what a shell reports for `yes | head -1`.
+EXIT_BROKEN_PIPE = 141
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line; returns the exit status (0 fine, 1 not modelled, 2 bad input)."""
+    """Run the command line; returns the exit status (0 fine, 1 not modelled, 2 bad input).
+
+    A closed pipe returns 141 (128 + SIGPIPE, as a shell reports for a tool that signal ended)
+    with nothing printed.
+    """
+    argv = list(sys.argv[1:] if argv is None else argv)
+    as_json = _wants_json(argv)
     parser = build_parser()
-    args = parser.parse_args(argv)
     try:
+        args = parser.parse_args(argv)
         out = _run(args)
+    except UsageError as exc:
+        return _report(2, exc.message, exc.argument, as_json, usage=exc.usage)
     except NotModelledError as exc:
-        print(f"roofline: not modelled: {exc}", file=sys.stderr)
-        return 1
-    except (KeyError, ValueError, TypeError, CatalogError) as exc:
-        # unknown names (with close matches), a dtype the chip lacks, a malformed config.json
+        return _report(1, f"roofline: not modelled: {exc}", None, as_json)
+    except CatalogError as exc:
+        return _report(2, str(exc), "--catalog", as_json)
+    except (KeyError, ValueError, TypeError, OverflowError, RecursionError) as exc:
+        # what _at did not place: an unknown name with close matches, a malformed config.json
         message = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
-        parser.exit(2, f"roofline: error: {message}\n")
-    print(out)
+        return _report(2, str(message), None, as_json)
+    try:
+        sys.stdout.write(out + "\n")
+        sys.stdout.flush()
+    except BrokenPipeError:
+        _quiet_stdout()
+        return EXIT_BROKEN_PIPE
+    except OSError as exc:  # a full disk, a device that refuses the write
+        _quiet_stdout()
+        sys.stderr.write(f"roofline: error: cannot write the output: {exc.strerror or exc}\n")
+        return 2
     return 0
 
 

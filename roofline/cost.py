@@ -84,6 +84,13 @@ class Breakdown:
     formats: object = None  # a roofline.formats.Formats, when the work says what it is computed in
 
     def __post_init__(self):
+        if not isinstance(self.name, str):
+            raise TypeError(f"Breakdown name must be a string, got {self.name!r}")
+        if not isinstance(self.parts, Mapping):
+            raise TypeError(f"parts must be a mapping of part names to Costs, got {type(self.parts).__name__}")
+        for part, cost in self.parts.items():
+            if not isinstance(part, str) or not isinstance(cost, Cost):
+                raise TypeError(f"parts must map names to Costs; part {part!r} is a {type(cost).__name__}")
         object.__setattr__(self, "parts", MappingProxyType(dict(self.parts)))
         object.__setattr__(self, "ops", tuple(self.ops))
 

@@ -7,8 +7,9 @@ measurements, live in :mod:`roofline.roof`.
 
 from __future__ import annotations
 
-import tomllib
+import math
 import re
+import tomllib
 from dataclasses import dataclass, field, replace
 from functools import cache
 from importlib import resources
@@ -16,7 +17,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Mapping
 
-from ._check import unknown_name
+from ._check import number, unknown_name
 from .units import DTYPE_BYTES, SCALE
 
 __all__ = [
@@ -102,6 +103,17 @@ class Hardware:
         """
         return (self.hbm_total if self.hbm_total is not None else self.hbm_capacity) - self.reserve
 
+    def __post_init__(self):
+        # a Hardware built by hand or changed by with_() obeys the catalog's rules for its figures
+        number("hbm_bandwidth", self.hbm_bandwidth)
+        number("hbm_capacity", self.hbm_capacity)
+        if not isinstance(self.dense_flops, Mapping) or not self.dense_flops:
+            raise TypeError(f"dense_flops must map dtypes to dense peaks, got {self.dense_flops!r}")
+        for dtype, peak in self.dense_flops.items():
+            if dtype not in DTYPE_BYTES:
+                raise unknown_name("dtype", dtype, DTYPE_BYTES)
+            number(f"dense_flops[{dtype!r}]", peak)
+
     def peak_flops(self, dtype: str = "bf16") -> float:
         """Dense peak FLOP/s for ``dtype``; an error if the chip has no such format."""
         if dtype not in DTYPE_BYTES:
@@ -177,53 +189,98 @@ def _check_dense_note(where: str, fig: Figure) -> None:
                 f"which is {quoted / fig.value:.3g}x the value {fig.given}; a dense peak is half the sparse one")
 
 
+def _where(key: str, field: str = "") -> str:
+    """How an error names a place in the catalog: ``[gpus.h100-sxm] dense.bf16``."""
+    return f"[gpus.{key}] {field}".rstrip()
+
+
+def _text_field(where: str, value, *, allow_empty: bool = False) -> str:
+    if not isinstance(value, str) or (not allow_empty and not value.strip()):
+        raise CatalogError(f"{where}: expected {'a' if allow_empty else 'a non-empty'} string, got {_shown(value)}")
+    return value
+
+
+def _shown(value) -> str:
+    """A value as an error message shows it: short, and with its type when that is the problem."""
+    text = repr(value)
+    if len(text) > 60:
+        text = text[:57] + "..."
+    return text if isinstance(value, (int, float, str)) else f"a {type(value).__name__} {text}"
+
+
+def _table(where: str, value, what: str) -> dict:
+    if not isinstance(value, dict):
+        raise CatalogError(f"{where}: expected {what}, got {_shown(value)}")
+    return value
+
+
 def _figure(where: str, raw, sources: Mapping[str, Source], expect: str) -> Figure:
-    if not isinstance(raw, dict):
-        raise CatalogError(f"{where}: expected a table {{value, unit, source}}, got {raw!r}")
+    raw = _table(where, raw, "a table {value, unit, source}")
     for key in ("value", "unit", "source"):
         if key not in raw:
             raise CatalogError(f"{where}: missing '{key}'")
     value, unit = raw["value"], raw["unit"]
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise CatalogError(f"{where}: value must be a number, got {value!r}")
-    if not value > 0:
-        raise CatalogError(f"{where}: value must be positive, got {value!r} (leave a figure out rather than set it to 0)")
-    if unit not in SCALE:
-        raise CatalogError(f"{where}: unknown unit {unit!r}; expected one of {', '.join(SCALE)}")
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+        hint = " (leave a figure out rather than set it to 0)" if value == 0 and not isinstance(value, bool) else ""
+        raise CatalogError(f"{where}: expected a positive finite number, got {_shown(value)}{hint}")
+    if not isinstance(unit, str) or unit not in SCALE:
+        raise CatalogError(f"{where}: unknown unit {_shown(unit)}; expected one of {', '.join(SCALE)}")
     scale, si = SCALE[unit]
     if si != expect:
         raise CatalogError(f"{where}: unit {unit!r} is a {si} figure, expected {expect}")
-    if raw["source"] not in sources:
-        raise CatalogError(f"{where}: source {raw['source']!r} is not in [sources]")
-    note = raw.get("note", "")
-    if raw.get("sparse", False):
+    if not isinstance(raw["source"], str) or raw["source"] not in sources:
+        raise CatalogError(f"{where}: source {_shown(raw['source'])} is not in [sources]")
+    note = _text_field(f"{where}.note", raw.get("note", ""), allow_empty=True)
+    sparse = raw.get("sparse", False)
+    if not isinstance(sparse, bool):
+        raise CatalogError(f"{where}.sparse: expected true or false, got {_shown(sparse)}")
+    if sparse:
         raise CatalogError(f"{where}: a sparse figure where a dense one belongs; give the dense peak")
-    return Figure(float(value) * scale, si, sources[raw["source"]], note, f"{value:g} {unit}")
+    si_value = float(value) * scale
+    if not math.isfinite(si_value):
+        raise CatalogError(f"{where}: expected a positive finite number, got {value:g} {unit}, which overflows")
+    return Figure(si_value, si, sources[raw["source"]], note, f"{value:g} {unit}")
 
 
-def _hardware(key: str, raw: dict, sources: Mapping[str, Source]) -> Hardware:
-    where = f"hardware entry [{key}]"
+# The years a datasheet figure can plausibly carry: the first GPUs with programmable shaders to a
+# few decades ahead (a year outside is a typo: 20224, -2022, 22).
+_YEARS = (1990, 2100)
+
+
+def _hardware(key: str, raw, sources: Mapping[str, Source]) -> Hardware:
+    raw = _table(_where(key), raw, "a table of the chip's fields")
     missing = [k for k in _REQUIRED if k not in raw]
     if missing:
-        raise CatalogError(f"{where}: missing field(s) {', '.join(missing)}")
+        raise CatalogError(f"{_where(key)}: missing field(s) {', '.join(missing)}")
+    text = {k: _text_field(_where(key, k), raw[k]) for k in ("name", "vendor", "architecture", "form_factor", "memory_type")}
+    short = _text_field(_where(key, "short"), raw["short"]) if "short" in raw else key.upper()
+    year = raw["year"]
+    if isinstance(year, bool) or not isinstance(year, int):
+        raise CatalogError(f"{_where(key, 'year')}: expected an integer, got {_shown(year)}")
+    if not _YEARS[0] <= year <= _YEARS[1]:
+        raise CatalogError(f"{_where(key, 'year')}: expected a year between {_YEARS[0]} and {_YEARS[1]}, got {year}")
+    aliases = raw.get("aliases", [])
+    if not isinstance(aliases, list):
+        raise CatalogError(f"{_where(key, 'aliases')}: expected a list of strings such as [\"h100\"], got {_shown(aliases)}")
+    for i, alias in enumerate(aliases):
+        _text_field(_where(key, f"aliases[{i}]"), alias)
     figures: dict[str, Figure] = {}
     for name, si in _FIGURE_UNITS.items():
         if name in raw:
-            figures[name] = _figure(f"{where} field '{name}'", raw[name], sources, si)
+            figures[name] = _figure(_where(key, name), raw[name], sources, si)
     dense: dict[str, float] = {}
     if not isinstance(raw["dense"], dict) or not raw["dense"]:
-        raise CatalogError(f"{where} field 'dense': expected a table of dense peaks by dtype")
+        raise CatalogError(f"{_where(key, 'dense')}: expected a table of dense peaks by dtype, got {_shown(raw['dense'])}")
     for dtype, fig in raw["dense"].items():
+        here = _where(key, f"dense.{dtype}")
         if dtype not in DTYPE_BYTES:
-            raise CatalogError(f"{where} field 'dense.{dtype}': unknown dtype; expected one of {', '.join(DTYPE_BYTES)}")
-        figures[f"dense.{dtype}"] = _figure(f"{where} field 'dense.{dtype}'", fig, sources, "FLOP/s")
-        _check_dense_note(f"{where} field 'dense.{dtype}'", figures[f"dense.{dtype}"])
+            raise CatalogError(f"{here}: unknown dtype; expected one of {', '.join(DTYPE_BYTES)}")
+        figures[f"dense.{dtype}"] = _figure(here, fig, sources, "FLOP/s")
+        _check_dense_note(here, figures[f"dense.{dtype}"])
         dense[dtype] = figures[f"dense.{dtype}"].value
     sparse: dict[str, float] = {}
-    if not isinstance(raw.get("sparse", {}), dict):
-        raise CatalogError(f"{where} field 'sparse': expected a table of sparse peaks by dtype")
-    for dtype, fig in raw.get("sparse", {}).items():
-        here = f"{where} field 'sparse.{dtype}'"
+    for dtype, fig in _table(_where(key, "sparse"), raw.get("sparse", {}), "a table of sparse peaks by dtype").items():
+        here = _where(key, f"sparse.{dtype}")
         if dtype not in dense:
             raise CatalogError(f"{here}: a sparse peak needs the dense one beside it; add dense.{dtype}")
         f = _figure(here, fig, sources, "FLOP/s")
@@ -233,27 +290,23 @@ def _hardware(key: str, raw: dict, sources: Mapping[str, Source]) -> Hardware:
         figures[f"sparse.{dtype}"] = f
         sparse[dtype] = f.value
     links: dict[str, Link] = {}
-    for tier, fig in raw.get("interconnect", {}).items():
+    tiers = _table(_where(key, "interconnect"), raw.get("interconnect", {}), "a table of links by tier")
+    for tier, fig in tiers.items():
+        here = _where(key, f"interconnect.{tier}")
         if tier not in _TIERS:
-            raise CatalogError(f"{where} field 'interconnect.{tier}': unknown tier; expected one of {', '.join(_TIERS)}")
-        f = _figure(f"{where} field 'interconnect.{tier}'", fig, sources, "B/s")
+            raise CatalogError(f"{here}: unknown tier; expected one of {', '.join(_TIERS)}")
+        f = _figure(here, fig, sources, "B/s")
         direction = fig.get("direction")
         if direction not in ("bidirectional", "each way"):
-            raise CatalogError(f"{where} field 'interconnect.{tier}.direction': expected 'bidirectional' or 'each way', got {direction!r}")
+            raise CatalogError(f"{here}.direction: expected 'bidirectional' or 'each way', got {_shown(direction)}")
         if "name" not in fig:
-            raise CatalogError(f"{where} field 'interconnect.{tier}': missing 'name'")
+            raise CatalogError(f"{here}: missing 'name'")
         figures[f"interconnect.{tier}"] = f
-        links[tier] = Link(tier, fig["name"], f.value, direction, f)
-    if not isinstance(raw["year"], int):
-        raise CatalogError(f"{where} field 'year': expected an integer, got {raw['year']!r}")
+        links[tier] = Link(tier, _text_field(f"{here}.name", fig["name"]), f.value, direction, f)
     return Hardware(
         key=key,
-        name=raw["name"],
-        vendor=raw["vendor"],
-        architecture=raw["architecture"],
-        year=raw["year"],
-        form_factor=raw["form_factor"],
-        memory_type=raw["memory_type"],
+        **text,
+        year=year,
         hbm_bandwidth=figures["hbm_bandwidth"].value,
         hbm_capacity=figures["hbm_capacity"].value,
         dense_flops=MappingProxyType(dense),
@@ -261,33 +314,88 @@ def _hardware(key: str, raw: dict, sources: Mapping[str, Source]) -> Hardware:
         power_w=figures["power"].value if "power" in figures else None,
         interconnect=MappingProxyType(links),
         figures=MappingProxyType(figures),
-        aliases=tuple(a.lower() for a in raw.get("aliases", ())),
-        short=raw.get("short", key.upper()),
+        aliases=tuple(a.strip().lower() for a in aliases),
+        short=short,
         sparse_flops=MappingProxyType(sparse),
         hbm_total=figures["hbm_total"].value if "hbm_total" in figures else None,
         reserve=figures["reserve"].value if "reserve" in figures else CONTEXT_RESERVE,
     )
 
 
+def _read_catalog_text(path: Path) -> str:
+    """The text of a catalog file, or a CatalogError that says what is wrong with the path."""
+    if path.is_dir():
+        raise CatalogError(f"hardware catalog {str(path)!r} is a directory; give the path of a .toml file")
+    if not path.exists():
+        raise CatalogError(f"hardware catalog {str(path)!r}: no such file")
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise CatalogError(f"hardware catalog {str(path)!r} is not UTF-8 text (byte {exc.start}: "
+                           f"{exc.object[exc.start:exc.start + 1]!r}); TOML files are UTF-8") from None
+    except OSError as exc:
+        raise CatalogError(f"hardware catalog {str(path)!r} cannot be read: {exc.strerror or exc}") from None
+
+
 def load_catalog(path: str | Path | None = None) -> dict[str, Hardware]:
-    """Read and validate a hardware catalog (the package's own when ``path`` is None)."""
+    """Read and validate a hardware catalog (the package's own when ``path`` is None).
+
+    Every figure must be a positive finite number with a known unit and a source listed under
+    ``[sources]``; names are strings; ``aliases`` is a list of strings, none shared between two
+    entries; ``year`` is a plausible year. Anything else is a :class:`CatalogError` that names the
+    entry and the field, e.g. ``[gpus.my-chip] hbm_bandwidth: expected a positive finite number, got inf``.
+    """
     if path is None:
+        shown = "roofline/data/hardware.toml"
         text = resources.files("roofline").joinpath("data/hardware.toml").read_text(encoding="utf-8")
     else:
-        text = Path(path).read_text(encoding="utf-8")
+        if not isinstance(path, (str, Path)):
+            raise TypeError(f"catalog must be the path of a TOML file, got {type(path).__name__} {path!r}")
+        shown = str(path)
+        text = _read_catalog_text(Path(path))
     try:
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise CatalogError(f"hardware catalog {path or 'roofline/data/hardware.toml'} is not valid TOML: {exc}") from None
+        raise CatalogError(f"hardware catalog {shown} is not valid TOML: {exc}") from None
+    except RecursionError:
+        raise CatalogError(f"hardware catalog {shown} is nested too deeply to read; a catalog nests tables four levels deep at most") from None
+    try:
+        return _validated(raw)
+    except RecursionError:  # pragma: no cover - tomllib refuses deep nesting first
+        raise CatalogError(f"hardware catalog {shown} is nested too deeply to read") from None
+
+
+def _validated(raw: dict) -> dict[str, Hardware]:
     sources = {}
-    for key, s in raw.get("sources", {}).items():
+    for key, s in _table("[sources]", raw.get("sources", {}), "a table of [sources.KEY] tables").items():
+        s = _table(f"[sources.{key}]", s, "a table {title, url, date}")
         missing = [k for k in ("title", "url", "date") if k not in s]
         if missing:
-            raise CatalogError(f"source [{key}]: missing {', '.join(missing)}")
-        sources[key] = Source(key, s["title"], s["url"], str(s["date"]))
-    if not raw.get("gpus"):
+            raise CatalogError(f"[sources.{key}]: missing {', '.join(missing)}")
+        title = _text_field(f"[sources.{key}] title", s["title"])
+        url = _text_field(f"[sources.{key}] url", s["url"])
+        if isinstance(s["date"], (dict, list, bool)):
+            raise CatalogError(f"[sources.{key}] date: expected a date such as \"2024-03\", got {_shown(s['date'])}")
+        sources[key] = Source(key, title, url, str(s["date"]))
+    gpus = _table("[gpus]", raw.get("gpus", {}), "a table of [gpus.KEY] tables")
+    if not gpus:
         raise CatalogError("hardware catalog has no [gpus.*] entries")
-    return {key: _hardware(key, entry, sources) for key, entry in raw["gpus"].items()}
+    catalog = {}
+    for key, entry in gpus.items():
+        try:
+            catalog[key] = _hardware(key, entry, sources)
+        except CatalogError:
+            raise
+        except (TypeError, AttributeError, ValueError) as exc:  # a shape no rule above foresaw
+            raise CatalogError(f"{_where(key)}: malformed entry ({exc})") from None
+    owner: dict[str, str] = {}
+    for key, hw in catalog.items():
+        for name in (key.lower(), *hw.aliases):
+            if name in owner and owner[name] != key:
+                raise CatalogError(f"{_where(key, 'aliases')}: {name!r} already names [gpus.{owner[name]}]; "
+                                   "a name must pick one entry")
+            owner[name] = key
+    return catalog
 
 
 @cache
@@ -295,21 +403,47 @@ def _catalog() -> Mapping[str, Hardware]:
     return MappingProxyType(load_catalog())
 
 
-def hardware_names() -> list[str]:
-    """Keys of the shipped catalog, e.g. ['a100-sxm-80gb', 'h100-sxm', ...]."""
-    return sorted(_catalog())
+@cache
+def _catalog_at(path: str, mtime_ns: int, size: int) -> Mapping[str, Hardware]:
+    return MappingProxyType(load_catalog(path))
 
 
-def get_hardware(name: str | Hardware) -> Hardware:
-    """Look up an accelerator by key or alias ('h100-sxm', 'H100'); close matches on a miss."""
+
+def _resolve(catalog) -> Mapping[str, Hardware]:
+    """The catalog to look names up in: the shipped one (None), a TOML file, or a loaded mapping."""
+    if catalog is None:
+        return _catalog()
+    if isinstance(catalog, (str, Path)):
+        path = Path(catalog)
+        try:
+            st = path.stat()
+        except OSError:
+            return load_catalog(path)  # raises the CatalogError that says what is wrong with the path
+        return _catalog_at(str(path.resolve()), st.st_mtime_ns, st.st_size)
+    if isinstance(catalog, Mapping) and all(isinstance(h, Hardware) for h in catalog.values()):
+        return catalog
+    raise TypeError(f"catalog must be the path of a TOML file or the result of load_catalog, got {type(catalog).__name__}")
+
+
+def hardware_names(catalog=None) -> list[str]:
+    """Keys of the catalog (the shipped one by default), e.g. ['a100-sxm-80gb', 'h100-sxm', ...]."""
+    return sorted(_resolve(catalog))
+
+
+def get_hardware(name: str | Hardware, catalog=None) -> Hardware:
+    """Look up an accelerator by key or alias ('h100-sxm', 'H100'); close matches on a miss.
+
+    ``catalog`` is a reader's own TOML file (or :func:`load_catalog`'s result) to look in instead of
+    the shipped one; it is validated by the same rules.
+    """
     if isinstance(name, Hardware):
         return name
     if not isinstance(name, str):
         raise TypeError(f"hardware must be a name such as 'h100-sxm' or a Hardware, got {name!r}")
-    catalog = _catalog()
+    catalog = _resolve(catalog)
     wanted = name.strip().lower()
     for key, hw in catalog.items():
-        if wanted == key or wanted in hw.aliases:
+        if wanted == key.lower() or wanted in hw.aliases:
             return hw
     raise unknown_name("hardware", name, list(catalog) + [a for h in catalog.values() for a in h.aliases])
 

@@ -31,11 +31,11 @@ from types import MappingProxyType
 
 import numpy as np
 
-from ._check import number, unknown_name
+from ._check import broadcast, number, unknown_name
 from .cost import Breakdown
 from .formats import Formats, formats
 from .model import Linear, Model, NotModelledError, load_model
-from .ops import Op, attention_flops
+from .ops import Op
 from .roof import predict
 
 __all__ = ["ACCOUNTINGS", "OPTIONS", "ELEMENTWISE_OPS", "PARTS", "decode_step", "prefill", "attention_parity_tokens",
@@ -143,7 +143,7 @@ def _ops(m: Model, batch, queries, keys, *, decode: bool, f: Formats, accounting
     out_rows = T if (not decode and options["lm_head"] == "all") else batch
     qw = m.attention_width
     kvw = m.num_kv_heads * m.head_dim  # K (or V) numbers per token per layer
-    kv_layer = m.kv_bytes_per_token(f.kv) / L  # cache bytes per token per layer
+    kv_written = batch * m.kv_cache_bytes(queries, f.kv)  # the new tokens' K and V (a window keeps its last ones)
     ops: list[Op] = []
     add = ops.append
     refined = accounting == "refined"
@@ -183,23 +183,23 @@ def _ops(m: Model, batch, queries, keys, *, decode: bool, f: Formats, accounting
         for lin in att:
             add(matmul(lin, linears[lin]))
         elementwise("rope", L, {"elementwise": T * (qw + kvw) * a * L}, {"elementwise": T * (qw + kvw) * a * L})
-        elementwise("kv_write", L, {"elementwise": T * 2 * kvw * a * L}, {"kv_cache": T * kv_layer * L})
+        elementwise("kv_write", L, {"elementwise": T * 2 * kvw * a * L}, {"kv_cache": kv_written})
     causal = "half" if accounting == "text" else "exact"
-    if decode:
-        pairs = keys  # one query per sequence attends to every cached token (and, refined, itself)
-    elif options["attention"] == "explicit" and refined:
-        pairs = queries * keys  # the explicit form computes the whole square, then masks it
+    # every layer's score and value products; a sliding-window layer sees only its window
+    if decode:  # one query per sequence attends to every cached token (and, refined, itself)
+        att_flops = batch * m.attention_flops(1, keys)
+    elif options["attention"] == "explicit" and refined:  # the whole square, masked afterwards
+        att_flops = 4 * batch * queries * keys * qw * L
     else:
-        pairs = attention_flops(queries, keys, 1, causal=causal) / 4
-    att_flops = 4 * batch * pairs * qw * L
-    kv_read = batch * keys * kv_layer * L if decode else 0.0
+        att_flops = batch * m.attention_flops(queries, keys, causal=causal)
+    kv_read = batch * m.kv_cache_bytes(keys, f.kv) if decode else 0.0
     if not refined:
         if decode:
             add(Op.build("attention", "attention", count=L, math=math, flops={"attention": att_flops},
                          reads={"kv_cache": kv_read}, queries=queries, keys=keys))
         else:
             add(Op.build("attention", "attention", count=L, math=math, flops={"attention": att_flops},
-                         writes={"kv_cache": T * kv_layer * L}, queries=queries, keys=keys))
+                         writes={"kv_cache": kv_written}, queries=queries, keys=keys))
     else:
         q_in = T * qw * a * L
         # prefill reads the new K and V from the projections; decode reads them, with the rest, from the cache
@@ -290,6 +290,7 @@ def decode_step(model: Model | str, batch=1, context=0, *, dtype: str = "bf16", 
     m = load_model(model)
     batch = number("batch", batch, integer=True)
     context = number("context", context, integer=True, strict=False)
+    broadcast(batch=batch, context=context)
     _check_modelled(m, batch, "decode_step")
     keys = context + 1 if accounting == "refined" else context
     return _step(f"decode step of {m.name}", m, batch, 1, keys, decode=True, dtype=dtype, weights_dtype=weights_dtype,
@@ -311,6 +312,7 @@ def prefill(model: Model | str, tokens, batch=1, *, dtype: str = "bf16", kv_dtyp
     m = load_model(model)
     tokens = number("tokens", tokens, integer=True)
     batch = number("batch", batch, integer=True)
+    broadcast(tokens=tokens, batch=batch)
     _check_modelled(m, tokens * batch, "prefill")
     return _step(f"prefill of {m.name}", m, batch, tokens, tokens, decode=False, dtype=dtype,
                  weights_dtype=weights_dtype, kv_dtype=kv_dtype, math_dtype=math_dtype, accounting=accounting,
@@ -335,7 +337,13 @@ def compute_bound_batch(model: Model | str, roof, context=0, *, max_batch: int =
     ``options`` go to :func:`decode_step` (``accounting``, ``dtype``, ``kv_dtype``).
     """
 
-    max_batch = int(number("max_batch", max_batch, integer=True))
+    max_batch = number("max_batch", max_batch, integer=True)
+    if np.ndim(max_batch):
+        raise TypeError(f"max_batch must be a single whole number, got an array of shape {np.shape(max_batch)}")
+    if np.ndim(context):
+        raise TypeError(f"compute_bound_batch sweeps the batch for one context; context must be a single number, "
+                        f"got an array of shape {np.shape(context)} (call it once per context)")
+    max_batch = int(max_batch)
     batches = np.arange(1, max_batch + 1, dtype=float)
     bound = np.asarray(predict(decode_step(model, batches, context, **options), roof,
                                dtype=options.get("dtype", "bf16")).bound)

@@ -40,6 +40,7 @@ __all__ = [
     "saved_tensors",
     "activation_bytes",
     "korthikanti_bytes",
+    "inference_footprint",
     "training_footprint",
     "kv_cache_capacity_tokens",
     "RECOMPUTE_POLICIES",
@@ -271,6 +272,25 @@ def training_footprint(model: Model | str, seq, micro_batch, *, gpus=1, zero_sta
     s, b = number("seq", seq, integer=True), number("micro_batch", micro_batch, integer=True)
     logits = s * b * m.vocab_size * 4
     return Footprint({**state, "activations": layers, "logits": logits})
+
+
+def inference_footprint(model: Model | str, batch=1, context=0, *, dtype: str = "bf16",
+                        kv_dtype: str | None = None) -> Footprint:
+    """What one GPU holds to serve ``batch`` sequences of ``context`` tokens each: the weights and the
+    KV cache (chapter 1). Activations and the runtime's own memory come on top; compare
+    ``fits(hardware)`` with a margin. Broadcasts over ``batch`` and ``context``.
+
+    Llama 3 8B, one sequence of 8,192 tokens in bf16: 16.06 GB of weights and 1.07 GB of KV cache.
+    """
+    from ._check import broadcast
+    from .units import dtype_bytes
+
+    m = load_model(model)
+    batch = number("batch", batch, integer=True)
+    context = number("context", context, integer=True, strict=False)
+    broadcast(batch=batch, context=context)
+    return Footprint({"weights": m.params * dtype_bytes(dtype),
+                      "kv_cache": batch * m.kv_cache_bytes(context, kv_dtype or dtype)})
 
 
 def kv_cache_capacity_tokens(model: Model | str, hardware: Hardware | str, *, dtype: str = "bf16",

@@ -58,7 +58,7 @@ def mfu(tokens_per_s, model, gpus, hardware: Hardware | str, *, dtype: str = "bf
     gpus = number("gpus", gpus, integer=True)
     peak = get_hardware(hardware).peak_flops(dtype)
     need = training_flops_per_token(model, attention_context=attention_context)
-    return tokens_per_s * need / (gpus * peak)
+    return _fraction_of_peak("MFU", tokens_per_s * need / (gpus * peak), tokens_per_s, gpus)
 
 
 def hfu(tokens_per_s, model, gpus, hardware: Hardware | str, *, recompute: str = "full", dtype: str = "bf16",
@@ -71,7 +71,17 @@ def hfu(tokens_per_s, model, gpus, hardware: Hardware | str, *, recompute: str =
     gpus = number("gpus", gpus, integer=True)
     peak = get_hardware(hardware).peak_flops(dtype)
     ran = training_flops_per_token(model, recompute=recompute, attention_context=attention_context)
-    return tokens_per_s * ran / (gpus * peak)
+    return _fraction_of_peak("HFU", tokens_per_s * ran / (gpus * peak), tokens_per_s, gpus)
+
+
+def _fraction_of_peak(what: str, value, tokens_per_s, gpus):
+    """A utilization, or an error where it exceeds 1 (more FLOP/s than the GPUs' peak), as
+    :func:`tokens_per_s_at_mfu` refuses an MFU above 1."""
+    if np.any(np.asarray(value) > 1 + 1e-9):  # a rounding error's worth above 1 is 1
+        worst = float(np.max(value))
+        raise ValueError(f"tokens_per_s {tokens_per_s!r} on gpus {gpus!r} implies an {what} of {worst:,.3g}, above 1: "
+                         "more FLOP/s than the GPUs' peak; check tokens_per_s (the whole job's), gpus, the model and dtype")
+    return value
 
 
 def tokens_per_s_at_mfu(mfu_, model, hardware: Hardware | str, *, gpus=1, dtype: str = "bf16", attention_context=None):

@@ -10,6 +10,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import numpy as np
+
 from ._check import unknown_name
 
 __all__ = ["DTYPE_BYTES", "dtype_bytes", "Quantity", "fmt", "SCALE"]
@@ -66,7 +68,20 @@ def fmt(value: float, unit: str = "", digits: int = 3, *, prefix: str | None = N
     ``digits`` is the number of significant figures; ``fixed`` instead fixes the decimals after the
     prefix is chosen. ``prefix`` forces a prefix ('T' for TFLOP/s, '' for none).
     """
-    value = float(value)
+    if isinstance(value, (str, bytes, bool, np.bool_)) or np.ndim(value) != 0 or np.iscomplexobj(value):
+        raise TypeError(f"value must be a single real number, got {type(value).__name__} {value!r}"[:160])
+    if not isinstance(unit, str):
+        raise TypeError(f"unit must be a string such as 'B/s', got {unit!r}")
+    if isinstance(digits, bool) or not isinstance(digits, int) or digits < 1:
+        raise ValueError(f"digits must be a whole number >= 1, got {digits!r}")
+    if fixed is not None and (isinstance(fixed, bool) or not isinstance(fixed, int) or fixed < 0):
+        raise ValueError(f"fixed must be a whole number >= 0 or None, got {fixed!r}")
+    if prefix is not None and prefix not in {p for _, p in _PREFIXES} | {""}:
+        raise ValueError(f"prefix must be one of {', '.join(repr(p) for _, p in _PREFIXES)}, got {prefix!r}")
+    try:
+        value = float(value)
+    except (TypeError, ValueError):
+        raise TypeError(f"value must be a single real number, got {type(value).__name__} {value!r}"[:160]) from None
     if not math.isfinite(value):
         return f"{value} {unit}".strip()
     if prefix is None:
@@ -109,6 +124,11 @@ class Quantity:
         return fmt(self.value, self.unit, self.digits, prefix=self.prefix, fixed=self.fixed) + self.suffix
 
     __str__ = __repr__
+
+    def __post_init__(self):
+        fmt(self.value, self.unit, self.digits, prefix=self.prefix, fixed=self.fixed)  # the same checks, at once
+        if not isinstance(self.suffix, str):
+            raise TypeError(f"suffix must be a string, got {self.suffix!r}")
 
     def __float__(self) -> float:
         return float(self.value)

@@ -50,19 +50,19 @@ def test_h100_sparse_column_is_twice_the_dense_one(h100):
         # the datasheet's sparse number pasted into dense, note and all
         ('bf16 = { value = 989.4, unit = "TFLOP/s", source = "nvidia-hopper-whitepaper"',
          'bf16 = { value = 1979, unit = "TFLOP/s", source = "nvidia-hopper-whitepaper"',
-         r"\[h100-sxm\] field 'dense.bf16': a sparse figure where a dense one belongs\? the note quotes 1,979 with sparsity"),
+         r"\[gpus.h100-sxm\] dense.bf16: a sparse figure where a dense one belongs\? the note quotes 1,979 with sparsity"),
         ('bf16 = { value = 2.25, unit = "PFLOP/s"', 'bf16 = { value = 4.5, unit = "PFLOP/s"',
-         r"\[b200\] field 'dense.bf16'.*4.5 PFLOPS? with sparsity|\[b200\] field 'dense.bf16'.*quotes 4.5"),
+         r"\[gpus.b200\] dense.bf16: .*quotes 4.5"),
         ('tf32 = { value = 989, unit = "TFLOP/s", source = "nvidia-h100-datasheet"',
          'tf32 = { value = 494.7, unit = "TFLOP/s", source = "nvidia-h100-datasheet"',
-         r"field 'sparse.tf32': 494.7 TFLOP/s is 1x dense.tf32"),
+         r"sparse.tf32: 494.7 TFLOP/s is 1x dense.tf32"),
         ('[gpus.h100-sxm.sparse]\n', '[gpus.h100-sxm.sparse]\nfp64 = { value = 134, unit = "TFLOP/s", source = "nvidia-h100-datasheet" }\n',
          None),  # fp64 dense exists (66.9): 134 is 2.003x, accepted
         ('[gpus.h100-sxm.sparse]\n', '[gpus.h100-sxm.sparse]\nint4 = { value = 100, unit = "TFLOP/s", source = "nvidia-h100-datasheet" }\n',
-         r"field 'sparse.int4': a sparse peak needs the dense one beside it"),
+         r"sparse.int4: a sparse peak needs the dense one beside it"),
         ('fp8  = { value = 3958, unit = "TFLOP/s", source = "nvidia-h100-datasheet"',
          'fp8  = { value = 3958, unit = "GB/s", source = "nvidia-h100-datasheet"',
-         r"field 'sparse.fp8': unit 'GB/s' is a B/s figure"),
+         r"sparse.fp8: unit 'GB/s' is a B/s figure"),
     ],
 )
 def test_sparse_rules(tmp_path, old, new, message):

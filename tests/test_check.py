@@ -1,10 +1,12 @@
 """Argument checks and number formatting."""
 
 import math
+import re
 
 import numpy as np
 import pytest
 
+import roofline as rl
 from roofline._check import UnknownNameError, number, unknown_name
 from roofline.units import Quantity, dtype_bytes, fmt
 
@@ -67,3 +69,92 @@ def test_dtype_bytes():
     assert dtype_bytes("bf16") == 2 and dtype_bytes("fp8") == 1 and dtype_bytes("int4") == 0.5
     with pytest.raises(KeyError, match="did you mean 'bf16'"):
         dtype_bytes("bf61")
+
+
+def test_close_matches_put_names_that_begin_with_the_typed_one_first():
+    from roofline._check import close_matches
+
+    known = rl.hardware_names() + [a for k in rl.hardware_names() for a in rl.get_hardware(k).aliases]
+    # every suggestion for a truncated A100 key is an A100, the SXM keys first
+    assert close_matches("a100-sxm", known)[:2] == ["a100-sxm-40gb", "a100-sxm-80gb"]
+    assert all(k.startswith("a100") for k in close_matches("a100-sxm", known))
+    # a transposition still finds its key before the shorter alias it begins with
+    assert close_matches("h100-smx", known)[0] == "h100-sxm"
+    assert "did you mean 'a100-sxm-40gb' or 'a100-sxm-80gb'" in str(unknown_name("hardware", "a100-sxm", known))
+
+
+def test_a_number_too_large_for_a_float_is_a_value_error_naming_the_argument():
+    with pytest.raises(ValueError, match=r"batch must be a finite number, got a number too large .*401 digits"):
+        number("batch", 10**400, integer=True)
+    with pytest.raises(TypeError, match="batch must be a number"):
+        number("batch", np.array([object()]))
+
+
+# One bad input for every public entry point: each fails at the edge, with the argument's name.
+BAD_INPUT = {
+    "Breakdown": (lambda: rl.Breakdown("step", {"weights": 3}), TypeError, "part 'weights' is a int"),
+    "CalibratedRoof": (lambda: rl.CalibratedRoof("c", 1e12, (1.0,), (1e-6,), {}, {}, {"graph": 1e-6}, mode="jit"),
+                       ValueError, "mode must be one of 'graph'"),
+    "Cost": (lambda: rl.Cost("many", 1), TypeError, "flops must be a number"),
+    "Formats": (lambda: rl.Formats(kv="fp3"), KeyError, "kv format: unknown dtype 'fp3'"),
+    "formats": (lambda: rl.formats("bf16", weights_dtype="int2"), KeyError, "weights format: unknown dtype 'int2'"),
+    "Op": (lambda: rl.Op.build("x", "gemm"), ValueError, "kind must be one of matmul, attention"),
+    "Hardware": (lambda: rl.get_hardware("h100").with_(hbm_bandwidth=float("inf")), ValueError, "hbm_bandwidth must be"),
+    "Model": (lambda: rl.Model("m", 64, 160, 2, 4, 0, 16, 1000), ValueError, "Model.num_kv_heads"),
+    "NotModelledError": (lambda: rl.decode_step("mixtral-8x7b", 2), rl.NotModelledError, "routing"),
+    "Prediction": (lambda: rl.predict(5, "h100"), TypeError, "cost must be a Cost"),
+    "Quantity": (lambda: rl.Quantity("fast", "B/s"), TypeError, "value must be a single real number"),
+    "Roof": (lambda: rl.Roof("r", 0, 1), ValueError, "peak_flops must be"),
+    "arithmetic_intensity": (lambda: rl.arithmetic_intensity("x", 1), TypeError, "flops must be"),
+    "as_roof": (lambda: rl.as_roof(3), TypeError, "hardware must be a name"),
+    "attainable_flops": (lambda: rl.attainable_flops(-1, "h100"), ValueError, "intensity must be"),
+    "attention_flops": (lambda: rl.attention_flops(4, 2, 8, causal="exact"), ValueError, "queries must not exceed keys"),
+    "attention_parity_tokens": (lambda: rl.attention_parity_tokens(3.5), TypeError, "model must be a name"),
+    "bandwidth_tiers": (lambda: rl.bandwidth_tiers(None), TypeError, "hardware must be a name"),
+    "compute_bound_batch": (lambda: rl.compute_bound_batch("llama-3-8b", "h100", context=-1), ValueError, "context must be"),
+    "data_parallel_bytes": (lambda: rl.data_parallel_bytes(1e9, 0), ValueError, "gpus must be"),
+    "decode_step": (lambda: rl.decode_step("llama-3-8b", 0), ValueError, "batch must be"),
+    "dtype_bytes": (lambda: rl.dtype_bytes("bf17"), KeyError, "did you mean 'bf16'"),
+    "fmt": (lambda: rl.fmt("x", "B"), TypeError, "value must be a single real number"),
+    "get_hardware": (lambda: rl.get_hardware(["h100"]), TypeError, "hardware must be a name"),
+    "hardware_names": (lambda: rl.hardware_names(catalog=42), TypeError, "catalog must be"),
+    "hfu": (lambda: rl.hfu(1, "llama-3-8b", 1, "h100", recompute="some"), ValueError, "recompute must be"),
+    "kv_cache_bytes": (lambda: rl.kv_cache_bytes(1, -5), ValueError, "kv_bytes_per_token must be"),
+    "load_catalog": (lambda: rl.load_catalog(5), TypeError, "catalog must be the path"),
+    "load_model": (lambda: rl.load_model(5), TypeError, "model must be a name"),
+    "matmul": (lambda: rl.matmul(1, 2, 0), ValueError, "k must be"),
+    "mfu": (lambda: rl.mfu(1e9, "llama-3-8b", 1, "h100"), ValueError, "above 1"),
+    "model_from_config": (lambda: rl.model_from_config([]), TypeError, "config must be the dict"),
+    "model_names": None,  # takes nothing
+    "model_state_bytes": (lambda: rl.model_state_bytes("llama-3-8b", recipe="adamw"), KeyError, "unknown recipe 'adamw'"),
+    "predict": (lambda: rl.predict(rl.Cost(1, 1), "h100", overlap="some"), ValueError, "overlap must be"),
+    "prefill": (lambda: rl.prefill("llama-3-8b", 0), ValueError, "tokens must be"),
+    "ridge_point": (lambda: rl.ridge_point("h100", "fp4"), KeyError, "unknown dtype 'fp4'"),
+    "tokens_per_s_at_mfu": (lambda: rl.tokens_per_s_at_mfu(1.5, "llama-3-8b", "h100"), ValueError, "cannot exceed 1"),
+    "training_flops_per_token": (lambda: rl.training_flops_per_token("llama-3-8b", recompute="x"), ValueError, "recompute must be"),
+    "transfer_time": (lambda: rl.transfer_time(-1, 1), ValueError, "nbytes must be"),
+}
+
+
+def test_every_public_entry_point_has_a_bad_input_case():
+    public = {name for name in rl.__all__ if callable(getattr(rl, name))}
+    assert public == set(BAD_INPUT), "add a bad-input case for each new public function"
+
+
+@pytest.mark.parametrize("name", [n for n, case in BAD_INPUT.items() if case is not None])
+def test_bad_input_fails_at_the_edge_naming_what_is_wrong(name):
+    call, error, message = BAD_INPUT[name]
+    with pytest.raises(error, match=re.escape(message)):
+        call()
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: rl.fmt(1.0, "B", prefix="Q"), "prefix must be one of"),
+    (lambda: rl.fmt(1.0, "B", digits=0), "digits must be a whole number >= 1"),
+    (lambda: rl.fmt([1.0, 2.0], "B"), "value must be a single real number"),
+    (lambda: rl.fmt(1.0, 5), "unit must be a string"),
+])
+def test_fmt_checks_its_arguments(call, message):
+    with pytest.raises((TypeError, ValueError), match=re.escape(message)):
+        call()
+    assert rl.fmt(np.asarray(3e9), "B") == "3.00 GB" and rl.fmt(np.float32(2.5), "s") == "2.50 s"

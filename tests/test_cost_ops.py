@@ -1,5 +1,7 @@
 """Costs and the operations they come from."""
 
+import re
+
 import numpy as np
 import pytest
 from hypothesis import given
@@ -64,3 +66,26 @@ def test_attention_flops_accountings():
         rl.attention_flops(8, 8, 8, causal="triangle")
     with pytest.raises(ValueError, match="width must be"):
         rl.attention_flops(8, 8, 0)
+
+
+def test_exact_causal_counts_the_last_rows_of_the_triangle():
+    # one query at the end of 4096 keys sees all 4096 of them: never more than the full square
+    assert rl.attention_flops(1, 4096, 1, causal="exact") == 4 * 4096
+    assert rl.attention_flops(1, 4096, 1, causal="exact") <= rl.attention_flops(1, 4096, 1)
+    # 3 queries after 2 cached tokens: rows of 3, 4 and 5 keys
+    assert rl.attention_flops(3, 5, 1, causal="exact") == 4 * (3 + 4 + 5)
+    # the rows add up: a prefill of 6 then 3 more queries is the triangle of 9
+    assert (rl.attention_flops(6, 6, 1, causal="exact") + rl.attention_flops(3, 9, 1, causal="exact")
+            == rl.attention_flops(9, 9, 1, causal="exact"))
+    with pytest.raises(ValueError, match="queries must not exceed keys"):
+        rl.attention_flops(10, 4, 1, causal="exact")
+
+
+@pytest.mark.parametrize("call, names", [
+    (lambda: rl.matmul([1, 2, 3], [4, 5], 8), "m of shape (3,), n of shape (2,)"),
+    (lambda: rl.attention_flops([1, 2], [3, 4, 5], 8), "queries of shape (2,), keys of shape (3,)"),
+    (lambda: rl.kv_cache_bytes([1, 2], 10, [1, 2, 3]), "tokens of shape (2,), sequences of shape (3,)"),
+])
+def test_broadcast_mismatches_name_the_arguments(call, names):
+    with pytest.raises(ValueError, match=re.escape(names) + " do not broadcast together"):
+        call()

@@ -1,5 +1,7 @@
 """Decode and prefill workloads, both accountings."""
 
+import re
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -176,3 +178,17 @@ def test_fused_projections_read_the_input_once(llama):
 def test_bad_kernel_options_are_named(call, error, message):
     with pytest.raises(error, match=message):
         call()
+@pytest.mark.parametrize("call, names", [
+    (lambda: rl.decode_step("llama-3-8b", [1, 2, 3], [0, 1024]), "batch of shape (3,), context of shape (2,)"),
+    (lambda: rl.prefill("llama-3-8b", [128, 256], [1, 2, 4]), "tokens of shape (2,), batch of shape (3,)"),
+])
+def test_broadcast_mismatches_name_the_arguments(call, names):
+    with pytest.raises(ValueError, match=re.escape(names)):
+        call()
+
+
+def test_compute_bound_batch_wants_one_context(h100):
+    with pytest.raises(TypeError, match="context must be a single number"):
+        rl.compute_bound_batch("llama-3-8b", h100, context=[0, 1024])
+    with pytest.raises(TypeError, match="max_batch must be a single whole number"):
+        rl.compute_bound_batch("llama-3-8b", h100, max_batch=[4, 8])

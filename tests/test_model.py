@@ -66,7 +66,7 @@ def test_mqa_defaults_and_kv_heads():
         ({"num_hidden_layers": 2.5}, "'num_hidden_layers' must be a positive integer"),
         ({"vocab_size": True}, "'vocab_size' must be a positive integer"),
         ({"num_key_value_heads": 3}, "not a multiple of num_key_value_heads"),
-        ({"model_type": "gpt2"}, "model_type 'gpt2' is not supported"),
+        ({"model_type": "bert"}, "model_type 'bert' is not supported"),
         ({"num_local_experts": 8}, "mixture-of-experts"),
     ],
 )
@@ -94,3 +94,79 @@ def test_parameters_grow_with_layers(layers, hidden, vocab):
     one_more = _config(num_hidden_layers=layers + 1, hidden_size=hidden, vocab_size=vocab)
     a, b = model_from_config(cfg), model_from_config(one_more)
     assert b.params - a.params == a.layer_matmul_params + 2 * hidden
+
+
+def _fields(**changes):
+    base = dict(name="tiny", hidden_size=64, intermediate_size=160, num_layers=2, num_heads=4, num_kv_heads=2,
+                head_dim=16, vocab_size=1000)
+    return {**base, **changes}
+
+
+@pytest.mark.parametrize("changes, error, message", [
+    (dict(hidden_size=64.5), TypeError, "Model.hidden_size must be a whole number"),
+    (dict(hidden_size=0), ValueError, "Model.hidden_size must be a positive integer"),
+    (dict(num_kv_heads=0), ValueError, "Model.num_kv_heads must be a positive integer"),
+    (dict(num_kv_heads=3), ValueError, r"num_heads \(4\) must be a multiple of num_kv_heads \(3\)"),
+    (dict(vocab_size=True), TypeError, "Model.vocab_size must be a whole number"),
+    (dict(num_layers=2**60), ValueError, "no larger than 2\\*\\*53"),
+    (dict(tie_word_embeddings="yes"), TypeError, "tie_word_embeddings must be True or False"),
+    (dict(moe=rl.model.MoE(8, 2, 32, first_dense_layers=2)), ValueError, "no layer of the 2 has experts"),
+    (dict(name=""), TypeError, "Model.name"),
+])
+def test_a_model_built_directly_is_validated(changes, error, message):
+    with pytest.raises(error, match=message):
+        rl.Model(**_fields(**changes))
+
+
+def test_a_valid_model_built_directly_counts_like_its_config():
+    m = rl.Model(**_fields())
+    cfg = {"model_type": "llama", "hidden_size": 64, "intermediate_size": 160, "num_hidden_layers": 2,
+           "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16, "vocab_size": 1000}
+    assert m.params == model_from_config(cfg).params
+    with pytest.raises(ValueError, match=r"MoE.experts_per_token \(9\) exceeds num_experts \(8\)"):
+        rl.model.MoE(8, 9, 32)
+
+
+def test_path_like_model_names_say_what_is_wrong_with_the_path(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ValueError, match="is a directory with no config.json in it"):
+        rl.load_model(".")
+    with pytest.raises(ValueError, match="is a directory with no config.json in it"):
+        rl.load_model(tmp_path)
+    with pytest.raises(ValueError, match="not found: there is no such file in '.'"):
+        rl.load_model("missing.json")
+    with pytest.raises(ValueError, match="not found: its folder does not exist either"):
+        rl.load_model("no/such/folder/config.json")
+    # a folder holding a config.json is read through it
+    (tmp_path / "tiny").mkdir()
+    cfg = {"model_type": "llama", "hidden_size": 64, "intermediate_size": 160, "num_hidden_layers": 2,
+           "num_attention_heads": 4, "vocab_size": 1000}
+    (tmp_path / "tiny" / "config.json").write_text(json.dumps(cfg))
+    assert rl.load_model("tiny").name == "tiny"
+    # a plain word is still a shipped-model name, with close matches
+    with pytest.raises(KeyError, match="did you mean 'llama-3-8b'"):
+        rl.load_model("llama-3-8")
+
+
+@pytest.mark.parametrize("content, message", [
+    (b'{"model_type": "llama", "name": "caf\xe9"}', r"bad.json' is not UTF-8 text \(byte 36"),
+    (b"[" * 100_000 + b"]" * 100_000, "nested too deeply"),
+    (b'{"num_hidden_layers": 1' + b"0" * 5000 + b"}", "is not valid JSON"),
+    (b"[1, 2]", "must hold a JSON object"),
+])
+def test_unreadable_config_files_are_named(tmp_path, content, message):
+    path = tmp_path / "bad.json"
+    path.write_bytes(content)
+    with pytest.raises(ValueError, match=message):
+        rl.load_model(path)
+
+
+def test_sliding_layers_are_distinct_layers_with_a_window():
+    with pytest.raises(ValueError, match="tuple of distinct layer numbers from 0 to 1"):
+        rl.Model(**_fields(sliding_window=8, sliding_layers=(0, 0)))
+    with pytest.raises(ValueError, match="tuple of distinct layer numbers"):
+        rl.Model(**_fields(sliding_window=8, sliding_layers=(2,)))
+    with pytest.raises(ValueError, match="needs a sliding_window"):
+        rl.Model(**_fields(sliding_layers=(0,)))
+    m = rl.Model(**_fields(sliding_window=8, sliding_layers=(0,)))
+    assert m.kv_cache_bytes(100) == (100 + 8) * 2 * 2 * 16 * 2  # one full layer, one windowed
