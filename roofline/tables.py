@@ -48,8 +48,10 @@ class Table:
         head = "".join(cell("th", c, i) for i, c in enumerate(self.columns))
         body = "".join("<tr>" + "".join(cell("td", c, i) for i, c in enumerate(row)) + "</tr>" for row in self.rows)
         caption = f"<caption>{html.escape(self.title)}</caption>" if self.title else ""
-        return (f'<table class="roofline-table" style="border-collapse:collapse;font-variant-numeric:tabular-nums">'
-                f"{caption}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
+        # the wrapper scrolls sideways when the table is wider than the page, so no column is ever cut off
+        return (f'<div class="roofline-table-wrap" style="overflow-x:auto;max-width:100%">'
+                f'<table class="roofline-table" style="border-collapse:collapse;font-variant-numeric:tabular-nums">'
+                f"{caption}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>")
 
     def column(self, name: str) -> tuple[str, ...]:
         i = self.columns.index(name)
@@ -97,13 +99,15 @@ def breakdown_table(breakdowns: Mapping[str, Breakdown], title: str = "") -> Tab
 
 
 def tiers_table(tiers: Sequence[Tier], title: str = "") -> Table:
-    """The bandwidth hierarchy: each tier's rate per GPU and direction, the step from the tier above,
-    and the document it comes from."""
+    """The bandwidth hierarchy: each tier's rate per GPU and direction, how many times slower than the
+    first tier (HBM) it is, and the document it comes from. Every tier is measured against the same
+    first tier, so the chapter can quote any two of them without a second kind of comparison."""
     rows = []
     for i, t in enumerate(tiers):
-        step = "" if i == 0 else f"{tiers[i - 1].each_way / t.each_way:.1f}× below"
+        step = "1×" if i == 0 else f"{tiers[0].each_way / t.each_way:.1f}×"
         rows.append((f"{t.name} ({t.note})", fmt(t.each_way, "B/s"), step, t.figure.source.title))
-    return Table(("tier", "per GPU, one way", "step", "source"), tuple(rows), title)
+    first = tiers[0].name if tiers else "the first tier"
+    return Table(("tier", "per GPU, one way", f"slower than {first}", "source"), tuple(rows), title)
 
 
 def hardware_table(hardware: Sequence, dtype: str = "bf16", title: str = "", *, fallback: str | None = "fp16") -> Table:
@@ -183,17 +187,26 @@ def saved_tensors_table(tensors, heads: int, seq: int, title: str = "") -> Table
 
 
 def footprint_table(footprints: Mapping, capacities: Sequence[str] = ("h100-sxm", "h200-sxm"), title: str = "") -> Table:
-    """Per-GPU memory of labelled footprints, part by part, and whether each fits on each GPU."""
+    """Per-GPU memory of labelled footprints and each one's margin on each GPU.
+
+    The model state (weights, gradients, optimizer) is one column, so the table stays narrow enough
+    for a page; the figure beside it in chapter 2 splits the state part by part. A margin reads
+    '15.8 GB spare' or '48.5 GB over'.
+    """
     from .hardware import get_hardware
 
     hws = [get_hardware(c) for c in capacities]
-    parts = list(dict.fromkeys(p for f in footprints.values() for p in f.parts))
+    others = ("activations", "recompute working set", "logits")
+    shown = [p for p in others if any(float(f.parts.get(p, 0.0)) > 0 for f in footprints.values())]
     rows = []
     for label, f in footprints.items():
-        cells = [fmt(float(f.parts.get(p, 0.0)), "B", 3) for p in parts]
-        fits = ["yes" if float(f.total) <= h.hbm_capacity else "no" for h in hws]
-        rows.append((label, *cells, fmt(float(f.total), "B", 3), *fits))
-    return Table(("setup", *parts, "total", *(f"fits {h.short}" for h in hws)), tuple(rows), title)
+        total = float(f.total)
+        state = sum(float(v) for k, v in f.parts.items() if k not in others)
+        cells = [fmt(state, "B", 3), *(fmt(float(f.parts.get(p, 0.0)), "B", 3) for p in shown)]
+        margins = [f"{fmt(h.hbm_capacity - total, 'B', 3)} spare" if total <= h.hbm_capacity
+                   else f"{fmt(total - h.hbm_capacity, 'B', 3)} over" for h in hws]
+        rows.append((label, *cells, fmt(total, "B", 3), *margins))
+    return Table(("setup", "model state", *shown, "total", *(f"on the {h.short}" for h in hws)), tuple(rows), title)
 
 
 def kv_capacity_table(model, hardware: Sequence[str], contexts: Sequence[int], *, kv_dtype: str | None = None,

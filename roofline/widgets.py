@@ -17,12 +17,12 @@ import matplotlib.pyplot as plt
 import numpy as np
 from PIL import Image
 
-from .hardware import Hardware
+from .hardware import Hardware, Roof
 from .inference import decode_step
 from .model import Model, load_model
 from .performance import as_roof, predict
 from .plot import PALETTE, roofline_chart
-from .units import fmt
+from .units import dtype_bytes, fmt
 
 __all__ = ["FrameExplorer", "frame_explorer", "decode_explorer", "memory_explorer", "png_bytes", "Blitter"]
 
@@ -128,16 +128,29 @@ def frame_explorer(controls: Sequence[tuple[str, Sequence]], frame: Callable[...
 
 
 def decode_explorer(model: Model | str = "llama-3-8b", hardware: Hardware | str = "h100-sxm", *,
-                    batches: Sequence[int] = tuple(2**i for i in range(11)),
+                    batches: Sequence[int] | None = None,
                     contexts: Sequence[int] = (0, 2048, 8192, 32768), accounting: str = "text",
                     dtype: str = "bf16") -> FrameExplorer:
     """Chapter 1's batch slider: the decode step of ``model`` as a point under ``hardware``'s roof.
 
     Every (batch, context) pair is computed in one vectorized call; each frame shows the point,
-    the path it travels as the batch grows, and the numbers beside it.
+    the path it travels as the batch grows, and the numbers beside it. By default the batches are
+    the powers of two up to 1024 plus the two batches either side of the ridge at no context, so
+    that the crossing shows. Given a GPU (not a bare roof), a frame whose weights and KV cache do not
+    fit in its HBM says so, and its point is drawn hollow.
     """
+    from .hardware import get_hardware
+    from .inference import compute_bound_batch
+    from .memory import kv_cache_capacity_tokens
+
     m = load_model(model)
     roof = as_roof(hardware, dtype)
+    if batches is None:
+        cross = compute_bound_batch(m, roof, dtype=dtype, accounting=accounting)
+        batches = sorted({*(2**i for i in range(11)), *((cross - 1, cross) if cross and cross > 1 else ())})
+    batches = [int(x) for x in batches]
+    hw = None if isinstance(hardware, Roof) else get_hardware(hardware)
+    kv_tokens = None if hw is None else (kv_cache_capacity_tokens(m, hw, dtype=dtype) or 0)
     b = np.asarray(batches, dtype=float)[None, :]
     c = np.asarray(contexts, dtype=float)[:, None]
     step = decode_step(m, b, c, dtype=dtype, accounting=accounting)
@@ -161,11 +174,23 @@ def decode_explorer(model: Model | str = "llama-3-8b", hardware: Hardware | str 
             figures[i] = (fig, point, Blitter(fig, [point]))
         fig, point, blitter = figures[i]
         point.set_data([intensity[i, j]], [flops_s[i, j] / 1e12])
-        html = (
-            f"<b>batch {batch}, context {context:,} tokens</b>: intensity {intensity[i, j]:,.1f} FLOP/B, "
+        head = f"<b>batch {batch}, context {context:,} tokens</b>: "
+        if kv_tokens is not None and batch * context > kv_tokens:
+            point.set_markerfacecolor("none")
+            need = m.params * dtype_bytes(dtype) + batch * context * m.kv_bytes_per_token(dtype)
+            most = kv_tokens // context if context else 0
+            html = head + (
+                f"<b>does not fit</b>: the weights and the KV cache need {fmt(need, 'B')}, the {hw.short} holds "
+                f"{fmt(hw.hbm_capacity, 'B')}; at this context at most {most:,} sequences fit. "
+                f"The hollow point is what the roofline would allow if the memory were there."
+            )
+            return blitter.png(), html
+        point.set_markerfacecolor(PALETTE["vermillion"])
+        html = head + (
+            f"intensity {intensity[i, j]:,.1f} FLOP/B, "
             f"{bound[i, j]}-bound, {fmt(flops_s[i, j], 'FLOP/s')} attainable, "
             f"{fmt(pred.time[i, j], 's')} per step, <b>{tokens_s[i, j]:,.0f} tokens/s</b>, "
-            f"{100 * pred.utilization[i, j]:.2g}% of peak"
+            f"{fmt(100 * pred.utilization[i, j], '%', 3)} of peak"
         )
         return blitter.png(), html
 
@@ -177,6 +202,10 @@ def decode_explorer(model: Model | str = "llama-3-8b", hardware: Hardware | str 
         for fig, *_ in figures.values():
             plt.close(fig)
     return explorer
+
+
+# Footprint parts that are not model state (weights, gradients, optimizer).
+_NOT_STATE = ("activations", "recompute working set", "logits")
 
 
 def memory_explorer(model: Model | str = "llama-3-8b", *, gpus: int = 8, zero_stage: int = 3,
@@ -191,7 +220,7 @@ def memory_explorer(model: Model | str = "llama-3-8b", *, gpus: int = 8, zero_st
     saying which GPUs it fits on.
     """
     from .hardware import get_hardware
-    from .memory import training_footprint
+    from .memory import fit_summary, training_footprint
     from .plot import memory_bars
 
     m = load_model(model)
@@ -223,13 +252,14 @@ def memory_explorer(model: Model | str = "llama-3-8b", *, gpus: int = 8, zero_st
         total_text.xyann = (-4, 12) if clipped else (4, -3)
         if blitter is None:
             blitter = Blitter(fig, rects + [total_text])
-        fits = [h.short for h in gpus_hw if float(fp.total) <= h.hbm_capacity]
-        over = [h.short for h in gpus_hw if float(fp.total) > h.hbm_capacity]
-        verdict = (f"fits on {', '.join(fits)}" if fits else "fits on none") + (
-            f"; exceeds the {', '.join(over)}'s HBM" if over else "")
-        html = (f"<b>micro-batch {b}, {s:,} tokens, recompute: {p}</b>: {fmt(float(fp.total), 'B')} per GPU "
-                f"(activations {fmt(float(fp['activations']), 'B')}, model state "
-                f"{fmt(float(fp.total - fp['activations'] - fp['logits']), 'B')}); <b>{verdict}</b>")
+        verdict = fit_summary(float(fp.total), gpus_hw)
+        state = sum(float(v) for k, v in fp.parts.items() if k not in _NOT_STATE)
+        terms = [f"model state {fmt(state, 'B')}", f"activations {fmt(float(fp['activations']), 'B')}"]
+        if float(fp["recompute working set"]) > 0:
+            terms.append(f"one layer's recompute working set {fmt(float(fp['recompute working set']), 'B')}")
+        terms.append(f"fp32 logits {fmt(float(fp['logits']), 'B')}")
+        html = (f"<b>micro-batch {b}, {s:,} tokens, recompute: {p}</b>: {fmt(float(fp.total), 'B')} per GPU = "
+                f"{' + '.join(terms)}; <b>{verdict}</b>")
         return blitter.png(), html
 
     try:
