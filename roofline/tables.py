@@ -14,7 +14,8 @@ from .performance import Prediction, predict
 from .units import fmt
 
 __all__ = ["Table", "workload_table", "breakdown_table", "tiers_table", "hardware_table", "mfu_table", "mfu_calculator",
-           "recipes_table", "saved_tensors_table", "footprint_table", "kv_capacity_table", "korthikanti_table"]
+           "recipes_table", "saved_tensors_table", "footprint_table", "kv_capacity_table", "korthikanti_table",
+           "matmul_intensity_table"]
 
 
 @dataclass(frozen=True)
@@ -56,6 +57,19 @@ class Table:
     def column(self, name: str) -> tuple[str, ...]:
         i = self.columns.index(name)
         return tuple(r[i] for r in self.rows)
+
+
+def matmul_intensity_table(ms: Sequence[int], n: int, k: int, dtype: str = "bf16", title: str = "") -> Table:
+    """Chapter 1: the arithmetic intensity of an ``(m x k) @ (k x n)`` product for each ``m``, in one
+    vectorized call, beside the ridge points it would have to pass."""
+    import numpy as np
+
+    from .ops import matmul
+
+    ms = np.asarray(ms)
+    intensity = np.atleast_1d(matmul(ms, n, k, dtype=dtype).intensity)
+    rows = tuple((f"{int(m):,}", f"{n:,} × {k:,}", f"{i:,.2f}") for m, i in zip(ms, intensity))
+    return Table(("m (rows)", "n × k", f"intensity, {dtype} (FLOP/B)"), rows, title)
 
 
 def _time_per(pred: Prediction, per: float) -> str:
