@@ -537,11 +537,13 @@ def bound_violations(comparisons: Iterable[Comparison], exceptions: Mapping[str,
     return [c for c in comparisons if not c.obeys and c.label not in exceptions]
 
 
-def comparison_table(columns: Mapping[str, Sequence[Comparison]], *, key: str = "label", title: str = ""):
+def comparison_table(columns: Mapping[str, Sequence[Comparison]], *, key: str = "label", title: str = "",
+                     key_first: str | None = None):
     """A :class:`~roofline.tables.Table` of measured time and predicted/measured under each roof.
 
     ``columns`` maps a roof's name to the comparisons under it; all lists cover the same points in
-    the same order.
+    the same order. ``key_first`` names the roof whose ratio is the key column: it comes right after
+    the point's name (and the measured time goes last), so a long table keeps what matters in view.
     """
     from .tables import Table
     from .units import fmt
@@ -551,6 +553,14 @@ def comparison_table(columns: Mapping[str, Sequence[Comparison]], *, key: str = 
     for name, cs in columns.items():
         if [c.label for c in cs] != [c.label for c in first]:
             raise ValueError(f"comparisons under {name!r} do not cover the same points as the first column")
+    if key_first is not None:
+        if key_first not in columns:
+            raise ValueError(f"key_first must be one of {', '.join(map(repr, columns))}, got {key_first!r}")
+        names = [key_first, *(n for n in columns if n != key_first)]
+        header = ("point", *(f"predicted/measured, {n}" for n in names), "measured time")
+        rows = tuple((c.label, *(f"{columns[n][i].ratio:.2f}" + ("" if columns[n][i].obeys else " (!)") for n in names),
+                      fmt(c.measured, "s")) for i, c in enumerate(first))
+        return Table(header, rows, title)
     header = ("point", "measured", *(f"predicted/measured, {n}" for n in columns))
     rows = tuple((c.label, fmt(c.measured, "s"), *(f"{cs[i].ratio:.2f}" + ("" if cs[i].obeys else " (!)") for cs in lists))
                  for i, c in enumerate(first))

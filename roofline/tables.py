@@ -26,6 +26,8 @@ class Table:
     rows: tuple[tuple[str, ...], ...]
     title: str = ""
 
+    LONG = 40  # rows beyond which the page shows the table in a box that scrolls
+
     def __post_init__(self):
         for r in self.rows:
             if len(r) != len(self.columns):
@@ -49,8 +51,13 @@ class Table:
         head = "".join(cell("th", c, i) for i, c in enumerate(self.columns))
         body = "".join("<tr>" + "".join(cell("td", c, i) for i, c in enumerate(row)) + "</tr>" for row in self.rows)
         caption = f"<caption>{html.escape(self.title)}</caption>" if self.title else ""
-        # the wrapper scrolls sideways when the table is wider than the page, so no column is ever cut off
-        return (f'<div class="roofline-table-wrap" style="overflow-x:auto;max-width:100%">'
+        # The wrapper scrolls sideways when the table is wider than the page, so no column is ever cut
+        # off; a long table also scrolls down inside a box, its header kept in view.
+        tall = len(self.rows) > self.LONG
+        if tall:
+            head = head.replace('<th style="', '<th style="position:sticky;top:0;background:var(--pst-color-background, white);')
+        box = "max-height:36em;overflow-y:auto;" if tall else ""
+        return (f'<div class="roofline-table-wrap" style="overflow-x:auto;{box}max-width:100%">'
                 f'<table class="roofline-table" style="border-collapse:collapse;font-variant-numeric:tabular-nums">'
                 f"{caption}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>")
 
@@ -118,7 +125,7 @@ def tiers_table(tiers: Sequence[Tier], title: str = "") -> Table:
     first tier, so the chapter can quote any two of them without a second kind of comparison."""
     rows = []
     for i, t in enumerate(tiers):
-        step = "1×" if i == 0 else f"{tiers[0].each_way / t.each_way:.1f}×"
+        step = fmt(tiers[0].each_way / t.each_way, "×", 2)  # as chapter 1 glues its ratios
         rows.append((f"{t.name} ({t.note})", fmt(t.each_way, "B/s"), step, t.figure.source.title))
     first = tiers[0].name if tiers else "the first tier"
     return Table(("tier", "per GPU, one way", f"slower than {first}", "source"), tuple(rows), title)

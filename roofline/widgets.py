@@ -21,7 +21,7 @@ from .hardware import Hardware, Roof
 from .inference import decode_step
 from .model import Model, load_model
 from .performance import as_roof, predict
-from .plot import PALETTE, roofline_chart
+from .plot import PALETTE, _legend_below, roofline_chart
 from .units import dtype_bytes, fmt
 
 __all__ = ["FrameExplorer", "frame_explorer", "decode_explorer", "memory_explorer", "png_bytes", "Blitter"]
@@ -170,7 +170,7 @@ def decode_explorer(model: Model | str = "llama-3-8b", hardware: Hardware | str 
             ax.plot(intensity[i], flops_s[i] / 1e12, ".-", color="#999999", lw=1, ms=5, zorder=3,
                     label=f"batch {batches[0]} to {batches[-1]}")
             (point,) = ax.plot([], [], "D", ms=10, color=PALETTE["vermillion"], mec="black", zorder=6)
-            ax.legend(loc="lower right", fontsize=8, frameon=True, facecolor="white", edgecolor="none")
+            _legend_below(ax)
             figures[i] = (fig, point, Blitter(fig, [point]))
         fig, point, blitter = figures[i]
         point.set_data([intensity[i, j]], [flops_s[i, j] / 1e12])
@@ -231,7 +231,7 @@ def memory_explorer(model: Model | str = "llama-3-8b", *, gpus: int = 8, zero_st
     limit = 2 * max(h.hbm_capacity for h in gpus_hw) / 1e9  # longer bars are clipped, their totals still shown
     fig = memory_bars({"per GPU": first}, capacities, xmax=limit,
                       title=f"{m.title}, {gpus} GPUs, ZeRO-{zero_stage}, {'flash' if flash else 'explicit'} attention")
-    fig.set_size_inches(7, 3)
+    fig.set_size_inches(7, 3.8)
     rects = list(fig.axes[0].patches)
     total_text = fig.axes[0].texts[0]  # the total, drawn before the capacity labels
     blitter = None
@@ -249,7 +249,7 @@ def memory_explorer(model: Model | str = "llama-3-8b", *, gpus: int = 8, zero_st
         total_text.xy = (min(left, limit), total_text.xy[1])
         total_text.set_text(f"{left:,.0f} GB →" if clipped else f"{left:,.1f} GB")
         total_text.set_horizontalalignment("right" if clipped else "left")
-        total_text.xyann = (-4, 12) if clipped else (4, -3)
+        total_text.xyann = (-4, 12) if clipped else (4, 0)
         if blitter is None:
             blitter = Blitter(fig, rects + [total_text])
         verdict = fit_summary(float(fp.total), gpus_hw)

@@ -157,4 +157,5 @@ def test_tiers_table_measures_every_tier_against_hbm():
     tiers = rl.bandwidth_tiers(h100)
     table = tables.tiers_table(tiers)
     col = table.column(f"slower than {tiers[0].name}")
-    assert col == tuple("1×" if i == 0 else f"{tiers[0].each_way / t.each_way:.1f}×" for i, t in enumerate(tiers))
+    assert col == tuple(rl.fmt(tiers[0].each_way / t.each_way, "×", 2) for t in tiers)
+    assert col[0] == "1.0×" and col[-1] == rl.fmt(h100.hbm_bandwidth / h100.interconnect["network"].each_way, "×", 2)
