@@ -543,7 +543,8 @@ def comparison_table(columns: Mapping[str, Sequence[Comparison]], *, key: str = 
 
     ``columns`` maps a roof's name to the comparisons under it; all lists cover the same points in
     the same order. ``key_first`` names the roof whose ratio is the key column: it comes right after
-    the point's name (and the measured time goes last), so a long table keeps what matters in view.
+    the point's name, the headers shorten to 'ratio, NAME roof' and the measured time goes last, so a
+    long table keeps what matters in view and fits a page.
     """
     from .tables import Table
     from .units import fmt
@@ -557,7 +558,7 @@ def comparison_table(columns: Mapping[str, Sequence[Comparison]], *, key: str = 
         if key_first not in columns:
             raise ValueError(f"key_first must be one of {', '.join(map(repr, columns))}, got {key_first!r}")
         names = [key_first, *(n for n in columns if n != key_first)]
-        header = ("point", *(f"predicted/measured, {n}" for n in names), "measured time")
+        header = ("point", *(f"ratio, {n} roof" for n in names), "measured time")
         rows = tuple((c.label, *(f"{columns[n][i].ratio:.2f}" + ("" if columns[n][i].obeys else " (!)") for n in names),
                       fmt(c.measured, "s")) for i, c in enumerate(first))
         return Table(header, rows, title)

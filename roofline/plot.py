@@ -152,20 +152,21 @@ def ridge_chart(names: Iterable[str], dtype: str = "bf16", fallback: str = "fp16
     labels, flops, bw = [], [], []
     for h in hws:
         d = dtype if dtype in h.dense_flops else fallback
-        labels.append(h.short + ("" if d == dtype else f"\n({d})"))
+        labels.append(h.short.replace(" ", "\n") + ("" if d == dtype else f"\n({d})"))
         flops.append(h.peak_flops(d))
         bw.append(h.hbm_bandwidth)
     flops, bw = np.array(flops), np.array(bw)
     ridge = flops / bw
     with style():
-        fig, (a, b) = plt.subplots(1, 2, figsize=(10, 4), layout="constrained")
+        fig, (a, b) = plt.subplots(1, 2, figsize=(7.5, 3.9), layout="constrained")
         x = np.arange(len(hws))
         a.plot(x, flops / flops[0], "o-", color=PALETTE["blue"], label="dense 16-bit peak FLOP/s")
         a.plot(x, bw / bw[0], "s-", color=PALETTE["orange"], label="HBM bandwidth")
         a.set_yscale("log")
         a.set_ylabel(f"relative to {hws[0].short} (×, log scale)")
         a.set_xticks(x, labels, fontsize=9.5)
-        a.set_title("compute outgrows bandwidth")
+        a.set_title("compute outgrows bandwidth", fontsize=11)
+        a.set_ylim(top=max(flops / flops[0]) * 1.8)
         a.legend(fontsize=9.5)
         for xi, (f, m) in enumerate(zip(flops / flops[0], bw / bw[0])):
             box = dict(boxstyle="square,pad=0.1", facecolor="white", edgecolor="none")
@@ -179,7 +180,7 @@ def ridge_chart(names: Iterable[str], dtype: str = "bf16", fallback: str = "fp16
                        xytext=(0, 3), ha="center", fontsize=9.5)
         b.set_xticks(x, labels, fontsize=9.5)
         b.set_ylabel("ridge point (FLOP per byte)")
-        b.set_title("the ridge point: FLOPs owed per byte")
+        b.set_title("ridge point: FLOPs owed per byte", fontsize=11)
         b.set_ylim(0, ridge.max() * 1.18)
     return fig
 

@@ -46,7 +46,9 @@ class Table:
     def _repr_html_(self) -> str:
         def cell(tag, text, i):
             align = "left" if i == 0 else "right"
-            return f'<{tag} style="text-align:{align};padding:0.25em 0.9em">{html.escape(str(text))}</{tag}>'
+            # a number and its unit stay on one line; a table too wide for the page scrolls instead
+            wrap = "white-space:nowrap;" if tag == "td" and i > 0 else ""
+            return f'<{tag} style="text-align:{align};padding:0.25em 0.9em;{wrap}">{html.escape(str(text))}</{tag}>'
 
         head = "".join(cell("th", c, i) for i, c in enumerate(self.columns))
         body = "".join("<tr>" + "".join(cell("td", c, i) for i, c in enumerate(row)) + "</tr>" for row in self.rows)
@@ -227,7 +229,9 @@ def footprint_table(footprints: Mapping, capacities: Sequence[str] = ("h100-sxm"
         margins = [f"{fmt(h.hbm_capacity - total, 'B', 3)} spare" if total <= h.hbm_capacity
                    else f"{fmt(total - h.hbm_capacity, 'B', 3)} over" for h in hws]
         rows.append((label, *cells, fmt(total, "B", 3), *margins))
-    return Table(("setup", "model state", *shown, "total", *(f"on the {h.short}" for h in hws)), tuple(rows), title)
+    names = {"recompute working set": "working set"}
+    return Table(("setup", "model state", *(names.get(p, p) for p in shown), "total", *(h.short for h in hws)),
+                 tuple(rows), title)
 
 
 def kv_capacity_table(model, hardware: Sequence[str], contexts: Sequence[int], *, kv_dtype: str | None = None,

@@ -151,3 +151,17 @@ def test_full_recompute_footprint_counts_the_layer_being_recomputed(llama):
                                                         - M.activation_bytes(tensors, 8192, 10, llama.num_heads, recompute="full"))
     assert fp["recompute working set"] > 10e9
     assert M.training_footprint(llama, 8192, 10, gpus=8, zero_stage=3)["recompute working set"] == 0
+
+
+def test_footprint_table_margins_follow_the_capacity(llama):
+    from roofline import tables
+
+    h100 = rl.get_hardware("h100-sxm")
+    one = M.training_footprint(llama, 4096, 1)
+    z3 = M.training_footprint(llama, 4096, 1, gpus=8, zero_stage=3, recompute="full")
+    t = tables.footprint_table({"1 GPU": one, "ZeRO-3": z3}, capacities=("h100-sxm",))
+    assert t.column("H100 SXM") == (f"{rl.fmt(one.total - h100.hbm_capacity, 'B')} over",
+                                    f"{rl.fmt(h100.hbm_capacity - z3.total, 'B')} spare")
+    assert t.column("working set") == (rl.fmt(0.0, "B"), rl.fmt(z3["recompute working set"], "B"))
+    state = one.total - one["activations"] - one["logits"] - one["recompute working set"]
+    assert t.column("model state")[0] == rl.fmt(state, "B")
