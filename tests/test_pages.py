@@ -61,7 +61,7 @@ def test_no_built_page_repeats_nine_words_of_the_seed(site):
         pytest.skip(f"the seed text is not here ({SEED} has no *.txt); this check needs ../shared/seed/ "
                     "beside the repository")
     seed = set().union(*(grams(p.read_text(encoding="utf-8")) for p in SEED.glob("*.txt")))
-    pages = [*chapter_pages(site), *site.glob("*.html")]
+    pages = [*sorted((site / "chapters").rglob("*.html")), *site.glob("*.html")]
     found = {p.relative_to(site).as_posix(): shared_runs(page_text(p), seed) for p in pages}
     found = {k: v for k, v in found.items() if v}
     assert not found, "built pages repeat the seed word for word: " + "; ".join(
@@ -97,3 +97,43 @@ def test_no_chapter_page_shows_machinery(site):
             if m:
                 problems.append(f"{page.name}: {what}: ...{text[max(0, m.start() - 60):m.end() + 60]!r}...")
     assert not problems, "\n".join(problems)
+
+
+# --- the bibliography: every source the catalog cites, each findable ---------------------------------
+
+
+def _bib_entries() -> dict[str, str]:
+    text = (ROOT / "references.bib").read_text(encoding="utf-8")
+    entries = {}
+    for m in re.finditer(r"@\w+\{([^,\s]+),(.*?)\n\}", text, flags=re.S):
+        entries[m.group(1)] = m.group(2)
+    return entries
+
+
+def test_every_catalog_source_is_in_the_bibliography_with_an_address():
+    import tomllib
+
+    from roofline import hardware
+
+    entries = _bib_entries()
+    assert len(entries) >= 10
+    catalog = tomllib.loads((Path(hardware.__file__).parent / "data" / "hardware.toml").read_text(encoding="utf-8"))
+    missing = sorted(set(catalog["sources"]) - set(entries))
+    assert not missing, f"catalog sources without a bibliography entry: {missing}"
+    for key, body in entries.items():
+        shipped = re.search(r"howpublished\s*=\s*\{([^,}]+)", body)
+        if shipped:  # a file shipped with the package, not on the web
+            assert (ROOT / shipped.group(1).strip()).is_file(), f"{key}: {shipped.group(1)} is not in the repository"
+            continue
+        assert re.search(r"\b(doi|url)\s*=\s*\{\S+\}", body), f"{key} has neither a DOI nor a URL"
+
+
+def test_every_cited_key_is_in_the_bibliography():
+    entries = _bib_entries()
+    cited = set()
+    for path in (ROOT / "chapters").rglob("*"):
+        if path.suffix in {".ipynb", ".md"}:
+            for group in re.findall(r"\{cite\}`([^`]+)`", path.read_text(encoding="utf-8")):
+                cited |= {k.strip() for k in group.split(",")}
+    assert cited, "no {cite} in the chapters"
+    assert not cited - set(entries), f"cited but not in references.bib: {sorted(cited - set(entries))}"
