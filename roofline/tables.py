@@ -210,7 +210,7 @@ def saved_tensors_table(tensors, heads: int, seq: int, title: str = "") -> Table
 
 
 def footprint_table(footprints: Mapping, capacities: Sequence[str] = ("h100-sxm", "h200-sxm"), title: str = "") -> Table:
-    """Per-GPU memory of labelled footprints and each one's margin on each GPU.
+    """Per-GPU memory of labelled footprints and each one's margin on each GPU, those first.
 
     The model state (weights, gradients, optimizer) is one column, so the table stays narrow enough
     for a page; the figure beside it in chapter 2 splits the state part by part. A margin reads
@@ -228,9 +228,10 @@ def footprint_table(footprints: Mapping, capacities: Sequence[str] = ("h100-sxm"
         cells = [fmt(state, "B", 3), *(fmt(float(f.parts.get(p, 0.0)), "B", 3) for p in shown)]
         margins = [f"{fmt(h.hbm_capacity - total, 'B', 3)} spare" if total <= h.hbm_capacity
                    else f"{fmt(total - h.hbm_capacity, 'B', 3)} over" for h in hws]
-        rows.append((label, *cells, fmt(total, "B", 3), *margins))
+        rows.append((label, fmt(total, "B", 3), *margins, *cells))
     names = {"recompute working set": "working set"}
-    return Table(("setup", "model state", *(names.get(p, p) for p in shown), "total", *(h.short for h in hws)),
+    # the total and the margins, what a reader looks for, come first; the parts follow
+    return Table(("setup", "total", *(h.short for h in hws), "model state", *(names.get(p, p) for p in shown)),
                  tuple(rows), title)
 
 
