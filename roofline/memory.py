@@ -43,6 +43,9 @@ __all__ = [
     "inference_footprint",
     "training_footprint",
     "kv_cache_capacity_tokens",
+    "recompute_working_set",
+    "fit_verdict",
+    "fit_summary",
     "RECOMPUTE_POLICIES",
     "KORTHIKANTI_CONFIGS",
 ]
@@ -261,17 +264,78 @@ def korthikanti_bytes(seq, micro_batch, hidden, heads, *, recompute: str = "none
     return sbh * (10 + 24 / t + score / t)
 
 
+def recompute_working_set(tensors, seq, micro_batch, heads, *, recompute: str = "none"):
+    """Bytes the backward pass holds on top of the checkpoints while it recomputes one layer (chapter 2).
+
+    Recomputation does not make a layer's activations vanish: when the backward pass reaches a layer it
+    runs that layer's forward again and holds what the forward would have kept, for that one layer,
+    until the layer's gradients are done. The extra is one layer's activations without recomputation
+    minus what the policy keeps anyway: zero for ``'none'``, the score-sized tensors for
+    ``'selective'`` (zero with a flash kernel), nearly a whole layer for ``'full'``.
+    """
+    kept = activation_bytes(tensors, seq, micro_batch, heads, recompute=recompute)
+    return activation_bytes(tensors, seq, micro_batch, heads) - kept
+
+
 def training_footprint(model: Model | str, seq, micro_batch, *, gpus=1, zero_stage: int = 0,
                        recipe: str = "mixed-adam", recompute: str = "none", flash: bool = True) -> Footprint:
-    """Per-GPU training memory of a Llama-family model: model state (ZeRO-sharded) plus activations
-    of every layer, plus the logits of the last layer in fp32 for the loss."""
+    """Per-GPU training memory of a Llama-family model at the peak of the backward pass: model state
+    (ZeRO-sharded), the activations every layer keeps, the working set of the one layer being
+    recomputed (:func:`recompute_working_set`, zero without recomputation), and the logits in fp32
+    for the loss."""
     m = load_model(model)
     state = zero_model_state(m, gpus, zero_stage, recipe).parts
-    layers = m.num_layers * activation_bytes(saved_tensors(m, flash=flash), seq, micro_batch, m.num_heads,
-                                             recompute=recompute)
+    tensors = saved_tensors(m, flash=flash)
+    layers = m.num_layers * activation_bytes(tensors, seq, micro_batch, m.num_heads, recompute=recompute)
+    working = recompute_working_set(tensors, seq, micro_batch, m.num_heads, recompute=recompute)
     s, b = number("seq", seq, integer=True), number("micro_batch", micro_batch, integer=True)
     logits = s * b * m.vocab_size * 4
-    return Footprint({**state, "activations": layers, "logits": logits})
+    return Footprint({**state, "activations": layers, "recompute working set": working, "logits": logits})
+
+
+def fit_verdict(nbytes, hardware: Hardware | str, *, digits: int = 3) -> str:
+    """A footprint against one GPU's HBM capacity, as words for a sentence (chapter 2):
+    'fits on the H100 SXM with 15.8 GB to spare' or 'does not fit on the H100 SXM, by 48.5 GB'.
+
+    Computed from the usable capacity the catalog gives (the device's total less the CUDA context's
+    reserve), so the words follow when a capacity changes.
+    """
+    from .units import fmt
+
+    total = float(number("nbytes", nbytes, strict=False))
+    h = get_hardware(hardware)
+    margin = h.usable_capacity - total
+    if margin >= 0:
+        return f"fits on the {h.short} with {fmt(margin, 'B', digits)} to spare"
+    return f"does not fit on the {h.short}, by {fmt(-margin, 'B', digits)}"
+
+
+def fit_summary(nbytes, hardware, *, digits: int = 3) -> str:
+    """A footprint against several GPUs' capacities in one English clause (the chapter 2 explorer):
+    'fits on the H100 SXM and the H200', 'fits on the H200, not on the H100 SXM (over by 12.3 GB)',
+    'fits on neither the H100 SXM nor the H200 (over the larger by 56.1 GB)'."""
+    from .units import fmt
+
+    total = float(number("nbytes", nbytes, strict=False))
+    hws = [get_hardware(h) for h in ([hardware] if isinstance(hardware, (str, Hardware)) else hardware)]
+    if not hws:
+        raise ValueError("hardware must name at least one GPU")
+    if len(hws) == 1:
+        return fit_verdict(total, hws[0], digits=digits)
+    names = [f"the {h.short}" for h in hws]
+    fits = [n for n, h in zip(names, hws) if total <= h.usable_capacity]
+    over = [(n, total - h.usable_capacity) for n, h in zip(names, hws) if total > h.usable_capacity]
+
+    def join(items, word):
+        return items[0] if len(items) == 1 else ", ".join(items[:-1]) + f" {word} " + items[-1]
+
+    if not over:
+        return "fits on " + ("both " if len(hws) == 2 else "all of ") + join(fits, "and")
+    if not fits:
+        lead = "neither " + join(names, "nor") if len(hws) == 2 else "none of " + join(names, "or")
+        return f"fits on {lead} (over the largest by {fmt(min(o for _, o in over), 'B', digits)})"
+    misses = "; ".join(f"over {n}'s capacity by {fmt(o, 'B', digits)}" for n, o in over)
+    return f"fits on {join(fits, 'and')}, not on {join([n for n, _ in over], 'or')} ({misses})"
 
 
 def inference_footprint(model: Model | str, batch=1, context=0, *, dtype: str = "bf16",

@@ -52,8 +52,13 @@ _RC = {
     "grid.linewidth": 0.6,
     "axes.spines.top": False,
     "axes.spines.right": False,
-    "font.size": 10,
-    "axes.titlesize": 11,
+    # Sizes for a figure about 7 inches wide shown at the page's width: labels near 10 pt as displayed.
+    "font.size": 11,
+    "axes.titlesize": 12,
+    "axes.labelsize": 11,
+    "xtick.labelsize": 10,
+    "ytick.labelsize": 10,
+    "legend.fontsize": 10,
     "legend.frameon": False,
     "axes.prop_cycle": matplotlib.cycler(color=_CYCLE),
     "svg.hashsalt": "roofline",  # stable element ids in SVG output
@@ -85,11 +90,12 @@ def _roofs(roofs) -> list[Roof]:
 
 
 def roofline_chart(roofs, points: Sequence[dict] = (), *, intensity=(0.1, 1e4), ax=None, title=None,
-                   annotate_ridge=True):
+                   annotate_ridge=True, traffic: str = "HBM"):
     """Log-log roofline: one roof per entry of ``roofs``, and work as labelled points under them.
 
     ``points`` are dicts with ``intensity``, ``flops_per_s`` (achieved or attainable), ``label`` and
-    optional ``color`` and ``marker``. Returns the figure.
+    optional ``color`` and ``marker``. ``traffic`` names the memory the bytes cross, for the x axis
+    ('HBM' on a GPU, 'memory' for a CPU's DRAM). Returns the figure.
     """
     roofs = _roofs(roofs)
     with style():
@@ -101,8 +107,11 @@ def roofline_chart(roofs, points: Sequence[dict] = (), *, intensity=(0.1, 1e4), 
         for i, r in enumerate(roofs):
             color = _CYCLE[i % len(_CYCLE)]
             y = attainable_flops(x, r) / 1e12
-            style_ = "-" if r.kind == "datasheet" else "--"
-            ax.plot(x, y, style_, color=color, lw=2.2 if i == 0 else 1.6,
+            # datasheet roofs solid, measured dashed; a second or third roof of the same kind gets its own
+            # dash pattern, so that two roofs that coincide (the H100's and H200's compute) both show
+            patterns = ("-", (0, (6, 2)), (0, (2, 1.5))) if r.kind == "datasheet" else ("--", (0, (1, 1.5)), "-.")
+            same_kind = sum(q.kind == r.kind for q in roofs[:i])
+            ax.plot(x, y, ls=patterns[min(same_kind, 2)], color=color, lw=2.2 if i == 0 else 1.6, zorder=2 + i,
                     label=f"{r.label}: {fmt(r.peak_flops, 'FLOP/s', 4)}, {fmt(r.bandwidth, 'B/s')}"
                           + (f", ridge {r.ridge_point:,.0f}" if annotate_ridge else ""))
             if annotate_ridge and intensity[0] < r.ridge_point < intensity[1]:
@@ -113,18 +122,26 @@ def roofline_chart(roofs, points: Sequence[dict] = (), *, intensity=(0.1, 1e4), 
                     color=p.get("color", PALETTE["vermillion"]), mec="black", mew=0.6, zorder=5)
             if p.get("label"):
                 ax.annotate(p["label"], (p["intensity"], p["flops_per_s"] / 1e12), textcoords="offset points",
-                            xytext=p.get("offset", (8, -4)), fontsize=9, ha=p.get("ha", "left"))
+                            xytext=p.get("offset", (8, -4)), fontsize=9.5, ha=p.get("ha", "left"))
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xlim(*intensity)
         top = max(r.peak_flops for r in roofs) / 1e12
         ax.set_ylim(top * 1e-4, top * 2.5)
-        ax.set_xlabel("arithmetic intensity (FLOP per byte of HBM traffic)")
+        ax.set_xlabel(f"arithmetic intensity (FLOP per byte of {traffic} traffic)")
         ax.set_ylabel("attainable throughput (TFLOP/s)")
         if title:
             ax.set_title(title)
-        ax.legend(loc="lower right", fontsize=8, frameon=True, facecolor="white", edgecolor="none", framealpha=0.95)
+        _legend_below(ax)
     return fig
+
+
+def _legend_below(ax, ncol: int = 1):
+    """The legend under the axes, outside the data, so that no entry reads as a point or hides one."""
+    handles, labels = ax.get_legend_handles_labels()
+    if handles:
+        ax.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, -0.17), ncol=ncol, fontsize=9.5,
+                  frameon=False)
 
 
 def ridge_chart(names: Iterable[str], dtype: str = "bf16", fallback: str = "fp16"):
@@ -136,31 +153,35 @@ def ridge_chart(names: Iterable[str], dtype: str = "bf16", fallback: str = "fp16
     labels, flops, bw = [], [], []
     for h in hws:
         d = dtype if dtype in h.dense_flops else fallback
-        labels.append(h.short + ("" if d == dtype else f"\n({d})"))
+        labels.append(h.short.replace(" ", "\n") + ("" if d == dtype else f"\n({d})"))
         flops.append(h.peak_flops(d))
         bw.append(h.hbm_bandwidth)
     flops, bw = np.array(flops), np.array(bw)
     ridge = flops / bw
     with style():
-        fig, (a, b) = plt.subplots(1, 2, figsize=(10, 4), layout="constrained")
+        fig, (a, b) = plt.subplots(1, 2, figsize=(7.5, 3.9), layout="constrained")
         x = np.arange(len(hws))
         a.plot(x, flops / flops[0], "o-", color=PALETTE["blue"], label="dense 16-bit peak FLOP/s")
         a.plot(x, bw / bw[0], "s-", color=PALETTE["orange"], label="HBM bandwidth")
         a.set_yscale("log")
         a.set_ylabel(f"relative to {hws[0].short} (×, log scale)")
-        a.set_xticks(x, labels, fontsize=8)
-        a.set_title("compute outgrows bandwidth")
-        a.legend(fontsize=8)
+        a.set_xticks(x, labels, fontsize=9.5)
+        a.set_title("compute outgrows bandwidth", fontsize=11)
+        a.set_ylim(top=max(flops / flops[0]) * 1.8)
+        a.legend(fontsize=9.5)
         for xi, (f, m) in enumerate(zip(flops / flops[0], bw / bw[0])):
-            a.annotate(f"{f:.1f}×", (xi, f), textcoords="offset points", xytext=(0, 6), ha="center", fontsize=7, color=PALETTE["blue"])
-            a.annotate(f"{m:.1f}×", (xi, m), textcoords="offset points", xytext=(0, -12), ha="center", fontsize=7, color=PALETTE["orange"])
+            box = dict(boxstyle="square,pad=0.1", facecolor="white", edgecolor="none")
+            a.annotate(f"{f:.1f}×", (xi, f), textcoords="offset points", xytext=(-6, 6), ha="right", va="bottom",
+                       fontsize=9.5, color=PALETTE["blue"], bbox=box, zorder=6)
+            a.annotate(f"{m:.1f}×", (xi, m), textcoords="offset points", xytext=(6, -6), ha="left", va="top",
+                       fontsize=9.5, color=PALETTE["orange"], bbox=box, zorder=6)
         bars = b.bar(x, ridge, color=[PALETTE["sky"]] * len(hws), edgecolor="black", linewidth=0.6)
         for bar, r in zip(bars, ridge):
             b.annotate(f"{r:,.0f}", (bar.get_x() + bar.get_width() / 2, r), textcoords="offset points",
-                       xytext=(0, 3), ha="center", fontsize=8)
-        b.set_xticks(x, labels, fontsize=8)
+                       xytext=(0, 3), ha="center", fontsize=9.5)
+        b.set_xticks(x, labels, fontsize=9.5)
         b.set_ylabel("ridge point (FLOP per byte)")
-        b.set_title("the ridge point: FLOPs owed per byte")
+        b.set_title("ridge point: FLOPs owed per byte", fontsize=11)
         b.set_ylim(0, ridge.max() * 1.18)
     return fig
 
@@ -173,8 +194,8 @@ def tiers_chart(tiers: Sequence[Tier]):
         values = np.array([t.each_way for t in tiers]) / 1e9
         ax.barh(y, values, color=[_CYCLE[i % len(_CYCLE)] for i in range(len(tiers))], edgecolor="black", linewidth=0.6)
         for yi, t, v in zip(y, tiers, values):
-            ax.annotate(fmt(t.each_way, "B/s"), (v, yi), textcoords="offset points", xytext=(4, -3), fontsize=8)
-        ax.set_yticks(y, [f"{t.name}\n{t.note}" for t in tiers], fontsize=8)
+            ax.annotate(fmt(t.each_way, "B/s"), (v, yi), textcoords="offset points", xytext=(4, -3), fontsize=9.5)
+        ax.set_yticks(y, [f"{t.name}\n{t.note}" for t in tiers], fontsize=9.5)
         ax.set_xscale("log")
         ax.set_xlim(values.min() / 3, values.max() * 6)
         ax.set_xlabel("bandwidth per GPU, one direction (GB/s, log scale)")
@@ -182,14 +203,15 @@ def tiers_chart(tiers: Sequence[Tier]):
     return fig
 
 
-def measured_roofline_chart(roofs, series: dict, *, intensity=(0.3, 1e4), title=None, floor=None):
+def measured_roofline_chart(roofs, series: dict, *, intensity=(0.3, 1e4), title=None, floor=None,
+                            traffic: str = "HBM"):
     """Roofs (datasheet solid, measured dashed) with measured work as dots (appendix).
 
     ``series`` maps a legend label to ``(intensity, flops_per_s)`` arrays, or to a dict with those
     keys and optional ``color``, ``marker`` and ``line`` (join the dots). Colours default to the
     Okabe-Ito palette after the roofs' own. ``floor`` sets the bottom of the y axis in FLOP/s.
     """
-    fig = roofline_chart(roofs, intensity=intensity, title=title)
+    fig = roofline_chart(roofs, intensity=intensity, title=title, traffic=traffic)
     ax = fig.axes[0]
     dots = [c for c in ("vermillion", "green", "purple", "sky", "black", "yellow")]
     with style():
@@ -201,7 +223,7 @@ def measured_roofline_chart(roofs, series: dict, *, intensity=(0.3, 1e4), title=
                     label=label, zorder=5)
         if floor is not None:
             ax.set_ylim(bottom=floor / 1e12)
-        ax.legend(loc="lower right", fontsize=7.5, frameon=True, facecolor="white", edgecolor="none", framealpha=0.95)
+        _legend_below(ax)
     return fig
 
 
@@ -230,7 +252,7 @@ def measured_vs_predicted_chart(x, measured, predicted: dict, *, xlabel: str, yl
                     label=label, zorder=5)
         if logx:
             ax.set_xscale("log", base=2)
-            ax.set_xticks(x, [f"{v:,.0f}" for v in x], fontsize=8)
+            ax.set_xticks(x, [f"{v:,.0f}" for v in x], fontsize=9.5)
             ax.minorticks_off()
         if logy:
             ax.set_yscale("log")
@@ -238,7 +260,7 @@ def measured_vs_predicted_chart(x, measured, predicted: dict, *, xlabel: str, yl
         ax.set_ylabel(ylabel)
         if title:
             ax.set_title(title)
-        ax.legend(fontsize=8)
+        _legend_below(ax, ncol=2)
     return fig
 
 
@@ -262,7 +284,7 @@ def memory_bars(footprints, capacities=("h100-sxm", "h200-sxm"), *, title=None, 
     colors = dict(zip(parts, _CYCLE + [PALETTE["yellow"], "#777777"]))
     with style():
         if ax is None:
-            fig, ax = plt.subplots(figsize=(8, 0.6 * len(labels) + 1.6), layout="constrained")
+            fig, ax = plt.subplots(figsize=(7.5, 0.6 * len(labels) + 2.2), layout="constrained")
         else:
             fig = ax.figure
         y = np.arange(len(labels))[::-1]
@@ -274,20 +296,20 @@ def memory_bars(footprints, capacities=("h100-sxm", "h200-sxm"), *, title=None, 
         limit = xmax or max(left.max(), max(get_hardware(c).usable_capacity for c in capacities) / 1e9) * 1.15
         for yi, total in zip(y, left):
             label = f"{total:,.1f} GB" if total <= limit else f"{total:,.0f} GB →"
-            ax.annotate(label, (min(total, limit), yi), textcoords="offset points", xytext=(4, -3) if total <= limit else (-4, 12),
-                        ha="left" if total <= limit else "right", fontsize=8)
+            ax.annotate(label, (min(total, limit), yi), textcoords="offset points", xytext=(4, 0) if total <= limit else (-4, 12),
+                        ha="left" if total <= limit else "right", va="center", fontsize=9.5, zorder=6,
+                        bbox=dict(boxstyle="square,pad=0.15", facecolor="white", edgecolor="none"))
         for i, name in enumerate(capacities):
             h = get_hardware(name)
-            ax.axvline(h.usable_capacity / 1e9, color="black", ls=("--", ":", "-.")[i % 3], lw=1)
+            ax.axvline(h.usable_capacity / 1e9, color="black", ls=("--", ":", "-.")[i % 3], lw=1, zorder=1)
             ax.annotate(f"{h.short} {h.usable_capacity / 1e9:,.1f} GB usable", (h.usable_capacity / 1e9, y.max() + 0.75),
-                        fontsize=8, ha="center", va="center", backgroundcolor="white")
-        ax.set_yticks(y, labels, fontsize=8)
+                        fontsize=9.5, ha="center", va="center", backgroundcolor="white")
+        ax.set_yticks(y, labels, fontsize=9.5)
         ax.set_xlabel("memory per GPU (GB)")
         ax.set_xlim(0, limit)
         ax.set_ylim(y.min() - 0.6 - (0.9 if len(labels) == 1 else 0), y.max() + 1.05)
         ax.grid(axis="y", visible=False)
-        ax.legend(loc="lower right", fontsize=7, ncol=4 if len(labels) == 1 else 2, frameon=True, facecolor="white",
-                  edgecolor="none")
+        _legend_below(ax, ncol=4)
         if title:
             ax.set_title(title)
     return fig
@@ -308,14 +330,14 @@ def memory_curves(x, curves, *, capacities=("h100-sxm", "h200-sxm"), xlabel="seq
             h = get_hardware(name)
             ax.axhline(h.usable_capacity / 1e9, color="black", ls=("--", ":", "-.")[i % 3], lw=1)
             ax.annotate(f"{h.short} {h.usable_capacity / 1e9:,.1f} GB usable", (x[0], h.usable_capacity / 1e9),
-                        textcoords="offset points", xytext=(2, 3), fontsize=8)
+                        textcoords="offset points", xytext=(2, 3), fontsize=9.5)
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
         ax.set_xticks(x, [f"{v / 1024:g}k" if v >= 1024 else f"{v:g}" for v in x])
         ax.minorticks_off()
         ax.set_xlabel(xlabel)
         ax.set_ylabel("memory (GB, log scale)")
-        ax.legend(fontsize=8, frameon=True, facecolor="white", edgecolor="none")
+        _legend_below(ax)
         if title:
             ax.set_title(title)
     return fig

@@ -13,6 +13,7 @@ from .hardware import get_hardware
 from .memory import (KORTHIKANTI_CONFIGS, RECIPES, RECOMPUTE_POLICIES, activation_bytes, korthikanti_bytes,
                      kv_cache_capacity_tokens, model_state, saved_tensors)
 from .model import load_model
+from .ops import matmul
 from .network import Tier
 from .roof import Prediction, predict
 from .training import hfu, mfu, tokens_per_s_at_mfu
@@ -20,7 +21,7 @@ from .units import fmt
 
 __all__ = ["Table", "workload_table", "breakdown_table", "tiers_table", "hardware_table", "mfu_table", "mfu_calculator",
            "recipes_table", "saved_tensors_table", "footprint_table", "kv_capacity_table", "korthikanti_table",
-           "operations_table"]
+           "matmul_intensity_table", "operations_table"]
 
 
 @dataclass(frozen=True)
@@ -30,6 +31,8 @@ class Table:
     columns: tuple[str, ...]
     rows: tuple[tuple[str, ...], ...]
     title: str = ""
+
+    LONG = 40  # rows beyond which the page shows the table in a box that scrolls
 
     def __post_init__(self):
         for r in self.rows:
@@ -49,17 +52,39 @@ class Table:
     def _repr_html_(self) -> str:
         def cell(tag, text, i):
             align = "left" if i == 0 else "right"
-            return f'<{tag} style="text-align:{align};padding:0.25em 0.9em">{html.escape(str(text))}</{tag}>'
+            # a number and its unit stay on one line; a table too wide for the page scrolls instead
+            wrap = "white-space:nowrap;" if tag == "td" and i > 0 else ""
+            return f'<{tag} style="text-align:{align};padding:0.25em 0.9em;{wrap}">{html.escape(str(text))}</{tag}>'
 
         head = "".join(cell("th", c, i) for i, c in enumerate(self.columns))
         body = "".join("<tr>" + "".join(cell("td", c, i) for i, c in enumerate(row)) + "</tr>" for row in self.rows)
         caption = f"<caption>{html.escape(self.title)}</caption>" if self.title else ""
-        return (f'<table class="roofline-table" style="border-collapse:collapse;font-variant-numeric:tabular-nums">'
-                f"{caption}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
+        # The wrapper scrolls sideways when the table is wider than the page, so no column is ever cut
+        # off; a long table also scrolls down inside a box, its header kept in view.
+        tall = len(self.rows) > self.LONG
+        if tall:
+            head = head.replace('<th style="', '<th style="position:sticky;top:0;background:var(--pst-color-background, white);')
+        box = "max-height:36em;overflow-y:auto;" if tall else ""
+        return (f'<div class="roofline-table-wrap" style="overflow-x:auto;{box}max-width:100%">'
+                f'<table class="roofline-table" style="border-collapse:collapse;font-variant-numeric:tabular-nums">'
+                f"{caption}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>")
 
     def column(self, name: str) -> tuple[str, ...]:
         i = self.columns.index(name)
         return tuple(r[i] for r in self.rows)
+
+
+def matmul_intensity_table(ms: Sequence[int], n: int, k: int, dtype: str = "bf16", title: str = "") -> Table:
+    """Chapter 1: the arithmetic intensity of an ``(m x k) @ (k x n)`` product for each ``m``, in one
+    vectorized call, beside the ridge points it would have to pass."""
+    import numpy as np
+
+
+
+    ms = np.asarray(ms)
+    intensity = np.atleast_1d(matmul(ms, n, k, dtype=dtype).intensity)
+    rows = tuple((f"{int(m):,}", f"{n:,} × {k:,}", f"{i:,.2f}") for m, i in zip(ms, intensity))
+    return Table(("m (rows)", "n × k", f"intensity, {dtype} (FLOP/B)"), rows, title)
 
 
 def _time_per(pred: Prediction, per: float) -> str:
@@ -103,13 +128,15 @@ def breakdown_table(breakdowns: Mapping[str, Breakdown], title: str = "") -> Tab
 
 
 def tiers_table(tiers: Sequence[Tier], title: str = "") -> Table:
-    """The bandwidth hierarchy: each tier's rate per GPU and direction, the step from the tier above,
-    and the document it comes from."""
+    """The bandwidth hierarchy: each tier's rate per GPU and direction, how many times slower than the
+    first tier (HBM) it is, and the document it comes from. Every tier is measured against the same
+    first tier, so the chapter can quote any two of them without a second kind of comparison."""
     rows = []
     for i, t in enumerate(tiers):
-        step = "" if i == 0 else f"{tiers[i - 1].each_way / t.each_way:.1f}× below"
+        step = fmt(tiers[0].each_way / t.each_way, "×", 2)  # as chapter 1 glues its ratios
         rows.append((f"{t.name} ({t.note})", fmt(t.each_way, "B/s"), step, t.figure.source.title))
-    return Table(("tier", "per GPU, one way", "step", "source"), tuple(rows), title)
+    first = tiers[0].name if tiers else "the first tier"
+    return Table(("tier", "per GPU, one way", f"slower than {first}", "source"), tuple(rows), title)
 
 
 def hardware_table(hardware: Sequence, dtype: str = "bf16", title: str = "", *, fallback: str | None = "fp16") -> Table:
@@ -183,16 +210,28 @@ def saved_tensors_table(tensors, heads: int, seq: int, title: str = "") -> Table
 
 
 def footprint_table(footprints: Mapping, capacities: Sequence[str] = ("h100-sxm", "h200-sxm"), title: str = "") -> Table:
-    """Per-GPU memory of labelled footprints, part by part, and whether each fits on each GPU."""
+    """Per-GPU memory of labelled footprints and each one's margin on each GPU, those first.
+
+    The model state (weights, gradients, optimizer) is one column, so the table stays narrow enough
+    for a page; the figure beside it in chapter 2 splits the state part by part. A margin reads
+    '15.8 GB spare' or '48.5 GB over'.
+    """
 
     hws = [get_hardware(c) for c in capacities]
-    parts = list(dict.fromkeys(p for f in footprints.values() for p in f.parts))
+    others = ("activations", "recompute working set", "logits")
+    shown = [p for p in others if any(float(f.parts.get(p, 0.0)) > 0 for f in footprints.values())]
     rows = []
     for label, f in footprints.items():
-        cells = [fmt(float(f.parts.get(p, 0.0)), "B", 3) for p in parts]
-        fits = ["yes" if float(f.total) <= h.usable_capacity else "no" for h in hws]
-        rows.append((label, *cells, fmt(float(f.total), "B", 3), *fits))
-    return Table(("setup", *parts, "total", *(f"fits {h.short}" for h in hws)), tuple(rows), title)
+        total = float(f.total)
+        state = sum(float(v) for k, v in f.parts.items() if k not in others)
+        cells = [fmt(state, "B", 3), *(fmt(float(f.parts.get(p, 0.0)), "B", 3) for p in shown)]
+        margins = [f"{fmt(h.usable_capacity - total, 'B', 3)} spare" if total <= h.usable_capacity
+                   else f"{fmt(total - h.usable_capacity, 'B', 3)} over" for h in hws]
+        rows.append((label, fmt(total, "B", 3), *margins, *cells))
+    names = {"recompute working set": "working set"}
+    # the total and the margins, what a reader looks for, come first; the parts follow
+    return Table(("setup", "total", *(h.short for h in hws), "model state", *(names.get(p, p) for p in shown)),
+                 tuple(rows), title)
 
 
 def kv_capacity_table(model, hardware: Sequence[str], contexts: Sequence[int], *, kv_dtype: str | None = None,

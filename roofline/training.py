@@ -23,6 +23,7 @@ __all__ = [
     "hfu",
     "tokens_per_s_at_mfu",
     "model_state_bytes",
+    "gradient_sync_tokens",
     "MFU_REPORTS",
 ]
 
@@ -107,3 +108,26 @@ MFU_REPORTS = {
     "Llama 3 405B on 8,192-16,384 H100s": (
         0.38, 0.43, "Grattafiori and colleagues, the Llama 3 paper (arXiv:2407.21783, 2024), section 3.3.2, Table 4"),
 }
+
+
+def gradient_sync_tokens(model, hardware: Hardware | str, gpus, link: str = "network", *, zero_stage: int = 0,
+                         dtype: str = "bf16"):
+    """Chapter 1's network roofline: the tokens each GPU must process per training step for the step's
+    arithmetic, at peak, to take as long as its data-parallel gradient exchange over ``link``.
+
+    The same max(compute, communication) argument as the HBM roofline, with the link in place of HBM:
+    compute takes ``6 N t / P_peak`` for ``t`` tokens per GPU, the ring all-reduce of bf16 gradients
+    ``2 (G-1)/G * 2N / B_link`` (:func:`roofline.network.data_parallel_bytes`). They are equal at
+    ``t* = 2 (G-1)/G * 2 P_peak / (6 B_link)``: N cancels, so the threshold is a property of the link
+    and the chip, a ridge point of the network. Below ``t*`` the exchange cannot hide behind the
+    arithmetic even with perfect overlap. ``link`` is an interconnect level of the GPU ('scale_up' for
+    NVLink, 'network' for InfiniBand, 'host' for PCIe).
+    """
+    from .network import data_parallel_bytes
+
+    hw = get_hardware(hardware)
+    if link not in hw.interconnect:
+        raise ValueError(f"link must be one of {', '.join(map(repr, hw.interconnect))} for the {hw.short}, got {link!r}")
+    n = param_count(model)
+    sent = data_parallel_bytes(n, gpus, zero_stage=zero_stage)
+    return sent * hw.peak_flops(dtype) / (hw.interconnect[link].each_way * training_flops_per_token(n))

@@ -29,11 +29,11 @@ from PIL import Image
 
 from .hardware import Hardware, get_hardware
 from .inference import decode_step
+from .memory import fit_summary, training_footprint
 from .model import Model, load_model
-from .roof import as_roof, predict
-from .memory import training_footprint
-from .plot import PALETTE, memory_bars, roofline_chart
-from .units import fmt
+from .plot import PALETTE, _legend_below, memory_bars, roofline_chart
+from .roof import Roof, as_roof, predict
+from .units import dtype_bytes, fmt
 
 __all__ = ["FrameExplorer", "frame_explorer", "decode_explorer", "memory_explorer", "png_bytes", "Blitter"]
 
@@ -214,16 +214,29 @@ def frame_explorer(controls: Sequence[tuple[str, Sequence]], frame: Callable[...
 
 
 def decode_explorer(model: Model | str = "llama-3-8b", hardware: Hardware | str = "h100-sxm", *,
-                    batches: Sequence[int] = tuple(2**i for i in range(11)),
+                    batches: Sequence[int] | None = None,
                     contexts: Sequence[int] = (0, 2048, 8192, 32768), accounting: str = "text",
                     dtype: str = "bf16") -> FrameExplorer:
     """Chapter 1's batch slider: the decode step of ``model`` as a point under ``hardware``'s roof.
 
     Every (batch, context) pair is computed in one vectorized call; each frame shows the point,
-    the path it travels as the batch grows, and the numbers beside it.
+    the path it travels as the batch grows, and the numbers beside it. By default the batches are
+    the powers of two up to 1024 plus the two batches either side of the ridge at no context, so
+    that the crossing shows. Given a GPU (not a bare roof), a frame whose weights and KV cache do not
+    fit in its HBM says so, and its point is drawn hollow.
     """
+    from .hardware import get_hardware
+    from .inference import compute_bound_batch
+    from .memory import kv_cache_capacity_tokens
+
     m = load_model(model)
     roof = as_roof(hardware, dtype)
+    if batches is None:
+        cross = compute_bound_batch(m, roof, dtype=dtype, accounting=accounting)
+        batches = sorted({*(2**i for i in range(11)), *((cross - 1, cross) if cross and cross > 1 else ())})
+    batches = [int(x) for x in batches]
+    hw = None if isinstance(hardware, Roof) else get_hardware(hardware)
+    kv_tokens = None if hw is None else (kv_cache_capacity_tokens(m, hw, dtype=dtype) or 0)
     b = np.asarray(batches, dtype=float)[None, :]
     c = np.asarray(contexts, dtype=float)[:, None]
     step = decode_step(m, b, c, dtype=dtype, accounting=accounting)
@@ -243,15 +256,27 @@ def decode_explorer(model: Model | str = "llama-3-8b", hardware: Hardware | str 
             ax.plot(intensity[i], flops_s[i] / 1e12, ".-", color="#999999", lw=1, ms=5, zorder=3,
                     label=f"batch {batches[0]} to {batches[-1]}")
             (point,) = ax.plot([], [], "D", ms=10, color=PALETTE["vermillion"], mec="black", zorder=6)
-            ax.legend(loc="lower right", fontsize=8, frameon=True, facecolor="white", edgecolor="none")
+            _legend_below(ax)
             figures[i] = (fig, point, Blitter(fig, [point]))
         fig, point, blitter = figures[i]
         point.set_data([intensity[i, j]], [flops_s[i, j] / 1e12])
-        html = (
-            f"<b>batch {batch}, context {context:,} tokens</b>: intensity {intensity[i, j]:,.1f} FLOP/B, "
+        head = f"<b>batch {batch}, context {context:,} tokens</b>: "
+        if kv_tokens is not None and batch * context > kv_tokens:
+            point.set_markerfacecolor("none")
+            need = m.params * dtype_bytes(dtype) + batch * context * m.kv_bytes_per_token(dtype)
+            most = kv_tokens // context if context else 0
+            html = head + (
+                f"<b>does not fit</b>: the weights and the KV cache need {fmt(need, 'B')}, the {hw.short} holds "
+                f"{fmt(hw.usable_capacity, 'B')} usable; at this context at most {most:,} sequences fit. "
+                f"The hollow point is what the roofline would allow if the memory were there."
+            )
+            return blitter.png(), html
+        point.set_markerfacecolor(PALETTE["vermillion"])
+        html = head + (
+            f"intensity {intensity[i, j]:,.1f} FLOP/B, "
             f"{bound[i, j]}-bound, {fmt(flops_s[i, j], 'FLOP/s')} attainable, "
             f"{fmt(pred.time[i, j], 's')} per step, <b>{tokens_s[i, j]:,.0f} tokens/s</b>, "
-            f"{100 * pred.utilization[i, j]:.2g}% of peak"
+            f"{fmt(100 * pred.utilization[i, j], '%', 3)} of peak"
         )
         return blitter.png(), html
 
@@ -263,6 +288,10 @@ def decode_explorer(model: Model | str = "llama-3-8b", hardware: Hardware | str 
         for fig, *_ in figures.values():
             plt.close(fig)
     return explorer
+
+
+# Footprint parts that are not model state (weights, gradients, optimizer).
+_NOT_STATE = ("activations", "recompute working set", "logits")
 
 
 def memory_explorer(model: Model | str = "llama-3-8b", *, gpus: int = 8, zero_stage: int = 3,
@@ -285,7 +314,7 @@ def memory_explorer(model: Model | str = "llama-3-8b", *, gpus: int = 8, zero_st
     limit = 2 * max(h.usable_capacity for h in gpus_hw) / 1e9  # longer bars are clipped, their totals still shown
     fig = memory_bars({"per GPU": first}, capacities, xmax=limit,
                       title=f"{m.title}, {gpus} GPUs, ZeRO-{zero_stage}, {'flash' if flash else 'explicit'} attention")
-    fig.set_size_inches(7, 3)
+    fig.set_size_inches(7, 3.8)
     rects = list(fig.axes[0].patches)
     total_text = fig.axes[0].texts[0]  # the total, drawn before the capacity labels
     blitter = None
@@ -303,16 +332,17 @@ def memory_explorer(model: Model | str = "llama-3-8b", *, gpus: int = 8, zero_st
         total_text.xy = (min(left, limit), total_text.xy[1])
         total_text.set_text(f"{left:,.0f} GB →" if clipped else f"{left:,.1f} GB")
         total_text.set_horizontalalignment("right" if clipped else "left")
-        total_text.xyann = (-4, 12) if clipped else (4, -3)
+        total_text.xyann = (-4, 12) if clipped else (4, 0)
         if blitter is None:
             blitter = Blitter(fig, rects + [total_text])
-        fits = [h.short for h in gpus_hw if float(fp.total) <= h.usable_capacity]
-        over = [h.short for h in gpus_hw if float(fp.total) > h.usable_capacity]
-        verdict = (f"fits on {', '.join(fits)}" if fits else "fits on none") + (
-            f"; exceeds the {', '.join(over)}'s HBM" if over else "")
-        html = (f"<b>micro-batch {b}, {s:,} tokens, recompute: {p}</b>: {fmt(float(fp.total), 'B')} per GPU "
-                f"(activations {fmt(float(fp['activations']), 'B')}, model state "
-                f"{fmt(float(fp.total - fp['activations'] - fp['logits']), 'B')}); <b>{verdict}</b>")
+        verdict = fit_summary(float(fp.total), gpus_hw)
+        state = sum(float(v) for k, v in fp.parts.items() if k not in _NOT_STATE)
+        terms = [f"model state {fmt(state, 'B')}", f"activations {fmt(float(fp['activations']), 'B')}"]
+        if float(fp["recompute working set"]) > 0:
+            terms.append(f"one layer's recompute working set {fmt(float(fp['recompute working set']), 'B')}")
+        terms.append(f"fp32 logits {fmt(float(fp['logits']), 'B')}")
+        html = (f"<b>micro-batch {b}, {s:,} tokens, recompute: {p}</b>: {fmt(float(fp.total), 'B')} per GPU = "
+                f"{' + '.join(terms)}; <b>{verdict}</b>")
         return blitter.png(), html
 
     try:

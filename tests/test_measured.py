@@ -113,6 +113,12 @@ def test_ratios_a_reader_would_check(rec):
     assert pre["prefill tokens=2048"].ratio == pytest.approx(0.833, abs=1e-3)
     table = M.comparison_table({"datasheet": M.compare_prefill(rec, h), "measured": list(pre.values())})
     assert table.rows[4] == ("prefill tokens=2048", "48.6 ms", "0.66", "0.83")
+    keyed = M.comparison_table({"datasheet": M.compare_prefill(rec, h), "measured": list(pre.values())},
+                               key_first="measured")
+    assert keyed.columns == ("point", "ratio, measured roof", "ratio, datasheet roof", "measured time")
+    assert keyed.rows[4] == ("prefill tokens=2048", "0.83", "0.66", "48.6 ms")
+    with pytest.raises(ValueError, match="key_first must be one of 'datasheet', got"):
+        M.comparison_table({"datasheet": M.compare_prefill(rec, h)}, key_first="measure")
 
 
 # --- bad files ------------------------------------------------------------------------------

@@ -101,3 +101,68 @@ def test_korthikanti_table_says_yes_for_every_configuration():
 
     t = tables.korthikanti_table()
     assert t.column("equals the paper") == ("yes",) * len(M.KORTHIKANTI_CONFIGS)
+
+
+# --- verdicts in words (chapter 2 glues them, so they must follow the catalog's capacity) ---------
+
+
+def test_fit_verdict_states_the_margin_the_capacity_gives(llama):
+    h100 = rl.get_hardware("h100-sxm")
+    bf16 = M.model_state(llama, "bf16-adam").total
+    mixed = M.model_state(llama, "mixed-adam").total
+    assert M.fit_verdict(bf16, h100) == f"fits on the H100 SXM with {rl.fmt(h100.hbm_capacity - bf16, 'B')} to spare"
+    assert M.fit_verdict(mixed, h100) == f"does not fit on the H100 SXM, by {rl.fmt(mixed - h100.hbm_capacity, 'B')}"
+    # the words follow the capacity: a card one byte too small flips the verdict
+    assert M.fit_verdict(bf16, h100.with_(hbm_capacity=bf16 - 1)).startswith("does not fit")
+
+
+def test_fit_summary_is_one_english_clause(llama):
+    h100, h200 = rl.get_hardware("h100-sxm"), rl.get_hardware("h200-sxm")
+    between = (h100.hbm_capacity + h200.hbm_capacity) / 2
+    assert M.fit_summary(between, [h100, h200]).startswith("fits on the H200, not on the H100 SXM (over the H100 SXM")
+    assert M.fit_summary(1e9, [h100, h200]) == "fits on both the H100 SXM and the H200"
+    too_big = 2 * h200.hbm_capacity
+    assert M.fit_summary(too_big, [h100, h200]) == (
+        f"fits on neither the H100 SXM nor the H200 (over the largest by {rl.fmt(too_big - h200.hbm_capacity, 'B')})")
+    with pytest.raises(ValueError, match="nbytes"):
+        M.fit_verdict(-1, h100)
+
+
+# --- recomputation keeps a working set -------------------------------------------------------------
+
+
+def test_recompute_working_set_is_one_layer_less_what_the_policy_keeps(llama):
+    tensors = M.saved_tensors(llama, flash=True)
+    whole = M.activation_bytes(tensors, 8192, 1, llama.num_heads)
+    checkpoint = M.activation_bytes(tensors, 8192, 1, llama.num_heads, recompute="full")
+    assert M.recompute_working_set(tensors, 8192, 1, llama.num_heads) == 0
+    assert M.recompute_working_set(tensors, 8192, 1, llama.num_heads, recompute="selective") == 0  # flash keeps no scores
+    assert M.recompute_working_set(tensors, 8192, 1, llama.num_heads, recompute="full") == whole - checkpoint
+    explicit = M.saved_tensors(llama, flash=False)
+    scores = sum(t.nbytes(8192, 1, llama.num_heads) for t in explicit if t.per_score)
+    assert M.recompute_working_set(explicit, 8192, 1, llama.num_heads, recompute="selective") == pytest.approx(scores)
+
+
+def test_full_recompute_footprint_counts_the_layer_being_recomputed(llama):
+    """The case the issue found: ten 8,192-token sequences looked like they fit on eight H100s under
+    ZeRO-3 with full recomputation; the recomputed layer's working set does not leave room."""
+    fp = M.training_footprint(llama, 8192, 10, gpus=8, zero_stage=3, recompute="full")
+    tensors = M.saved_tensors(llama, flash=True)
+    assert fp["recompute working set"] == pytest.approx(M.activation_bytes(tensors, 8192, 10, llama.num_heads)
+                                                        - M.activation_bytes(tensors, 8192, 10, llama.num_heads, recompute="full"))
+    assert fp["recompute working set"] > 10e9
+    assert M.training_footprint(llama, 8192, 10, gpus=8, zero_stage=3)["recompute working set"] == 0
+
+
+def test_footprint_table_margins_follow_the_capacity(llama):
+    from roofline import tables
+
+    h100 = rl.get_hardware("h100-sxm")
+    one = M.training_footprint(llama, 4096, 1)
+    z3 = M.training_footprint(llama, 4096, 1, gpus=8, zero_stage=3, recompute="full")
+    t = tables.footprint_table({"1 GPU": one, "ZeRO-3": z3}, capacities=("h100-sxm",))
+    assert t.column("H100 SXM") == (f"{rl.fmt(one.total - h100.hbm_capacity, 'B')} over",
+                                    f"{rl.fmt(h100.hbm_capacity - z3.total, 'B')} spare")
+    assert t.column("working set") == (rl.fmt(0.0, "B"), rl.fmt(z3["recompute working set"], "B"))
+    state = one.total - one["activations"] - one["logits"] - one["recompute working set"]
+    assert t.column("model state")[0] == rl.fmt(state, "B")

@@ -94,9 +94,35 @@ def test_figures_are_captioned_described_and_saved_for_slides(path):
 
 
 @pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)
-def test_exercises_have_hidden_solutions(path):
+def test_exercises_have_worked_solutions_in_prose(path):
+    """At least six exercises, each with a hidden solution that is a worked derivation in prose and
+    math with its numbers glued; no solution shows code (a reader would see glue calls)."""
     cells = _cells(path)
     solutions = [c for c in cells if c["cell_type"] == "markdown" and ":class: dropdown" in "".join(c["source"])]
-    assert 4 <= len(solutions) <= 6
-    hidden = [c for c in cells if "hide-input" in c["metadata"].get("tags", [])]
-    assert len(hidden) == len(solutions)
+    assert len(solutions) >= 6, f"{len(solutions)} exercises with solutions, want at least six"
+    for c in solutions:
+        text = "".join(c["source"])
+        body = text[text.index(":class: dropdown"):]
+        assert GLUE_ROLE.search(body), f"a solution without a computed number: {body[:80]!r}"
+        assert "```" not in body, "a solution shows code"
+    shown = [c for c in cells if c["cell_type"] == "code" and "glue(" in "".join(c["source"])
+             and "remove-cell" not in c["metadata"].get("tags", [])]
+    assert not shown, "glue() calls a reader would see: " + "; ".join("".join(c["source"])[:60] for c in shown)
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)
+def test_chapter_opens_with_objectives_and_closes_with_a_summary(path):
+    cells = [c for c in _cells(path) if c["cell_type"] == "markdown"]
+    assert "What you will be able to do" in "".join(cells[0]["source"])
+    headings = [line for c in cells for line in "".join(c["source"]).splitlines() if line.startswith("## ")]
+    assert any(h.startswith("## Summary") for h in headings), headings
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)
+def test_every_figure_is_referred_to_by_number(path):
+    cells = _cells(path)
+    names = [c["metadata"]["mystnb"]["figure"]["name"] for c in cells
+             if c["cell_type"] == "code" and "figure" in c["metadata"].get("mystnb", {})]
+    prose = "".join("".join(c["source"]) for c in cells if c["cell_type"] == "markdown")
+    missing = [n for n in names if f"{{numref}}`{n}`" not in prose]
+    assert not missing, f"figures never referred to with {{numref}}: {missing}"

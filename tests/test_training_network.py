@@ -112,3 +112,34 @@ def test_mfu_and_hfu_above_one_are_refused_as_tokens_per_s_at_mfu_refuses_them()
     assert rl.mfu(top, "llama-3-8b", 1, "h100-sxm") == pytest.approx(1.0)
     with pytest.raises(ValueError, match="HFU"):  # full recomputation runs 8N per token, not 6N
         rl.hfu(0.9 * top, "llama-3-8b", 1, "h100-sxm")
+# --- chapter 1's network roofline: the data-parallel gradient exchange against the step's arithmetic ---
+
+
+def test_gradient_sync_threshold_is_where_compute_equals_communication(llama, h100):
+    gpus = 64
+    t = rl.training.gradient_sync_tokens(llama, h100, gpus, "network")
+    compute = rl.training_flops_per_token(llama) * t / h100.peak_flops()
+    comm = rl.data_parallel_bytes(llama.params, gpus) / h100.interconnect["network"].each_way
+    assert compute == pytest.approx(comm)
+    # N cancels: the threshold belongs to the chip and the link, not the model
+    assert rl.training.gradient_sync_tokens("llama-3.1-405b", h100, gpus, "network") == pytest.approx(t)
+    # the closed form 2 (G-1)/G * 2 P / (6 B)
+    assert t == pytest.approx(2 * (gpus - 1) / gpus * 2 * h100.peak_flops() / (6 * h100.interconnect["network"].each_way))
+
+
+def test_nvlink_needs_fewer_tokens_than_infiniband_by_the_ratio_of_the_links(llama, h100):
+    nv = rl.training.gradient_sync_tokens(llama, h100, 8, "scale_up")
+    ib = rl.training.gradient_sync_tokens(llama, h100, 8, "network")
+    ratio = h100.interconnect["scale_up"].each_way / h100.interconnect["network"].each_way
+    assert ib / nv == pytest.approx(ratio)
+    assert rl.training.gradient_sync_tokens(llama, h100, 8, "network", zero_stage=3) == pytest.approx(1.5 * ib)
+    with pytest.raises(ValueError, match="link must be one of"):
+        rl.training.gradient_sync_tokens(llama, h100, 8, "nvlink")
+
+
+def test_matmul_intensity_table_follows_the_package():
+    from roofline import tables
+
+    t = tables.matmul_intensity_table([1, 4096], 4096, 4096)
+    assert t.column("intensity, bf16 (FLOP/B)") == tuple(
+        f"{rl.matmul(m, 4096, 4096).intensity:,.2f}" for m in (1, 4096))

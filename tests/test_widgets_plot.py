@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import roofline as rl
-from roofline import plot, widgets
+from roofline import memory, plot, tables, widgets
 
 
 @pytest.fixture(scope="module")
@@ -162,3 +162,43 @@ def test_frames_share_a_base_picture_and_carry_small_overlays(explorer):
     full = sum(len(explorer.png(k)) for k in explorer.frames)
     assert sum(bases.values()) + sum(overlays) < 0.5 * full
     assert max(overlays) <= 0.3 * min(bases.values())
+def _readouts(explorer):
+    _, _, stack = explorer.children
+    return [[panel.children[0].value for panel in inner.children] for inner in stack.children]
+
+
+def test_decode_explorer_shows_the_ridge_crossing_and_what_does_not_fit():
+    cross = rl.compute_bound_batch("llama-3-8b", "h100-sxm")
+    e = widgets.decode_explorer("llama-3-8b", "h100-sxm", contexts=(0, 32768))
+    batch, _, _ = e.children
+    options = [o[1] for o in batch.options]
+    assert cross - 1 in options and cross in options, "the batch slider must step across the ridge"
+    text = _readouts(e)
+    assert "memory-bound" in text[0][options.index(cross - 1)] and "compute-bound" in text[0][options.index(cross)]
+    # batch 1024 at 32,768 tokens of context needs terabytes of KV cache: the readout says so
+    big = text[1][options.index(1024)]
+    assert "does not fit" in big and "tokens/s" not in big
+    fits = memory.kv_cache_capacity_tokens("llama-3-8b", "h100-sxm") // 32768
+    assert f"at most {fits:,} sequences fit" in big
+    assert all("e+" not in t for row in text for t in row), "a readout printed a number in e-notation"
+
+
+def test_memory_explorer_readout_adds_up_and_reads_as_english():
+    e = widgets.memory_explorer("llama-3-8b", gpus=8, zero_stage=3, micro_batches=(1, 8), seqs=(2048, 32768),
+                                policies=("none", "full"))
+    texts = [p.children[0].value for outer in e.children[-1].children for mid in outer.children for p in mid.children]
+    for t in texts:
+        assert "fp32 logits" in t and ("fits on both" in t or "fits on the" in t or "fits on neither" in t)
+        assert "fits on none" not in t and "'s HBM" not in t
+    fp = memory.training_footprint("llama-3-8b", 32768, 8, gpus=8, zero_stage=3, recompute="full", flash=False)
+    big = next(t for t in texts if "micro-batch 8, 32,768 tokens, recompute: full" in t)
+    assert rl.fmt(float(fp["logits"]), "B") in big and rl.fmt(float(fp["recompute working set"]), "B") in big
+
+
+def test_tiers_table_measures_every_tier_against_hbm():
+    h100 = rl.get_hardware("h100-sxm")
+    tiers = rl.bandwidth_tiers(h100)
+    table = tables.tiers_table(tiers)
+    col = table.column(f"slower than {tiers[0].name}")
+    assert col == tuple(rl.fmt(tiers[0].each_way / t.each_way, "×", 2) for t in tiers)
+    assert col[0] == "1.0×" and col[-1] == rl.fmt(h100.hbm_bandwidth / h100.interconnect["network"].each_way, "×", 2)
