@@ -110,20 +110,21 @@ def test_fit_verdict_states_the_margin_the_capacity_gives(llama):
     h100 = rl.get_hardware("h100-sxm")
     bf16 = M.model_state(llama, "bf16-adam").total
     mixed = M.model_state(llama, "mixed-adam").total
-    assert M.fit_verdict(bf16, h100) == f"fits on the H100 SXM with {rl.fmt(h100.hbm_capacity - bf16, 'B')} to spare"
-    assert M.fit_verdict(mixed, h100) == f"does not fit on the H100 SXM, by {rl.fmt(mixed - h100.hbm_capacity, 'B')}"
+    assert M.fit_verdict(bf16, h100) == f"fits on the H100 SXM with {rl.fmt(h100.usable_capacity - bf16, 'B')} to spare"
+    assert M.fit_verdict(mixed, h100) == f"does not fit on the H100 SXM, by {rl.fmt(mixed - h100.usable_capacity, 'B')}"
     # the words follow the capacity: a card one byte too small flips the verdict
-    assert M.fit_verdict(bf16, h100.with_(hbm_capacity=bf16 - 1)).startswith("does not fit")
+    # a card one byte too small for the state: the verdict flips
+    assert M.fit_verdict(bf16, h100.with_(hbm_total=bf16 - 1 + h100.reserve)).startswith("does not fit")
 
 
 def test_fit_summary_is_one_english_clause(llama):
     h100, h200 = rl.get_hardware("h100-sxm"), rl.get_hardware("h200-sxm")
-    between = (h100.hbm_capacity + h200.hbm_capacity) / 2
+    between = (h100.usable_capacity + h200.usable_capacity) / 2
     assert M.fit_summary(between, [h100, h200]).startswith("fits on the H200, not on the H100 SXM (over the H100 SXM")
     assert M.fit_summary(1e9, [h100, h200]) == "fits on both the H100 SXM and the H200"
-    too_big = 2 * h200.hbm_capacity
+    too_big = 2 * h200.usable_capacity
     assert M.fit_summary(too_big, [h100, h200]) == (
-        f"fits on neither the H100 SXM nor the H200 (over the largest by {rl.fmt(too_big - h200.hbm_capacity, 'B')})")
+        f"fits on neither the H100 SXM nor the H200 (over the largest by {rl.fmt(too_big - h200.usable_capacity, 'B')})")
     with pytest.raises(ValueError, match="nbytes"):
         M.fit_verdict(-1, h100)
 
@@ -161,8 +162,8 @@ def test_footprint_table_margins_follow_the_capacity(llama):
     one = M.training_footprint(llama, 4096, 1)
     z3 = M.training_footprint(llama, 4096, 1, gpus=8, zero_stage=3, recompute="full")
     t = tables.footprint_table({"1 GPU": one, "ZeRO-3": z3}, capacities=("h100-sxm",))
-    assert t.column("H100 SXM") == (f"{rl.fmt(one.total - h100.hbm_capacity, 'B')} over",
-                                    f"{rl.fmt(h100.hbm_capacity - z3.total, 'B')} spare")
+    assert t.column("H100 SXM") == (f"{rl.fmt(one.total - h100.usable_capacity, 'B')} over",
+                                    f"{rl.fmt(h100.usable_capacity - z3.total, 'B')} spare")
     assert t.column("working set") == (rl.fmt(0.0, "B"), rl.fmt(z3["recompute working set"], "B"))
     state = one.total - one["activations"] - one["logits"] - one["recompute working set"]
     assert t.column("model state")[0] == rl.fmt(state, "B")

@@ -137,7 +137,8 @@ def test_frames_are_small_palette_pngs_that_keep_the_point_visible(explorer):
     image = Image.open(io.BytesIO(base.value))
     assert image.mode == "P" and len(image.getcolors()) <= 128
     target = tuple(int(plot.PALETTE["vermillion"].lstrip("#")[k:k + 2], 16) for k in (0, 2, 4))
-    rgb = np.asarray(Image.open(io.BytesIO(explorer.png((2, 1)))).convert("RGB"), dtype=int)
+    # batch 16 at 8,192 tokens of context: a frame that fits, so its point is filled
+    rgb = np.asarray(Image.open(io.BytesIO(explorer.png((1, 1)))).convert("RGB"), dtype=int)
     assert (np.abs(rgb - target).sum(axis=-1) < 30).sum() > 20, "the moving point is gone from the frame"
 
 
@@ -163,14 +164,15 @@ def test_frames_share_a_base_picture_and_carry_small_overlays(explorer):
     assert sum(bases.values()) + sum(overlays) < 0.5 * full
     assert max(overlays) <= 0.3 * min(bases.values())
 def _readouts(explorer):
-    _, _, stack = explorer.children
-    return [[panel.children[0].value for panel in inner.children] for inner in stack.children]
+    """Readouts by context (rows) and batch (columns)."""
+    batch, context = explorer.controls
+    return [[explorer.text((i, j)) for i in range(len(batch.options))] for j in range(len(context.options))]
 
 
 def test_decode_explorer_shows_the_ridge_crossing_and_what_does_not_fit():
     cross = rl.compute_bound_batch("llama-3-8b", "h100-sxm")
     e = widgets.decode_explorer("llama-3-8b", "h100-sxm", contexts=(0, 32768))
-    batch, _, _ = e.children
+    batch, _ = e.controls
     options = [o[1] for o in batch.options]
     assert cross - 1 in options and cross in options, "the batch slider must step across the ridge"
     text = _readouts(e)
@@ -186,7 +188,7 @@ def test_decode_explorer_shows_the_ridge_crossing_and_what_does_not_fit():
 def test_memory_explorer_readout_adds_up_and_reads_as_english():
     e = widgets.memory_explorer("llama-3-8b", gpus=8, zero_stage=3, micro_batches=(1, 8), seqs=(2048, 32768),
                                 policies=("none", "full"))
-    texts = [p.children[0].value for outer in e.children[-1].children for mid in outer.children for p in mid.children]
+    texts = [e.text(k) for k in e.frames]
     for t in texts:
         assert "fp32 logits" in t and ("fits on both" in t or "fits on the" in t or "fits on neither" in t)
         assert "fits on none" not in t and "'s HBM" not in t

@@ -21,8 +21,9 @@ def comparison_table(columns: Mapping[str, Sequence[Comparison]], *, key: str = 
     ``columns`` maps a roof's name to the comparisons under it; all lists cover the same points in
     the same order. A floor's column marks '(!)' where the prediction exceeds the measurement (the bound
     broken); a column named in ``estimates`` marks '(!)' where the ratio is outside ``1/band .. band``.
-    ``key_first`` names the roof whose ratio is the key column: it comes right after the point's name
-    (and the measured time goes last), so a long table keeps what matters in view.
+    ``key_first`` names the roof whose ratio is the key column: it comes right after the point's name,
+    the headers shorten to 'ratio, NAME roof' and the measured time goes last, so a long table keeps
+    what matters in view and fits a page.
     """
     lists = list(columns.values())
     first = lists[0]
@@ -41,7 +42,7 @@ def comparison_table(columns: Mapping[str, Sequence[Comparison]], *, key: str = 
 
     if key_first is not None:
         names = [key_first, *(n for n in columns if n != key_first)]
-        header = ("point", *(f"predicted/measured, {n}" for n in names), "measured time")
+        header = ("point", *(f"ratio, {n} roof" for n in names), "measured time")
         rows = tuple((c.label, *(mark(n, columns[n][i]) for n in names), fmt(c.measured, "s"))
                      for i, c in enumerate(first))
         return Table(header, rows, title)
