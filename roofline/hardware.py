@@ -24,7 +24,7 @@ __all__ = [
     "CatalogError",
     "CONTEXT_RESERVE",
     "Source",
-    "Figure",
+    "Spec",
     "Link",
     "Hardware",
     "get_hardware",
@@ -44,8 +44,8 @@ class Source:
 
 
 @dataclass(frozen=True)
-class Figure:
-    """One datasheet figure in SI base units, with its source and an optional note."""
+class Spec:
+    """One datasheet figure (a spec) in SI base units, with its source and an optional note."""
 
     value: float
     unit: str  # SI unit after conversion: 'FLOP/s', 'B/s', 'B', 'W'
@@ -62,7 +62,7 @@ class Link:
     name: str
     bytes_per_s: float
     direction: str  # 'bidirectional' or 'each way', as the source states it
-    figure: Figure
+    figure: Spec
 
     @property
     def each_way(self) -> float:
@@ -87,7 +87,7 @@ class Hardware:
     l2_bytes: float | None = None
     power_w: float | None = None
     interconnect: Mapping[str, Link] = field(default_factory=dict)
-    figures: Mapping[str, Figure] = field(default_factory=dict, repr=False)
+    figures: Mapping[str, Spec] = field(default_factory=dict, repr=False)
     aliases: tuple[str, ...] = ()
     short: str = ""  # a label for charts, e.g. 'H100 SXM'
     sparse_flops: Mapping[str, float] = field(default_factory=dict)  # 2:4 structured-sparsity peaks, if given
@@ -136,7 +136,7 @@ class Hardware:
         """Datasheet ridge point, FLOP per byte of HBM traffic."""
         return self.peak_flops(dtype) / self.hbm_bandwidth
 
-    def source(self, path: str) -> Figure:
+    def source(self, path: str) -> Spec:
         """The figure behind a field, e.g. ``h.source('dense.bf16')`` or ``h.source('hbm_bandwidth')``."""
         try:
             return self.figures[path]
@@ -178,7 +178,7 @@ _WITH_SPARSITY = re.compile(r"(\d[\d,]*(?:\.\d+)?)\s*(?:([PTG])(?:FLOP|OP)S?(?:/
 _PREFIX = {"P": 1e15, "T": 1e12, "G": 1e9}
 
 
-def _check_dense_note(where: str, fig: Figure) -> None:
+def _check_dense_note(where: str, fig: Spec) -> None:
     """A dense figure whose note quotes a figure 'with sparsity' must be half of that figure (within 1%)."""
     for number, prefix in _WITH_SPARSITY.findall(fig.note):
         quoted = float(number.replace(",", ""))
@@ -214,7 +214,7 @@ def _table(where: str, value, what: str) -> dict:
     return value
 
 
-def _figure(where: str, raw, sources: Mapping[str, Source], expect: str) -> Figure:
+def _figure(where: str, raw, sources: Mapping[str, Source], expect: str) -> Spec:
     raw = _table(where, raw, "a table {value, unit, source}")
     for key in ("value", "unit", "source"):
         if key not in raw:
@@ -239,7 +239,7 @@ def _figure(where: str, raw, sources: Mapping[str, Source], expect: str) -> Figu
     si_value = float(value) * scale
     if not math.isfinite(si_value):
         raise CatalogError(f"{where}: expected a positive finite number, got {value:g} {unit}, which overflows")
-    return Figure(si_value, si, sources[raw["source"]], note, f"{value:g} {unit}")
+    return Spec(si_value, si, sources[raw["source"]], note, f"{value:g} {unit}")
 
 
 # The years a datasheet figure can plausibly carry: the first GPUs with programmable shaders to a
@@ -264,7 +264,7 @@ def _hardware(key: str, raw, sources: Mapping[str, Source]) -> Hardware:
         raise CatalogError(f"{_where(key, 'aliases')}: expected a list of strings such as [\"h100\"], got {_shown(aliases)}")
     for i, alias in enumerate(aliases):
         _text_field(_where(key, f"aliases[{i}]"), alias)
-    figures: dict[str, Figure] = {}
+    figures: dict[str, Spec] = {}
     for name, si in _FIGURE_UNITS.items():
         if name in raw:
             figures[name] = _figure(_where(key, name), raw[name], sources, si)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ._check import number
-from .hardware import Figure, Hardware, get_hardware
+from .hardware import Spec, Hardware, get_hardware
 from .policies import ZERO_STAGES, zero_stage as zero_stage_of
 
 __all__ = ["Tier", "bandwidth_tiers", "data_parallel_bytes", "ZERO_STAGES", "transfer_time"]
@@ -24,7 +24,7 @@ class Tier:
     level: str  # 'HBM', 'scale_up', 'host', 'network'
     name: str  # 'HBM3', 'NVLink 4', ...
     each_way: float  # bytes/s one direction (HBM: read or write, as the datasheet states it)
-    figure: Figure
+    figure: Spec
     note: str = ""
 
     def time(self, nbytes) -> float:

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import roofline as rl
-from roofline import measure
+from roofline import probe
 from roofline import measured as M
 
 
@@ -173,7 +173,7 @@ TINY = dict(buffer_bytes=2 * 2**20, shapes=[(1, 128, 128), (16, 128, 128), (128,
 
 @pytest.fixture(scope="module")
 def cpu():
-    return measure.cpu_record(progress=None, **TINY)
+    return probe.cpu_record(progress=None, **TINY)
 
 
 def test_cpu_record_is_finite_positive_and_in_the_h200_format(cpu):
@@ -203,23 +203,23 @@ def test_cpu_products_obey_their_own_roof(cpu):
 
 def test_progress_lines_and_bad_sizes():
     lines = []
-    measure.cpu_record(progress=lines.append, **{**TINY, "shapes": [(2, 64, 64)]})
-    assert lines[0].startswith("measure: bandwidth over") and "matmul 1/1 m=2 n=64 k=64" in lines[-1]
+    probe.cpu_record(progress=lines.append, **{**TINY, "shapes": [(2, 64, 64)]})
+    assert lines[0].startswith("probe: bandwidth over") and "matmul 1/1 m=2 n=64 k=64" in lines[-1]
     with pytest.raises(ValueError, match="buffer_bytes must be a whole number > 0"):
-        measure.cpu_record(progress=None, buffer_bytes=-1)
+        probe.cpu_record(progress=None, buffer_bytes=-1)
     with pytest.raises(ValueError, match=r"shapes must be \(m, n, k\) triples"):
-        measure.cpu_record(progress=None, buffer_bytes=2**20, shapes=[(1, 2)])
+        probe.cpu_record(progress=None, buffer_bytes=2**20, shapes=[(1, 2)])
     with pytest.raises(ValueError, match="dtype must be 'fp32' or 'fp64'"):
-        measure.cpu_record(progress=None, dtype="bf16")
+        probe.cpu_record(progress=None, dtype="bf16")
     with pytest.raises(ValueError, match="device must be 'cpu' or 'gpu'"):
-        measure.measure("tpu")
+        probe.measure("tpu")
 
 
 def test_gpu_record():
     torch = pytest.importorskip("torch")
     if not torch.cuda.is_available():
         pytest.skip("no CUDA GPU")
-    rec = measure.measure("gpu", buffer_bytes=256 * 2**20, shapes=[(1, 4096, 4096), (4096, 4096, 4096)],
+    rec = probe.measure("gpu", buffer_bytes=256 * 2**20, shapes=[(1, 4096, 4096), (4096, 4096, 4096)],
                           repeats=5, warmup=2, progress=None)
     roof = M.measured_roof(rec)
     assert roof.dtype == "bf16" and roof.bandwidth > 0 and roof.peak_flops > 0

@@ -148,7 +148,7 @@ def cpu_record(*, buffer_bytes: int | None = None, shapes: Sequence[tuple[int, i
     item = np.dtype(np_dtype).itemsize
     started = time.perf_counter()
     record = {
-        "about": "Measured with roofline.measure.cpu_record (numpy on the CPU): medians after warm-up, "
+        "about": "Measured with roofline.probe.cpu_record (numpy on the CPU): medians after warm-up, "
                  "random data, buffers and rotated weights several times the last-level cache.",
         "env": {**_env_common(), "cpu": _cpu_name(), "threads": os.cpu_count(), "numpy": np.__version__,
                 "blas": blas_info(), "llc_bytes": llc, "buffer_bytes": buffer_bytes},
@@ -162,14 +162,14 @@ def cpu_record(*, buffer_bytes: int | None = None, shapes: Sequence[tuple[int, i
     dst = np.empty_like(src)
     vec = rng.standard_normal(cols, dtype=np_dtype)
     nbytes = src.nbytes
-    _say(progress, f"measure: bandwidth over {nbytes / 2**20:,.0f} MiB buffers")
+    _say(progress, f"probe: bandwidth over {nbytes / 2**20:,.0f} MiB buffers")
     bw = {}
     for name, fns, moved in (("copy", [lambda: np.copyto(dst, src)], 2 * nbytes),
                              ("read", [lambda: src @ vec, src.sum], nbytes),
                              ("write", [lambda: dst.fill(1.5)], nbytes)):
         med, best = min(_time(fn, repeats, warmup) for fn in fns)
         bw[name] = {"bytes": moved, "seconds": med, "bytes_per_s": moved / med, "best_bytes_per_s": moved / best}
-        _say(progress, f"measure: {name} {moved / med / 1e9:,.1f} GB/s")
+        _say(progress, f"probe: {name} {moved / med / 1e9:,.1f} GB/s")
     record["bandwidth"] = bw
     del dst
     gemms = []
@@ -186,7 +186,7 @@ def cpu_record(*, buffer_bytes: int | None = None, shapes: Sequence[tuple[int, i
 
         med, best = _time(call, repeats, warmup)
         gemms.append(_gemm_entry(m, n, k, item, med, best, dtype))
-        _say(progress, f"measure: matmul {i}/{len(shapes)} m={m} n={n} k={k}: {2 * m * n * k / med / 1e9:,.1f} GFLOP/s")
+        _say(progress, f"probe: matmul {i}/{len(shapes)} m={m} n={n} k={k}: {2 * m * n * k / med / 1e9:,.1f} GFLOP/s")
         del weights
     record["gemm_per_call"] = gemms
     record["env"]["seconds_measuring"] = time.perf_counter() - started
@@ -239,7 +239,7 @@ def gpu_record(*, buffer_bytes: int | None = None, shapes: Sequence[tuple[int, i
 
     started = time.perf_counter()
     record = {
-        "about": "Measured with roofline.measure.gpu_record (PyTorch, CUDA events): medians after warm-up, "
+        "about": "Measured with roofline.probe.gpu_record (PyTorch, CUDA events): medians after warm-up, "
                  "random bf16 data, weights rotated over at least 4x the L2.",
         "env": {**_env_common(), "gpu": torch.cuda.get_device_name(0), "sm_count": props.multi_processor_count,
                 "memory_bytes": props.total_memory, "l2_bytes": l2, "torch": torch.__version__,
@@ -250,13 +250,13 @@ def gpu_record(*, buffer_bytes: int | None = None, shapes: Sequence[tuple[int, i
     src = torch.randn(n_el, device=dev, dtype=torch.bfloat16, generator=gen)
     dst = torch.empty_like(src)
     nbytes = src.numel() * 2
-    _say(progress, f"measure: bandwidth over {nbytes / 2**20:,.0f} MiB buffers")
+    _say(progress, f"probe: bandwidth over {nbytes / 2**20:,.0f} MiB buffers")
     bw = {}
     for name, fn, moved in (("copy", lambda: dst.copy_(src), 2 * nbytes), ("read", lambda: src.sum(), nbytes),
                             ("write", lambda: dst.fill_(1.5), nbytes)):
         med, best = timed(fn)
         bw[name] = {"bytes": moved, "seconds": med, "bytes_per_s": moved / med, "best_bytes_per_s": moved / best}
-        _say(progress, f"measure: {name} {moved / med / 1e12:,.2f} TB/s")
+        _say(progress, f"probe: {name} {moved / med / 1e12:,.2f} TB/s")
     record["bandwidth"] = bw
     del src, dst
     gemms = []
@@ -267,7 +267,7 @@ def gpu_record(*, buffer_bytes: int | None = None, shapes: Sequence[tuple[int, i
         turn = iter(range(1 << 62))
         med, best = timed(lambda: torch.matmul(a, weights[next(turn) % copies]))
         gemms.append(_gemm_entry(m, n, k, 2, med, best, "bf16"))
-        _say(progress, f"measure: matmul {i}/{len(shapes)} m={m} n={n} k={k}: {2 * m * n * k / med / 1e12:,.1f} TFLOP/s")
+        _say(progress, f"probe: matmul {i}/{len(shapes)} m={m} n={n} k={k}: {2 * m * n * k / med / 1e12:,.1f} TFLOP/s")
         del weights
     record["gemm_per_call"] = gemms
     record["env"]["seconds_measuring"] = time.perf_counter() - started
@@ -286,7 +286,7 @@ def measure(device: str = "cpu", **sizes):
     raise ValueError(f"device must be 'cpu' or 'gpu', got {device!r}")
 
 
-if __name__ == "__main__":  # python -m roofline.measure > mine.json
+if __name__ == "__main__":  # python -m roofline.probe > mine.json
     import json
 
     rec = gpu_record(progress=lambda s: print(s, file=sys.stderr)) if gpu_available() else \
