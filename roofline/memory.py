@@ -134,7 +134,8 @@ class SavedTensor:
     """One tensor a layer keeps for its backward pass.
 
     Its size is ``per_token`` elements per token (``s b`` tokens) plus ``per_score`` elements per
-    attention score (``a s^2 b``), times ``bytes_per_element``. ``where`` is 'attention' or 'mlp' or
+    query-key pair (``s^2 b`` pairs; ``per_score`` is the number of heads for a score-sized tensor),
+    times ``bytes_per_element``. ``where`` is 'attention' or 'mlp' or
     'norm', for selective recomputation, which drops the attention core's score-sized tensors.
     """
 
@@ -145,9 +146,9 @@ class SavedTensor:
     per_score: float = 0.0
     sharded_by_tp: bool = True  # False for tensors that tensor parallelism replicates (norm inputs, dropout masks after the block)
 
-    def nbytes(self, seq, micro_batch, heads):
+    def nbytes(self, seq, micro_batch):
         """Bytes of this tensor for ``micro_batch`` sequences of ``seq`` tokens (broadcasts)."""
-        return (seq * micro_batch * self.per_token + heads * seq * seq * micro_batch * self.per_score) * self.bytes_per_element
+        return (seq * micro_batch * self.per_token + seq * seq * micro_batch * self.per_score) * self.bytes_per_element
 
 
 def saved_tensors(model: Model | str | None = None, *, architecture: str = "llama", hidden=None, heads=None,
@@ -176,9 +177,9 @@ def saved_tensors(model: Model | str | None = None, *, architecture: str = "llam
             attn.append(SavedTensor("softmax statistics (fp32)", heads, 4, "attention"))
         else:
             attn += [
-                SavedTensor("softmax output", 0, b, "attention", per_score=1),
-                SavedTensor("attention dropout mask", 0, 1, "attention", per_score=1),
-                SavedTensor("dropout output (PV input)", 0, b, "attention", per_score=1),
+                SavedTensor("softmax output", 0, b, "attention", per_score=heads),
+                SavedTensor("attention dropout mask", 0, 1, "attention", per_score=heads),
+                SavedTensor("dropout output (PV input)", 0, b, "attention", per_score=heads),
             ]
         mlp = [
             SavedTensor("layernorm 2 input", h, b, "norm", sharded_by_tp=False),
@@ -205,7 +206,7 @@ def saved_tensors(model: Model | str | None = None, *, architecture: str = "llam
     if flash:
         attn.append(SavedTensor("softmax statistics (fp32)", m.num_heads, 4, "attention"))
     else:
-        attn.append(SavedTensor("softmax output", 0, b, "attention", per_score=1))
+        attn.append(SavedTensor("softmax output", 0, b, "attention", per_score=m.num_heads))
     mlp = [
         SavedTensor("RMSNorm 2 input", h, b, "norm", sharded_by_tp=False),
         SavedTensor("RMSNorm 2 statistics (fp32)", 1, 4, "norm", sharded_by_tp=False),
@@ -218,12 +219,24 @@ def saved_tensors(model: Model | str | None = None, *, architecture: str = "llam
     return tuple(attn + mlp)
 
 
-def activation_bytes(tensors, seq, micro_batch, heads, *, recompute: str = "none", tp: int = 1,
-                     sequence_parallel: bool = False):
+def _layer(layer, flash: bool) -> tuple:
+    """The saved tensors of ``layer``: a tuple of :class:`SavedTensor`, or a model (its Llama layer)."""
+    if isinstance(layer, (Model, str)):
+        return saved_tensors(layer, flash=flash)
+    if isinstance(layer, (tuple, list)) and layer and all(isinstance(t, SavedTensor) for t in layer):
+        return tuple(layer)
+    raise TypeError(f"layer must be a model (a Model or a shipped model's name) or the tuple saved_tensors() returns, "
+                    f"got {type(layer).__name__}")
+
+
+def activation_bytes(layer, seq, micro_batch, *, recompute: str = "none", tp: int = 1,
+                     sequence_parallel: bool = False, flash: bool = True):
     """Bytes of activations one layer keeps, from its saved tensors.
 
     ``recompute='selective'`` drops the score-sized tensors (recomputed in the backward pass);
     ``'full'`` keeps only the layer's input (``s b h`` elements; pass it as the first tensor's width).
+    ``layer`` is a model (its layer's tensors, with a flash kernel unless ``flash=False``) or the tuple
+    :func:`saved_tensors` returns (a GPT layer of Korthikanti et al., an explicit-attention layer).
     With tensor parallelism of degree ``tp`` the sharded tensors divide by ``tp``; sequence
     parallelism divides the rest too.
     """
@@ -231,15 +244,15 @@ def activation_bytes(tensors, seq, micro_batch, heads, *, recompute: str = "none
         raise ValueError(f"recompute must be one of {', '.join(map(repr, RECOMPUTE_POLICIES))}, got {recompute!r}")
     s = number("seq", seq, integer=True)
     bsz = number("micro_batch", micro_batch, integer=True)
-    a = number("heads", heads, integer=True)
     tp = number("tp", tp, integer=True)
+    tensors = _layer(layer, flash)
     if recompute == "full":  # only the layer's input (a per-token tensor) is kept
-        return tensors[0].nbytes(s, bsz, a) / (tp if sequence_parallel else 1)
+        return tensors[0].nbytes(s, bsz) / (tp if sequence_parallel else 1)
     total = 0.0
     for t in tensors:
         if recompute == "selective" and t.per_score:
             continue
-        total = total + t.nbytes(s, bsz, a) / (tp if (t.sharded_by_tp or sequence_parallel) else 1)
+        total = total + t.nbytes(s, bsz) / (tp if (t.sharded_by_tp or sequence_parallel) else 1)
     return total
 
 
@@ -264,7 +277,7 @@ def korthikanti_bytes(seq, micro_batch, hidden, heads, *, recompute: str = "none
     return sbh * (10 + 24 / t + score / t)
 
 
-def recompute_working_set(tensors, seq, micro_batch, heads, *, recompute: str = "none"):
+def recompute_working_set(layer, seq, micro_batch, *, recompute: str = "none", flash: bool = True):
     """Bytes the backward pass holds on top of the checkpoints while it recomputes one layer (chapter 2).
 
     Recomputation does not make a layer's activations vanish: when the backward pass reaches a layer it
@@ -273,8 +286,8 @@ def recompute_working_set(tensors, seq, micro_batch, heads, *, recompute: str = 
     minus what the policy keeps anyway: zero for ``'none'``, the score-sized tensors for
     ``'selective'`` (zero with a flash kernel), nearly a whole layer for ``'full'``.
     """
-    kept = activation_bytes(tensors, seq, micro_batch, heads, recompute=recompute)
-    return activation_bytes(tensors, seq, micro_batch, heads) - kept
+    kept = activation_bytes(layer, seq, micro_batch, recompute=recompute, flash=flash)
+    return activation_bytes(layer, seq, micro_batch, flash=flash) - kept
 
 
 def training_footprint(model: Model | str, seq, micro_batch, *, gpus=1, zero_stage: int = 0,
@@ -286,8 +299,8 @@ def training_footprint(model: Model | str, seq, micro_batch, *, gpus=1, zero_sta
     m = load_model(model)
     state = zero_model_state(m, gpus, zero_stage, recipe).parts
     tensors = saved_tensors(m, flash=flash)
-    layers = m.num_layers * activation_bytes(tensors, seq, micro_batch, m.num_heads, recompute=recompute)
-    working = recompute_working_set(tensors, seq, micro_batch, m.num_heads, recompute=recompute)
+    layers = m.num_layers * activation_bytes(tensors, seq, micro_batch, recompute=recompute)
+    working = recompute_working_set(tensors, seq, micro_batch, recompute=recompute)
     s, b = number("seq", seq, integer=True), number("micro_batch", micro_batch, integer=True)
     logits = s * b * m.vocab_size * 4
     return Footprint({**state, "activations": layers, "recompute working set": working, "logits": logits})

@@ -196,14 +196,14 @@ def recipes_table(model, title: str = "") -> Table:
     return Table(("recipe", "bytes per parameter", "total B/param", f"{m.title}"), tuple(rows), title)
 
 
-def saved_tensors_table(tensors, heads: int, seq: int, title: str = "") -> Table:
+def saved_tensors_table(tensors, seq: int, title: str = "") -> Table:
     """What one layer keeps for backward: each tensor's bytes per token (and per sequence of ``seq``)."""
     rows = []
     total = 0.0
     for t in tensors:
-        per_seq = t.nbytes(seq, 1, heads)
+        per_seq = t.nbytes(seq, 1)
         total += per_seq
-        shape = f"{t.per_token:,.0f} per token" if t.per_token else f"{heads} x s x s"
+        shape = f"{t.per_token:,.0f} per token" if t.per_token else f"{t.per_score:g} x s x s"
         rows.append((t.name, shape, f"{t.bytes_per_element:g}", fmt(per_seq, "B", 3)))
     rows.append(("total", "", "", fmt(total, "B", 4)))
     return Table(("saved tensor", "elements", "bytes each", f"one sequence of {seq:,}"), tuple(rows), title)
@@ -254,7 +254,7 @@ def korthikanti_table(seq: int = 2048, micro_batch: int = 1, title: str = "") ->
     rows = []
     for name, (h, a, _, _) in KORTHIKANTI_CONFIGS.items():
         gpt = saved_tensors(architecture="gpt", hidden=h, heads=a, flash=False)
-        ours = [activation_bytes(gpt, seq, micro_batch, a, recompute=p) for p in RECOMPUTE_POLICIES]
+        ours = [activation_bytes(gpt, seq, micro_batch, recompute=p) for p in RECOMPUTE_POLICIES]
         paper = [korthikanti_bytes(seq, micro_batch, h, a, recompute=p) for p in RECOMPUTE_POLICIES]
         same = all(round(x) == round(y) for x, y in zip(ours, paper))
         rows.append((name, *(fmt(x, "B", 4) for x in ours), "yes" if same else "no"))

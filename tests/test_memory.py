@@ -44,7 +44,7 @@ def test_gpt_layer_tensors_reproduce_the_paper(name, recompute, tp, sp):
     h, a, _, _ = PAPER[name]
     tensors = M.saved_tensors(architecture="gpt", hidden=h, heads=a, flash=False)
     for s, b in [(2048, 1), (2048, 4), (8192, 1)]:
-        ours = M.activation_bytes(tensors, s, b, a, recompute=recompute, tp=tp, sequence_parallel=sp)
+        ours = M.activation_bytes(tensors, s, b, recompute=recompute, tp=tp, sequence_parallel=sp)
         paper = M.korthikanti_bytes(s, b, h, a, recompute=recompute, tp=tp, sequence_parallel=sp)
         assert ours == pytest.approx(paper, rel=1e-12)
 
@@ -60,11 +60,11 @@ def test_paper_closed_form_values():
 def test_llama_flash_attention_removes_the_square(llama):
     flash = M.saved_tensors(llama, flash=True)
     plain = M.saved_tensors(llama, flash=False)
-    at = {s: M.activation_bytes(plain, s, 1, 32) - M.activation_bytes(flash, s, 1, 32) for s in (1024, 4096)}
+    at = {s: M.activation_bytes(plain, s, 1) - M.activation_bytes(flash, s, 1) for s in (1024, 4096)}
     # the explicit form's extra memory grows with s^2 (a*s^2 bf16 scores), the flash form's does not
     assert at[4096] / at[1024] == pytest.approx(16, rel=0.01)
-    per_token = M.activation_bytes(flash, 1, 1, 32)
-    assert M.activation_bytes(flash, 8192, 1, 32) == pytest.approx(8192 * per_token)
+    per_token = M.activation_bytes(flash, 1, 1)
+    assert M.activation_bytes(flash, 8192, 1) == pytest.approx(8192 * per_token)
 
 
 def test_activations_dominate_at_long_sequences(llama):
@@ -84,8 +84,8 @@ def test_kv_cache_capacity(llama):
 @pytest.mark.parametrize(
     "call, message",
     [
-        (lambda: M.activation_bytes(M.saved_tensors("llama-3-8b"), 4096, -1, 32), "micro_batch must be"),
-        (lambda: M.activation_bytes(M.saved_tensors("llama-3-8b"), 4096, 1, 32, recompute="some"), "recompute must be one of"),
+        (lambda: M.activation_bytes(M.saved_tensors("llama-3-8b"), 4096, -1), "micro_batch must be"),
+        (lambda: M.activation_bytes(M.saved_tensors("llama-3-8b"), 4096, 1, recompute="some"), "recompute must be one of"),
         (lambda: M.training_footprint("llama-3-8b", 0, 1), "seq must be"),
         (lambda: M.zero_model_state(1e9, 8, 4), "stage must be"),
         (lambda: M.saved_tensors(architecture="mamba"), "architecture must be"),
@@ -134,14 +134,14 @@ def test_fit_summary_is_one_english_clause(llama):
 
 def test_recompute_working_set_is_one_layer_less_what_the_policy_keeps(llama):
     tensors = M.saved_tensors(llama, flash=True)
-    whole = M.activation_bytes(tensors, 8192, 1, llama.num_heads)
-    checkpoint = M.activation_bytes(tensors, 8192, 1, llama.num_heads, recompute="full")
-    assert M.recompute_working_set(tensors, 8192, 1, llama.num_heads) == 0
-    assert M.recompute_working_set(tensors, 8192, 1, llama.num_heads, recompute="selective") == 0  # flash keeps no scores
-    assert M.recompute_working_set(tensors, 8192, 1, llama.num_heads, recompute="full") == whole - checkpoint
+    whole = M.activation_bytes(tensors, 8192, 1)
+    checkpoint = M.activation_bytes(tensors, 8192, 1, recompute="full")
+    assert M.recompute_working_set(tensors, 8192, 1) == 0
+    assert M.recompute_working_set(tensors, 8192, 1, recompute="selective") == 0  # flash keeps no scores
+    assert M.recompute_working_set(tensors, 8192, 1, recompute="full") == whole - checkpoint
     explicit = M.saved_tensors(llama, flash=False)
-    scores = sum(t.nbytes(8192, 1, llama.num_heads) for t in explicit if t.per_score)
-    assert M.recompute_working_set(explicit, 8192, 1, llama.num_heads, recompute="selective") == pytest.approx(scores)
+    scores = sum(t.nbytes(8192, 1) for t in explicit if t.per_score)
+    assert M.recompute_working_set(explicit, 8192, 1, recompute="selective") == pytest.approx(scores)
 
 
 def test_full_recompute_footprint_counts_the_layer_being_recomputed(llama):
@@ -149,8 +149,8 @@ def test_full_recompute_footprint_counts_the_layer_being_recomputed(llama):
     ZeRO-3 with full recomputation; the recomputed layer's working set does not leave room."""
     fp = M.training_footprint(llama, 8192, 10, gpus=8, zero_stage=3, recompute="full")
     tensors = M.saved_tensors(llama, flash=True)
-    assert fp["recompute working set"] == pytest.approx(M.activation_bytes(tensors, 8192, 10, llama.num_heads)
-                                                        - M.activation_bytes(tensors, 8192, 10, llama.num_heads, recompute="full"))
+    assert fp["recompute working set"] == pytest.approx(M.activation_bytes(tensors, 8192, 10)
+                                                        - M.activation_bytes(tensors, 8192, 10, recompute="full"))
     assert fp["recompute working set"] > 10e9
     assert M.training_footprint(llama, 8192, 10, gpus=8, zero_stage=3)["recompute working set"] == 0
 
