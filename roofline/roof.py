@@ -260,8 +260,15 @@ class Prediction:
     memory_time: float | np.ndarray  # the sum over kernels of bytes / bandwidth
     time: float | np.ndarray  # the three combined under the timing rule
     timing: str = "step"
-    ops: tuple = ()  # one OpTime per operation
+    _ops: object = ()  # the OpTimes, or a function that computes them when first asked for
     launch_time: float | np.ndarray = 0.0  # kernels times the launch latency
+
+    @property
+    def ops(self) -> tuple:
+        """One :class:`OpTime` per operation (computed on first use under the step rule)."""
+        if callable(self._ops):
+            object.__setattr__(self, "_ops", self._ops())
+        return self._ops
 
     @property
     def overlap(self) -> str:
@@ -363,41 +370,53 @@ def predict(cost: Cost | Breakdown, roof: Roof | CalibratedRoof | Hardware | str
     cal = isinstance(roof, CalibratedRoof)
     bw = shown.bandwidth
 
-    times, comp, mem, lau, tot = [], 0.0, 0.0, 0.0, 0.0
     peaks: dict[str, float] = {}
     for op in ops:
         if op.math not in peaks:
             peaks[op.math] = _peak_of(roof, hw, op.math)
-        if cal:
-            per = op.count or 1
-            memory = per * roof.memory_seconds(op.bytes / per)
-            if op.kind == "matmul" and op.m is not None:
-                rate = roof.matmul_flops_per_s(op.m, op.math)
-            elif op.kind == "attention" and op.queries is not None:
-                rate = roof.attention_flops_per_s(op.queries, op.math)
+
+    def op_times(rule: str) -> list:
+        """(op, compute, memory, launches, time) for every operation under ``rule``."""
+        out = []
+        for op in ops:
+            if cal:
+                per = op.count or 1
+                memory = per * roof.memory_seconds(op.bytes / per)
+                if op.kind == "matmul" and op.m is not None:
+                    rate = roof.matmul_flops_per_s(op.m, op.math)
+                elif op.kind == "attention" and op.queries is not None:
+                    rate = roof.attention_flops_per_s(op.queries, op.math)
+                else:
+                    rate = peaks[op.math]
+                compute = op.flops / rate
             else:
-                rate = peaks[op.math]
-            compute = op.flops / rate
-        else:
-            compute = op.flops / peaks[op.math]
-            memory = op.bytes / bw
-        launches = lat * op.count
-        if timing == "kernel":
-            t = _max(_max(compute, memory), launches)
-        else:  # step takes the max of the totals below; serial adds everything
-            t = compute + memory + launches
-        times.append((op, compute, memory, launches, t))
-        comp, mem, lau = comp + compute, mem + memory, lau + launches
-        tot = tot + t
+                compute = op.flops / peaks[op.math]
+                memory = op.bytes / bw
+            if rule == "step":  # each kernel's own max, shown beside a step time that is not their sum
+                out.append((op, compute, memory, 0.0, _max(compute, memory)))
+                continue
+            launches = lat * op.count
+            t = _max(_max(compute, memory), launches) if rule == "kernel" else compute + memory + launches
+            out.append((op, compute, memory, launches, t))
+        return out
+
+    def as_op_times(rows) -> tuple:
+        return tuple(OpTime(op, _scalar(c), _scalar(m), la, _scalar(t)) for op, c, m, la, t in rows)
+
     if timing == "step":
-        if not cal:  # from the totals, so that a step's time is exactly FLOPs / peak or bytes / bandwidth
+        if cal:
+            rows = op_times("step")
+            comp, mem = sum(r[1] for r in rows), sum(r[2] for r in rows)
+        else:  # from the totals, so that a step's time is exactly FLOPs / peak or bytes / bandwidth
             by_math: dict[str, object] = {}
             for op in ops:
                 by_math[op.math] = by_math.get(op.math, 0.0) + op.flops
             comp = sum(fl / peaks[d] for d, fl in by_math.items())
             mem = total.bytes / bw
-        tot = _max(comp, mem)
-        times = [(op, c, m, 0.0, _max(c, m)) for op, c, m, _, _ in times]
-        lau = 0.0
-    times = tuple(OpTime(op, _scalar(c), _scalar(m), la, _scalar(t)) for op, c, m, la, t in times)
+        tot, lau = _max(comp, mem), 0.0
+        times = lambda: as_op_times(op_times("step"))  # noqa: E731 (per-kernel times only when asked for)
+    else:
+        rows = op_times(timing)
+        comp, mem, lau, tot = (sum(r[i] for r in rows) for i in (1, 2, 3, 4))
+        times = as_op_times(rows)
     return Prediction(total, shown, _scalar(comp), _scalar(mem), _scalar(tot), timing, times, _scalar(lau))
