@@ -301,9 +301,10 @@ def _workload(kind: str, b: Breakdown, h: Hardware, tokens: int, as_json: bool, 
         shown.append(repr(breakdown_table({settings["accounting"]: b}, title=f"{b.name}, part by part")))
     rule = {"step": "the step rule (max over the whole step)", "kernel": "the kernel rule (each kernel's max, summed)",
             "serial": "the serial rule (no overlap)"}[args.timing]
-    lines = [f"{kind} of {settings['model']} on {pred.roof.label}, {rule}:",
-             f"  predicted time {fmt(pred.time, 's')} ({fmt(pred.time / tokens, 's')} per token), {pred.bound}-bound; "
-             f"compute {fmt(pred.compute_time, 's')}, memory {fmt(pred.memory_time, 's')}"
+    lines = [f"{kind} of {settings['model']} on {pred.roof.label},",
+             f"  {rule}:",
+             f"  predicted time {fmt(pred.time, 's')} ({fmt(pred.time / tokens, 's')} per token), {pred.bound}-bound;",
+             f"  compute {fmt(pred.compute_time, 's')}, memory {fmt(pred.memory_time, 's')}"
              + (f", launches {fmt(pred.launch_time, 's')}" if pred.launch_time else "")]
     if getattr(pred.roof, "assumption", ""):
         lines.append(f"  assumption: {pred.roof.assumption}")
