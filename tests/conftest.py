@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from types import SimpleNamespace
+
 import pytest
 
 import roofline as rl
@@ -17,6 +19,14 @@ import roofline as rl
 @pytest.fixture(scope="session")
 def llama():
     return rl.load_model("llama-3-8b")
+
+
+@pytest.fixture(scope="session")
+def shape():
+    """Llama 3 8B's config.json numbers, typed by hand, so that a test can state a formula in them
+    (``tests/test_model.py`` checks that the shipped config says the same)."""
+    return SimpleNamespace(hidden=4096, layers=32, heads=32, kv_heads=8, head_dim=128, intermediate=14336,
+                           vocab=128256)
 
 
 @pytest.fixture(scope="session")
