@@ -8,12 +8,17 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-
 from types import SimpleNamespace
 
 import pytest
+from hypothesis import settings
 
 import roofline as rl
+
+# No per-example time limit: a property test asserts a law, not a speed (speeds live in `make bench`),
+# and a machine shared by other jobs must not turn a slow example into a failure.
+settings.register_profile("laws", deadline=None)
+settings.load_profile("laws")
 
 
 @pytest.fixture(scope="session")

@@ -2,6 +2,7 @@
 
 from dataclasses import replace
 
+import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -213,3 +214,17 @@ def test_in_the_same_free_memory_an_fp8_cache_holds_twice_the_tokens_of_bf16(gpu
     assert (bf16 is None) == (fp8 is None)
     if bf16 is not None:
         assert fp8 in (2 * bf16, 2 * bf16 + 1)  # floor(2x) is 2 floor(x) or one more
+
+
+def test_fits_sweeps_micro_batches_against_the_gpus_capacity(llama, shape):
+    # ZeRO-3 over 8 GPUs, 8,192-token sequences: a fixed 16N/8 of state, then per sequence its
+    # activations (flash attention) and its fp32 logits
+    h100 = rl.get_hardware("h100-sxm")
+    mb = np.arange(1, 65)
+    s = 8192
+    per_sequence = shape.layers * s * _llama_layer_bytes_per_token(shape) + s * shape.vocab * 4  # 48.3 GB
+    need = 16 * llama.params / 8 + mb * per_sequence
+    fp = M.training_footprint(llama, s, mb, gpus=8, zero_stage=3)
+    assert np.allclose(fp.total, need, rtol=1e-12)
+    assert (fp.fits(h100) == (need <= h100.hbm_capacity)).all()
+    assert mb[fp.fits(h100)].max() == 1  # 64.3 GB fits an H100, 112.6 GB does not
