@@ -106,6 +106,13 @@ def _widths(shape):
     return shape.heads * shape.head_dim, shape.kv_heads * shape.head_dim
 
 
+def _layer_io(shape):
+    """Elements one token's matmuls read in and write out in one layer: q, k, v, o; gate, up, down."""
+    h, i = shape.hidden, shape.intermediate
+    q, kv = _widths(shape)
+    return (h + q) + 2 * (h + kv) + (q + h) + 2 * (h + i) + (i + h)
+
+
 def test_decode_attention_flops_at_a_context_are_4_x_context_x_width_x_layers(llama, shape):
     # one new token scores against `context` cached keys (QK^T) and sums as many values (PV):
     # 2 x 2 x context x width FLOPs per layer. 2048 tokens: 4 x 2048 x 4096 x 32 = 1.07 GFLOP.
@@ -155,8 +162,7 @@ def test_refined_decode_bytes_part_by_part(llama, shape):
     h, i, v, n = shape.hidden, shape.intermediate, shape.vocab, shape.layers
     q, kv = _widths(shape)
     per_layer_weights = h * q + 2 * h * kv + q * h + 3 * h * i
-    # each matmul reads its input and writes its output: q, k, v, o; gate, up, down
-    per_layer_io = (h + q) + 2 * (h + kv) + (q + h) + 2 * (h + i) + (i + h)
+    per_layer_io = _layer_io(shape)  # each matmul reads its input and writes its output once
     kv_token = 2 * n * kv * 2
     for batch, context in [(1, 0), (8, 2048)]:
         r = rl.decode_step(llama, batch, context, accounting="refined")
@@ -171,7 +177,7 @@ def test_refined_decode_bytes_part_by_part(llama, shape):
 
 def test_prefill_flops_are_2_n_per_token_plus_causal_attention(llama, shape):
     q, kv = _widths(shape)
-    h, i, v, n = shape.hidden, shape.intermediate, shape.vocab, shape.layers
+    h, v, n = shape.hidden, shape.vocab, shape.layers
     for s, batch in [(2048, 1), (512, 4)]:
         text = rl.prefill(llama, s, batch=batch)
         attention = batch * 2 * s * s * q * n  # half of 4 s^2 x width x layers
@@ -180,9 +186,8 @@ def test_prefill_flops_are_2_n_per_token_plus_causal_attention(llama, shape):
         assert text.bytes == 2 * llama.params + batch * s * 2 * n * kv * 2  # weights once, the cache written
         refined = rl.prefill(llama, s, batch=batch, accounting="refined")
         assert refined["attention"].flops == batch * 4 * s * (s + 1) / 2 * q * n  # the triangle, diagonal included
-        per_layer_io = (h + q) + 2 * (h + kv) + (q + h) + 2 * (h + i) + (i + h)
         flash_io = n * (2 * q + 2 * kv)  # flash attention reads Q, K, V and writes its output
-        assert refined["activations"].bytes == batch * s * 2 * (n * per_layer_io + h + v + flash_io)
+        assert refined["activations"].bytes == batch * s * 2 * (n * _layer_io(shape) + h + v + flash_io)
     assert rl.prefill(llama, 2048).flops == pytest.approx(34.0e12, rel=2e-3)
 
 
