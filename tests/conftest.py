@@ -8,16 +8,31 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
+from hypothesis import settings
 
 import roofline as rl
 from booktools.browser import ENABLE_BROWSER, find_chromium
+
+# No per-example time limit: a property test asserts a law, not a speed (speeds live in `make bench`),
+# and a machine shared by other jobs must not turn a slow example into a failure.
+settings.register_profile("laws", deadline=None)
+settings.load_profile("laws")
 
 
 @pytest.fixture(scope="session")
 def llama():
     return rl.load_model("llama-3-8b")
+
+
+@pytest.fixture(scope="session")
+def shape():
+    """Llama 3 8B's config.json numbers, typed by hand, so that a test can state a formula in them
+    (``tests/test_model.py`` checks that the shipped config says the same)."""
+    return SimpleNamespace(hidden=4096, layers=32, heads=32, kv_heads=8, head_dim=128, intermediate=14336,
+                           vocab=128256)
 
 
 @pytest.fixture(scope="session")

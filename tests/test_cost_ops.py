@@ -89,3 +89,21 @@ def test_exact_causal_counts_the_last_rows_of_the_triangle():
 def test_broadcast_mismatches_name_the_arguments(call, names):
     with pytest.raises(ValueError, match=re.escape(names) + " do not broadcast together"):
         call()
+def test_share_of_bytes_is_the_parts_bytes_over_the_total(llama):
+    # decode at 2,048 tokens of context: 268 MB of KV cache beside 16.06 GB of weights
+    step = rl.decode_step(llama, 1, 2048)
+    kv, weights = 2048 * 131_072, 2 * llama.params
+    assert step.share("kv_cache", of="bytes") == pytest.approx(kv / (weights + kv))
+    assert step.share("attention") == pytest.approx(4 * 2048 * 4096 * 32 / (2 * llama.params + 4 * 2048 * 4096 * 32))
+
+
+def test_matmul_bytes_are_each_operand_once_at_its_width():
+    # (m x k) @ (k x n): read A and B, write C; 2 bytes each in bf16, 1 in fp8, 4 in fp32
+    for dtype, size in [("bf16", 2), ("fp8", 1), ("fp32", 4)]:
+        c = rl.matmul(8, 4096, 14336, dtype)
+        assert c.flops == 2 * 8 * 4096 * 14336
+        assert c.bytes == size * (8 * 14336 + 14336 * 4096 + 8 * 4096)
+
+
+def test_kv_cache_bytes_are_tokens_x_sequences_x_bytes_per_token():
+    assert rl.kv_cache_bytes(2048, 131_072, 4) == 2048 * 4 * 131_072

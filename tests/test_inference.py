@@ -192,3 +192,115 @@ def test_compute_bound_batch_wants_one_context(h100):
         rl.compute_bound_batch("llama-3-8b", h100, context=[0, 1024])
     with pytest.raises(TypeError, match="max_batch must be a single whole number"):
         rl.compute_bound_batch("llama-3-8b", h100, max_batch=[4, 8])
+# --- formulas a reader can check by hand, in Llama 3 8B's config numbers (the `shape` fixture) ----
+
+
+def _widths(shape):
+    """Query width (heads x head size, 4096) and K/V width (KV heads x head size, 1024)."""
+    return shape.heads * shape.head_dim, shape.kv_heads * shape.head_dim
+
+
+def _layer_io(shape):
+    """Elements one token's matmuls read in and write out in one layer: q, k, v, o; gate, up, down."""
+    h, i = shape.hidden, shape.intermediate
+    q, kv = _widths(shape)
+    return (h + q) + 2 * (h + kv) + (q + h) + 2 * (h + i) + (i + h)
+
+
+def test_decode_attention_flops_at_a_context_are_4_x_context_x_width_x_layers(llama, shape):
+    # one new token scores against `context` cached keys (QK^T) and sums as many values (PV):
+    # 2 x 2 x context x width FLOPs per layer. 2048 tokens: 4 x 2048 x 4096 x 32 = 1.07 GFLOP.
+    q, _ = _widths(shape)
+    for batch, context in [(1, 2048), (8, 4096), (3, 1), (1, 131_072)]:
+        text = rl.decode_step(llama, batch, context)
+        attention = batch * 4 * context * q * shape.layers
+        assert text["attention"].flops == attention
+        assert text.flops == batch * 2 * llama.params + attention
+        # the refined accounting lets the new token attend to itself too: context + 1 keys
+        refined = rl.decode_step(llama, batch, context, accounting="refined")
+        assert refined["attention"].flops == batch * 4 * (context + 1) * q * shape.layers
+    assert rl.decode_step(llama, 1, 2048)["attention"].flops == pytest.approx(1.074e9, rel=1e-3)
+
+
+@settings(max_examples=30)
+@given(context=st.integers(0, 1 << 20), more=st.integers(1, 1 << 16))
+def test_decode_attention_grows_linearly_with_the_context(context, more):
+    m = rl.load_model("llama-3-8b")
+    a, b = rl.decode_step(m, 1, context), rl.decode_step(m, 1, context + more)
+    assert b["attention"].flops - a["attention"].flops == 4 * more * m.attention_width * m.num_layers
+    assert b["kv_cache"].bytes - a["kv_cache"].bytes == more * m.kv_bytes_per_token()
+
+
+def test_kv_cache_traffic_is_tokens_x_2_layers_kv_heads_head_size_x_bytes(llama, shape):
+    per_token = 2 * shape.layers * shape.kv_heads * shape.head_dim * 2  # K and V in bf16: 131,072 B
+    assert rl.decode_step(llama, 4, 2048)["kv_cache"].bytes == 4 * 2048 * per_token
+    assert rl.decode_step(llama, 4, 2048, kv_dtype="fp8")["kv_cache"].bytes == 4 * 2048 * per_token / 2
+    # weights in fp8, cache in bf16: the cache keeps its own format
+    assert rl.decode_step(llama, 4, 2048, dtype="fp8", kv_dtype="bf16")["kv_cache"].bytes == 4 * 2048 * per_token
+    assert rl.decode_step(llama, 4, 2048, dtype="fp8")["kv_cache"].bytes == 4 * 2048 * per_token / 2
+    assert rl.prefill(llama, 2048)["kv_cache"].bytes == 2048 * per_token  # 268 MB written
+    assert rl.prefill(llama, 2048, batch=3, kv_dtype="fp8")["kv_cache"].bytes == 3 * 2048 * per_token / 2
+
+
+def test_text_decode_weights_are_read_once_at_the_weights_width(llama, shape):
+    h, v = shape.hidden, shape.vocab
+    for dtype, size in [("bf16", 2), ("fp8", 1), ("fp32", 4)]:
+        step = rl.decode_step(llama, 16, 0, dtype=dtype)
+        assert step.bytes == size * llama.params  # read once, whatever the batch
+        assert step.flops == 16 * 2 * llama.params  # one multiply-add per parameter per token
+        assert step["embedding"].bytes == step["lm_head"].bytes == size * v * h
+        assert step["norms"].bytes == size * (2 * shape.layers + 1) * h
+
+
+def test_refined_decode_bytes_part_by_part(llama, shape):
+    h, i, v, n = shape.hidden, shape.intermediate, shape.vocab, shape.layers
+    q, kv = _widths(shape)
+    per_layer_weights = h * q + 2 * h * kv + q * h + 3 * h * i
+    per_layer_io = _layer_io(shape)  # each matmul reads its input and writes its output once
+    kv_token = 2 * n * kv * 2
+    heads = llama.num_heads
+    for batch, context in [(1, 0), (8, 2048)]:
+        # separate projections: each matmul reads its own input (the fused default reads it once)
+        r = rl.decode_step(llama, batch, context, accounting="refined", qkv="separate", mlp="separate")
+        assert r["weights"].bytes == 2 * n * per_layer_weights
+        assert r["weights"].flops == batch * 2 * n * per_layer_weights
+        assert r["embedding"].bytes == batch * 2 * h and r["embedding"].flops == 0  # one row looked up per token
+        assert r["lm_head"].bytes == 2 * v * h and r["lm_head"].flops == batch * 2 * v * h
+        assert r["norms"].bytes == 2 * (2 * n + 1) * h and r["norms"].flops == 0
+        # read the context and the new token, after writing the new token's K and V
+        assert r["kv_cache"].bytes == batch * (context + 1) * kv_token + batch * kv_token
+        # every matmul's input and output, the logits' input and output, and attention's Q in, output out
+        # and fp32 log-sum-exp per head
+        assert r["activations"].bytes == batch * 2 * (n * per_layer_io + h + v) + n * batch * (2 * q * 2 + heads * 4)
+
+
+def test_prefill_flops_are_2_n_per_token_plus_causal_attention(llama, shape):
+    q, kv = _widths(shape)
+    h, v, n = shape.hidden, shape.vocab, shape.layers
+    for s, batch in [(2048, 1), (512, 4)]:
+        text = rl.prefill(llama, s, batch=batch)
+        attention = batch * 2 * s * s * q * n  # half of 4 s^2 x width x layers
+        assert text["attention"].flops == attention
+        assert text.flops == batch * s * 2 * llama.params + attention
+        assert text.bytes == 2 * llama.params + batch * s * 2 * n * kv * 2  # weights once, the cache written
+        refined = rl.prefill(llama, s, batch=batch, accounting="refined", qkv="separate", mlp="separate")
+        assert refined["attention"].flops == batch * 4 * s * (s + 1) / 2 * q * n  # the triangle, diagonal included
+        flash_io = n * (2 * q + 2 * kv)  # flash attention reads Q, K, V and writes its output
+        lse = n * llama.num_heads * 4  # and one fp32 log-sum-exp per query and head
+        assert refined["activations"].bytes == batch * s * (2 * (n * _layer_io(shape) + h + v + flash_io) + lse)
+    assert rl.prefill(llama, 2048).flops == pytest.approx(34.0e12, rel=2e-3)
+
+
+def test_attention_parity_is_params_over_width_x_layers(llama, shape):
+    # 2 S^2 w L = 2 N S  ->  S = N / (w L) = 8,030,261,248 / (4096 x 32) = 61,266 tokens
+    assert rl.attention_parity_tokens(llama) == llama.params / (shape.heads * shape.head_dim * shape.layers)
+    assert round(rl.attention_parity_tokens(llama)) == 61_266
+
+
+def test_compute_bound_batch_is_the_first_batch_past_the_ridge(llama, h100):
+    # text accounting at no context: intensity = batch, so the first whole batch above the ridge
+    for hw in (h100, rl.get_hardware("h200-sxm")):
+        assert rl.compute_bound_batch(llama, hw) == int(hw.peak_flops("bf16") / hw.hbm_bandwidth) + 1
+    # in fp8 a byte carries one parameter: intensity 2 x batch against the fp8 ridge
+    fp8 = h100.roof("fp8")
+    assert rl.compute_bound_batch(llama, fp8, dtype="fp8") == int(fp8.peak_flops / fp8.bandwidth / 2) + 1

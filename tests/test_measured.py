@@ -224,3 +224,86 @@ def test_gpu_record():
     roof = M.measured_roof(rec)
     assert roof.dtype == "bf16" and roof.bandwidth > 0 and roof.peak_flops > 0
     assert all(g.flops_per_s <= roof.peak_flops for g in rec.gemm_per_call)
+
+
+# --- formulas a reader can check by hand --------------------------------------------------------
+
+
+def test_the_measured_model_is_llama_3_8b_without_its_norm_scales(rec, shape):
+    m = M.model_of(rec)
+    assert (m.hidden_size, m.num_layers, m.num_heads, m.num_kv_heads, m.head_dim, m.intermediate_size,
+            m.vocab_size) == (shape.hidden, shape.layers, shape.heads, shape.kv_heads, shape.head_dim,
+                              shape.intermediate, shape.vocab)
+    assert rec.model["params"] == rl.load_model("llama-3-8b").params - (2 * shape.layers + 1) * shape.hidden
+
+
+def test_a_comparison_is_the_roofline_time_over_the_measured_time(rec):
+    peak, bw = 989.4e12, 4.8e12  # the H200's datasheet roof
+    h = rl.get_hardware("h200-sxm")
+    run, model = rec.decode[0], M.model_of(rec)
+    # the kernels the measurement ran: fused projections, no norms, RoPE or sampling
+    step = rl.decode_step(model, run.batch, run.context, accounting="refined", **M.MEASURED_WORKLOAD)
+    c = M.compare_decode(rec, h)[0]
+    assert c.predicted == pytest.approx(max(step.flops / peak, step.bytes / bw))
+    assert c.measured == run.seconds_graph and c.ratio == pytest.approx(c.predicted / run.seconds_graph)
+    assert c.obeys == (c.predicted <= c.measured) and c.bound == "memory"
+    assert M.compare_decode(rec, h, graph=False)[0].measured == run.seconds_eager
+    i = [r.tokens for r in rec.prefill].index(2048)
+    pre = rl.prefill(model, 2048, accounting="refined", **M.MEASURED_WORKLOAD)
+    p = M.compare_prefill(rec, h)[i]
+    assert p.predicted == pytest.approx(max(pre.flops / peak, pre.bytes / bw)) and p.bound == "compute"
+    assert p.ratio == pytest.approx(p.predicted / rec.prefill[i].seconds)
+
+
+def test_matmuls_reads_and_layer_ops_are_timed_at_the_roof(rec):
+    peak, bw = 989.4e12, 4.8e12
+    h = rl.get_hardware("h200-sxm")
+    for g, c in zip(rec.gemm_graph, M.compare_gemms(rec.gemm_graph, h)):
+        flops, nbytes = 2 * g.m * g.n * g.k, 2 * (g.m * g.k + g.k * g.n + g.m * g.n)
+        assert c.predicted == pytest.approx(max(flops / peak, nbytes / bw)) and c.measured == g.seconds
+    for r, c in zip(rec.read_bandwidth_vs_size, M.compare_reads(rec, h)):
+        assert c.predicted == pytest.approx(r.bytes / bw) and c.label == f"read {r.bytes / 2**20:g} MiB"
+    for o, c in zip(rec.decode_ops, M.compare_decode_ops(rec, h)):
+        assert c.predicted == pytest.approx(max(o.flops / peak, o.min_bytes / bw))
+    assert list(M.ratios(M.compare_reads(rec, h))) == [c.predicted / c.measured for c in M.compare_reads(rec, h)]
+
+
+def test_the_measured_roof_is_the_best_matmul_and_the_best_bandwidth(rec):
+    roof = M.measured_roof(rec)
+    assert roof.peak_flops == max(g.best_flops_per_s for g in (*rec.gemm_graph, *rec.gemm_per_call) if g.dtype == "bf16")
+    assert roof.bandwidth == max(rec.bandwidth["copy"].best_bytes_per_s, rec.bandwidth["read"].best_bytes_per_s)
+    assert roof.ridge_point == roof.peak_flops / roof.bandwidth
+    assert M.measured_roof(rec, "fp8").peak_flops == max(g.best_flops_per_s for g in rec.gemm_fp8_per_call)
+    g = rec.gemm_graph[0]
+    assert g.intensity == g.flops / g.min_bytes and g.flops_per_s == g.flops / g.seconds
+    copy = rec.bandwidth["copy"]
+    assert copy.bytes_per_s == copy.bytes / copy.seconds
+    run = rec.decode[-1]
+    assert run.tokens_per_s == run.batch / run.seconds_graph
+
+
+def _gemm(m, seconds, n=4096, k=4096):
+    return M.Gemm(m, n, k, 2 * m * n * k, 2 * (m * k + k * n + m * n), seconds, 2 * m * n * k / seconds)
+
+
+def test_knee_and_compute_bound_from_on_a_sweep_by_hand():
+    times = {1: 10e-6, 16: 11e-6, 64: 12e-6, 128: 12.6e-6, 256: 20e-6}
+    sweep = [_gemm(m, t) for m, t in times.items()]
+    assert M.knee(sweep) == 128  # the first time above 1.25 x 10 us
+    assert M.knee(sweep, factor=1.5) == 256
+    # a (m x 4096) @ (4096 x 4096) product in bf16 has intensity 2 m 4096^2 / (2 (2 m 4096 + 4096^2)),
+    # 4096 m / (2 m + 4096): it reaches a ridge of 206 at m = 206 x 4096 / (4096 - 2 x 206) = 229.04
+    roof = rl.Roof("ridge 206", 206 * 4.8e12, 4.8e12)
+    ms = [1, 64, 128, 229, 230, 256, 512]
+    assert M.compute_bound_from([_gemm(m, 1e-3) for m in ms], roof) == 230
+    assert M.compute_bound_from([_gemm(m, 1e-3) for m in ms[:4]], roof) is None
+
+
+def test_ceilings_table_prints_measured_over_datasheet(rec):
+    h = rl.get_hardware("h200-sxm")
+    sheet, roof = h.roof("bf16"), M.measured_roof(rec)
+    t = M.ceilings_table(sheet, roof)
+    assert t.rows[0][-1] == f"{100 * roof.bandwidth / 4.8e12:.0f}%"
+    assert t.rows[1][-1] == f"{100 * roof.peak_flops / 989.4e12:.0f}%"
+    assert t.rows[2][1:] == (f"{989.4e12 / 4.8e12:,.0f}", f"{roof.peak_flops / roof.bandwidth:,.0f}",
+                             f"{100 * (roof.peak_flops / roof.bandwidth) / (989.4e12 / 4.8e12):.0f}%")

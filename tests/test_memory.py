@@ -1,5 +1,8 @@
 """Chapter 2's memory accounting: model state, ZeRO, activations against Korthikanti et al."""
 
+from dataclasses import replace
+
+import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -167,3 +170,126 @@ def test_footprint_table_margins_follow_the_capacity(llama):
     assert t.column("working set") == (rl.fmt(0.0, "B"), rl.fmt(z3["recompute working set"], "B"))
     state = one.total - one["activations"] - one["logits"] - one["recompute working set"]
     assert t.column("model state")[0] == rl.fmt(state, "B")
+# --- formulas a reader can check by hand, in Llama 3 8B's config numbers (the `shape` fixture) ----
+
+
+def _llama_layer_bytes_per_token(shape, kv_heads=None):
+    """One Llama layer's saved tensors for one token, flash attention, no recomputation, bf16."""
+    h, i = shape.hidden, shape.intermediate
+    q = shape.heads * shape.head_dim  # 4096
+    kv = (shape.kv_heads if kv_heads is None else kv_heads) * shape.head_dim  # 8 x 128 = 1024
+    return (2 * (h  # RMSNorm 1 input
+                 + h  # QKV input
+                 + q  # Q after RoPE
+                 + 2 * kv  # K after RoPE, and V: the KV heads' width, not the query width
+                 + q  # attention output
+                 + h  # RMSNorm 2 input
+                 + h  # gate/up input
+                 + 4 * i)  # gate output, up output, SiLU output, down_proj input
+            + 4 * 2  # the two RMSNorms' statistics, fp32, one per token
+            + 4 * shape.heads)  # flash attention's log-sum-exp, fp32, one per token and head
+
+
+def test_llama_layer_saves_k_and_v_at_the_kv_width(llama, shape):
+    per_token = _llama_layer_bytes_per_token(shape)
+    assert per_token == 168_072
+    saved = M.saved_tensors(llama, flash=True)
+    assert M.activation_bytes(saved, 1, 1) == per_token
+    assert M.activation_bytes(saved, 8192, 2) == 8192 * 2 * per_token
+    # the whole model, as the training footprint counts it
+    fp = M.training_footprint(llama, 4096, 1)
+    assert fp["activations"] == shape.layers * 4096 * per_token
+
+
+def test_grouped_query_attention_saves_less_than_multi_head_of_the_same_width(llama, shape):
+    # a multi-head twin: 32 KV heads instead of 8, everything else the same
+    mha = replace(llama, name="llama-3-8b-mha", num_kv_heads=shape.heads)
+    s = 4096
+    gqa_bytes = M.activation_bytes(M.saved_tensors(llama), s, 1)
+    mha_bytes = M.activation_bytes(M.saved_tensors(mha), s, 1)
+    # K and V for 24 more heads of 128, in bf16: 12,288 B per token per layer
+    assert mha_bytes - gqa_bytes == s * 2 * (shape.heads - shape.kv_heads) * shape.head_dim * 2
+    assert mha_bytes == s * _llama_layer_bytes_per_token(shape, kv_heads=shape.heads)
+
+
+@given(fewer=st.sampled_from([1, 2, 4, 8, 16]), seq=st.integers(1, 32_768), micro_batch=st.integers(1, 16))
+def test_fewer_kv_heads_never_save_more(fewer, seq, micro_batch):
+    m = rl.load_model("llama-3-8b")
+    grouped, full = replace(m, num_kv_heads=fewer), replace(m, num_kv_heads=m.num_heads)
+    a = M.activation_bytes(M.saved_tensors(grouped), seq, micro_batch)
+    b = M.activation_bytes(M.saved_tensors(full), seq, micro_batch)
+    assert b - a == seq * micro_batch * 2 * (m.num_heads - fewer) * m.head_dim * 2 > 0
+
+
+def test_explicit_attention_adds_the_bf16_scores_and_drops_the_log_sum_exp(llama, shape):
+    s = 4096
+    flash = M.activation_bytes(M.saved_tensors(llama, flash=True), s, 1)
+    plain = M.activation_bytes(M.saved_tensors(llama, flash=False), s, 1)
+    # a heads x s x s softmax output in bf16 instead of heads fp32 statistics per token
+    assert plain - flash == shape.heads * s * s * 2 - s * shape.heads * 4
+
+
+def test_full_recompute_keeps_each_layers_bf16_input(llama, shape):
+    saved = M.saved_tensors(llama)
+    assert M.activation_bytes(saved, 8192, 2, recompute="full") == 8192 * 2 * shape.hidden * 2
+    # flash attention has no score-sized tensor: selective recomputation has nothing to drop
+    assert M.activation_bytes(saved, 8192, 2, recompute="selective") == 8192 * 2 * _llama_layer_bytes_per_token(shape)
+
+
+def test_training_footprint_counts_the_logits_in_fp32(llama, shape):
+    # the loss reads the last layer's logits in fp32: tokens x vocabulary x 4 B (4,096 tokens: 2.10 GB)
+    for s, b in [(4096, 1), (8192, 4)]:
+        fp = M.training_footprint(llama, s, b)
+        assert fp["logits"] == s * b * shape.vocab * 4
+    assert M.training_footprint(llama, 4096, 1)["logits"] == pytest.approx(2.10e9, rel=2e-3)
+
+
+def test_training_footprint_is_sharded_state_plus_activations_plus_logits(llama, shape):
+    n, s = llama.params, 4096
+    acts = shape.layers * s * _llama_layer_bytes_per_token(shape)
+    logits = s * shape.vocab * 4
+    one = M.training_footprint(llama, s, 1)
+    assert one.total == 16 * n + acts + logits
+    z3 = M.training_footprint(llama, s, 1, gpus=8, zero_stage=3)
+    assert z3.total == pytest.approx(16 * n / 8 + acts + logits)
+    z1 = M.training_footprint(llama, s, 1, gpus=8, zero_stage=1)
+    assert z1.total == pytest.approx((2 + 2) * n + 12 * n / 8 + acts + logits)
+    full = M.training_footprint(llama, s, 1, gpus=8, zero_stage=3, recompute="full")
+    assert full["activations"] == shape.layers * s * shape.hidden * 2
+
+
+def test_kv_cache_capacity_follows_the_caches_format_not_the_weights(llama, shape):
+    h200 = rl.get_hardware("h200-sxm")
+    free_bf16 = h200.usable_capacity - 2 * llama.params  # bf16 weights resident in the usable HBM
+    free_fp8 = h200.usable_capacity - 1 * llama.params  # fp8 weights resident
+    token_bf16 = 2 * shape.layers * shape.kv_heads * shape.head_dim * 2  # 131,072 B
+    token_fp8 = token_bf16 / 2
+    assert M.kv_cache_capacity_tokens(llama, h200) == free_bf16 // token_bf16
+    assert M.kv_cache_capacity_tokens(llama, h200, kv_dtype="fp8") == free_bf16 // token_fp8
+    assert M.kv_cache_capacity_tokens(llama, h200, dtype="fp8") == free_fp8 // token_fp8
+    assert M.kv_cache_capacity_tokens(llama, h200, dtype="fp8", kv_dtype="bf16") == free_fp8 // token_bf16
+    assert M.kv_cache_capacity_tokens(llama, h200, reserve=10e9) == (free_bf16 - 10e9) // token_bf16
+
+
+@given(gpu=st.sampled_from(["h100-sxm", "h200-sxm", "a100-sxm-80gb", "b200", "mi300x"]),
+       weights=st.sampled_from(["bf16", "fp8"]), reserve=st.floats(0, 40e9))
+def test_in_the_same_free_memory_an_fp8_cache_holds_twice_the_tokens_of_bf16(gpu, weights, reserve):
+    bf16 = M.kv_cache_capacity_tokens("llama-3-8b", gpu, dtype=weights, kv_dtype="bf16", reserve=reserve)
+    fp8 = M.kv_cache_capacity_tokens("llama-3-8b", gpu, dtype=weights, kv_dtype="fp8", reserve=reserve)
+    assert (bf16 is None) == (fp8 is None)
+    if bf16 is not None:
+        assert fp8 in (2 * bf16, 2 * bf16 + 1)  # floor(2x) is 2 floor(x) or one more
+
+
+def test_fits_sweeps_micro_batches_against_the_gpus_capacity(llama, shape):
+    # ZeRO-3 over 8 GPUs, 8,192-token sequences: a fixed 16N/8 of state, then per sequence its
+    # activations (flash attention) and its fp32 logits
+    h100 = rl.get_hardware("h100-sxm")
+    mb = np.arange(1, 65)
+    s = 8192
+    per_sequence = shape.layers * s * _llama_layer_bytes_per_token(shape) + s * shape.vocab * 4  # 48.3 GB
+    need = 16 * llama.params / 8 + mb * per_sequence
+    fp = M.training_footprint(llama, s, mb, gpus=8, zero_stage=3)
+    assert np.allclose(fp.total, need, rtol=1e-12)
+    assert (fp.fits(h100) == (need <= h100.hbm_capacity)).all()
+    assert mb[fp.fits(h100)].max() == 1  # 64.3 GB fits an H100, 112.6 GB does not

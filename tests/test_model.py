@@ -170,3 +170,29 @@ def test_sliding_layers_are_distinct_layers_with_a_window():
         rl.Model(**_fields(sliding_layers=(0,)))
     m = rl.Model(**_fields(sliding_window=8, sliding_layers=(0,)))
     assert m.kv_cache_bytes(100) == (100 + 8) * 2 * 2 * 16 * 2  # one full layer, one windowed
+# --- formulas a reader can check by hand, in Llama 3 8B's config numbers (the `shape` fixture) ----
+
+
+def test_the_shape_fixture_is_the_shipped_config(llama, shape):
+    assert (llama.hidden_size, llama.num_layers, llama.num_heads, llama.num_kv_heads, llama.head_dim,
+            llama.intermediate_size, llama.vocab_size) == (shape.hidden, shape.layers, shape.heads, shape.kv_heads,
+                                                           shape.head_dim, shape.intermediate, shape.vocab)
+
+
+def test_parameter_count_is_layers_of_seven_matmuls_plus_embedding_head_and_norms(llama, shape):
+    h, i, v, n = shape.hidden, shape.intermediate, shape.vocab, shape.layers
+    q, kv = shape.heads * shape.head_dim, shape.kv_heads * shape.head_dim  # 4096 and 1024 wide
+    per_layer = h * q + 2 * h * kv + q * h + 3 * h * i  # q, k, v, o; gate, up, down
+    assert llama.layer_matmul_params == per_layer == 218_103_808
+    assert llama.embedding_params == llama.lm_head_params == v * h  # untied: two tables
+    assert llama.norm_params == (2 * n + 1) * h  # two RMSNorms per layer and a final one
+    assert llama.params == n * per_layer + 2 * v * h + (2 * n + 1) * h == 8_030_261_248
+    assert llama.active_params == llama.params  # dense: every token meets every weight
+    assert llama.attention_width == q
+
+
+def test_kv_bytes_per_token_are_k_and_v_for_every_layer_and_kv_head(llama, shape):
+    kv_elements = 2 * shape.layers * shape.kv_heads * shape.head_dim  # 65,536 numbers per token
+    for dtype, size in [("bf16", 2), ("fp8", 1), ("fp32", 4), ("int4", 0.5)]:
+        assert llama.kv_bytes_per_token(dtype) == kv_elements * size
+    assert llama.kv_bytes_per_token() == 131_072  # bf16 by default

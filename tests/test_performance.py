@@ -50,3 +50,40 @@ def test_predict_accepts_names_breakdowns_and_rejects_bad_options(llama):
         rl.predict(42, "h100-sxm")
     with pytest.raises(KeyError, match="did you mean"):
         rl.predict(step, "h1000")
+
+
+# --- formulas a reader can check by hand ----------------------------------------------------
+
+
+def test_one_decode_step_on_an_h100_by_hand(llama):
+    # 16.06 GFLOP over 16.06 GB (2 bytes and 2 FLOPs per parameter) on 989.4 TFLOP/s and 3.35 TB/s
+    peak, bw = 989.4e12, 3.35e12
+    flops = nbytes = 2 * llama.params
+    p = rl.predict(rl.decode_step(llama), "h100-sxm")
+    assert p.compute_time == pytest.approx(flops / peak)  # 16.2 us
+    assert p.memory_time == pytest.approx(nbytes / bw)  # 4.79 ms
+    assert p.time == pytest.approx(max(flops / peak, nbytes / bw))
+    assert p.utilization == pytest.approx((flops / peak) / (nbytes / bw))  # 0.34%
+    assert p.achieved_flops == pytest.approx(flops / (nbytes / bw))  # bandwidth x intensity
+    assert p.shortfall == pytest.approx((peak / bw) / 1.0)  # ridge over intensity 1
+    assert p.bound == "memory"
+
+
+@given(flops=st.floats(1.0, 1e18), nbytes=st.floats(1.0, 1e15), roof=roofs)
+def test_no_overlap_adds_the_two_times_and_perfect_overlap_takes_the_larger(flops, nbytes, roof):
+    compute, memory = flops / roof.peak_flops, nbytes / roof.bandwidth
+    none = rl.predict(Cost(flops, nbytes), roof, overlap="none")
+    perfect = rl.predict(Cost(flops, nbytes), roof)
+    assert none.time == pytest.approx(compute + memory, rel=1e-12)
+    assert perfect.time == pytest.approx(max(compute, memory), rel=1e-12)
+    assert perfect.achieved_flops == pytest.approx(rl.attainable_flops(flops / nbytes, roof), rel=1e-9)
+    assert none.utilization == pytest.approx(compute / (compute + memory), rel=1e-12)
+
+
+def test_attainable_flops_is_the_lower_of_the_two_roofs(h100):
+    peak, bw = 989.4e12, 3.35e12
+    assert rl.attainable_flops(1, h100) == pytest.approx(bw)  # matrix-vector: bandwidth x 1
+    assert rl.attainable_flops(100, h100) == pytest.approx(100 * bw)
+    assert rl.attainable_flops(1365, h100) == pytest.approx(peak)  # a 4096^3 matmul is past the ridge
+    assert rl.ridge_point(h100) == pytest.approx(peak / bw)
+    assert rl.attainable_flops(2, h100, dtype="fp8") == pytest.approx(2 * bw)

@@ -143,3 +143,79 @@ def test_matmul_intensity_table_follows_the_package():
     t = tables.matmul_intensity_table([1, 4096], 4096, 4096)
     assert t.column("intensity, bf16 (FLOP/B)") == tuple(
         f"{rl.matmul(m, 4096, 4096).intensity:,.2f}" for m in (1, 4096))
+# --- formulas a reader can check by hand, in Llama 3 8B's config numbers (the `shape` fixture) ----
+
+H100_BF16 = 989.4e12  # dense bf16 FLOP/s of the H100 SXM datasheet (test_text_numbers checks the catalog says so)
+
+
+def test_attention_term_under_full_recompute_is_four_forward_passes(llama, shape):
+    # causal attention's forward pass per token at context S: half of 4 S width layers
+    s = 8192
+    forward = 2 * s * shape.heads * shape.head_dim * shape.layers  # 2.1 GFLOP per token
+    n = llama.params
+    # no recomputation: forward + backward (twice the forward) = 3 forwards, as 6N = 3 x 2N
+    assert rl.training_flops_per_token(llama, attention_context=s) == pytest.approx(6 * n + 3 * forward, rel=1e-15)
+    # full recomputation runs the forward once more: 4 forwards, as 8N = 4 x 2N
+    assert rl.training_flops_per_token(llama, recompute="full", attention_context=s) == pytest.approx(
+        8 * n + 4 * forward, rel=1e-15)
+
+
+@given(context=st.integers(1, 1 << 20))
+def test_full_recompute_adds_exactly_one_forward_pass(context):
+    m = rl.load_model("llama-3-8b")
+    none = rl.training_flops_per_token(m, attention_context=context)
+    full = rl.training_flops_per_token(m, recompute="full", attention_context=context)
+    forward = 2 * m.params + 2 * context * m.attention_width * m.num_layers
+    assert full - none == pytest.approx(forward, rel=1e-12)
+    assert full / none == pytest.approx(4 / 3, rel=1e-12)
+
+
+def test_mfu_and_hfu_by_hand(llama, h100):
+    n = llama.params
+    assert h100.peak_flops("bf16") == pytest.approx(H100_BF16)
+    # 400,000 tokens/s on 64 H100s: 400e3 x 6 x 8.03e9 / (64 x 989.4 TFLOP/s) = 30.4%
+    assert rl.mfu(400_000, llama, 64, h100) == pytest.approx(400_000 * 6 * n / (64 * H100_BF16))
+    assert rl.mfu(400_000, llama, 64, h100) == pytest.approx(0.304, abs=5e-4)
+    assert rl.hfu(400_000, llama, 64, h100) == pytest.approx(400_000 * 8 * n / (64 * H100_BF16))
+    assert rl.hfu(400_000, llama, 64, h100, recompute="none") == pytest.approx(rl.mfu(400_000, llama, 64, h100))
+    attention = 6 * 8192 * 4096 * 32
+    assert rl.mfu(400_000, llama, 64, h100, attention_context=8192) == pytest.approx(
+        400_000 * (6 * n + attention) / (64 * H100_BF16))
+    fp8 = h100.peak_flops("fp8")
+    assert rl.mfu(400_000, llama, 64, h100, dtype="fp8") == pytest.approx(400_000 * 6 * n / (64 * fp8))
+
+
+def test_tokens_per_s_at_mfu_backs_out_6n(llama, h100):
+    big = rl.load_model("llama-3.1-405b")
+    # 40% of 16,384 H100s on a 405B model: 0.4 x 16,384 x 989.4e12 / (6 x 405.85e9)
+    assert rl.tokens_per_s_at_mfu(0.4, big, h100, gpus=16_384) == pytest.approx(
+        0.4 * 16_384 * H100_BF16 / (6 * 405_853_388_800))
+    assert rl.tokens_per_s_at_mfu(0.4, big, h100) == pytest.approx(0.4 * H100_BF16 / (6 * big.params))
+    with_attention = 6 * big.params + 6 * 8192 * big.attention_width * big.num_layers
+    assert rl.tokens_per_s_at_mfu(0.4, big, h100, attention_context=8192) == pytest.approx(
+        0.4 * H100_BF16 / with_attention)
+
+
+def test_ring_all_reduce_sends_2_g_minus_1_over_g_of_the_gradients(llama):
+    psi = 2 * llama.params  # bf16 gradients
+    for g in (2, 8, 64):
+        assert rl.data_parallel_bytes(llama.params, g) == pytest.approx(2 * (g - 1) / g * psi)
+        assert rl.data_parallel_bytes(llama.params, g, zero_stage=3) == pytest.approx(3 * (g - 1) / g * psi)
+        assert rl.data_parallel_bytes(llama.params, g, bytes_per_param=4) == pytest.approx(2 * (g - 1) / g * 2 * psi)
+
+
+def test_links_one_way_and_the_tiers_table_steps(h100):
+    links = h100.interconnect
+    # NVLink 4 is quoted as 900 GB/s both ways together: 450 GB/s each way
+    assert links["scale_up"].direction == "bidirectional"
+    assert links["scale_up"].each_way == links["scale_up"].bytes_per_s / 2
+    from roofline import tables
+
+    tiers = rl.bandwidth_tiers(h100)
+    t = tables.tiers_table(tiers)
+    hbm, nvlink, pcie, ib = 3.35e12, 450e9, 64e9, 50e9
+    # every tier measured against HBM, as chapter 1's prose states it
+    assert t.column(f"slower than {tiers[0].name}") == ("1.0×", rl.fmt(hbm / nvlink, "×", 2), rl.fmt(hbm / pcie, "×", 2),
+                                                        rl.fmt(hbm / ib, "×", 2))
+    assert t.column("per GPU, one way") == ("3.35 TB/s", "450 GB/s", "64.0 GB/s", "50.0 GB/s")
+    assert tiers[1].time(450e9) == pytest.approx(1.0)

@@ -204,3 +204,45 @@ def test_tiers_table_measures_every_tier_against_hbm():
     col = table.column(f"slower than {tiers[0].name}")
     assert col == tuple(rl.fmt(tiers[0].each_way / t.each_way, "×", 2) for t in tiers)
     assert col[0] == "1.0×" and col[-1] == rl.fmt(h100.hbm_bandwidth / h100.interconnect["network"].each_way, "×", 2)
+# --- the readouts beside the sliders, checked against the formulas they print -------------------
+
+
+def _html(widget):
+    """Every HTML readout inside an explorer, whatever the nesting."""
+    out = []
+    if hasattr(widget, "value") and isinstance(widget.value, str) and widget.__class__.__name__ == "HTML":
+        out.append(widget.value)
+    for child in getattr(widget, "children", ()):
+        out += _html(child)
+    return out
+
+
+def test_decode_readout_prints_the_intensity_and_share_of_peak(explorer):
+    m = rl.load_model("llama-3-8b")
+    n, b, c = m.params, 16, 8192
+    flops = b * 2 * n + b * 4 * c * 4096 * 32  # weights and attention over 8,192 cached tokens
+    nbytes = 2 * n + b * c * 131_072  # weights once, every sequence's KV cache
+    time = max(flops / 989.4e12, nbytes / 3.35e12)
+    text = next(t for t in _html(explorer) if "batch 16, context 8,192" in t)
+    assert f"intensity {flops / nbytes:,.1f} FLOP/B" in text
+    assert f"{b / time:,.0f} tokens/s" in text
+    assert f"{rl.fmt(100 * (flops / 989.4e12) / time, '%', 3)} of peak" in text
+
+
+def test_memory_readout_is_state_plus_activations_plus_logits():
+    from roofline.units import fmt
+
+    m = rl.load_model("llama-3-8b")
+    e = widgets.memory_explorer(m, gpus=8, zero_stage=3, micro_batches=(1,), seqs=(4096,), policies=("full",))
+    (text,) = [e.text(k) for k in e.frames]
+    s, state = 4096, 16 * m.params / 8  # ZeRO-3 over 8 GPUs shards all 16 bytes per parameter
+    acts = 32 * s * 4096 * 2  # full recomputation keeps each layer's bf16 input
+    logits = s * 128_256 * 4
+    # and, while the backward pass rebuilds one layer, that layer's activations less its kept input
+    working = memory.activation_bytes(m, s, 1, flash=False) - s * 4096 * 2  # the explorer's explicit attention
+    assert f"{fmt(state + acts + working + logits, 'B')} per GPU" in text
+    assert f"activations {fmt(acts, 'B')}" in text and f"model state {fmt(state, 'B')}" in text
+    assert f"fp32 logits {fmt(logits, 'B')}" in text
+    total = state + acts + working + logits  # about 20 GB: fits on both GPUs the explorer marks
+    assert all(total <= h.usable_capacity for h in map(rl.get_hardware, ("h100-sxm", "h200-sxm")))
+    assert "fits on both the H100 SXM and the H200" in text
