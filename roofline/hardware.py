@@ -180,12 +180,12 @@ _PREFIX = {"P": 1e15, "T": 1e12, "G": 1e9}
 
 def _check_dense_note(where: str, fig: Spec) -> None:
     """A dense figure whose note quotes a figure 'with sparsity' must be half of that figure (within 1%)."""
-    for number, prefix in _WITH_SPARSITY.findall(fig.note):
-        quoted = float(number.replace(",", ""))
+    for written, prefix in _WITH_SPARSITY.findall(fig.note):
+        quoted = float(written.replace(",", ""))
         quoted *= _PREFIX[prefix.upper()] if prefix else fig.value / float(fig.given.split()[0])
         if abs(quoted / fig.value - 2) > 0.02:
             raise CatalogError(
-                f"{where}: a sparse figure where a dense one belongs? the note quotes {number} with sparsity, "
+                f"{where}: a sparse figure where a dense one belongs? the note quotes {written} with sparsity, "
                 f"which is {quoted / fig.value:.3g}x the value {fig.given}; a dense peak is half the sparse one")
 
 

@@ -109,10 +109,20 @@ def _check_options(options: dict, omit) -> tuple[dict, tuple]:
 def _linears(m: Model):
     """(count, Linear) pairs for the matmuls one token meets in the decoder layers: the same linear in
     every layer counts once with the number of layers (experts used k times count k times)."""
+    L = m.num_layers
+    n_moe = m.moe.moe_layers(L) if m.moe is not None else 0  # counted, not looped: a config may be huge
     counts: dict = {}
-    for i in range(m.num_layers):
-        for lin in m.token_linears(i):
-            counts[lin] = counts.get(lin, 0) + 1
+
+    def add(linears, layers):
+        for lin in linears:
+            counts[lin] = counts.get(lin, 0) + layers
+
+    if L - n_moe:
+        add((*m.attention_linears(), *m.dense_mlp_linears()), L - n_moe)
+    if n_moe:
+        e = m.moe
+        add((*m.attention_linears(), m.router(), *m.shared_expert_linears(), *(m.expert_linears() * e.experts_per_token)),
+            n_moe)
     return MappingProxyType(counts)
 
 

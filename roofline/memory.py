@@ -25,11 +25,11 @@ from typing import Mapping
 
 import numpy as np
 
-from ._check import number, unknown_name
+from ._check import broadcast, number, unknown_name
 from .hardware import Hardware, get_hardware
 from .model import Model, load_model, param_count
 from .policies import RECOMPUTE, zero_stage
-from .units import dtype_bytes
+from .units import dtype_bytes, fmt
 
 __all__ = [
     "RECIPES",
@@ -313,8 +313,6 @@ def fit_verdict(nbytes, hardware: Hardware | str, *, digits: int = 3) -> str:
     Computed from the usable capacity the catalog gives (the device's total less the CUDA context's
     reserve), so the words follow when a capacity changes.
     """
-    from .units import fmt
-
     total = float(number("nbytes", nbytes, strict=False))
     h = get_hardware(hardware)
     margin = h.usable_capacity - total
@@ -327,8 +325,6 @@ def fit_summary(nbytes, hardware, *, digits: int = 3) -> str:
     """A footprint against several GPUs' capacities in one English clause (the chapter 2 explorer):
     'fits on the H100 SXM and the H200', 'fits on the H200, not on the H100 SXM (over by 12.3 GB)',
     'fits on neither the H100 SXM nor the H200 (over the larger by 56.1 GB)'."""
-    from .units import fmt
-
     total = float(number("nbytes", nbytes, strict=False))
     hws = [get_hardware(h) for h in ([hardware] if isinstance(hardware, (str, Hardware)) else hardware)]
     if not hws:
@@ -359,8 +355,6 @@ def inference_footprint(model: Model | str, batch=1, context=0, *, dtype: str = 
 
     Llama 3 8B, one sequence of 8,192 tokens in bf16: 16.06 GB of weights and 1.07 GB of KV cache.
     """
-    from ._check import broadcast
-    from .units import dtype_bytes
 
     m = load_model(model)
     batch = number("batch", batch, integer=True)

@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from ._check import number, unknown_name
+from .ops import attention_flops
 from .units import dtype_bytes
 
 __all__ = ["Linear", "MoE", "MLA", "Model", "NotModelledError", "load_model", "model_names", "model_from_config"]
@@ -414,8 +415,6 @@ class Model:
     def attention_flops(self, queries, keys, *, causal: bool | str = False):
         """Score and value FLOPs of every layer for ``queries`` queries over ``keys`` keys, each
         sliding-window layer counted through its window (:func:`roofline.ops.attention_flops`)."""
-        from .ops import attention_flops
-
         width = self.attention_width
         full = attention_flops(queries, keys, width, self.full_attention_layers, causal=causal) \
             if self.full_attention_layers else 0.0

@@ -29,6 +29,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from ._check import number
+from .measured import parse_measurement
 
 __all__ = ["cpu_record", "gpu_record", "measure", "gpu_available", "last_level_cache_bytes", "blas_info",
            "DEFAULT_SHAPES"]
@@ -277,8 +278,6 @@ def gpu_record(*, buffer_bytes: int | None = None, shapes: Sequence[tuple[int, i
 def measure(device: str = "cpu", **sizes):
     """Measure and parse in one step: a :class:`~roofline.measured.Measurement` of the CPU
     (``device='cpu'``) or the GPU (``'gpu'``). ``sizes`` go to :func:`cpu_record` or :func:`gpu_record`."""
-    from .measured import parse_measurement
-
     if device == "cpu":
         return parse_measurement(cpu_record(**sizes), "this machine (CPU)")
     if device == "gpu":

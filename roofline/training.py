@@ -13,6 +13,7 @@ from ._check import number
 from .hardware import Hardware, get_hardware
 from .memory import model_state
 from .model import Model, load_model, param_count
+from .network import data_parallel_bytes
 from .ops import attention_flops
 from .policies import RECOMPUTE, recompute_policy
 
@@ -123,8 +124,6 @@ def gradient_sync_tokens(model, hardware: Hardware | str, gpus, link: str = "net
     arithmetic even with perfect overlap. ``link`` is an interconnect level of the GPU ('scale_up' for
     NVLink, 'network' for InfiniBand, 'host' for PCIe).
     """
-    from .network import data_parallel_bytes
-
     hw = get_hardware(hardware)
     if link not in hw.interconnect:
         raise ValueError(f"link must be one of {', '.join(map(repr, hw.interconnect))} for the {hw.short}, got {link!r}")

@@ -28,8 +28,8 @@ import numpy as np
 from PIL import Image
 
 from .hardware import Hardware, get_hardware
-from .inference import decode_step
-from .memory import fit_summary, training_footprint
+from .inference import compute_bound_batch, decode_step
+from .memory import fit_summary, kv_cache_capacity_tokens, training_footprint
 from .model import Model, load_model
 from .plot import PALETTE, _legend_below, memory_bars, roofline_chart
 from .roof import Roof, as_roof, predict
@@ -225,9 +225,6 @@ def decode_explorer(model: Model | str = "llama-3-8b", hardware: Hardware | str 
     that the crossing shows. Given a GPU (not a bare roof), a frame whose weights and KV cache do not
     fit in its HBM says so, and its point is drawn hollow.
     """
-    from .hardware import get_hardware
-    from .inference import compute_bound_batch
-    from .memory import kv_cache_capacity_tokens
 
     m = load_model(model)
     roof = as_roof(hardware, dtype)

@@ -172,6 +172,9 @@ def test_slider_steps_keep_the_height_and_never_blank_the_picture(chapter):
             page.keyboard.press(key)
             page.wait_for_timeout(40)  # let the browser paint each step (the test asserts no timing)
         slider.locator(".widget-readout").filter(has_not_text=re.compile(rf"^{re.escape(before)}$")).wait_for()
+    # on a loaded machine the key presses queue: wait until the last one is handled (back at batch 1)
+    box.locator(".widget-slider", has_text="batch").locator(".widget-readout").filter(
+        has_text=re.compile(r"^1$")).wait_for(timeout=20_000)
     page.wait_for_timeout(100)
     seen = page.evaluate("cancelAnimationFrame(window.__watching), window.__seen")
     assert batches.inner_text() == "1" and len(seen) > 20, (batches.inner_text(), len(seen))

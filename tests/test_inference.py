@@ -304,3 +304,15 @@ def test_compute_bound_batch_is_the_first_batch_past_the_ridge(llama, h100):
     # in fp8 a byte carries one parameter: intensity 2 x batch against the fp8 ridge
     fp8 = h100.roof("fp8")
     assert rl.compute_bound_batch(llama, fp8, dtype="fp8") == int(fp8.peak_flops / fp8.bandwidth / 2) + 1
+
+
+def test_a_huge_layer_count_is_counted_not_looped(llama):
+    """Layers are grouped by kind and counted, so a config with 2**50 layers is priced at once, exactly."""
+    from dataclasses import replace
+
+    big = replace(llama, num_layers=2**50)
+    assert rl.decode_step(big)["weights"].flops == 2 * 2**50 * llama.layer_matmul_params
+    moe = rl.load_model("mixtral-8x7b")
+    huge = replace(moe, num_layers=2**40)
+    assert rl.decode_step(huge)["weights"].bytes == pytest.approx(
+        2**40 / moe.num_layers * rl.decode_step(moe)["weights"].bytes, rel=1e-12)
