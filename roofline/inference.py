@@ -1,22 +1,29 @@
-"""Inference workloads: one decode step and one prefill, broken down by part (chapter 1).
+"""Inference workloads: one decode step and one prefill, kernel by kernel and part by part (chapter 1).
 
-Two accountings, named, side by side:
+A workload is a list of operations (:class:`~roofline.ops.Op`, one per kernel, launched once per
+layer or once per step); its :class:`~roofline.cost.Breakdown` groups them by part. Two accountings,
+named, side by side:
 
 ``accounting='text'``
-    The book's first-order model. Every parameter is a weight read once per step and used for one
+    The book's first-order count. Every parameter is a weight read once per step and used for one
     multiply-accumulate per token, the embedding table included (as if it were a matmul) and the
     norms too; activations are free. Decode at batch 1 and no context then has intensity exactly 1
     in bf16. The KV cache is read in decode (``context`` tokens per sequence) and written in prefill.
 
 ``accounting='refined'``
-    What a real step moves: the embedding is a lookup that reads one row per token, norm scales are
-    read but their few elementwise FLOPs are not counted (only matmul and attention FLOPs are), each
-    matmul reads its input activations and writes its output once (no fusion), decode also writes
-    the new token's K and V, and causal attention counts its triangle exactly.
+    What a real step's kernels move. The embedding is a lookup of one row per token; each matmul reads
+    its input and writes its output once; norms read their scales and their activations; RoPE, the
+    write of the new keys and values into the cache, the residual adds, the MLP's activation and
+    sampling are kernels of their own, counted in the part ``elementwise`` (their few FLOPs run on the
+    vector units and are counted as zero); flash attention reads Q, K and V and writes its output and an
+    fp32 log-sum-exp (explicit attention writes the scores, softmax reads and writes them, the value
+    product reads them); decode reads the cache including the new token, and causal attention counts its
+    triangle exactly. The kernel choices are :data:`OPTIONS`; ``omit`` leaves named elementwise kernels
+    out, to match a measurement that ran without them.
 
-Parts, in order: weights (the decoder layers' matmuls), embedding, lm_head, norms, kv_cache,
-attention, activations. A part that costs nothing under an accounting is kept as a zero so tables
-line up.
+Parts, in order (:data:`PARTS`): weights (the decoder layers' matmuls), embedding, lm_head, norms,
+kv_cache, attention, activations, elementwise. A part that costs nothing under an accounting is kept as
+a zero so tables line up.
 
 Mixture-of-experts models are modelled exactly only where the routing does not matter: a step
 that processes one token (decode at batch 1) reads and multiplies the experts that token uses.
