@@ -87,6 +87,8 @@ def broadcast(**arrays):
     Scalars always do. ``broadcast(batch=[1, 2, 3], context=[0, 1024])`` says which arguments
     disagree and their shapes, rather than numpy's anonymous message deep inside a formula.
     """
+    if all(type(v) is float or type(v) is int for v in arrays.values()):  # scalars: nothing to check
+        return ()
     shapes = {name: np.shape(value) for name, value in arrays.items()}
     try:
         return np.broadcast_shapes(*shapes.values())

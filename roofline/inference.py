@@ -33,7 +33,6 @@ depends on the kernel; both raise :class:`~roofline.model.NotModelledError` rath
 
 from __future__ import annotations
 
-from functools import lru_cache
 from types import MappingProxyType
 
 import numpy as np
@@ -112,8 +111,17 @@ def _check_options(options: dict, omit) -> tuple[dict, tuple]:
     return out, omit
 
 
-@lru_cache(maxsize=64)
 def _linears(m: Model):
+    """(Linear -> count) for the model's decoder layers, worked out once per Model object."""
+    try:
+        return m.__dict__["_roofline_linears"]
+    except KeyError:
+        out = _count_linears(m)
+        object.__setattr__(m, "_roofline_linears", out)  # a cache beside the frozen fields, not a field
+        return out
+
+
+def _count_linears(m: Model):
     """(count, Linear) pairs for the matmuls one token meets in the decoder layers: the same linear in
     every layer counts once with the number of layers (experts used k times count k times)."""
     L = m.num_layers
