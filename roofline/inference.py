@@ -200,15 +200,8 @@ def _ops(m: Model, batch, queries, keys, *, decode: bool, f: Formats, accounting
         # the embedding gathers one row per token (today's ``embedding`` part) and writes it out
         tied = wb * m.embedding_params if m.tie_word_embeddings else 0.0
         elementwise("embedding", 1, {"embedding": T * d * a}, {"elementwise": T * d * a}, kind="lookup")
-        norm = lambda: ({"norms": wb * d * L, "elementwise": T * d * a * L}, {"elementwise": T * d * a * L})  # noqa: E731
-        elementwise("attn_norm", L, *norm())
-    # attention, with its projections around it
+    by_name = {lin.name: lin for lin in linears}
     att = [lin for lin in linears if lin.name in ("q_proj", "k_proj", "v_proj", "qkv_proj")]
-    if refined:
-        for lin in att:
-            add(matmul(lin, linears[lin]))
-        elementwise("rope", L, {"elementwise": T * (qw + kvw) * a * L}, {"elementwise": T * (qw + kvw) * a * L})
-        elementwise("kv_write", L, {"elementwise": T * 2 * kvw * a * L}, {"kv_cache": kv_written})
     causal = "half" if accounting == "text" else "exact"
     # every layer's score and value products; a sliding-window layer sees only its window
     if decode:  # one query per sequence attends to every cached token (and, refined, itself)
@@ -218,48 +211,53 @@ def _ops(m: Model, batch, queries, keys, *, decode: bool, f: Formats, accounting
     else:
         att_flops = batch * m.attention_flops(queries, keys, causal=causal)
     kv_read = batch * m.kv_cache_bytes(keys, f.kv) if decode else 0.0
-    if not refined:
-        if decode:
-            add(Op.build("attention", "attention", count=L, math=math, flops={"attention": att_flops},
-                         reads={"kv_cache": kv_read}, queries=queries, keys=keys))
-        else:
-            add(Op.build("attention", "attention", count=L, math=math, flops={"attention": att_flops},
-                         writes={"kv_cache": kv_written}, queries=queries, keys=keys))
-    else:
-        q_in = T * qw * a * L
-        # prefill reads the new K and V from the projections; decode reads them, with the rest, from the cache
-        def reads(k_or_v: int) -> dict:  # Q, and K and/or V (k_or_v of them) from the cache or the projections
-            if decode:
-                return {"activations": q_in, "kv_cache": kv_read * k_or_v / 2}
-            return {"activations": q_in + T * k_or_v * kvw * a * L}
 
+    if not refined:  # the projections, attention over the cache, then the rest of the layer's matmuls
+        for lin in att:
+            add(matmul(lin, linears[lin]))
+        add(Op.build("attention", "attention", count=L, math=math, flops={"attention": att_flops},
+                     reads={"kv_cache": kv_read} if decode else {}, writes={} if decode else {"kv_cache": kv_written},
+                     queries=queries, keys=keys))
+        for lin in linears:
+            if lin not in att:
+                add(matmul(lin, linears[lin]))
+    else:
+        x = T * d * a * L  # one pass over every layer's hidden states
+        norm = ({"norms": wb * d * L, "elementwise": x}, {"elementwise": x})  # read the scale and the input, write
+        residual = ({"elementwise": 2 * x}, {"elementwise": x})  # read the two summands, write the sum
+        q_in = T * qw * a * L
+
+        def qkv_in(k_and_v: int, query: bool = True) -> dict:
+            """What an attention kernel reads: Q (``query``) and K and/or V (``k_and_v`` of them), from the
+            cache in decode, from the projections in prefill."""
+            if decode:
+                return {"activations": q_in if query else 0.0, "kv_cache": kv_read * k_and_v / 2}
+            return {"activations": (q_in if query else 0.0) + T * k_and_v * kvw * a * L}
+
+        elementwise("attn_norm", L, *norm)
+        for lin in att:
+            add(matmul(lin, linears[lin]))
+        elementwise("rope", L, {"elementwise": T * (qw + kvw) * a * L}, {"elementwise": T * (qw + kvw) * a * L})
+        elementwise("kv_write", L, {"elementwise": T * 2 * kvw * a * L}, {"kv_cache": kv_written})
         if options["attention"] == "flash":
             lse = T * m.num_heads * 4 * L  # fp32 log-sum-exp per query and head
             add(Op.build("attention", "attention", count=L, math=math, flops={"attention": att_flops},
-                         reads=reads(2), writes={"activations": q_in + lse}, queries=queries, keys=keys))
-        else:
-            # the score product reads Q and K, the value product the probabilities and V
+                         reads=qkv_in(2), writes={"activations": q_in + lse}, queries=queries, keys=keys))
+        else:  # the score product reads Q and K; softmax rewrites the scores; the value product reads them and V
             scores = batch * m.num_heads * queries * keys * a * L
             add(Op.build("scores", "matmul", count=L, math=math, flops={"attention": att_flops / 2},
-                         reads=reads(1), writes={"attention": scores}, m=queries, n=keys, k=m.head_dim))
+                         reads=qkv_in(1), writes={"attention": scores}, m=queries, n=keys, k=m.head_dim))
             add(Op.build("softmax", "elementwise", count=L, math=math, reads={"attention": scores},
                          writes={"attention": scores}))
-            v_in = reads(1)
-            v_in["activations"] -= q_in  # the value product reads the probabilities and V, not Q
             add(Op.build("pv", "matmul", count=L, math=math, flops={"attention": att_flops / 2},
-                         reads={**v_in, "attention": scores}, writes={"activations": q_in},
+                         reads={**qkv_in(1, query=False), "attention": scores}, writes={"activations": q_in},
                          m=queries, n=m.head_dim, k=keys))
-    rest = [lin for lin in linears if lin not in att]
-    if refined:
-        for lin in rest:
-            if lin.name == "o_proj":
-                add(matmul(lin, linears[lin]))
-                elementwise("attn_residual", L, {"elementwise": 2 * T * d * a * L}, {"elementwise": T * d * a * L})
-                elementwise("mlp_norm", L, *norm())
-        ff = [lin for lin in rest if lin.name != "o_proj"]
-        for lin in ff:
-            if lin.name != "down_proj":
-                add(matmul(lin, linears[lin]))
+        add(matmul(by_name["o_proj"], linears[by_name["o_proj"]]))
+        elementwise("attn_residual", L, *residual)
+        elementwise("mlp_norm", L, *norm)
+        mlp = [lin for lin in linears if lin not in att and lin.name not in ("o_proj", "down_proj")]
+        for lin in mlp:  # gate and up (or gate_up), and for a mixture of experts its router and experts
+            add(matmul(lin, linears[lin]))
         if m.moe is None:
             width = m.intermediate_size
             if options["mlp"] == "fused":
@@ -267,14 +265,11 @@ def _ops(m: Model, batch, queries, keys, *, decode: bool, f: Formats, accounting
             else:
                 elementwise("silu", L, {"elementwise": T * width * a * L}, {"elementwise": T * width * a * L})
                 elementwise("mul", L, {"elementwise": 2 * T * width * a * L}, {"elementwise": T * width * a * L})
-        for lin in ff:
+        for lin in linears:
             if lin.name == "down_proj":
                 add(matmul(lin, linears[lin]))
-        elementwise("mlp_residual", L, {"elementwise": 2 * T * d * a * L}, {"elementwise": T * d * a * L})
+        elementwise("mlp_residual", L, *residual)
         elementwise("final_norm", 1, {"norms": wb * d, "elementwise": T * d * a}, {"elementwise": T * d * a})
-    else:
-        for lin in (*att, *rest):
-            add(matmul(lin, linears[lin]))
     # the output head: its weights are the embedding's when tied (read once, counted under embedding)
     head = m.lm_head
     head_w = {"lm_head": wb * m.lm_head_params} if not (refined and m.tie_word_embeddings) else {"embedding": tied}
