@@ -172,6 +172,20 @@ class CalibratedRoof:
             return self.matmul_flops_per_s(tokens, dtype)
         return _loglog(np.asarray(tokens, dtype=float), self.attention_tokens, self.attention_flops)
 
+    def kernel_seconds(self, op: Op):
+        """(compute, memory) seconds of an operation's launches: its bytes at the bandwidth a kernel of
+        that size reached, its FLOPs at the rate a matmul of its rows (or flash attention of its length)
+        reached, else at the measured peak of its format."""
+        per = op.count or 1
+        memory = per * self.memory_seconds(op.bytes / per)
+        if op.kind == "matmul" and op.m is not None:
+            rate = self.matmul_flops_per_s(op.m, op.math)
+        elif op.kind == "attention" and op.queries is not None:
+            rate = self.attention_flops_per_s(op.queries, op.math)
+        else:
+            rate = self.peak(op.math)
+        return op.flops / rate, memory
+
     def with_mode(self, mode: str) -> "CalibratedRoof":
         """The same machine with kernels launched ``'eager'`` (from Python) or from a CUDA ``'graph'``."""
         return replace(self, mode=mode)
@@ -319,8 +333,7 @@ def _work(cost, dtype):
         total, fmt = cost, None
     else:
         raise TypeError(f"cost must be a Cost or a Breakdown, got {type(cost).__name__}")
-    math = fmt or dtype or "bf16"
-    op = Op("work", "matmul", total.flops, total.bytes, 0.0, {"work": total}, 1, math)
+    op = Op.build("work", "matmul", math=fmt or dtype or "bf16", flops={"work": total.flops}, reads={"work": total.bytes})
     return (op,), total, fmt
 
 
@@ -380,15 +393,7 @@ def predict(cost: Cost | Breakdown, roof: Roof | CalibratedRoof | Hardware | str
         out = []
         for op in ops:
             if cal:
-                per = op.count or 1
-                memory = per * roof.memory_seconds(op.bytes / per)
-                if op.kind == "matmul" and op.m is not None:
-                    rate = roof.matmul_flops_per_s(op.m, op.math)
-                elif op.kind == "attention" and op.queries is not None:
-                    rate = roof.attention_flops_per_s(op.queries, op.math)
-                else:
-                    rate = peaks[op.math]
-                compute = op.flops / rate
+                compute, memory = roof.kernel_seconds(op)
             else:
                 compute = op.flops / peaks[op.math]
                 memory = op.bytes / bw

@@ -202,9 +202,8 @@ def compare_decode_ops(record: Measurement, roof, *, timing: str = "step") -> li
     calibrated roof each is timed as the matmul kernel it is (rows = batch)."""
     out = []
     for o in record.decode_ops:
-        c = o.cost
-        op = Op("matmul", "matmul", c.flops, c.bytes, 0.0, {"matmul": c}, 1, "bf16", m=o.batch, n=o.n, k=o.k)
-        work = Breakdown(o.op, {"matmul": c}, (op,), Formats())
+        op = Op.build(o.op, "matmul", flops={"matmul": o.flops}, reads={"matmul": o.min_bytes}, m=o.batch, n=o.n, k=o.k)
+        work = Breakdown.from_ops(o.op, (op,), Formats())
         out.append(_compare(f"{o.op} batch={o.batch}", work, roof, o.seconds, "bf16", timing))
     return out
 
