@@ -279,7 +279,7 @@ class ServingPlan:
         """The plan in one sentence, for a reader (computed words, following the catalog)."""
         where = f"{self.gpus} × {self.hardware}" if self.gpus > 1 else f"one {self.hardware}"
         if not self.fits:
-            if self.weights >= self.usable:
+            if self.weights + self.reserve >= self.usable:
                 return (f"{self.model} does not fit on {where}: the weights alone take {fmt(self.weights, 'B')} of "
                         f"{fmt(self.usable, 'B')} usable")
             return (f"{self.model} leaves {fmt(self.usable - self.weights - self.reserve, 'B')} for the KV cache on {where}, less than "
