@@ -57,6 +57,7 @@ __all__ = [
     "largest_batch",
     "mla_attention_flops_per_key",
     "serving_plan",
+    "shared_prefix_saving",
 ]
 
 # vLLM's default number of tokens per KV block (Kwon et al. 2023 use 16 in their experiments).
@@ -227,7 +228,8 @@ class ServingPlan:
     """One server: a model on ``gpus`` GPUs at one context, its memory and its decode at the largest batch.
 
     Memory (bytes, across the server): ``usable`` HBM, ``weights``, ``kv_per_token``, ``kv_per_sequence``
-    (paged), ``waste_per_sequence`` (the empty part of the last block) and ``max_batch``. Decode at
+    (paged or reserved), ``waste_per_sequence`` (held but empty: the end of the last block, or of the
+    reservation) and ``max_batch``. Decode at
     ``batch`` (``max_batch`` unless asked otherwise): ``step_time`` (also the time per output token, each
     sequence getting one token a step), ``tokens_per_s``, ``bound``, ``utilization``, ``flops``,
     ``bytes`` and ``kv_read_share`` (the KV cache's share of the bytes); None where ``not_modelled``
@@ -317,14 +319,17 @@ def _server_roof(h: Hardware, gpus: int, roof):
 def serving_plan(model: Model | str, hardware: Hardware | str, context: int, *, gpus: int = 1,
                  weights_dtype: str = "bf16", kv_dtype: str | None = None,
                  block_size: int | None = VLLM_BLOCK_SIZE, batch: int | None = None, roof=None,
-                 accounting: str = "text", timing: str = "step", reserve: float = 0.0) -> ServingPlan:
+                 accounting: str = "text", timing: str = "step", reserve: float = 0.0,
+                 reserve_tokens: int | None = None) -> ServingPlan:
     """Serve ``model`` on ``gpus`` GPUs of ``hardware`` at ``context`` tokens per sequence.
 
     Returns a :class:`ServingPlan`: the memory, the largest batch (:func:`largest_batch`), and at that
     batch (or at ``batch``, which must fit) the decode step under ``roof`` (the datasheet when None;
     a calibrated roof for one GPU) by ``timing`` and ``accounting``. A context past the model's
     ``max_position_embeddings`` is a ``ValueError``; a model that does not fit gives a plan with
-    ``max_batch`` 0 and no decode figures. The command ``roofline serve`` prints it.
+    ``max_batch`` 0 and no decode figures. ``reserve_tokens`` reserves a contiguous cache of that many
+    tokens per request instead of paging (``block_size`` is then ignored). The command
+    ``roofline serve`` prints it.
     """
     m, h = load_model(model), get_hardware(hardware)
     g = int(number("gpus", gpus, integer=True))
@@ -336,10 +341,12 @@ def serving_plan(model: Model | str, hardware: Hardware | str, context: int, *, 
     kv_dtype = kv_dtype or weights_dtype
     dtype_bytes(weights_dtype), dtype_bytes(kv_dtype)  # names checked before any arithmetic
     replicas = kv_replicas(m, g)
-    per_seq = float(sequence_kv_bytes(m, context, kv_dtype, block_size=block_size, gpus=g))
+    if reserve_tokens is not None:
+        block_size = None
+    per_seq = float(sequence_kv_bytes(m, context, kv_dtype, block_size=block_size, gpus=g, reserve_tokens=reserve_tokens))
     waste = per_seq - float(sequence_kv_bytes(m, context, kv_dtype, block_size=None, gpus=g))
     most = largest_batch(m, h, context, gpus=g, weights_dtype=weights_dtype, kv_dtype=kv_dtype,
-                         block_size=block_size, reserve=reserve)
+                         block_size=block_size, reserve=reserve, reserve_tokens=reserve_tokens)
     if batch is not None:
         batch = int(number("batch", batch, integer=True))
         if batch > most:
@@ -367,3 +374,16 @@ def serving_plan(model: Model | str, hardware: Hardware | str, context: int, *, 
     return ServingPlan(**base, roof=server.label, step_time=t, tokens_per_s=at / t, bound=str(pred.bound),
                        utilization=float(pred.utilization), flops=float(step.flops), bytes=float(step.bytes),
                        kv_read_share=float(step.parts["kv_cache"].bytes) / float(step.bytes))
+
+
+def shared_prefix_saving(model: Model | str, prefix: int, requests: int, kv_dtype: str = "bf16", *,
+                         block_size: int | None = VLLM_BLOCK_SIZE, gpus: int = 1) -> float:
+    """Bytes saved when ``requests`` sequences share their first ``prefix`` tokens (a system prompt)
+    and the cache keeps one copy of it: ``requests - 1`` copies of the shared part, which with paging
+    is the prefix's whole blocks (a partly filled block is copied when a sequence first writes to it)."""
+    m = load_model(model)
+    prefix = int(number("prefix", prefix, integer=True, strict=False))
+    requests = int(number("requests", requests, integer=True))
+    b = 1 if block_size is None else int(number("block_size", block_size, integer=True))
+    shared = prefix // b * b
+    return (requests - 1) * float(m.kv_cache_bytes(shared, kv_dtype)) * kv_replicas(m, gpus)

@@ -186,3 +186,19 @@ def test_bad_input_names_the_argument():
         S.paged_tokens(100, 0)
     with pytest.raises(KeyError, match="h100-sxm"):
         S.serving_plan("llama-3-8b", "h100-sx", 1024)
+
+
+def test_a_shared_prefix_is_stored_once_in_whole_blocks():
+    per = S.kv_bytes_per_token("llama-3-8b")
+    assert S.shared_prefix_saving("llama-3-8b", 2000, 32) == 31 * 2000 * per  # 2,000 = 125 blocks of 16
+    assert S.shared_prefix_saving("llama-3-8b", 2010, 32) == 31 * 2000 * per  # the partial block is not shared
+    assert S.shared_prefix_saving("llama-3-8b", 2010, 32, block_size=None) == 31 * 2010 * per
+    assert S.shared_prefix_saving("llama-3-8b", 2000, 1) == 0
+
+
+def test_a_reservation_for_the_longest_request_wastes_the_rest():
+    plan = S.serving_plan("llama-2-7b", "a100-sxm-80gb", 1000, reserve_tokens=4096)
+    per = S.kv_bytes_per_token("llama-2-7b")
+    assert plan.kv_per_sequence == 4096 * per and plan.waste_per_sequence == 3096 * per
+    assert plan.max_batch == S.largest_batch("llama-2-7b", "a100-sxm-80gb", 4096, block_size=None)
+    assert plan.max_batch < S.serving_plan("llama-2-7b", "a100-sxm-80gb", 1000).max_batch
