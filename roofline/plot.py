@@ -524,10 +524,12 @@ def capacity_chart(curves: dict, *, title=None, xlabel="context per sequence (to
             ax.plot(x[keep], b[keep], fmt_, color=color, lw=1.8, label=label)
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
-        ticks = [2**k for k in range(9, 18, 2)]
-        ax.set_xticks(ticks, [f"{t // 1024}k" if t >= 1024 else str(t) for t in ticks])
+        every = sorted({float(v) for x, _, _ in curves.values() for v in np.asarray(x).ravel()})
+        ticks = [t for t in every if np.log2(t).is_integer()] or every
+        ax.set_xticks(ticks, [f"{t / 1024:g}k" if t >= 1024 else f"{t:g}" for t in ticks])
         ax.minorticks_off()
         ax.set_xlabel(xlabel)
+        ax.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:,.0f}"))
         ax.set_ylabel("largest batch that fits (log scale)")
         ax.grid(True, which="major")
         if title:
@@ -555,6 +557,10 @@ def throughput_chart(batches, curves: dict, walls: dict, *, title=None):
                         ha="right", fontsize=9.5, color=color)
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
+        ticks = [4**k for k in range(0, 8) if x.min() <= 4**k <= x.max()]
+        ax.set_xticks(ticks, [f"{t:,}" for t in ticks])
+        ax.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:,.0f}"))
+        ax.yaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
         ax.set_xlabel("batch (sequences decoded together, log scale)")
         ax.set_ylabel("tokens per second (log scale)")
         ax.grid(True, which="major")
@@ -576,6 +582,12 @@ def sweep_chart(sweeps: dict, *, xlabel: str, ylabel: str = "time per decode ste
                     label=f"{label}: measured", zorder=5)
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
+        xs = sorted({float(v) for x, _, _ in sweeps.values() for v in x})
+        ax.set_xticks(xs, [f"{v / 1024:g}k" if v >= 1024 else f"{v:g}" for v in xs], fontsize=9.5)
+        ax.minorticks_off()
+        ax.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}"))
+        ax.yaxis.set_minor_locator(matplotlib.ticker.LogLocator(subs=(2, 5)))
+        ax.yaxis.set_minor_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}"))
         ax.set_xlabel(xlabel)
         ax.set_ylabel(ylabel)
         ax.grid(True, which="major")

@@ -18,7 +18,7 @@ Named choices:
   sequence. ``block_size=None`` is an exact, contiguous cache of ``c`` tokens; ``reserve_tokens``
   is the older practice of reserving a contiguous cache for the longest sequence a request may reach.
 - **Tensor parallelism.** ``gpus`` GPUs serve one copy of the model, pooling their HBM, bandwidth and
-  FLOPs (the all-reduces are not counted: chapter 9). Each GPU keeps the KV heads of its query heads,
+  FLOPs (the all-reduces are not counted: chapter 8). Each GPU keeps the KV heads of its query heads,
   so a KV head is stored on ``gpus / num_kv_heads`` GPUs when there are fewer KV heads than GPUs, and
   a latent (MLA) on every GPU (:func:`kv_replicas`).
 - **MLA decode.** The decode step of latent attention is not modelled kernel by kernel
