@@ -252,6 +252,7 @@ class ServingPlan:
     max_batch: int
     batch: int
     reserve: float = 0.0  # bytes set aside for anything else (activations, the engine's workspace)
+    kv_copies: int = 1  # copies of each token's cache across the GPUs (kv_replicas)
     roof: str = ""
     step_time: float | None = None
     tokens_per_s: float | None = None
@@ -356,7 +357,7 @@ def serving_plan(model: Model | str, hardware: Hardware | str, context: int, *, 
                 kv_dtype=kv_dtype, block_size=block_size, layout=attention_layout(m), usable=g * h.usable_capacity,
                 weights=_weights_bytes(m, weights_dtype), kv_per_token=kv_bytes_per_token(m, kv_dtype, gpus=g),
                 kv_per_sequence=per_seq, waste_per_sequence=waste, max_batch=most, batch=at,
-                reserve=float(number("reserve", reserve, strict=False)))
+                reserve=float(number("reserve", reserve, strict=False)), kv_copies=replicas)
     server = _server_roof(h, g, roof)
     if at < 1:
         return ServingPlan(**base, roof=server.label, not_modelled="nothing fits")
