@@ -202,3 +202,9 @@ def test_a_reservation_for_the_longest_request_wastes_the_rest():
     assert plan.kv_per_sequence == 4096 * per and plan.waste_per_sequence == 3096 * per
     assert plan.max_batch == S.largest_batch("llama-2-7b", "a100-sxm-80gb", 4096, block_size=None)
     assert plan.max_batch < S.serving_plan("llama-2-7b", "a100-sxm-80gb", 1000).max_batch
+
+
+def test_largest_batch_needs_a_context():
+    with pytest.raises(ValueError, match="context"):
+        S.largest_batch("llama-3-8b", "h100-sxm", [0, 1024])
+    assert S.largest_batch("llama-3-8b", "h200-sxm", 8192) == 123  # the docstring's example
