@@ -487,7 +487,7 @@ def kv_bytes_chart(rows: Sequence[tuple[str, str, float]], *, title=None):
     """Horizontal bars of KV-cache bytes per token (kB, log scale), one per model, coloured by layout
     (chapter 5). ``rows`` holds (label, layout, bytes) triples, drawn top to bottom."""
     with style():
-        fig, ax = plt.subplots(figsize=(7, 0.42 * len(rows) + 1.6), layout="constrained")
+        fig, ax = plt.subplots(figsize=(7, 0.36 * len(rows) + 1.2), layout="constrained")
         y = np.arange(len(rows))[::-1]
         seen = set()
         for yi, (label, layout, nbytes) in zip(y, rows):
@@ -502,10 +502,11 @@ def kv_bytes_chart(rows: Sequence[tuple[str, str, float]], *, title=None):
         ax.set_yticks(y, [r[0] for r in rows], fontsize=9.5)
         ax.set_xscale("log")
         ax.set_xlim(right=ax.get_xlim()[1] * 3)
+        ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:,.0f}"))
         ax.set_xlabel("KV cache per token of context (kB, log scale)")
         if title:
             ax.set_title(title)
-        _legend_below(ax, ncol=3)
+        ax.legend(loc="lower right", fontsize=9.5, frameon=True, framealpha=1, edgecolor="#dddddd")
     return fig
 
 

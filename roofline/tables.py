@@ -273,23 +273,23 @@ def operations_table(pred: Prediction, title: str = "") -> Table:
 
 
 def kv_layout_table(models: Sequence[str], *, kv_dtype: str = "bf16", context: int = 8192, title: str = "") -> Table:
-    """Chapter 5: each model's attention layout, what one token caches per layer, and the bytes per token
-    and per sequence of ``context`` tokens (at most the model's trained context), sliding windows counted."""
+    """Chapter 5: each model's attention layout, what one token caches per layer (K and V: 2 x KV heads x
+    head size; MLA: latent + rotary key), the bytes per token, and one sequence of ``context`` tokens (at
+    most the model's trained context, shown beside it), sliding windows counted."""
     from .serving import attention_layout, sequence_kv_bytes
 
     rows = []
     for name in models:
         m = load_model(name)
         if m.mla is not None:
-            per_layer = f"latent {m.mla.kv_lora_rank} + rotary key {m.mla.qk_rope_head_dim}"
+            per_layer = f"{m.mla.kv_lora_rank} + {m.mla.qk_rope_head_dim}"
         else:
-            per_layer = f"K and V: {m.num_kv_heads} × {m.head_dim}"
+            per_layer = f"2 × {m.num_kv_heads} × {m.head_dim}"
         c = min(context, m.max_position_embeddings or context)
-        rows.append((m.title, attention_layout(m), f"{m.num_layers}", per_layer,
-                     f"{m.kv_bytes_per_token(kv_dtype):,.0f}", f"{c:,}",
-                     fmt(float(sequence_kv_bytes(m, c, kv_dtype, block_size=None)), "B")))
-    return Table(("model", "layout", "layers", "cached per token and layer", f"bytes per token ({kv_dtype})",
-                  "context", "per sequence"), tuple(rows), title)
+        rows.append((m.title, attention_layout(m).replace(" + sliding window", ", window"), per_layer,
+                     f"{m.kv_bytes_per_token(kv_dtype):,.0f}",
+                     f"{fmt(float(sequence_kv_bytes(m, c, kv_dtype, block_size=None)), 'B')} at {c:,}"))
+    return Table(("model", "layout", "per layer", "bytes per token", "one sequence"), tuple(rows), title)
 
 
 def serving_table(plans: Mapping, title: str = "") -> Table:

@@ -370,13 +370,13 @@ def serving_explorer(models: Sequence[str] = ("llama-2-7b", "llama-3-8b", "gemma
     colors = (PALETTE["blue"], PALETTE["orange"], PALETTE["vermillion"], "#dddddd")
     names = ("weights", "KV cache in use", "paging waste (last blocks)", "free")
     with plt.rc_context({"font.size": 10}):
-        fig, ax = plt.subplots(figsize=(7, 2.3), layout="constrained")
+        fig, ax = plt.subplots(figsize=(7, 2.4), layout="constrained")
         rects = [ax.barh(0, 1, left=0, color=c, label=n, edgecolor="white")[0] for c, n in zip(colors, names)]
-        line = ax.axvline(1, color="black", lw=1.5)
+        line = ax.axvline(1, color="black", lw=1.5, label="usable HBM")
         ax.set_xlim(0, top)
         ax.set_yticks([])
         ax.set_xlabel("server HBM (GB)")
-        _legend_below(ax, ncol=2)
+        ax.legend(loc="lower center", bbox_to_anchor=(0.5, 1.02), ncol=3, fontsize=9.5, frameon=False)
     blitter = None
 
     def frame(model, gpu, context, kv, block):
