@@ -154,7 +154,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--kv-dtype", choices=list(DTYPE_BYTES), help="format of the KV cache (default: the weights')")
     p.add_argument("--block-size", type=_whole(1), default=VLLM_BLOCK_SIZE,
                    help=f"tokens per KV block, paged attention (default {VLLM_BLOCK_SIZE}, vLLM's; 1: no rounding)")
-    p.add_argument("--gpus", type=_whole(1), default=1,
+    p.add_argument("--gpus", "--tp", dest="gpus", type=_whole(1), default=1,
                    help="tensor-parallel GPUs serving one copy of the model, memory and bandwidth pooled (default 1)")
     p.add_argument("--batch", type=_whole(1), help="time the decode at this batch instead of the largest that fits")
     p.add_argument("--json", action="store_true", help="print one JSON object")

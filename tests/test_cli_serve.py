@@ -103,3 +103,11 @@ def test_serve_runs_as_a_program():
                            "--context", "4096"], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0 and "Traceback" not in proc.stderr
     assert "largest batch that fits" in proc.stdout
+
+
+def test_tp_is_the_shared_name_of_gpus():
+    _, by_gpus, _ = call("serve", "llama-3-70b", "--gpu", "h100-sxm", "--context", "8192", "--gpus", "4", "--json")
+    _, by_tp, _ = call("serve", "llama-3-70b", "--gpu", "h100-sxm", "--context", "8192", "--tp", "4", "--json")
+    assert json.loads(by_gpus) == json.loads(by_tp) and json.loads(by_tp)["gpus"] == 4
+    status, out, _ = call("serve", "llama-3-70b", "--gpu", "h100-sxm", "--context", "8192", "--tp", "0", "--json")
+    assert status == 2 and json.loads(out)["argument"] == "--gpus"
