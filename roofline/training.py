@@ -38,6 +38,9 @@ __all__ = [
     "TrainingPlan",
     "plan_training",
     "offload_hiding_seq",
+    "best_plan",
+    "FrontierPoint",
+    "frontier",
 ]
 
 
@@ -154,6 +157,7 @@ PUBLISHED = {
     "korthikanti_overhead_cut": (0.90, "same abstract: execution-time overhead of recomputation cut by over 90%"),
     "korthikanti_530b_mfu_selective": (0.542, "same abstract: MFU of a 530B GPT on 2,240 A100s with their method"),
     "korthikanti_530b_mfu_full": (0.421, "same abstract: MFU of the same run with full recomputation"),
+    "korthikanti_530b_gpus": (2240, "same abstract: the A100s of that run"),
     "palm_mfu": (0.462, "Chowdhery et al. 2022 (arXiv:2204.02311), PaLM 540B on 6,144 TPU v4 chips: model FLOPs utilization"),
     "palm_hfu": (0.578, "same paper: hardware FLOPs utilization, rematerialization included"),
     "chen_memory_before": (48e9, "Chen et al. 2016 (arXiv:1604.06174), abstract: a 1,000-layer residual network, 48 GB"),
@@ -376,3 +380,59 @@ def offload_hiding_seq(model: Model | str, hardware: Hardware | str, *, recomput
     if slope <= 0:
         return float("inf")
     return int(np.ceil(gap / slope))
+
+
+def best_plan(model: Model | str, hardware: Hardware | str, *, seq, micro_batch=1, policies=None, **kwargs):
+    """The fastest plan that fits, among ``policies`` (default: none, selective, full, every-2 to
+    every-8, each with and without offloading), for one sequence length and micro-batch (chapter 3).
+    None when nothing fits. ``kwargs`` go to :func:`plan_training` (gpus, zero_stage, achieved...).
+    A tie in time goes to the plan without offloading, then to the smaller footprint."""
+    if policies is None:
+        policies = [(p, o) for p in ("none", "selective", "full", "every-2", "every-4", "every-8")
+                    for o in (False, True)]
+    plans = [plan_training(model, hardware, seq=seq, micro_batch=micro_batch, recompute=p, offload=o, **kwargs)
+             for p, o in policies]
+    fitting = [p for p in plans if p.fits]
+    if not fitting:
+        return None
+    return min(fitting, key=lambda p: (round(p.time, 12), p.offload, float(p.footprint.total)))
+
+
+@dataclass(frozen=True)
+class FrontierPoint:
+    """One policy on the memory/FLOPs plane: the activation bytes on the GPU at the peak (kept tensors
+    plus the recompute working set), the extra FLOPs as a fraction of the model's, the bytes sent to
+    host memory (0 without offloading)."""
+
+    label: str
+    recompute: str
+    attention: str
+    offload: bool
+    memory: float
+    extra_flops: float
+    host_bytes: float
+
+
+def frontier(model: Model | str, seq, micro_batch=1, *, spacings=None) -> list[FrontierPoint]:
+    """Every policy's activation memory against its extra FLOPs for one micro-batch (chapter 3's
+    frontier): no recomputation and selective recomputation with explicit attention, no recomputation
+    with a flash kernel, checkpoints every ``k`` layers for each ``k`` of ``spacings`` (default 1 to L;
+    ``k = 1`` is full recomputation), and offloading with and without full recomputation."""
+    m = load_model(model)
+    _dense(m, "frontier")
+    spacings = range(1, m.num_layers + 1) if spacings is None else spacings
+    cases = [("no recompute, explicit attention", "none", "explicit", False),
+             ("selective, explicit attention", "selective", "explicit", False),
+             ("no recompute, flash", "none", "flash", False)]
+    cases += [("full (every layer)" if k == 1 else f"every {k} layers", f"every-{k}", "flash", False) for k in spacings]
+    cases += [("offload, no recompute", "none", "flash", True), ("offload + full", "full", "flash", True)]
+    points = []
+    for label, policy, attention, offload in cases:
+        step = training_step(m, seq, micro_batch, recompute=policy, attention=attention)
+        fp = training_footprint(m, seq, micro_batch, recompute=policy, flash=attention == "flash", offload=offload)
+        host = float(layer_activations(m, seq, micro_batch, recompute=policy, flash=attention == "flash")[0]) \
+            if offload else 0.0
+        extra = step["recompute"].flops / (step["forward"].flops + step["backward"].flops)
+        points.append(FrontierPoint(label, policy, attention, offload,
+                                    float(fp["activations"] + fp["recompute working set"]), float(extra), host))
+    return points
