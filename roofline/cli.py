@@ -434,29 +434,29 @@ def _train(args, catalog) -> str:
         }, indent=2)
     setup = (f"{plan.seq:,} tokens x micro-batch {plan.micro_batch} per GPU, {plan.gpus} GPU{'s' if plan.gpus > 1 else ''}, "
              f"ZeRO-{plan.zero_stage}, recompute {plan.recompute}" + (", offloaded" if plan.offload else ""))
-    held = (f"model state {fmt(sum(state.values()), 'B')} + activations {fmt(float(fp['activations']), 'B')}"
-            + (f" + recompute working set {fmt(float(fp['recompute working set']), 'B')}"
+    held = (f"model state {fmt(sum(state.values()), 'B')}, activations {fmt(float(fp['activations']), 'B')},\n  "
+            + (f"recompute working set {fmt(float(fp['recompute working set']), 'B')}, "
                if float(fp["recompute working set"]) else "")
-            + f" + fp32 logits {fmt(float(fp['logits']), 'B')}")
+            + f"fp32 logits {fmt(float(fp['logits']), 'B')}")
     hbm = f"the {fmt(h.usable_capacity, 'B')} of usable HBM on the {h.short}"
     fit = (f"  fits within {hbm}, {fmt(plan.spare, 'B')} to spare" if plan.fits else
            f"  DOES NOT FIT: more than {hbm}, by {fmt(-plan.spare, 'B')}; the times below assume it fit")
     extra = plan.hardware_flops / plan.model_flops - 1
     basis = ("the roofline floor under the " + args.timing + " rule" if plan.achieved is None
              else f"every FLOP at {plan.achieved:.0%} of peak")
-    lines = [f"training step of {m.title} on the {h.short}: {setup}",
-             f"memory per GPU: {fmt(float(fp.total), 'B')} = {held}", fit,
+    lines = [f"training step of {m.title} on the {h.short}:\n  {setup}",
+             f"memory per GPU: {fmt(float(fp.total), 'B')} =\n  {held}", fit,
              f"FLOPs per step: model {fmt(plan.model_flops, 'FLOP')}, hardware {fmt(plan.hardware_flops, 'FLOP')}"
              f" ({extra:.1%} recomputed)",
              f"step time {fmt(plan.time, 's')}: compute {fmt(plan.compute_time, 's')} ({basis})"
-             + (f", data-parallel traffic {fmt(plan.network_time, 's')} over {link}, overlapped" if plan.network_time else "")]
+             + (f",\n  data-parallel traffic {fmt(plan.network_time, 's')} over {link}, overlapped" if plan.network_time else "")]
     if plan.offload:
         lines.append(f"  offload: {fmt(plan.offload_bytes, 'B')} each way over {h.interconnect['host'].name}, "
                      f"{fmt(plan.offload_time, 's')}; " + ("all of it hidden behind the compute" if not plan.offload_exposed
                                                           else f"{fmt(plan.offload_exposed, 's')} not hidden"))
     rate = plan.tokens_per_s
     if m.max_position_embeddings is not None and plan.seq > m.max_position_embeddings:
-        lines.append(f"BEYOND THE MODEL'S CONTEXT: {plan.seq:,} tokens per sequence, past the "
+        lines.append(f"BEYOND THE MODEL'S CONTEXT: {plan.seq:,} tokens per sequence,\n  past the "
                      f"{m.max_position_embeddings:,} it was trained for (max_position_embeddings)")
     lines.append(f"MFU {plan.mfu:.1%}, HFU {plan.hfu:.1%}, {rate:,.0f} tokens/s per GPU" if rate >= 100 else
                  f"MFU {plan.mfu:.1%}, HFU {plan.hfu:.1%}, {rate:.3g} tokens/s per GPU"
