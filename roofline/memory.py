@@ -363,13 +363,16 @@ def training_footprint(model: Model | str, seq, micro_batch, *, gpus=1, zero_sta
 
     ``recompute`` is 'none', 'selective', 'full' or 'every-K' (:func:`layer_activations`). With
     ``offload`` the kept activations live in host memory and HBM holds two layers' worth in flight
-    (one being written out or fetched while the next is computed); the working set stays on the GPU.
+    (one being written out or fetched while the next is computed; two checkpoints under 'every-K');
+    the working set stays on the GPU.
     """
     m = load_model(model)
     state = zero_model_state(m, gpus, zero_stage, recipe).parts
     layers, working = layer_activations(m, seq, micro_batch, recompute=recompute, flash=flash)
-    if offload:
-        layers = min(2, m.num_layers) * layers / m.num_layers
+    if offload:  # two stored units in flight: layers, or checkpoints under 'every-K'
+        every = recompute_policy(recompute).every
+        units = -(-m.num_layers // min(every, m.num_layers)) if every > 1 else m.num_layers
+        layers = min(2, units) * layers / units
     s, b = number("seq", seq, integer=True), number("micro_batch", micro_batch, integer=True)
     logits = s * b * m.vocab_size * 4
     return Footprint({**state, "activations": layers, "recompute working set": working, "logits": logits})

@@ -292,6 +292,22 @@ def decode_explorer(model: Model | str = "llama-3-8b", hardware: Hardware | str 
 _NOT_STATE = ("activations", "recompute working set", "logits")
 
 
+def _set_bar(rects, total_text, footprint, limit: float) -> None:
+    """Redraw a one-bar :func:`~roofline.plot.memory_bars` chart for ``footprint``: each part's rectangle
+    after the last, and the total at the bar's end (at the axis edge, with an arrow, past ``limit`` GB)."""
+    left = 0.0
+    for rect, part in zip(rects, footprint.parts):
+        width = float(footprint.parts[part]) / 1e9
+        rect.set_x(left)
+        rect.set_width(width)
+        left += width
+    clipped = left > limit
+    total_text.xy = (min(left, limit), total_text.xy[1])
+    total_text.set_text(f"{left:,.0f} GB →" if clipped else f"{left:,.1f} GB")
+    total_text.set_horizontalalignment("right" if clipped else "left")
+    total_text.xyann = (-4, 12) if clipped else (4, 0)
+
+
 def memory_explorer(model: Model | str = "llama-3-8b", *, gpus: int = 8, zero_stage: int = 3,
                     micro_batches: Sequence[int] = (1, 2, 4, 8),
                     seqs: Sequence[int] = (1024, 2048, 4096, 8192, 16384, 32768),
@@ -320,17 +336,7 @@ def memory_explorer(model: Model | str = "llama-3-8b", *, gpus: int = 8, zero_st
     def frame(b, s, p):
         nonlocal blitter
         fp = grid[(b, s, p)]
-        left = 0.0
-        for rect, part in zip(rects, fp.parts):
-            width = float(fp.parts[part]) / 1e9
-            rect.set_x(left)
-            rect.set_width(width)
-            left += width
-        clipped = left > limit
-        total_text.xy = (min(left, limit), total_text.xy[1])
-        total_text.set_text(f"{left:,.0f} GB →" if clipped else f"{left:,.1f} GB")
-        total_text.set_horizontalalignment("right" if clipped else "left")
-        total_text.xyann = (-4, 12) if clipped else (4, 0)
+        _set_bar(rects, total_text, fp, limit)
         if blitter is None:
             blitter = Blitter(fig, rects + [total_text])
         verdict = fit_summary(float(fp.total), gpus_hw)
@@ -388,17 +394,7 @@ def recompute_explorer(model: Model | str = "llama-3-8b", *, gpus: int = 8, zero
         nonlocal blitter
         plan = grid[(b, s, label)]
         fp = plan.footprint
-        left = 0.0
-        for rect, part in zip(rects, fp.parts):
-            width = float(fp.parts[part]) / 1e9
-            rect.set_x(left)
-            rect.set_width(width)
-            left += width
-        clipped = left > limit
-        total_text.xy = (min(left, limit), total_text.xy[1])
-        total_text.set_text(f"{left:,.0f} GB →" if clipped else f"{left:,.1f} GB")
-        total_text.set_horizontalalignment("right" if clipped else "left")
-        total_text.xyann = (-4, 12) if clipped else (4, 0)
+        _set_bar(rects, total_text, fp, limit)
         if blitter is None:
             blitter = Blitter(fig, rects + [total_text])
         verdict = fit_summary(float(fp.total), gpus_hw)

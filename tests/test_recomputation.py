@@ -142,6 +142,12 @@ def test_offloading_keeps_two_layers_on_the_gpu():
     off = memory.training_footprint(LLAMA, 4096, 1)
     assert on["activations"] == pytest.approx(off["activations"] * 2 / LLAMA.num_layers)
     assert on["logits"] == off["logits"]
+    # under every-K, two checkpoints (layer inputs) in flight, the segment's working set on the GPU
+    checkpoint = memory.activation_bytes(memory.saved_tensors(LLAMA), 4096, 1, recompute="full")
+    seg = memory.training_footprint(LLAMA, 4096, 1, recompute="every-4", offload=True)
+    assert seg["activations"] == pytest.approx(2 * checkpoint)
+    assert seg["recompute working set"] == memory.training_footprint(LLAMA, 4096, 1, recompute="every-4")[
+        "recompute working set"]
 
 
 # --- offloading time ----------------------------------------------------------------------------------
@@ -204,3 +210,18 @@ def test_plan_bad_input():
         training.plan_training(LLAMA, "h100-sxm", seq=4096, offload="yes")
     with pytest.raises(NotModelledError, match="experts"):
         training.plan_training("mixtral-8x7b", "h100-sxm", seq=4096)
+
+
+def test_layer_forward_flops_is_a_layers_share_of_the_forward_pass():
+    step = training.training_step(LLAMA, 4096, 2)
+    layers = sum(o.flops for o in step.ops if o.name in ("qkv", "attention", "o", "gate_up", "down"))
+    assert training.layer_forward_flops(LLAMA, 4096) * 4096 * 2 * LLAMA.num_layers == pytest.approx(layers, rel=2e-4)
+
+
+def test_fitting_plans_stop_at_the_largest_micro_batch_that_fits():
+    plans = training.fitting_plans(LLAMA, "h100-sxm", seq=4096, gpus=8, zero_stage=3)
+    assert [p.micro_batch for p in plans] == list(range(1, len(plans) + 1))
+    assert all(p.fits for p in plans)
+    assert not training.plan_training(LLAMA, "h100-sxm", seq=4096, micro_batch=len(plans) + 1, gpus=8,
+                                      zero_stage=3).fits
+    assert training.fitting_plans(LLAMA, "h100-sxm", seq=4096) == []  # 16 bytes a parameter alone do not fit
