@@ -359,10 +359,11 @@ def offload_hiding_seq(model: Model | str, hardware: Hardware | str, *, recomput
     """The sequence length from which offloading a layer's kept activations over ``link`` hides behind
     the next layer's forward pass (chapter 3); ``inf`` if it never does, 1 if it always does.
 
-    Per token and per layer the transfer takes ``a(s) / B`` (``a`` the bytes the policy keeps, constant
-    in ``s`` with a flash kernel) and the forward pass ``(2 N_layer + 2 s w) / (achieved P)``; the
-    attention term grows with ``s``, so past the returned length the transfer is the shorter.
-    Micro-batch and model size per layer enter only through those two lines.
+    Per token and per layer the transfer takes ``A_tok(s) / B_link`` (``A_tok`` the bytes the policy
+    keeps, constant in ``s`` with a flash kernel) and the forward pass ``(2 N_layer + 2 s d) / (achieved
+    P_peak)`` (:func:`layer_forward_flops`); the attention term grows with ``s``, so past the returned
+    length the transfer is the shorter. The micro-batch cancels. Where the kept bytes grow with ``s``
+    faster than the FLOPs (explicit attention's scores), no length is long enough: ``inf``.
     """
     m, hw = load_model(model), get_hardware(hardware)
     _dense(m, "offload_hiding_seq")
@@ -380,10 +381,10 @@ def offload_hiding_seq(model: Model | str, hardware: Hardware | str, *, recomput
     # hides when f0 + f1 s >= ratio (a0 + a1 s)
     slope = f1 - ratio * a1
     gap = ratio * a0 - f0
+    if slope < 0 or (slope == 0 and gap > 0):
+        return float("inf")  # the transfer outgrows the compute, or never falls behind it
     if gap <= 0:
-        return 1 if slope >= 0 or f0 + f1 >= ratio * (a0 + a1) else float("inf")
-    if slope <= 0:
-        return float("inf")
+        return 1
     return int(np.ceil(gap / slope))
 
 
