@@ -273,23 +273,22 @@ def operations_table(pred: Prediction, title: str = "") -> Table:
                  title or f"operations, timed under the {pred.timing} rule on {pred.roof.label}")
 
 
-def recompute_table(models: Sequence, seqs: Sequence[int], policies: Sequence[tuple[str, str, str]], *,
+def recompute_table(model, seqs: Sequence[int], policies: Sequence[tuple[str, str, str]], *,
                     micro_batch: int = 1, title: str = "") -> Table:
-    """Chapter 3's policies side by side: for each model and sequence length, each policy's activations
-    kept through the step, the working set of the layer (or segment) being rebuilt, their sum, and the
-    FLOPs it runs again as a share of the model's. ``policies`` holds (label, recompute, attention)."""
+    """Chapter 3's policies side by side for one model: for each sequence length, each policy's
+    activations kept through the step, the working set of the layer (or segment) being rebuilt, their sum
+    (the peak), and the FLOPs it runs again as a share of the model's. ``policies`` holds
+    (label, recompute, attention)."""
+    m = load_model(model)
     rows = []
-    for model in models:
-        m = load_model(model)
-        for s in seqs:
-            for label, policy, attention in policies:
-                kept, working = layer_activations(m, s, micro_batch, recompute=policy, flash=attention == "flash")
-                step = training_step(m, s, micro_batch, recompute=policy, attention=attention)
-                extra = step["recompute"].flops / (step["forward"].flops + step["backward"].flops)
-                rows.append((f"{m.title}, {s:,}", label, fmt(float(kept), "B", 3), fmt(float(working), "B", 3),
-                             fmt(float(kept + working), "B", 3), f"{100 * extra:.1f}%"))
-    return Table(("model, tokens", "policy", "kept", "working set", "peak activations", "extra FLOPs"),
-                 tuple(rows), title)
+    for s in seqs:
+        for label, policy, attention in policies:
+            kept, working = layer_activations(m, s, micro_batch, recompute=policy, flash=attention == "flash")
+            step = training_step(m, s, micro_batch, recompute=policy, attention=attention)
+            extra = step["recompute"].flops / (step["forward"].flops + step["backward"].flops)
+            rows.append((f"{s:,}", label, fmt(float(kept), "B", 3), fmt(float(working), "B", 3),
+                         fmt(float(kept + working), "B", 3), f"{100 * extra:.1f}%"))
+    return Table(("tokens", "policy", "kept", "working set", "peak", "extra FLOPs"), tuple(rows), title)
 
 
 def checkpoint_runs_table(runs, title: str = "") -> Table:
@@ -301,7 +300,7 @@ def checkpoint_runs_table(runs, title: str = "") -> Table:
         rows.append((f"{r.tokens:,} x {r.batch}", "yes" if r.checkpoint else "no", fmt(c.measured, "B", 3),
                      fmt(c.predicted, "B", 3), fmt(c.gap, "B", 3), fmt(c.model_flops / r.seconds, "FLOP/s", 3),
                      f"{100 * c.mfu:.1f}%", f"{100 * c.hfu:.1f}%"))
-    return Table(("tokens x batch", "checkpointed", "measured peak", "count", "gap", "model FLOP/s", "MFU", "HFU"),
+    return Table(("tokens x batch", "checkpoints", "measured", "count", "gap", "model FLOP/s", "MFU", "HFU"),
                  tuple(rows), title)
 
 

@@ -12,10 +12,10 @@ from roofline import measured, memory, plot, tables, training, widgets  # noqa: 
 
 
 def test_recompute_table_rows_add_up():
-    t = tables.recompute_table(["llama-3-8b"], [4096], [("none", "none", "flash"), ("full", "full", "flash")])
+    t = tables.recompute_table("llama-3-8b", [4096], [("none", "none", "flash"), ("full", "full", "flash")])
     assert t.column("policy") == ("none", "full")
     kept, working = memory.layer_activations("llama-3-8b", 4096, 1, recompute="full")
-    assert t.column("peak activations")[1] == rl.fmt(kept + working, "B", 3)
+    assert t.column("peak")[1] == rl.fmt(kept + working, "B", 3)
     assert t.column("extra FLOPs")[0] == "0.0%"
 
 
