@@ -406,7 +406,7 @@ def recompute_explorer(model: Model | str = "llama-3-8b", *, gpus: int = 8, zero
                 f"(activations {fmt(float(fp['activations']), 'B')}, working set "
                 f"{fmt(float(fp['recompute working set']), 'B')}); <b>{verdict}</b>. "
                 f"Per step: {fmt(plan.model_flops, 'FLOP')} of model FLOPs, {extra:.0%} more run on the "
-                f"{plan.hardware.short}{offload}; at {achieved:.0%} of peak, {fmt(plan.time, 's')}, "
+                f"{plan.hardware.short}{offload}; at {achieved:.1%} of peak, {fmt(plan.time, 's')}, "
                 f"<b>MFU {plan.mfu:.1%}, HFU {plan.hfu:.1%}</b>")
         return blitter.png(), html
 
