@@ -24,7 +24,7 @@ shared-memory-sized ``on_chip``, which is the reason to pass the L2 as ``on_chip
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
+from typing import NamedTuple
 
 import numpy as np
 
@@ -37,7 +37,7 @@ from .units import dtype_bytes
 __all__ = [
     "tiled_matmul", "square_tile", "tile_for_intensity", "AttentionIO", "explicit_attention", "flash_attention",
     "flash_block", "causal_block_pairs", "dao_forward_accesses", "decode_attention", "score_parity_tokens",
-    "DIRECTIONS",
+    "online_attention", "Reported", "PUBLISHED", "DIRECTIONS",
 ]
 
 DIRECTIONS = ("forward", "backward")
@@ -418,3 +418,71 @@ def score_parity_tokens(model: Model | str, *, causal: bool = True, dtype: str =
     mask = 1.0 if causal else 0.0  # the one-byte mask is read once, not per head: not a score pass
     coefficient = (per_layer - mask) * m.num_layers
     return float(np.sqrt(dtype_bytes(dtype) * m.params / coefficient))
+
+
+# ---------------------------------------------------------------------------------------------
+# Online softmax, as a reference a reader can run
+
+
+def online_attention(q, k, v, block: int):
+    """Attention of one head computed the way a flash kernel does: keys and values in blocks of
+    ``block``, a running maximum ``m`` and sum ``l`` per query row, the partial output rescaled by
+    ``exp(m_old - m_new)`` whenever the maximum grows (Milakov and Gimelshein's online softmax), and
+    divided by ``l`` at the end. Never forms the full score matrix. numpy arrays ``(S, d)``; returns
+    ``softmax(q k^T / sqrt(d)) v`` (no mask). For reading and testing, not for speed.
+    """
+    q, k, v = (np.asarray(x, dtype=float) for x in (q, k, v))
+    if q.ndim != 2 or k.shape != v.shape or k.ndim != 2 or q.shape[1] != k.shape[1]:
+        raise ValueError(f"q, k and v must be 2-d arrays (tokens x head_dim) with one head_dim and k, v of one shape; "
+                         f"got q {q.shape}, k {k.shape}, v {v.shape}")
+    block = int(number("block", block, integer=True))
+    m = np.full(q.shape[0], -np.inf)
+    l = np.zeros(q.shape[0])
+    o = np.zeros((q.shape[0], v.shape[1]))
+    scale = 1 / np.sqrt(q.shape[1])
+    for j in range(0, k.shape[0], block):
+        s = (q @ k[j:j + block].T) * scale  # one block of scores, on chip
+        m_new = np.maximum(m, s.max(axis=1))
+        correction = np.exp(m - m_new)  # how much the old partial sums shrink under the new maximum
+        p = np.exp(s - m_new[:, None])
+        l = l * correction + p.sum(axis=1)
+        o = o * correction[:, None] + p @ v[j:j + block]
+        m = m_new
+    return o / l[:, None]
+
+
+# ---------------------------------------------------------------------------------------------
+# What the kernels' authors reported, kept with their sources so the chapter can check them
+
+
+class Reported(NamedTuple):
+    """A published figure: ``value`` (and ``high`` for a range) in ``unit`` ('FLOP/s', 'of peak' for
+    a fraction of the GPU's peak, 'x' for a speedup), measured on catalog GPU ``hardware`` in
+    ``dtype``; ``source`` is a key of the book's references.bib and ``what`` says what was timed."""
+
+    kernel: str
+    what: str
+    value: float
+    unit: str
+    source: str
+    hardware: str | None = None
+    dtype: str = "bf16"
+    high: float | None = None
+
+
+PUBLISHED = (
+    Reported("FlashAttention", "GPT-2 training, 1k tokens", 3.0, "x",
+             "dao2022flashattention"),
+    Reported("online softmax", "softmax alone, at best", 1.3, "x", "milakov2018online"),
+    Reported("FlashAttention-2", "attention forward and backward, over the settings timed", 0.50, "of peak", "dao2023flashattention2",
+             "a100-sxm-80gb", "fp16", high=0.73),
+    Reported("FlashAttention-2", "GPT training end to end, per GPU, at best", 225e12, "FLOP/s", "dao2023flashattention2",
+             "a100-sxm-80gb", "bf16"),
+    Reported("FlashAttention-2", "attention on an H100, as FlashAttention-3's authors report it", 0.35, "of peak", "shah2024flashattention3", "h100-sxm", "fp16"),
+    Reported("FlashAttention-3", "attention forward, fp16, at best", 740e12, "FLOP/s", "shah2024flashattention3", "h100-sxm",
+             "fp16"),
+    Reported("FlashAttention-3", "attention forward, fp8, close to", 1.2e15, "FLOP/s", "shah2024flashattention3", "h100-sxm",
+             "fp8"),
+    Reported("Flash-Decoding", "long-context generation end to end, at best", 8.0, "x", "dao2023flashdecoding"),
+)
+"""The throughput the kernels' papers and posts report (each verified against its abstract or post)."""

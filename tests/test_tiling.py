@@ -1,6 +1,7 @@
 """roofline.tiling: tiled matmul traffic, explicit and flash attention IO, Dao et al.'s count (chapter 4)."""
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -292,3 +293,32 @@ def test_hopper_shared_memory_is_in_the_catalog_with_its_source():
         h = rl.get_hardware(key)
         assert h.shared_memory_per_sm == 228 * 1024
         assert "tuning" in h.source("shared_memory_per_sm").source.title.lower()
+
+
+# ---------------------------------------------------------------------------------------------
+# Online softmax and the published figures
+
+
+def test_online_attention_equals_the_softmax_it_never_forms():
+    rng = np.random.default_rng(4)
+    q, k, v = (rng.standard_normal((37, 8)) * 3 for _ in range(3))
+    s = q @ k.T / np.sqrt(8)
+    p = np.exp(s - s.max(axis=1, keepdims=True))
+    exact = (p / p.sum(axis=1, keepdims=True)) @ v
+    for block in (1, 5, 37, 100):
+        assert np.allclose(tiling.online_attention(q, k, v, block), exact, rtol=1e-12, atol=1e-12)
+    with pytest.raises(ValueError, match="head_dim"):
+        tiling.online_attention(q, k[:, :4], v, 4)
+
+
+def test_published_fractions_agree_with_the_catalog_peaks():
+    # the papers' own utilization figures follow from their FLOP/s and the catalog's dense peaks:
+    # FlashAttention-2's 225 TFLOP/s is its "72% model FLOPs utilization"; FlashAttention-3's 740 its "75%"
+    rows = {(r.kernel, r.dtype, r.unit): r for r in tiling.PUBLISHED}
+    fa2 = rows[("FlashAttention-2", "bf16", "FLOP/s")]
+    assert fa2.value / rl.get_hardware(fa2.hardware).peak_flops(fa2.dtype) == pytest.approx(0.72, abs=0.005)
+    fa3 = rows[("FlashAttention-3", "fp16", "FLOP/s")]
+    assert fa3.value / rl.get_hardware(fa3.hardware).peak_flops(fa3.dtype) == pytest.approx(0.75, abs=0.005)
+    bib = (Path(__file__).resolve().parent.parent / "references.bib").read_text()
+    for r in tiling.PUBLISHED:
+        assert "{" + r.source + "," in bib, f"{r.source} is not in references.bib"
