@@ -274,16 +274,15 @@ def operations_table(pred: Prediction, title: str = "") -> Table:
 
 def attention_table(passes: Mapping[str, object], roof, title: str = "") -> Table:
     """Chapter 4: attention passes (:class:`roofline.tiling.AttentionIO`) side by side: FLOPs, HBM
-    traffic, intensity, time under ``roof`` (kernel by kernel), peak memory and what is kept for the
-    backward pass."""
+    traffic, intensity, time under ``roof`` (kernel by kernel), peak memory allocated and what is kept
+    for the backward pass."""
     rows = []
     for label, io in passes.items():
         p = predict(io.breakdown, roof, timing="kernel")
         rows.append((label, fmt(float(io.flops), "FLOP"), fmt(float(io.bytes), "B"), f"{float(io.intensity):,.0f}",
                      fmt(float(p.time), "s"), fmt(float(io.peak_bytes), "B"),
                      fmt(float(io.saved_bytes), "B") if float(io.saved_bytes) else "nothing"))
-    return Table(("pass", "FLOPs", "HBM traffic", "FLOP/byte", "time", "peak memory", "kept for backward"),
-                 tuple(rows), title)
+    return Table(("pass", "FLOPs", "HBM bytes", "FLOP/B", "time", "peak", "kept"), tuple(rows), title)
 
 
 def published_table(reported: Sequence, title: str = "") -> Table:
@@ -298,6 +297,6 @@ def published_table(reported: Sequence, title: str = "") -> Table:
             shown = f"{100 * r.value:.0f}%" + (f" to {100 * r.high:.0f}%" if r.high else "")
             share = shown
         else:
-            shown, share = f"{r.value:g}x faster", "—"
-        rows.append((r.kernel, r.what, hw.short if hw else "—", r.dtype if hw else "—", shown, share))
-    return Table(("kernel", "what was timed", "GPU", "format", "reported", "of dense peak"), tuple(rows), title)
+            shown, share = f"{r.value:g}x", "—"
+        rows.append((r.kernel, r.what, f"{hw.short}, {r.dtype}" if hw else "—", shown, share))
+    return Table(("kernel", "what was timed", "GPU, format", "reported, up to", "of peak"), tuple(rows), title)

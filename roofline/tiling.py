@@ -214,8 +214,8 @@ def explicit_attention(seq, head_dim, heads, *, kv_heads=None, batch=1, dtype: s
 
     ``peak_bytes``: the forward pass holds ``live_scores`` score-sized tensors at once (two is the least
     an unfused chain can do: an elementwise kernel's input and its output; an eager framework may hold
-    more) and the mask; the backward pass holds P, dP and dS. ``saved_bytes``: P, kept for the backward
-    pass. K and V are read once per KV head (grouped-query attention shares them).
+    more) and the mask; the backward pass holds P, dP and dS with dV. ``saved_bytes``: P, kept for the
+    backward pass. K and V are read once per KV head (grouped-query attention shares them).
     """
     seq, d, h, hkv, batch = _shape(seq, head_dim, heads, kv_heads, batch)
     _direction(direction)
@@ -245,7 +245,8 @@ def explicit_attention(seq, head_dim, heads, *, kv_heads=None, batch=1, dtype: s
                     writes={"activations": q}, m=seq, n=d, k=seq, **shape),
            Op.build("dk", "matmul", flops={"attention": mm}, reads={"scores": s, "activations": q},
                     writes={"activations": kv}, m=seq, n=d, k=seq, **shape)]
-    return AttentionIO("explicit attention, backward", tuple(ops), _out(3 * s), 0.0)
+    # at the softmax's backward P, dP and dS are alive, and dV is already written
+    return AttentionIO("explicit attention, backward", tuple(ops), _out(3 * s + kv), 0.0)
 
 
 def flash_block(on_chip, head_dim, dtype: str = "bf16"):
@@ -296,7 +297,7 @@ def flash_attention(seq, head_dim, heads, *, on_chip, kv_heads=None, batch=1, dt
 
     Forward: ``4 d`` FLOPs per computed (query, key) pair per head. ``training`` writes the fp32
     log-sum-exp of every row and keeps it with O for the backward pass (``saved_bytes``); inference
-    writes neither. ``peak_bytes`` is O (and the log-sum-exp).
+    writes neither. ``peak_bytes`` is O (and the log-sum-exp); backward, the gradients with the fp32 dQ.
 
     Backward (FlashAttention-2's Algorithm 2): a small kernel forms ``D = rowsum(dO * O)``; the main
     kernel loops over blocks of keys, loads K, V once, streams Q, dO, the log-sum-exp and D block by
@@ -345,7 +346,8 @@ def flash_attention(seq, head_dim, heads, *, on_chip, kv_heads=None, batch=1, dt
            Op.build("flash_bwd_post", "elementwise", reads={"statistics": dq32}, writes={"activations": q},
                     count=1, math=dtype))
     # per query head, dK and dV are written before a GQA group's are summed (counted in the kernel above)
-    return AttentionIO("flash attention, backward", ops, _out(dq32 + stat + 0 * bl), 0.0, _out(bl))
+    # at the end: the fp32 dQ, D, and the gradients dQ, dK and dV themselves
+    return AttentionIO("flash attention, backward", ops, _out(dq32 + stat + q + 2 * kv + 0 * bl), 0.0, _out(bl))
 
 
 def dao_forward_accesses(seq, head_dim, sram):
@@ -473,16 +475,17 @@ class Reported(NamedTuple):
 PUBLISHED = (
     Reported("FlashAttention", "GPT-2 training, 1k tokens", 3.0, "x",
              "dao2022flashattention"),
-    Reported("online softmax", "softmax alone, at best", 1.3, "x", "milakov2018online"),
-    Reported("FlashAttention-2", "attention forward and backward, over the settings timed", 0.50, "of peak", "dao2023flashattention2",
+    Reported("online softmax", "softmax alone", 1.3, "x", "milakov2018online"),
+    Reported("FlashAttention-2", "attention, forward and backward", 0.50, "of peak", "dao2023flashattention2",
              "a100-sxm-80gb", "fp16", high=0.73),
-    Reported("FlashAttention-2", "GPT training end to end, per GPU, at best", 225e12, "FLOP/s", "dao2023flashattention2",
+    Reported("FlashAttention-2", "GPT training, end to end", 225e12, "FLOP/s", "dao2023flashattention2",
              "a100-sxm-80gb", "bf16"),
-    Reported("FlashAttention-2", "attention on an H100, as FlashAttention-3's authors report it", 0.35, "of peak", "shah2024flashattention3", "h100-sxm", "fp16"),
-    Reported("FlashAttention-3", "attention forward, fp16, at best", 740e12, "FLOP/s", "shah2024flashattention3", "h100-sxm",
+    Reported("FlashAttention-2", "attention, per FlashAttention-3", 0.35, "of peak", "shah2024flashattention3", "h100-sxm", "fp16"),
+    Reported("FlashAttention-3", "attention forward", 740e12, "FLOP/s", "shah2024flashattention3", "h100-sxm",
              "fp16"),
-    Reported("FlashAttention-3", "attention forward, fp8, close to", 1.2e15, "FLOP/s", "shah2024flashattention3", "h100-sxm",
+    Reported("FlashAttention-3", "attention forward", 1.2e15, "FLOP/s", "shah2024flashattention3", "h100-sxm",
              "fp8"),
-    Reported("Flash-Decoding", "long-context generation end to end, at best", 8.0, "x", "dao2023flashdecoding"),
+    Reported("Flash-Decoding", "long-context generation", 8.0, "x", "dao2023flashdecoding"),
 )
-"""The throughput the kernels' papers and posts report (each verified against its abstract or post)."""
+"""The throughput the kernels' papers and posts report, best cases ("up to"), each checked against its
+abstract or post; a range where the paper gives one."""

@@ -322,3 +322,23 @@ def test_published_fractions_agree_with_the_catalog_peaks():
     bib = (Path(__file__).resolve().parent.parent / "references.bib").read_text()
     for r in tiling.PUBLISHED:
         assert "{" + r.source + "," in bib, f"{r.source} is not in references.bib"
+
+
+# ---------------------------------------------------------------------------------------------
+# The chapter's explorer
+
+
+def test_attention_explorer_frames_follow_the_sliders():
+    from roofline import widgets
+
+    ex = widgets.attention_explorer("h100-sxm", seqs=(1024, 65536), head_dims=(256,),
+                                    on_chips=(64 * 2**10, 233472))
+    assert "4 frames" in repr(ex)
+    short, long_small, long_big = ex.text((0, 0, 1)), ex.text((1, 0, 0)), ex.text((1, 0, 1))
+    assert "flash is" in short and "faster" in short
+    # a 64k sequence with heads of 256: too little on chip and flash moves more than the explicit chain
+    assert "slower" in long_small and "faster" in long_big
+    assert "does not fit on the H100 SXM" in long_big  # the explicit chain's score tensors
+    assert ex.png((1, 0, 0)) != ex.png((1, 0, 1))  # the flash point moves with the on-chip memory
+    with pytest.raises(ValueError, match="shared memory per SM"):
+        widgets.attention_explorer("a100-sxm-80gb")
