@@ -1,0 +1,183 @@
+"""Chapter 1 read as a student reads it locally: `make lab`, open the chapter, Run All.
+
+JupyterLab (with jupyterlab-myst, both pinned) runs headless on a free port of 127.0.0.1 with a token,
+serving a copy of the chapters (so nothing the run writes lands in the repository's notebooks), and
+Chromium, driven by Playwright as in tests/test_browser.py, opens chapter 1 with the numbers JupyterLab
+stored in it removed, runs all cells and scrolls through. Every markdown cell must then be rendered
+MyST: no raw ``{glue``, ``{eval}``, ``{numref}`` or ``{cite}`` left, math typeset, and each number
+evaluated against the live kernel, i.e. the very text glued under its name. Screenshots are left in
+``_build/browser/lab-*.png``. Skipped without a browser, as the other browser tests (a failure with
+``CI=true``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import secrets
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+from playwright import sync_api
+
+from booktools.browser import ARGS, local
+
+ROOT = Path(__file__).resolve().parent.parent
+NOTEBOOK = "01-three-budgets.ipynb"
+SHOTS = ROOT / "_build" / "browser"
+RAW = re.compile(r"\{glue|\{eval\}|\{numref\}|\{cite\}|\{term\}|\{doc\}")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def lab(chromium, tmp_path_factory):
+    """(base URL, token, the notebook as committed) of a JupyterLab serving a copy of chapters/."""
+    home = tmp_path_factory.mktemp("lab")
+    root = home / "chapters"
+    shutil.copytree(ROOT / "chapters", root, ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
+    committed = json.loads((ROOT / "chapters" / NOTEBOOK).read_text())
+    # the reader's JupyterLab has not stored any evaluated numbers yet: they must come from the kernel
+    opened = json.loads(json.dumps(committed))
+    for cell in opened["cells"]:
+        cell["metadata"].pop("user_expressions", None)
+    (root / NOTEBOOK).write_text(json.dumps(opened))
+    settings = home / "settings"
+    (settings / "@jupyterlab" / "apputils-extension").mkdir(parents=True)
+    (settings / "@jupyterlab" / "apputils-extension" / "notification.jupyterlab-settings").write_text(
+        json.dumps({"fetchNews": "false", "checkForUpdates": False}))
+    port, token = _free_port(), secrets.token_hex(16)
+    env = {**os.environ, "JUPYTER_CONFIG_DIR": str(home / "config"), "JUPYTER_RUNTIME_DIR": str(home / "runtime"),
+           "JUPYTERLAB_SETTINGS_DIR": str(settings), "JUPYTERLAB_WORKSPACES_DIR": str(home / "workspaces"),
+           "JUPYTER_DATA_DIR": str(home / "data")}
+    log = open(home / "lab.log", "w")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "jupyterlab", "--no-browser", "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={port}",
+         "--ServerApp.port_retries=0", "--allow-root", f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={root}"],
+        cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                with urllib.request.urlopen(f"{base}/api/status?token={token}", timeout=5) as r:
+                    if r.status == 200:
+                        break
+            except OSError:
+                pass
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"JupyterLab did not start:\n{(home / 'lab.log').read_text()[-3000:]}")
+            time.sleep(0.5)
+        yield base, token, committed
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        log.close()
+
+
+# In the page: the notebook's cells that are on screen, with their index and what a reader sees in them
+# (innerText: the text as laid out, so only for cells on screen; the browser skips the others).
+_ON_SCREEN_JS = """() => [...document.querySelectorAll('.jp-Notebook .jp-Cell')].map((cell, index) => {
+  const r = cell.getBoundingClientRect(), myst = cell.querySelector('.myst');
+  if (r.bottom < 0 || r.top > window.innerHeight) return null;
+  return {index, markdown: cell.classList.contains('jp-MarkdownCell'),
+    rendered: !!myst && !!cell.querySelector('.jp-InputArea-editor.lm-mod-hidden') && myst.innerText.trim().length > 0,
+    text: myst ? myst.innerText : cell.innerText,
+    errors: cell.querySelectorAll('.myst [data-mime-type="application/vnd.jupyter.stderr"]').length,
+    math: cell.querySelectorAll('.myst .katex, .myst mjx-container').length};
+}).filter(c => c)"""
+
+
+def _glued(committed) -> dict[str, str]:
+    import ast
+
+    found = {}
+    for cell in committed["cells"]:
+        for o in cell.get("outputs", []):
+            record = o.get("metadata", {}).get("scrapbook", {})
+            if record.get("name"):
+                found[record["name"]] = ast.literal_eval(o["data"][record["mime_prefix"] + "text/plain"])
+    return found
+
+
+def test_chapter_one_reads_in_jupyterlab_after_run_all(lab, chromium):
+    base, token, committed = lab
+    cells = committed["cells"]
+    n_code = sum(c["cell_type"] == "code" for c in cells)
+    glued = _glued(committed)
+    outside = []
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium, args=ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 1000})
+            page.route("**/*", lambda r: r.continue_() if local(r.request.url) else (outside.append(r.request.url),
+                                                                                    r.abort()))
+            page.goto(f"{base}/lab/tree/{NOTEBOOK}?token={token}", wait_until="domcontentloaded")
+            page.locator(".jp-Notebook .jp-Cell").nth(len(cells) - 1).wait_for(state="attached", timeout=120_000)
+            page.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']").wait_for(timeout=120_000)
+            page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Run$")).click()
+            page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^Run All Cells$")).click()
+            # done when the last code cell has its number, [n_code]
+            page.wait_for_function(
+                """n => { const p = [...document.querySelectorAll('.jp-CodeCell .jp-InputPrompt')].map(e => e.textContent);
+                          return p.length === n && p[n - 1].includes(`[${n}]`) && !p.some(t => t.includes('*')); }""",
+                arg=n_code, timeout=300_000, polling=500)
+            page.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']").wait_for(timeout=60_000)
+            # scroll through, as a reader does, so that every cell is laid out and painted
+            # solutions are dropdowns: open them all, as a reader checking each one would
+            page.evaluate("() => document.querySelectorAll('.jp-Notebook .myst details').forEach(d => d.open = true)")
+            # and read each cell while it is on screen (the last look at a cell counts)
+            scroller = page.locator(".jp-WindowedPanel-outer").first
+            seen, shots, y = {}, 0, 0
+            total = page.locator(".jp-Notebook .jp-Cell").count()
+            while True:
+                scroller.evaluate(f"e => e.scrollTo(0, {y})")
+                page.wait_for_timeout(200)
+                for cell in page.evaluate(_ON_SCREEN_JS):
+                    seen[cell["index"]] = cell
+                if y % 5400 == 0 and shots < 6:
+                    page.screenshot(path=str(SHOTS / f"lab-chapter-1-{shots}.png"))
+                    shots += 1
+                if scroller.evaluate("e => e.scrollTop + e.clientHeight >= e.scrollHeight - 2"):
+                    break
+                y += 600
+            page.locator(".jp-Notebook .jp-Cell").last.scroll_into_view_if_needed()
+            page.wait_for_timeout(500)
+            page.screenshot(path=str(SHOTS / "lab-chapter-1-end.png"))
+        finally:
+            browser.close()
+
+    (SHOTS / "lab-chapter-1.txt").write_text("\n\n".join(f"[{i}] {seen[i]['text']}" for i in sorted(seen)
+                                                         if seen[i]["markdown"]), encoding="utf-8")
+    assert total == len(cells) and sorted(seen) == list(range(len(cells))), (total, len(cells), sorted(seen))
+    markdown = [(seen[i], c) for i, c in enumerate(cells) if c["cell_type"] == "markdown"]
+    assert all(s["markdown"] for s, _ in markdown)
+    unrendered = [s["index"] for s, _ in markdown if not s["rendered"]]
+    assert not unrendered, f"markdown cells not rendered by jupyterlab-myst: {unrendered}"
+    for s, c in markdown:
+        raw = RAW.findall(s["text"])
+        assert not raw, f"cell {s['index']} shows raw roles {raw}: {s['text'][:300]!r}"
+        assert s["errors"] == 0, f"cell {s['index']}: an {{eval}} failed in the kernel: {s['text'][:300]!r}"
+        source = "".join(c["source"])
+        flat = " ".join(s["text"].split())
+        for name in re.findall(r"\{eval\}`([^`]+)`", source):
+            assert " ".join(glued[name].split()) in flat, f"cell {s['index']}: {name} = {glued[name]!r} not shown"
+        if "$" in source:
+            assert s["math"] > 0, f"cell {s['index']}: math not typeset: {s['text'][:200]!r}"
+    # the first markdown cell's objectives admonition, and figure references that became links
+    assert "What you will be able to do" in markdown[0][0]["text"]
