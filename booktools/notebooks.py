@@ -11,6 +11,12 @@ under ``user_expressions``, where jupyterlab-myst reads them, so that a chapter 
 shows its numbers before it is run. Each answer must be the text glued under that name by then: a
 name used before the cell that glues it, or rebound by the notebook's code, stops the run
 (:class:`ProseError`), since JupyterLab would show something other than the site.
+
+Figures get their captions in JupyterLab too: after each figure cell (``mystnb.figure`` metadata, which
+only the book build reads) the executor keeps a markdown cell tagged ``remove-cell`` (so the site
+never shows it) holding a MyST figure with that name and caption; jupyterlab-myst numbers it, shows
+"Figure N: caption" under the picture, and resolves ``{numref}`fig-...``` to it. These cells are
+written from the metadata on every run (the metadata is the one to edit).
 """
 
 from __future__ import annotations
@@ -20,11 +26,30 @@ import re
 import sys
 from pathlib import Path
 
-__all__ = ["execute", "clean", "evaluate_prose", "ProseError", "EVAL_ROLE"]
+__all__ = ["execute", "clean", "evaluate_prose", "caption_cells", "ProseError", "EVAL_ROLE", "LAB_CAPTION"]
 
 # an inline {eval}`expression` in a markdown cell (the names roofline.book.glue binds)
 EVAL_ROLE = re.compile(r"\{eval\}`([^`]+)`")
 USER_EXPRESSIONS = "user_expressions"  # the cell metadata key jupyterlab-myst reads and writes
+LAB_CAPTION = "lab_caption"  # under the cell metadata key "roofline": the figure a caption cell is for
+
+
+def caption_cells(nb) -> None:
+    """Rewrite, in place, the JupyterLab caption cell after every figure cell (and drop stale ones)."""
+    import nbformat
+
+    kept = [c for c in nb.cells if LAB_CAPTION not in c.metadata.get("roofline", {})]
+    cells = []
+    for cell in kept:
+        cells.append(cell)
+        figure = cell.metadata.get("mystnb", {}).get("figure", {}) if cell.cell_type == "code" else {}
+        if figure.get("name"):
+            caption = nbformat.v4.new_markdown_cell(
+                f":::{{figure}}\n:label: {figure['name']}\n:no-subfigures:\n\n{figure.get('caption', '')}\n:::",
+                metadata={"tags": ["remove-cell"], "roofline": {LAB_CAPTION: figure["name"]}})
+            caption["id"] = f"caption-{figure['name']}"[:64]  # stable, so that re-running changes nothing
+            cells.append(caption)
+    nb.cells = cells
 
 
 class ProseError(RuntimeError):
@@ -96,6 +121,7 @@ def execute(path: str | Path, timeout: int = 600) -> None:
 
     path = Path(path)
     nb = nbformat.read(path, as_version=4)
+    caption_cells(nb)
     client = NotebookClient(nb, timeout=timeout, kernel_name="python3", record_timing=False,
                             resources={"metadata": {"path": str(path.parent.resolve())}})
     client.reset_execution_trackers()

@@ -156,6 +156,12 @@ def test_chapter_one_reads_in_jupyterlab_after_run_all(lab, chromium):
                 if scroller.evaluate("e => e.scrollTop + e.clientHeight >= e.scrollHeight - 2"):
                     break
                 y += 600
+            # a figure with its caption, and an opened solution, to look at
+            for name, locator in (("figure", page.locator(".jp-Notebook .jp-MarkdownCell", has_text=re.compile(r"Figure\s1:"))),
+                                  ("solution", page.locator(".jp-Notebook .myst details").first)):
+                locator.first.scroll_into_view_if_needed()
+                page.wait_for_timeout(300)
+                page.screenshot(path=str(SHOTS / f"lab-chapter-1-{name}.png"))
             page.locator(".jp-Notebook .jp-Cell").last.scroll_into_view_if_needed()
             page.wait_for_timeout(500)
             page.screenshot(path=str(SHOTS / "lab-chapter-1-end.png"))
@@ -172,6 +178,9 @@ def test_chapter_one_reads_in_jupyterlab_after_run_all(lab, chromium):
     for s, c in markdown:
         raw = RAW.findall(s["text"])
         assert not raw, f"cell {s['index']} shows raw roles {raw}: {s['text'][:300]!r}"
+        # {numref} resolved to the figure's number (the caption cells name them), not left as a bare label
+        bare = re.findall(r"\bfig-[a-z0-9-]+", s["text"])
+        assert not bare, f"cell {s['index']}: figure references not resolved: {bare}"
         assert s["errors"] == 0, f"cell {s['index']}: an {{eval}} failed in the kernel: {s['text'][:300]!r}"
         source = "".join(c["source"])
         flat = " ".join(s["text"].split())
@@ -179,5 +188,10 @@ def test_chapter_one_reads_in_jupyterlab_after_run_all(lab, chromium):
             assert " ".join(glued[name].split()) in flat, f"cell {s['index']}: {name} = {glued[name]!r} not shown"
         if "$" in source:
             assert s["math"] > 0, f"cell {s['index']}: math not typeset: {s['text'][:200]!r}"
-    # the first markdown cell's objectives admonition, and figure references that became links
     assert "What you will be able to do" in markdown[0][0]["text"]
+    # each figure's caption under it, numbered, and the prose's references to it by that number
+    figures = [c["metadata"]["mystnb"]["figure"] for c in cells if "figure" in c["metadata"].get("mystnb", {})]
+    text = "\n".join(s["text"] for s, _ in markdown)
+    for number, figure in enumerate(figures, 1):
+        assert re.search(rf"Figure\s{number}:\s*{re.escape(figure['caption'][:40])}", text), figure["name"]
+    assert len(re.findall(r"Figure\s\d", text)) > len(figures)

@@ -121,7 +121,8 @@ def test_jupyterlab_shows_the_glued_text_before_and_after_run_all(path):
 @pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)
 def test_no_quantity_is_typed_into_prose(path):
     for c in _cells(path):
-        if c["cell_type"] == "markdown":
+        # a JupyterLab caption cell copies a figure's metadata caption (names such as "A100 80GB")
+        if c["cell_type"] == "markdown" and "lab_caption" not in c["metadata"].get("roofline", {}):
             m = TYPED.search(_prose(c))
             assert m is None, f"typed quantity {m.group(0)!r} in: {''.join(c['source'])[:100]}"
 
@@ -168,6 +169,26 @@ def test_chapter_opens_with_objectives_and_closes_with_a_summary(path):
     assert "What you will be able to do" in "".join(cells[0]["source"])
     headings = [line for c in cells for line in "".join(c["source"]).splitlines() if line.startswith("## ")]
     assert any(h.startswith("## Summary") for h in headings), headings
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)
+def test_every_figure_has_its_caption_for_jupyterlab(path):
+    """Right after each figure cell, a markdown cell hidden from the site (remove-cell) holds a MyST
+    figure with the figure's name and its caption as in the metadata: JupyterLab shows "Figure N:
+    caption" under the picture and resolves {numref} to it. One per figure, none left over."""
+    cells = _cells(path)
+    figures = {c["metadata"]["mystnb"]["figure"]["name"]: i for i, c in enumerate(cells)
+               if c["cell_type"] == "code" and "figure" in c["metadata"].get("mystnb", {})}
+    captions = {c["metadata"]["roofline"]["lab_caption"]: i for i, c in enumerate(cells)
+                if "lab_caption" in c["metadata"].get("roofline", {})}
+    assert set(captions) == set(figures), "caption cells are stale: re-execute with python -m booktools.notebooks"
+    for name, i in figures.items():
+        caption = cells[i + 1]
+        meta = cells[i]["metadata"]["mystnb"]["figure"]
+        assert captions[name] == i + 1 and caption["cell_type"] == "markdown"
+        assert "remove-cell" in caption["metadata"]["tags"]
+        text = "".join(caption["source"])
+        assert text.startswith(":::{figure}\n") and f":label: {name}\n" in text and meta["caption"] in text, text
 
 
 @pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)
