@@ -14,6 +14,12 @@ Converted, in markdown cells only: ``{glue:text}`name```, ``{glue}`name```, ``{g
 and nothing written: a format spec (``name:.2f``: glue the text already formatted), a name from another
 notebook (``path::name``), ``{glue:md}`` and the glue directives (``{glue:figure}`` and friends), and a
 name that is not a Python identifier.
+
+Two more changes make the chapter read in JupyterLab as on the site: a hidden glue cell that comes after
+the first markdown cell using one of its names moves up above it (Run All evaluates a cell's prose when
+it reaches it; this reads the committed outputs, so convert an executed notebook), and a glue name that
+the code also uses as a variable is glued under ``name_text`` instead (``glue`` never overwrites a
+variable). Both are printed.
 """
 
 from __future__ import annotations
@@ -25,7 +31,7 @@ import re
 import sys
 from pathlib import Path
 
-__all__ = ["convert_source", "convert_notebook", "clashes", "hoist_glue_cells", "ConversionError"]
+__all__ = ["convert_source", "convert_notebook", "clashes", "rename_glue_names", "hoist_glue_cells", "ConversionError"]
 
 _EVAL = re.compile(r"\{eval\}`([^`]+)`")
 
@@ -90,6 +96,31 @@ def clashes(nb) -> list[str]:
                   in ("glue", "glue_text") and node.args and isinstance(node.args[0], ast.Constant)):
                 glued.add(node.args[0].value)
     return sorted(glued & bound)
+
+
+def rename_glue_names(nb, names: list[str]) -> dict[str, str]:
+    """Give each glue name in ``names`` (a name the code also uses as a variable) a new one, ``name_text``
+    (or ``name_text2``...), in the glue calls' first argument and in the prose's ``{eval}`` roles; the
+    variable keeps its name, so the code is untouched otherwise. Returns {old: new}."""
+    taken = set()
+    for cell in nb.cells:
+        taken |= set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", cell.source))
+    renamed = {}
+    for old in names:
+        new, k = f"{old}_text", 1
+        while new in taken:
+            k += 1
+            new = f"{old}_text{k}"
+        taken.add(new)
+        renamed[old] = new
+        call = re.compile(rf"""(\bglue(?:_text)?\(\s*)(["']){re.escape(old)}\2""")
+        role = re.compile(rf"\{{eval\}}`{re.escape(old)}`")
+        for cell in nb.cells:
+            if cell.cell_type == "code":
+                cell.source = call.sub(lambda m: f"{m.group(1)}{m.group(2)}{new}{m.group(2)}", cell.source)
+            elif cell.cell_type == "markdown":
+                cell.source = role.sub(f"{{eval}}`{new}`", cell.source)
+    return renamed
 
 
 def _names(source: str, kind) -> set[str]:
@@ -161,9 +192,14 @@ def convert_notebook(path: str | Path) -> int:
         raise ConversionError("\n".join(problems))
     for cell, new in changed:
         cell.source = new
-    moved, late = hoist_glue_cells(nb)
-    if total or moved:
+    moved, late = hoist_glue_cells(nb)  # before renaming: it reads the glued outputs' (old) names
+    renamed = rename_glue_names(nb, clashes(nb))
+    if total or moved or renamed:
         nbformat.write(nb, path)
+    if moved:
+        print(f"{path.name}: {moved} hidden glue cell{'s' if moved != 1 else ''} moved above the prose that first reads it")
+    for old, name in renamed.items():
+        print(f"{path.name}: glue name {old!r} is also a variable of the code: glued as {name!r} now")
     if late:
         raise ConversionError("converted and saved, but in JupyterLab a number would be read before it is glued:\n"
                               + "\n".join(late))
@@ -184,13 +220,6 @@ def main(argv: list[str]) -> int:
             status = 1
             continue
         print(f"{name}: {n} glue role{'s' if n != 1 else ''} now {{eval}}", flush=True)
-        import nbformat
-
-        clash = clashes(nbformat.read(name, as_version=4))
-        if clash:
-            print(f"{name}: rename these variables of the code before executing it (each is also a glue name, "
-                  f"which glue will not overwrite): {', '.join(clash)}", file=sys.stderr)
-            status = 1
     return status
 
 

@@ -117,3 +117,17 @@ def test_glue_never_replaces_a_notebook_variable(kernel_namespace):
 def test_glue_names_must_be_evaluable(name):
     with pytest.raises(ValueError, match="identifier"):
         book.glue(name, 1.0)
+
+
+def test_a_glue_name_that_is_also_a_variable_is_glued_under_another_name(tmp_path, capsys):
+    path = _notebook(tmp_path, [
+        _glue_cell('ib_ridge = 2.0\nglue("ib_ridge", ib_ridge)\nglue_text( "block", "x")\nblock = 3', ["ib_ridge", "block"]),
+        nbformat.v4.new_markdown_cell("Ridge {glue:text}`ib_ridge`, block {glue:text}`block`, ib_ridge_text."),
+    ])
+    assert main([str(path)]) == 0
+    code, prose = (c.source for c in nbformat.read(path, as_version=4).cells)
+    # ib_ridge_text is a word of the notebook already, so the new name takes the next suffix
+    assert code == 'ib_ridge = 2.0\nglue("ib_ridge_text2", ib_ridge)\nglue_text( "block_text", "x")\nblock = 3'
+    assert prose == "Ridge {eval}`ib_ridge_text2`, block {eval}`block_text`, ib_ridge_text."
+    assert "glued as 'ib_ridge_text2' now" in capsys.readouterr().out
+    assert clashes(nbformat.read(path, as_version=4)) == []
