@@ -146,6 +146,19 @@ def test_figures_are_captioned_described_and_saved_for_slides(path):
             assert (ROOT / "figures" / f"{saved.group(1)}.{ext}").stat().st_size > 1000
 
 
+def test_figure_names_are_unique_across_the_book():
+    """A {numref} target is global to the site: two chapters naming a figure alike would make the build fail
+    (duplicate label) or, worse, link a reader to the other chapter's figure."""
+    owner: dict[str, str] = {}
+    for path in CHAPTERS:
+        for c in _cells(path):
+            name = c["metadata"].get("mystnb", {}).get("figure", {}).get("name") if c["cell_type"] == "code" else None
+            if name:
+                assert name not in owner, f"figure {name!r} is named in both {owner[name]} and {path.name}"
+                owner[name] = path.name
+    assert len(owner) >= 2 * len(CHAPTERS)
+
+
 @pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)
 def test_exercises_have_worked_solutions_in_prose(path):
     """At least six exercises, each with a hidden solution that is a worked derivation in prose and
