@@ -562,7 +562,8 @@ def serving_throughput_chart(batches, curves: dict, walls: dict, *, title=None):
         ticks = [4**k for k in range(0, 8) if x.min() <= 4**k <= x.max()]
         ax.set_xticks(ticks, [f"{t:,}" for t in ticks])
         ax.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:,.0f}"))
-        ax.yaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+        ax.yaxis.set_minor_locator(matplotlib.ticker.LogLocator(subs=(2, 5)))  # 200, 500, 2,000...: a decade
+        ax.yaxis.set_minor_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:,.0f}"))  # is too coarse
         ax.set_xlabel("batch (sequences decoded together, log scale)")
         ax.set_ylabel("tokens per second (log scale)")
         ax.grid(True, which="major")
