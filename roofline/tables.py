@@ -270,3 +270,63 @@ def operations_table(pred: Prediction, title: str = "") -> Table:
                      f"{float(o.intensity):,.1f}", str(t.bound), fmt(float(t.time), "s")))
     return Table(("kernel", "launches", "FLOPs", "bytes", "FLOP/B", "bound", "time"), tuple(rows),
                  title or f"operations, timed under the {pred.timing} rule on {pred.roof.label}")
+
+
+def formats_table(formats=None, catalog=("a100-sxm-80gb", "h100-sxm", "b200"), title: str = "") -> Table:
+    """Chapter 6: each number format's bits per element (scales included), range, and the chips among
+    ``catalog`` whose tensor cores compute in it (their dense peak), in one table."""
+    from .quantization import FLOAT_LAYOUTS, INTEGER_LEVELS, float_range  # noqa: PLC0415 (chapter 6 only)
+    from .units import bits_per_element, group_format
+
+    formats = formats or ("bf16", "fp16", "fp8 E4M3", "fp8 E5M2", "int8", "int4", "int4-g128", "int4-g128-zp",
+                          "fp4 E2M1", "mxfp4")
+    chips = [get_hardware(c) for c in catalog]
+    rows = []
+    for name in formats:
+        key = name.split(" ")[0]
+        g = group_format(key)
+        base = g.base if g else key
+        if name in FLOAT_LAYOUTS or (g and base == "fp4"):
+            r = float_range(*FLOAT_LAYOUTS["fp4 E2M1" if base == "fp4" else name])
+            span = (f"±{r.max:.3g}" if r.max >= 1e6 else f"±{r.max:g}"), f"{r.binades:.0f}"
+        else:
+            span = f"±{INTEGER_LEVELS[base]} steps", "—"
+        peaks = [fmt(h.peak_flops(base), "FLOP/s", 3) if base in h.dense_flops else "—" for h in chips]
+        rows.append((name, f"{bits_per_element(key):g}", *span, *peaks))
+    return Table(("format", "bits per element", "largest value", "binades", *(f"{h.short} dense peak" for h in chips)),
+                 tuple(rows), title)
+
+
+def published_table(rows=None, title: str = "") -> Table:
+    """Chapter 6: the quality each method costs, from the papers' own tables, each beside its own baseline."""
+    from .quantization import PUBLISHED, relative_change  # noqa: PLC0415 (chapter 6 only)
+
+    out = []
+    for r in rows or PUBLISHED:
+        shown = (lambda v: f"{v:.1f}%") if r.metric == "accuracy" else (lambda v: f"{v:.2f}")
+        change = relative_change(r)
+        out.append((r.method, r.scheme, r.model, f"{r.dataset} {r.metric}", shown(r.baseline),
+                    shown(r.value), f"{100 * change:+.1f}%", f"{r.source}, {r.where}"))
+    return Table(("method", "what is quantized", "model", "metric", "baseline", "quantized", "quality lost", "source"),
+                 tuple(out), title)
+
+
+def quantized_serving_table(models, hardware, context: int, schemes=None, title: str = "") -> Table:
+    """Chapter 6: for each model and deployment (:data:`roofline.quantization.SCHEMES`) on one GPU, the
+    weights held, the largest batch of ``context``-token sequences that fits, decode time per token at
+    batch 1 and at that batch, and the time of one ``context``-token prefill (first-order count, step rule)."""
+    from .quantization import SCHEMES, scheme, serving_point  # noqa: PLC0415 (chapter 6 only)
+
+    h = get_hardware(hardware)
+    rows = []
+    for model in models:
+        m = load_model(model)
+        for name in schemes or SCHEMES:
+            p = serving_point(m, h, context, **scheme(name))
+            if not p.fits:
+                rows.append((m.title, name, fmt(p.weights, "B", 3), "does not fit", "—", "—", "—"))
+                continue
+            rows.append((m.title, name, fmt(p.weights, "B", 3), f"{p.max_batch:,}", fmt(p.decode_time_1, "s", 3),
+                         fmt(p.decode_time_max, "s", 3), fmt(p.prefill_time, "s", 3)))
+    return Table(("model", "formats", "weights", "largest batch", "decode/token, batch 1",
+                  "decode/token, largest batch", "prefill"), tuple(rows), title)
