@@ -94,7 +94,7 @@ def roofline_chart(roofs, points: Sequence[dict] = (), *, intensity=(0.1, 1e4), 
     """Log-log roofline: one roof per entry of ``roofs``, and work as labelled points under them.
 
     ``points`` are dicts with ``intensity``, ``flops_per_s`` (achieved or attainable), ``label`` and
-    optional ``color`` and ``marker``. ``traffic`` names the memory the bytes cross, for the x axis
+    optional ``color``, ``marker`` and ``legend`` (a legend entry instead of a label beside the point). ``traffic`` names the memory the bytes cross, for the x axis
     ('HBM' on a GPU, 'memory' for a CPU's DRAM). Returns the figure.
     """
     roofs = _roofs(roofs)
@@ -117,9 +117,10 @@ def roofline_chart(roofs, points: Sequence[dict] = (), *, intensity=(0.1, 1e4), 
             if annotate_ridge and intensity[0] < r.ridge_point < intensity[1]:
                 ax.plot([r.ridge_point], [r.peak_flops / 1e12], "o", color=color, ms=5)
                 ax.axvline(r.ridge_point, color=color, lw=0.8, ls=":", zorder=1)
-        for p in points:
+        for p in points:  # a point with a "legend" entry is named in the legend rather than beside it
             ax.plot([p["intensity"]], [p["flops_per_s"] / 1e12], p.get("marker", "D"), ms=8,
-                    color=p.get("color", PALETTE["vermillion"]), mec="black", mew=0.6, zorder=5)
+                    color=p.get("color", PALETTE["vermillion"]), mec="black", mew=0.6, zorder=5,
+                    label=p.get("legend"))
             if p.get("label"):
                 ax.annotate(p["label"], (p["intensity"], p["flops_per_s"] / 1e12), textcoords="offset points",
                             xytext=p.get("offset", (8, -4)), fontsize=9.5, ha=p.get("ha", "left"))
@@ -483,8 +484,8 @@ def speedup_chart(batches, curves: dict, *, marks: dict | None = None, title=Non
     with style():
         fig, ax = plt.subplots(figsize=(7, 4.2), layout="constrained")
         for i, (label, y) in enumerate(curves.items()):
-            color = _CYCLE[i % len(_CYCLE)]
-            ax.plot(batches, y, "-", color=color, lw=2, label=label)
+            color = _CYCLE[i % len(_CYCLE)]  # and a dash pattern each, so that curves that coincide both show
+            ax.plot(batches, y, ls=("-", (0, (5, 2)), "-.", (0, (1.5, 1.5)))[i % 4], color=color, lw=2.2, label=label)
             b = (marks or {}).get(label)
             if b is not None and batches[0] <= b <= batches[-1]:
                 ax.axvline(b, color=color, lw=1, ls=":")
@@ -499,7 +500,7 @@ def speedup_chart(batches, curves: dict, *, marks: dict | None = None, title=Non
 
 
 def quality_chart(points: Sequence[dict], *, title=None, xlabel="predicted decode speedup", ylabel="quality lost (%)"):
-    """Chapter 6: published methods as points, speed bought (x) against quality lost (y, symlog).
+    """Chapter 6: published methods as points, speed bought (x) against quality lost (y, percent).
 
     ``points`` are dicts with ``x``, ``y`` (percent), ``label``, and ``group`` (one colour and marker
     per group, named in the legend).
@@ -517,7 +518,6 @@ def quality_chart(points: Sequence[dict], *, title=None, xlabel="predicted decod
                     ax.annotate(p["label"], (p["x"], p["y"]), textcoords="offset points", xytext=p.get("offset", (7, -3)),
                                 fontsize=8.5)
         ax.axhline(0, color="#333333", lw=0.8)
-        ax.set_yscale("symlog", linthresh=1)
         ax.set_xlabel(xlabel)
         ax.set_ylabel(ylabel)
         if title:

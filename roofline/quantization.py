@@ -36,7 +36,7 @@ from .units import DTYPE_BYTES, SCALE_FORMATS, dtype_bytes
 __all__ = ["FloatRange", "float_range", "FLOAT_LAYOUTS", "INTEGER_LEVELS", "group_size_for_overhead", "chips_with",
            "check_math", "Crossover", "crossover_batch", "SCHEMES", "scheme", "weight_bytes", "max_batch",
            "ServingPoint", "serving_point", "decode_speedup", "dequantization_budget", "Published", "PUBLISHED",
-           "published", "relative_change", "MeasuredFp8", "measured_fp8_speedup"]
+           "published", "formats_of", "relative_change", "MeasuredFp8", "measured_fp8_speedup"]
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -343,6 +343,8 @@ PUBLISHED: tuple[Published, ...] = (
               "lin2024awq", "Table 4"),
     Published("AWQ", "W4A16 int4, g128", 4, "Llama-2 70B", "perplexity", "WikiText-2", "FP16", 3.32, 3.41,
               "lin2024awq", "Table 4"),
+    Published("AWQ", "W4A16 int4, g128", 4, "LLaMA 7B", "perplexity", "WikiText-2", "FP16", 5.68, 5.78,
+              "lin2024awq", "Table 4"),
     Published("AWQ", "W3A16 int3, g128", 3, "Llama-2 7B", "perplexity", "WikiText-2", "FP16", 5.47, 6.24,
               "lin2024awq", "Table 4"),
     Published("AWQ", "W3A16 int3, g128", 3, "Llama-2 70B", "perplexity", "WikiText-2", "FP16", 3.32, 3.74,
@@ -373,6 +375,24 @@ def published(*, method: str | None = None, source: str | None = None) -> tuple[
             raise unknown_name("source", source, {r.source for r in PUBLISHED})
         rows = tuple(r for r in rows if r.source == source)
     return rows
+
+
+_SCHEME_FORMATS = MappingProxyType({
+    "W8A8 int8, outliers in fp16": {"weights_dtype": "int8", "math_dtype": "int8", "embeddings_dtype": "bf16"},
+    "W8A8 int8": {"weights_dtype": "int8", "math_dtype": "int8", "embeddings_dtype": "bf16"},
+    "W8A8 fp8": {"weights_dtype": "fp8", "math_dtype": "fp8", "embeddings_dtype": "bf16"},
+    "W4A16 int4": {"weights_dtype": "int4", "embeddings_dtype": "bf16"},
+    "W4A16 int4, g128": {"weights_dtype": "int4-g128", "embeddings_dtype": "bf16"},
+})
+
+
+def formats_of(row: Published) -> dict | None:
+    """The format settings (for :func:`~roofline.inference.decode_step`) of a published row's scheme, or
+    None where the package has no such format (3-bit weights). LLM.int8()'s fp16 outlier columns are
+    left out: a few per matrix, they change the bytes little and the kernel's speed a lot, which the
+    roofline does not see."""
+    found = _SCHEME_FORMATS.get(row.scheme)
+    return None if found is None else dict(found)
 
 
 def relative_change(row: Published) -> float:
