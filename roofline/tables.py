@@ -15,13 +15,15 @@ from .memory import (KORTHIKANTI_CONFIGS, RECIPES, RECOMPUTE_POLICIES, activatio
 from .model import load_model
 from .ops import matmul
 from .network import Tier
+from .quantization import (FLOAT_LAYOUTS, INTEGER_LEVELS, PUBLISHED, SCHEMES, float_range, relative_change, scheme,
+                           serving_point)
 from .roof import Prediction, predict
 from .training import hfu, mfu, tokens_per_s_at_mfu
-from .units import fmt
+from .units import bits_per_element, fmt, group_format
 
 __all__ = ["Table", "workload_table", "breakdown_table", "tiers_table", "hardware_table", "mfu_table", "mfu_calculator",
            "recipes_table", "saved_tensors_table", "footprint_table", "kv_capacity_table", "korthikanti_table",
-           "matmul_intensity_table", "operations_table"]
+           "matmul_intensity_table", "operations_table", "formats_table", "published_table", "quantized_serving_table"]
 
 
 @dataclass(frozen=True)
@@ -275,8 +277,6 @@ def operations_table(pred: Prediction, title: str = "") -> Table:
 def formats_table(formats=None, catalog=("a100-sxm-80gb", "h100-sxm", "b200"), title: str = "") -> Table:
     """Chapter 6: each number format's bits per element (scales included), range, and the chips among
     ``catalog`` whose tensor cores compute in it (their dense peak), in one table."""
-    from .quantization import FLOAT_LAYOUTS, INTEGER_LEVELS, float_range  # noqa: PLC0415 (chapter 6 only)
-    from .units import bits_per_element, group_format
 
     formats = formats or ("bf16", "fp16", "fp8 E4M3", "fp8 E5M2", "int8", "int4", "int4-g128", "int4-g128-zp",
                           "fp4 E2M1", "mxfp4")
@@ -299,7 +299,6 @@ def formats_table(formats=None, catalog=("a100-sxm-80gb", "h100-sxm", "b200"), t
 
 def published_table(rows=None, title: str = "") -> Table:
     """Chapter 6: the quality each method costs, from the papers' own tables, each beside its own baseline."""
-    from .quantization import PUBLISHED, relative_change  # noqa: PLC0415 (chapter 6 only)
 
     out = []
     for r in rows or PUBLISHED:
@@ -315,7 +314,6 @@ def quantized_serving_table(models, hardware, context: int, schemes=None, title:
     """Chapter 6: for each model and deployment (:data:`roofline.quantization.SCHEMES`) on one GPU, the
     weights held, the largest batch of ``context``-token sequences that fits, decode time per token at
     batch 1 and at that batch, and the time of one ``context``-token prefill (first-order count, step rule)."""
-    from .quantization import SCHEMES, scheme, serving_point  # noqa: PLC0415 (chapter 6 only)
 
     h = get_hardware(hardware)
     rows = []

@@ -28,10 +28,11 @@ import numpy as np
 from PIL import Image
 
 from .hardware import Hardware, get_hardware
-from .inference import compute_bound_batch, decode_step
+from .inference import compute_bound_batch, decode_step, prefill
 from .memory import fit_summary, kv_cache_capacity_tokens, training_footprint
 from .model import Model, load_model
 from .plot import PALETTE, _legend_below, memory_bars, roofline_chart
+from .quantization import check_math, weight_bytes
 from .roof import Roof, as_roof, predict
 from .units import dtype_bytes, fmt
 
@@ -367,9 +368,6 @@ def quantization_explorer(model: Model | str = "llama-3-8b", hardware: Hardware 
     them. Quantized weights keep the embedding table, output head and norms in bf16, as in
     :data:`roofline.quantization.SCHEMES`.
     """
-    from .quantization import check_math, weight_bytes  # noqa: PLC0415 (a workload, imported where used)
-    from .inference import prefill  # noqa: PLC0415
-
     m, h = load_model(model), get_hardware(hardware)
     weights = [w if isinstance(w, tuple) else (w, w) for w in weights]
     for math_format in maths:
