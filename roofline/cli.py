@@ -8,6 +8,7 @@
     roofline ridge h100-sxm --dtype fp8    # FLOP per byte where compute becomes the limit
     roofline decode llama-3-8b --gpu h100-sxm --batch 8 --context 4096
     roofline prefill llama-3-8b --gpu h100-sxm --tokens 2048
+    roofline serve llama-3-8b --gpu h100-sxm --context 8192 --kv-dtype fp8
 
 A model is a shipped name (``roofline params --help`` lists them) or the path of any Hugging Face
 ``config.json``. Bad input exits with status 2 and a one-line message; a question the package does
@@ -35,6 +36,7 @@ from .measured import calibrated_roof_for
 from .memory import inference_footprint
 from .model import Model, NotModelledError, load_model, model_names
 from .roof import TIMINGS, predict
+from .serving import VLLM_BLOCK_SIZE, ServingPlan, check_context, kv_replicas, serving_plan
 from .tables import Table, breakdown_table, operations_table
 from .quantization import check_math, weight_bytes
 from .units import DTYPE_BYTES, dtype_bytes, fmt
@@ -162,6 +164,22 @@ def build_parser() -> argparse.ArgumentParser:
                        help="with --roof measured on another GPU: assume the H200's measured efficiencies")
         p.add_argument("--ops", action="store_true", help="list the operations (kernels): FLOPs, bytes, bound, time")
         p.add_argument("--json", action="store_true", help="print one JSON object")
+    p = sub.add_parser("serve", help="how many requests fit beside the weights, and how fast they decode",
+                       description=f"Shipped models: {models}; or the path of a config.json. The largest batch whose "
+                                   "KV cache fits, and at that batch the decode step (datasheet roof). Chapter 5.")
+    p.add_argument("model", help="a shipped model name or the path of a Hugging Face config.json")
+    p.add_argument("--gpu", required=True, help="an accelerator key or alias, e.g. h100-sxm")
+    p.add_argument("--context", type=_whole(1), required=True,
+                   help="tokens of context per request (at most the model's max_position_embeddings)")
+    p.add_argument("--weights-dtype", default="bf16", choices=list(DTYPE_BYTES), help="format of the weights (default bf16)")
+    p.add_argument("--kv-dtype", choices=list(DTYPE_BYTES), help="format of the KV cache (default: the weights')")
+    p.add_argument("--block-size", type=_whole(1), default=VLLM_BLOCK_SIZE,
+                   help=f"tokens per KV block, paged attention (default {VLLM_BLOCK_SIZE}, vLLM's; 1: no rounding)")
+    p.add_argument("--gpus", "--tp", dest="gpus", type=_whole(1), default=1,
+                   help="tensor-parallel GPUs serving one copy of the model, memory and bandwidth pooled (default 1)")
+    p.add_argument("--batch", type=_whole(1), help="time the decode at this batch instead of the largest that fits")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+
     for p in sub.choices.values():
         p.add_argument("--catalog", metavar="PATH", default=os.environ.get("ROOFLINE_CATALOG") or None,
                        help="a hardware catalog TOML to use instead of the shipped one "
@@ -335,6 +353,42 @@ def _workload(kind: str, b: Breakdown, h: Hardware, tokens: int, as_json: bool, 
     return "\n\n".join(shown) + "\n\n" + "\n".join(lines + _fit_lines(fit, h))
 
 
+def _serve_text(p: ServingPlan) -> str:
+    """The plan as a few aligned lines."""
+    where = f"{p.gpus} × {p.hardware}" if p.gpus > 1 else f"one {p.hardware}"
+    paging = "no block rounding" if p.block_size in (None, 1) else f"blocks of {p.block_size} tokens"
+    rows = [("usable HBM", fmt(p.usable, "B")),
+            (f"weights ({p.weights_dtype})", fmt(p.weights, "B")),
+            (f"KV cache per token ({p.kv_dtype})", f"{p.kv_per_token:,.0f} B"
+             + (f" ({p.kv_copies} copies across the GPUs)" if p.kv_copies > 1 else "")),
+            ("KV cache per sequence", fmt(p.kv_per_sequence, "B")
+             + (f" ({fmt(p.waste_per_sequence, 'B')} of it empty in the last block)" if p.waste_per_sequence else "")),
+            ("largest batch that fits", f"{p.max_batch:,}")]
+    if p.step_time is not None:
+        rows += [(f"decode step at batch {p.batch:,}", f"{fmt(p.step_time, 's')} (the time per output token)"),
+                 ("throughput", fmt(p.tokens_per_s, "tokens/s")),
+                 ("bound", f"{p.bound}, compute {fmt(100 * p.utilization, '%')} busy"),
+                 ("KV cache share of the bytes read", fmt(100 * p.kv_read_share, "%"))]
+    width = max(len(k) for k, _ in rows)
+    lines = [f"serving {p.model} ({p.layout}) on {where}, {p.context:,} tokens per request, {paging}",
+             *(f"  {k.ljust(width)}  {v}" for k, v in rows)]
+    if p.step_time is not None:
+        lines.append(f"  (roof: {p.roof}, datasheet; tensor-parallel all-reduces not counted)" if p.gpus > 1
+                     else f"  (roof: {p.roof}, datasheet)")
+    lines.append(("" if p.fits else "DOES NOT FIT: ") + p.verdict())
+    return "\n".join(lines)
+
+
+def _serve(args: argparse.Namespace, m: Model, h: Hardware) -> str:
+    _at("--context", check_context, m, args.context)
+    _at("--gpus", kv_replicas, m, args.gpus)
+    plan = _at("--batch" if args.batch else "--context", serving_plan, m, h, args.context, gpus=args.gpus,
+               weights_dtype=args.weights_dtype, kv_dtype=args.kv_dtype, block_size=args.block_size, batch=args.batch)
+    if args.json:
+        return json.dumps({"gpu": h.key, **plan.as_dict()}, indent=2)
+    return _serve_text(plan)
+
+
 def _at(argument: str, call, *args, **kwargs):
     """Call ``call``; a bad-input error it raises becomes a :class:`UsageError` naming ``argument``."""
     try:
@@ -361,6 +415,8 @@ def _run(args: argparse.Namespace) -> str:
     if args.command == "ridge":
         return _at("--dtype", _ridge, _at("gpu", get_hardware, args.gpu, catalog), args.dtype, args.json)
     m, h = _at("model", load_model, args.model), _at("--gpu", get_hardware, args.gpu, catalog)
+    if args.command == "serve":
+        return _serve(args, m, h)
     accounting = args.accounting or ("text" if args.timing == "step" else "refined")
     options = {"attention": args.attention}
     if getattr(args, "lm_head", "all") != "all":

@@ -100,14 +100,21 @@ class Breakdown:
         ``order`` lists parts to put first (kept even when no operation has them, as zeros)."""
         sums: dict[str, list] = {p: [0.0, 0.0] for p in order}
         for op in ops:
-            for p, c in op.parts.items():
+            flops, reads, writes = op.split
+            for p in dict.fromkeys((*flops, *reads, *writes)):  # the op's parts, as Op.parts has them
+                f, by = flops.get(p, 0.0), reads.get(p, 0.0) + writes.get(p, 0.0)
                 s = sums.get(p)
                 if s is None:
-                    sums[p] = [c.flops, c.bytes]
+                    sums[p] = [f, by]
                 else:
-                    s[0] = s[0] + c.flops
-                    s[1] = s[1] + c.bytes
-        return cls(name, {p: Cost._raw(f, b) for p, (f, b) in sums.items()}, tuple(ops), formats)
+                    s[0] = s[0] + f
+                    s[1] = s[1] + by
+        # the parts are the package's own sums of checked numbers: built without re-validation, for speed
+        b = object.__new__(cls)
+        for field, value in (("name", name), ("parts", MappingProxyType({p: Cost._raw(f, by) for p, (f, by) in sums.items()})),
+                             ("ops", tuple(ops)), ("formats", formats)):
+            object.__setattr__(b, field, value)
+        return b
 
     def op(self, name: str):
         """The operation called ``name`` (close matches on a miss)."""
@@ -131,7 +138,11 @@ class Breakdown:
 
     @property
     def total(self) -> Cost:
-        return sum(self.parts.values(), Cost._raw(0.0, 0.0))
+        t = self.__dict__.get("_total")  # worked out once: the parts are frozen
+        if t is None:
+            t = sum(self.parts.values(), Cost._raw(0.0, 0.0))
+            object.__setattr__(self, "_total", t)
+        return t
 
     @property
     def flops(self):

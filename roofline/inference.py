@@ -95,7 +95,12 @@ ELEMENTWISE_OPS = ("embedding", "attn_norm", "rope", "kv_write", "attn_residual"
 PARTS = ("weights", "embedding", "lm_head", "norms", "kv_cache", "attention", "activations", "elementwise")
 
 
+_DEFAULTS = MappingProxyType({key: choices[0] for key, choices in OPTIONS.items()})
+
+
 def _check_options(options: dict, omit) -> tuple[dict, tuple]:
+    if not options and not omit:
+        return _DEFAULTS, ()
     out = {}
     for key, value in options.items():
         if key not in OPTIONS:
@@ -111,14 +116,23 @@ def _check_options(options: dict, omit) -> tuple[dict, tuple]:
     return out, omit
 
 
-def _linears(m: Model):
-    """(Linear -> count) for the model's decoder layers, worked out once per Model object."""
-    try:
-        return m.__dict__["_roofline_linears"]
-    except KeyError:
-        out = _count_linears(m)
-        object.__setattr__(m, "_roofline_linears", out)  # a cache beside the frozen fields, not a field
-        return out
+def _linears(m: Model, qkv_fused: bool = False, mlp_fused: bool = False) -> tuple:
+    """((Linear, count), ...) for the model's decoder layers, with q/k/v and gate/up fused into one
+    matmul each where asked (and possible); worked out once per Model object and choice."""
+    cache = m.__dict__.get("_roofline_linears")
+    if cache is None:
+        cache = {}
+        object.__setattr__(m, "_roofline_linears", cache)  # a cache beside the frozen fields, not a field
+    key = (qkv_fused, mlp_fused)
+    out = cache.get(key)
+    if out is None:
+        out = dict(_count_linears(m))
+        if qkv_fused:
+            out = _fuse(out, ("q_proj", "k_proj", "v_proj"), "qkv_proj")
+        if mlp_fused:
+            out = _fuse(out, ("gate_proj", "up_proj"), "gate_up_proj")
+        out = cache[key] = tuple(out.items())
+    return out
 
 
 def _count_linears(m: Model):
@@ -139,6 +153,9 @@ def _count_linears(m: Model):
         add((*m.attention_linears(), m.router(), *m.shared_expert_linears(), *(m.expert_linears() * e.experts_per_token)),
             n_moe)
     return MappingProxyType(counts)
+
+
+_ATTENTION_LINEARS = frozenset(("q_proj", "k_proj", "v_proj", "qkv_proj"))
 
 
 def _fuse(linears: dict, names: tuple, fused: str) -> dict:
@@ -173,11 +190,7 @@ def _ops(m: Model, batch, queries, keys, *, decode: bool, f: Formats, accounting
     ops: list[Op] = []
     add = ops.append
     refined = accounting == "refined"
-    linears = dict(_linears(m))
-    if refined and options["qkv"] == "fused":
-        linears = _fuse(linears, ("q_proj", "k_proj", "v_proj"), "qkv_proj")
-    if refined and options["mlp"] == "fused":
-        linears = _fuse(linears, ("gate_proj", "up_proj"), "gate_up_proj")
+    linears = _linears(m, refined and options["qkv"] == "fused", refined and options["mlp"] == "fused")
 
     def matmul(lin, count):
         acts = {"activations": T * a * lin.in_features * count} if refined else {}
@@ -201,8 +214,7 @@ def _ops(m: Model, batch, queries, keys, *, decode: bool, f: Formats, accounting
         # the embedding gathers one row per token (today's ``embedding`` part) and writes it out
         tied = eb * m.embedding_params if m.tie_word_embeddings else 0.0
         elementwise("embedding", 1, {"embedding": T * d * a}, {"elementwise": T * d * a}, kind="lookup")
-    by_name = {lin.name: lin for lin in linears}
-    att = [lin for lin in linears if lin.name in ("q_proj", "k_proj", "v_proj", "qkv_proj")]
+    att = [(lin, c) for lin, c in linears if lin.name in _ATTENTION_LINEARS]
     causal = "half" if accounting == "text" else "exact"
     # every layer's score and value products; a sliding-window layer sees only its window
     if decode:  # one query per sequence attends to every cached token (and, refined, itself)
@@ -214,14 +226,14 @@ def _ops(m: Model, batch, queries, keys, *, decode: bool, f: Formats, accounting
     kv_read = batch * m.kv_cache_bytes(keys, f.kv) if decode else 0.0
 
     if not refined:  # the projections, attention over the cache, then the rest of the layer's matmuls
-        for lin in att:
-            add(matmul(lin, linears[lin]))
+        for lin, c in att:
+            add(matmul(lin, c))
         add(Op.build("attention", "attention", count=L, math=math, flops={"attention": att_flops},
                      reads={"kv_cache": kv_read} if decode else {}, writes={} if decode else {"kv_cache": kv_written},
                      queries=queries, keys=keys))
-        for lin in linears:
-            if lin not in att:
-                add(matmul(lin, linears[lin]))
+        for lin, c in linears:
+            if lin.name not in _ATTENTION_LINEARS:
+                add(matmul(lin, c))
     else:
         x = T * d * a * L  # one pass over every layer's hidden states
         norm = ({"norms": eb * d * L, "elementwise": x}, {"elementwise": x})  # read the scale and the input, write
@@ -236,8 +248,8 @@ def _ops(m: Model, batch, queries, keys, *, decode: bool, f: Formats, accounting
             return {"activations": (q_in if query else 0.0) + T * k_and_v * kvw * a * L}
 
         elementwise("attn_norm", L, *norm)
-        for lin in att:
-            add(matmul(lin, linears[lin]))
+        for lin, c in att:
+            add(matmul(lin, c))
         elementwise("rope", L, {"elementwise": T * (qw + kvw) * a * L}, {"elementwise": T * (qw + kvw) * a * L})
         elementwise("kv_write", L, {"elementwise": T * 2 * kvw * a * L}, {"kv_cache": kv_written})
         if options["attention"] == "flash":
@@ -253,12 +265,14 @@ def _ops(m: Model, batch, queries, keys, *, decode: bool, f: Formats, accounting
             add(Op.build("pv", "matmul", count=L, math=math, flops={"attention": att_flops / 2},
                          reads={**qkv_in(1, query=False), "attention": scores}, writes={"activations": q_in},
                          m=queries, n=m.head_dim, k=keys))
-        add(matmul(by_name["o_proj"], linears[by_name["o_proj"]]))
+        for lin, c in linears:
+            if lin.name == "o_proj":
+                add(matmul(lin, c))
         elementwise("attn_residual", L, *residual)
         elementwise("mlp_norm", L, *norm)
-        mlp = [lin for lin in linears if lin not in att and lin.name not in ("o_proj", "down_proj")]
-        for lin in mlp:  # gate and up (or gate_up), and for a mixture of experts its router and experts
-            add(matmul(lin, linears[lin]))
+        for lin, c in linears:  # gate and up (or gate_up), and for a mixture of experts its router and experts
+            if lin.name not in _ATTENTION_LINEARS and lin.name not in ("o_proj", "down_proj"):
+                add(matmul(lin, c))
         if m.moe is None:
             width = m.intermediate_size
             if options["mlp"] == "fused":
@@ -266,9 +280,9 @@ def _ops(m: Model, batch, queries, keys, *, decode: bool, f: Formats, accounting
             else:
                 elementwise("silu", L, {"elementwise": T * width * a * L}, {"elementwise": T * width * a * L})
                 elementwise("mul", L, {"elementwise": 2 * T * width * a * L}, {"elementwise": T * width * a * L})
-        for lin in linears:
+        for lin, c in linears:
             if lin.name == "down_proj":
-                add(matmul(lin, linears[lin]))
+                add(matmul(lin, c))
         elementwise("mlp_residual", L, *residual)
         elementwise("final_norm", 1, {"norms": eb * d, "elementwise": T * d * a}, {"elementwise": T * d * a})
     # the output head: its weights are the embedding's when tied (read once, counted under embedding)

@@ -13,6 +13,7 @@ lengths, so a sweep is one workload, not a loop.
 
 from __future__ import annotations
 
+from types import MappingProxyType
 from typing import Mapping, NamedTuple
 
 import numpy as np
@@ -97,13 +98,15 @@ def kv_cache_bytes(tokens, kv_bytes_per_token, sequences=1):
 # kernel (flash) or, explicit, its pieces; elementwise: norms, RoPE, residual adds, activations,
 # cache writes, sampling; lookup: the embedding gather.
 OP_KINDS = ("matmul", "attention", "elementwise", "lookup")
+_EMPTY: Mapping = MappingProxyType({})
 
 
 class Op(NamedTuple):
     """One kernel of a workload, launched ``count`` times (once per layer for a layer's kernel).
 
     ``flops``, ``reads`` and ``writes`` are totals over all ``count`` launches. ``parts`` splits the
-    same FLOPs and bytes among the book's parts; they add up to the totals. ``m``, ``n``, ``k`` give
+    same FLOPs and bytes among the book's parts; they add up to the totals (``split`` holds the three
+    per-part mappings as given, and ``parts`` is built from them when asked for). ``m``, ``n``, ``k`` give
     a matmul's shape per launch (``m`` rows of tokens), and ``queries``/``keys`` an attention
     kernel's per sequence; a calibrated roof times the kernel by them. (A named tuple: a decode step
     builds twenty of these, and a frozen dataclass would cost more than the arithmetic.)
@@ -114,7 +117,7 @@ class Op(NamedTuple):
     flops: float | np.ndarray
     reads: float | np.ndarray
     writes: float | np.ndarray
-    parts: Mapping[str, Cost]
+    split: tuple  # (flops, reads, writes), each a {part: amount} mapping; see ``parts``
     count: int = 1
     math: str = "bf16"
     m: float | np.ndarray | None = None
@@ -122,6 +125,13 @@ class Op(NamedTuple):
     k: int | None = None
     queries: float | np.ndarray | None = None
     keys: float | np.ndarray | None = None
+
+    @property
+    def parts(self) -> dict[str, Cost]:
+        """The operation's FLOPs and bytes (read plus written) by part, in the order parts first appear."""
+        flops, reads, writes = self.split
+        return {p: Cost._raw(flops.get(p, 0.0), reads.get(p, 0.0) + writes.get(p, 0.0))
+                for p in dict.fromkeys((*flops, *reads, *writes))}
 
     @property
     def bytes(self):
@@ -145,18 +155,10 @@ class Op(NamedTuple):
         ``Op.build('o', 'matmul', count=32, flops={'weights': f}, reads={'weights': w,
         'activations': x}, writes={'activations': y})``: totals and the per-part split follow.
         """
-        flops, reads, writes = flops or {}, reads or {}, writes or {}
-        parts: dict[str, Cost] = {}
-        f_total = r_total = w_total = 0.0
-        for p, v in flops.items():
-            f_total = f_total + v
-        for p, v in reads.items():
-            r_total = r_total + v
-        for p, v in writes.items():
-            w_total = w_total + v
-        for p in (*flops, *reads, *writes):
-            if p not in parts:
-                parts[p] = Cost._raw(flops.get(p, 0.0), reads.get(p, 0.0) + writes.get(p, 0.0))
         if kind not in OP_KINDS:
             raise ValueError(f"kind must be one of {', '.join(OP_KINDS)}, got {kind!r}")
-        return cls(name, kind, f_total, r_total, w_total, parts, count, math, **shape)
+        flops, reads, writes = flops or _EMPTY, reads or _EMPTY, writes or _EMPTY
+        f_total = sum(flops.values(), 0.0)
+        r_total = sum(reads.values(), 0.0)
+        w_total = sum(writes.values(), 0.0)
+        return cls(name, kind, f_total, r_total, w_total, (flops, reads, writes), count, math, **shape)

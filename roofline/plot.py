@@ -23,7 +23,8 @@ from .units import fmt
 
 __all__ = ["PALETTE", "style", "roofline_chart", "ridge_chart", "tiers_chart", "memory_bars", "memory_curves", "save",
            "FIGURES", "measured_roofline_chart", "measured_vs_predicted_chart", "calibration_chart", "ratio_chart",
-           "timing_parts", "timing_bars", "speedup_chart", "quality_chart", "throughput_chart"]
+           "timing_parts", "timing_bars", "kv_bytes_chart", "capacity_chart", "throughput_chart", "sweep_chart",
+           "speedup_chart", "quality_chart", "matmul_throughput_chart"]
 
 # Okabe & Ito, "Color Universal Design" (2008)
 PALETTE = {
@@ -478,6 +479,123 @@ def timing_bars(predictions: dict, *, title=None, xmax=None, ax=None):
     return fig
 
 
+# --- chapter 5: the KV cache -------------------------------------------------------------------
+
+_LAYOUT_COLORS = {"MHA": PALETTE["vermillion"], "GQA": PALETTE["blue"], "MQA": PALETTE["green"],
+                  "MLA": PALETTE["purple"]}
+
+
+def kv_bytes_chart(rows: Sequence[tuple[str, str, float]], *, title=None):
+    """Horizontal bars of KV-cache bytes per token (kB, log scale), one per model, coloured by layout
+    (chapter 5). ``rows`` holds (label, layout, bytes) triples, drawn top to bottom."""
+    with style():
+        fig, ax = plt.subplots(figsize=(7, 0.36 * len(rows) + 1.2), layout="constrained")
+        y = np.arange(len(rows))[::-1]
+        seen = set()
+        for yi, (label, layout, nbytes) in zip(y, rows):
+            base = layout.split(" ")[0]
+            name = base + (" + sliding window" if "sliding" in layout else "")
+            ax.barh(yi, nbytes / 1e3, color=_LAYOUT_COLORS.get(base, PALETTE["black"]),
+                    hatch="//" if "sliding" in layout else None, edgecolor="white",
+                    label=None if name in seen else name)
+            seen.add(name)
+            ax.annotate(f"{nbytes / 1e3:,.0f} kB" if nbytes >= 1e4 else f"{nbytes / 1e3:,.1f} kB", (nbytes / 1e3, yi),
+                        textcoords="offset points", xytext=(4, 0), va="center", fontsize=9.5)
+        ax.set_yticks(y, [r[0] for r in rows], fontsize=9.5)
+        ax.set_xscale("log")
+        ax.set_xlim(right=ax.get_xlim()[1] * 3)
+        ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:,.0f}"))
+        ax.set_xlabel("KV cache per token of context (kB, log scale)")
+        if title:
+            ax.set_title(title)
+        ax.legend(loc="lower right", fontsize=9.5, frameon=True, framealpha=1, edgecolor="#dddddd")
+    return fig
+
+
+def capacity_chart(curves: dict, *, title=None, xlabel="context per sequence (tokens)"):
+    """The largest batch against the context (log-log), one line per labelled curve (chapter 5).
+    ``curves`` maps a label to ``(contexts, batches, style)``, ``style`` a matplotlib format such as
+    '-' or '--'; a curve ends where the model's trained context ends."""
+    with style():
+        fig, ax = plt.subplots(figsize=(7, 4.6), layout="constrained")
+        colors = {}
+        for label, (x, b, fmt_) in curves.items():
+            model = label.split(",")[0]
+            color = colors.setdefault(model, _CYCLE[len(colors) % len(_CYCLE)])
+            x, b = np.asarray(x, dtype=float), np.asarray(b, dtype=float)
+            keep = b >= 1
+            ax.plot(x[keep], b[keep], fmt_, color=color, lw=1.8, label=label)
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        every = sorted({float(v) for x, _, _ in curves.values() for v in np.asarray(x).ravel()})
+        ticks = [t for t in every if np.log2(t).is_integer()] or every
+        ax.set_xticks(ticks, [f"{t / 1024:g}k" if t >= 1024 else f"{t:g}" for t in ticks])
+        ax.minorticks_off()
+        ax.set_xlabel(xlabel)
+        ax.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:,.0f}"))
+        ax.set_ylabel("largest batch that fits (log scale)")
+        ax.grid(True, which="major")
+        if title:
+            ax.set_title(title)
+        _legend_below(ax, ncol=2)
+    return fig
+
+
+def throughput_chart(batches, curves: dict, walls: dict, *, title=None):
+    """Decode tokens per second against the batch (log-log), one line per labelled curve, each ending
+    at its capacity wall, marked with a bar and the batch (chapter 5). ``curves`` maps a label to
+    tokens/s at ``batches``; ``walls`` maps the same label to the largest batch that fits."""
+    with style():
+        fig, ax = plt.subplots(figsize=(7, 4.4), layout="constrained")
+        x = np.asarray(batches, dtype=float)
+        for i, (label, y) in enumerate(curves.items()):
+            color = _CYCLE[i % len(_CYCLE)]
+            wall = walls[label]
+            y = np.asarray(y, dtype=float)
+            ax.plot(x[x <= wall], y[x <= wall], "-", color=color, lw=2, label=label)
+            ax.plot(x[x >= wall], y[x >= wall], ":", color=color, lw=1.2)
+            at = np.interp(wall, x, y)
+            ax.plot([wall], [at], "|", ms=18, mew=2.5, color=color)
+            ax.annotate(f"wall: batch {wall:,}", (wall, at), textcoords="offset points", xytext=(-6, 8),
+                        ha="right", fontsize=9.5, color=color)
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ticks = [4**k for k in range(0, 8) if x.min() <= 4**k <= x.max()]
+        ax.set_xticks(ticks, [f"{t:,}" for t in ticks])
+        ax.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:,.0f}"))
+        ax.yaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+        ax.set_xlabel("batch (sequences decoded together, log scale)")
+        ax.set_ylabel("tokens per second (log scale)")
+        ax.grid(True, which="major")
+        if title:
+            ax.set_title(title)
+        _legend_below(ax, ncol=1)
+    return fig
+
+
+def sweep_chart(sweeps: dict, *, xlabel: str, ylabel: str = "time per decode step (ms)", title=None, scale=1e-3):
+    """Measured points and predicted lines for several sweeps on one log-log chart (chapter 5).
+    ``sweeps`` maps a label to ``(x, measured, predicted)``; values are divided by ``scale``."""
+    with style():
+        fig, ax = plt.subplots(figsize=(7, 4.4), layout="constrained")
+        for i, (label, (x, measured, predicted)) in enumerate(sweeps.items()):
+            color = _CYCLE[i % len(_CYCLE)]
+            ax.plot(x, np.asarray(predicted) / scale, "-", color=color, lw=1.8, label=f"{label}: predicted")
+            ax.plot(x, np.asarray(measured) / scale, "o", ms=6, color=color, mec="black", mew=0.5,
+                    label=f"{label}: measured", zorder=5)
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        xs = sorted({float(v) for x, _, _ in sweeps.values() for v in x})
+        ax.set_xticks(xs, [f"{v / 1024:g}k" if v >= 1024 else f"{v:g}" for v in xs], fontsize=9.5)
+        ax.minorticks_off()
+        ax.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}"))
+        ax.yaxis.set_minor_locator(matplotlib.ticker.LogLocator(subs=(2, 5)))
+        ax.yaxis.set_minor_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}"))
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel(ylabel)
+        ax.grid(True, which="major")
+
+
 def speedup_chart(batches, curves: dict, *, marks: dict | None = None, title=None, ylabel="decode speedup over bf16"):
     """Chapter 6: one speedup curve per format against the batch (log x), and a dotted line at the batch
     where each format's step turns compute-bound (``marks``: label -> batch, None for never)."""
@@ -526,7 +644,7 @@ def quality_chart(points: Sequence[dict], *, title=None, xlabel="predicted decod
     return fig
 
 
-def throughput_chart(m, series: dict, *, peaks: dict | None = None, title=None):
+def matmul_throughput_chart(m, series: dict, *, peaks: dict | None = None, title=None):
     """Measured matmul throughput (TFLOP/s) against the rows ``m`` of the product, one line per series, with
     each datasheet peak (``peaks``: label -> (FLOP/s, the series it caps)) dashed in that series' colour."""
     with style():

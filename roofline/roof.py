@@ -213,7 +213,14 @@ def as_roof(roof: Roof | CalibratedRoof | Hardware | str, dtype: str = "bf16") -
     if isinstance(roof, (Roof, CalibratedRoof)):
         return roof
     h = get_hardware(roof)
-    return Roof(h.short or h.name, h.peak_flops(dtype), h.hbm_bandwidth, "datasheet", dtype)
+    cache = h.__dict__.get("_roofline_roofs")  # one Roof per format, made once per Hardware object
+    if cache is None:
+        cache = {}
+        object.__setattr__(h, "_roofline_roofs", cache)
+    r = cache.get(dtype)
+    if r is None:
+        r = cache[dtype] = Roof(h.short or h.name, h.peak_flops(dtype), h.hbm_bandwidth, "datasheet", dtype)
+    return r
 
 
 def ridge_point(hardware: str | Hardware | Roof | CalibratedRoof, dtype: str = "bf16") -> float:

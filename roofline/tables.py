@@ -23,7 +23,8 @@ from .units import bits_per_element, fmt, group_format
 
 __all__ = ["Table", "workload_table", "breakdown_table", "tiers_table", "hardware_table", "mfu_table", "mfu_calculator",
            "recipes_table", "saved_tensors_table", "footprint_table", "kv_capacity_table", "korthikanti_table",
-           "matmul_intensity_table", "operations_table", "formats_table", "published_table", "quantized_serving_table"]
+           "matmul_intensity_table", "operations_table", "kv_layout_table", "serving_table", "formats_table",
+           "published_table", "quantized_serving_table"]
 
 
 @dataclass(frozen=True)
@@ -272,6 +273,39 @@ def operations_table(pred: Prediction, title: str = "") -> Table:
                      f"{float(o.intensity):,.1f}", str(t.bound), fmt(float(t.time), "s")))
     return Table(("kernel", "launches", "FLOPs", "bytes", "FLOP/B", "bound", "time"), tuple(rows),
                  title or f"operations, timed under the {pred.timing} rule on {pred.roof.label}")
+
+
+def kv_layout_table(models: Sequence[str], *, kv_dtype: str = "bf16", context: int = 8192, title: str = "") -> Table:
+    """Chapter 5: each model's attention layout, what one token caches per layer (K and V: 2 x KV heads x
+    head size; MLA: latent + rotary key), the bytes per token, and one sequence of ``context`` tokens (at
+    most the model's trained context, shown beside it), sliding windows counted."""
+    from .serving import attention_layout, sequence_kv_bytes
+
+    rows = []
+    for name in models:
+        m = load_model(name)
+        if m.mla is not None:
+            per_layer = f"{m.mla.kv_lora_rank} + {m.mla.qk_rope_head_dim}"
+        else:
+            per_layer = f"2 × {m.num_kv_heads} × {m.head_dim}"
+        c = min(context, m.max_position_embeddings or context)
+        rows.append((m.title, attention_layout(m).replace(" + sliding window", ", window"), per_layer,
+                     f"{m.kv_bytes_per_token(kv_dtype):,.0f}",
+                     f"{fmt(float(sequence_kv_bytes(m, c, kv_dtype, block_size=None)), 'B')} at {c:,}"))
+    return Table(("model", "layout", "per layer", "bytes per token", "one sequence"), tuple(rows), title)
+
+
+def serving_table(plans: Mapping, title: str = "") -> Table:
+    """Chapter 5: serving plans side by side (:func:`roofline.serving.serving_plan`): bytes per sequence,
+    the largest batch, and the decode step at that batch."""
+    rows = []
+    for label, p in plans.items():
+        timed = p.step_time is not None
+        rows.append((label, fmt(p.kv_per_sequence, "B"), f"{p.max_batch:,}",
+                     fmt(p.step_time, "s") if timed else "—", fmt(p.tokens_per_s, "tokens/s") if timed else "—",
+                     fmt(100 * p.utilization, "%", 2) if timed else "—"))
+    return Table(("setup", "KV per sequence", "largest batch", "time per output token", "throughput",
+                  "compute busy"), tuple(rows), title)
 
 
 def formats_table(formats=None, catalog=("a100-sxm-80gb", "h100-sxm", "b200"), title: str = "") -> Table:

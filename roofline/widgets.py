@@ -36,8 +36,8 @@ from .quantization import check_math, weight_bytes
 from .roof import Roof, as_roof, predict
 from .units import dtype_bytes, fmt
 
-__all__ = ["FrameExplorer", "frame_explorer", "decode_explorer", "memory_explorer", "quantization_explorer", "png_bytes",
-           "Blitter"]
+__all__ = ["FrameExplorer", "frame_explorer", "decode_explorer", "memory_explorer", "serving_explorer",
+           "quantization_explorer", "png_bytes", "Blitter"]
 
 
 class FrameExplorer(W.VBox):
@@ -352,6 +352,81 @@ def memory_explorer(model: Model | str = "llama-3-8b", *, gpus: int = 8, zero_st
     finally:
         plt.close(fig)
     return explorer
+
+
+def serving_explorer(models: Sequence[str] = ("llama-2-7b", "llama-3-8b", "gemma-2-9b"),
+                     gpus: Sequence[str] = ("h100-sxm", "h200-sxm"),
+                     contexts: Sequence[int] = (1000, 2000, 4000, 8000), kv_dtypes: Sequence[str] = ("bf16", "fp8"),
+                     block_sizes: Sequence[int] = (16, 256)) -> FrameExplorer:
+    """Chapter 5's serving planner on sliders: model, GPU, context, KV format and block size.
+
+    Each frame is one bar of the server's HBM at the largest batch that fits (weights, the cache the
+    tokens fill, the empty ends of the last blocks, what is left), and a line with the largest batch,
+    the time per output token and the throughput (:func:`roofline.serving.serving_plan`, datasheet roof).
+    A context past a model's trained length says so instead.
+    """
+    from .serving import check_context, serving_plan
+
+    hws = [get_hardware(g) for g in gpus]
+    top = 1.05 * max(h.usable_capacity for h in hws) / 1e9
+    colors = (PALETTE["blue"], PALETTE["orange"], PALETTE["vermillion"], "#dddddd")
+    names = ("weights", "KV cache in use", "paging waste (last blocks)", "free")
+    with plt.rc_context({"font.size": 10}):
+        fig, ax = plt.subplots(figsize=(7, 2.4), layout="constrained")
+        rects = [ax.barh(0, 1, left=0, color=c, label=n, edgecolor="white")[0] for c, n in zip(colors, names)]
+        line = ax.axvline(1, color="black", lw=1.5, label="usable HBM")
+        ax.set_xlim(0, top)
+        ax.set_yticks([])
+        ax.set_xlabel("server HBM (GB)")
+        ax.legend(loc="lower center", bbox_to_anchor=(0.5, 1.02), ncol=3, fontsize=9.5, frameon=False)
+    blitter = None
+
+    def frame(model, gpu, context, kv, block):
+        nonlocal blitter
+        m, h = load_model(model), get_hardware(gpu)
+        head = f"<b>{m.title} on one {h.short}, {context:,} tokens, {kv} KV, blocks of {block}</b>: "
+        try:
+            check_context(m, context)
+        except ValueError:
+            plan = None
+        else:
+            plan = serving_plan(m, h, context, kv_dtype=kv, block_size=block)
+        if plan is None:
+            parts = (0.0, 0.0, 0.0, 0.0)
+        else:
+            used = plan.batch * (plan.kv_per_sequence - plan.waste_per_sequence)
+            waste = plan.batch * plan.waste_per_sequence
+            parts = (plan.weights, used, waste, plan.usable - plan.weights - used - waste)
+        left = 0.0
+        for rect, part in zip(rects, parts):
+            rect.set_x(left / 1e9)
+            rect.set_width(max(part, 0.0) / 1e9)
+            left += max(part, 0.0)
+        line.set_xdata([h.usable_capacity / 1e9] * 2)
+        if blitter is None:
+            blitter = Blitter(fig, [*rects, line])
+        if plan is None:
+            html = head + (f"beyond the {m.max_position_embeddings:,} tokens {m.title} was trained for "
+                           "(max_position_embeddings); pick a shorter context")
+        elif not plan.fits:
+            html = head + plan.verdict()
+        else:
+            html = head + (f"<b>{plan.max_batch:,} sequences fit</b> ({fmt(plan.kv_per_sequence, 'B')} each, "
+                           f"{fmt(plan.batch * plan.waste_per_sequence, 'B')} in all left empty in last blocks); "
+                           f"at that batch {fmt(plan.step_time, 's')} per output token, "
+                           f"<b>{fmt(plan.tokens_per_s, 'tokens/s')}</b>, {plan.bound}-bound, "
+                           f"compute {fmt(100 * plan.utilization, '%', 2)} busy")
+        return blitter.png(), html
+
+    try:
+        explorer = frame_explorer(
+            [("model", [(load_model(m).title, m) for m in models]), ("GPU", [(h.short, h.key) for h in hws]),
+             ("context", [(f"{c:,}", c) for c in contexts]), ("KV format", list(kv_dtypes)),
+             ("block size", list(block_sizes))],
+            frame, f"serving planner: {len(models)} models x {len(hws)} GPUs x {len(contexts)} contexts x "
+                   f"{len(kv_dtypes)} KV formats x {len(block_sizes)} block sizes")
+    finally:
+        plt.close(fig)
 
 
 def quantization_explorer(model: Model | str = "llama-3-8b", hardware: Hardware | str = "h100-sxm", *,

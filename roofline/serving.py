@@ -1,0 +1,392 @@
+"""Serving: how many requests fit beside the weights, and how fast they decode (chapter 5).
+
+A server holds the weights once and one KV cache per request in flight. The cache is what caps the
+batch: usable HBM less the weights, divided by the bytes one sequence's cache takes, is the largest
+number of requests that fit (:func:`largest_batch`). Decode wants that batch large (chapter 1), so the
+bytes per token of the cache decide throughput as much as the weights do. :func:`serving_plan` puts
+it together: the memory, the largest batch at a context, and the decode step at that batch under a
+roof (:func:`roofline.inference.decode_step`, :func:`roofline.roof.predict`).
+
+Named choices:
+
+- **Layouts.** Multi-head (one K and V per query head), grouped-query (a K and V per group), multi-query
+  (one for all heads) and DeepSeek's multi-head latent attention (one compressed latent and one shared
+  rotary key per token and layer); sliding-window layers keep only their window
+  (:meth:`roofline.model.Model.kv_cache_bytes`). :func:`attention_layout` names them.
+- **Paging.** With ``block_size`` B, a sequence of ``c`` tokens holds ``ceil(c / B)`` blocks of B
+  tokens (Kwon et al. 2023); the last one is partly empty, so the waste is under one block per
+  sequence. ``block_size=None`` is an exact, contiguous cache of ``c`` tokens; ``reserve_tokens``
+  is the older practice of reserving a contiguous cache for the longest sequence a request may reach.
+- **Tensor parallelism.** ``gpus`` GPUs serve one copy of the model, pooling their HBM, bandwidth and
+  FLOPs (the all-reduces are not counted: chapter 8). Each GPU keeps the KV heads of its query heads,
+  so a KV head is stored on ``gpus / num_kv_heads`` GPUs when there are fewer KV heads than GPUs, and
+  a latent (MLA) on every GPU (:func:`kv_replicas`).
+- **MLA decode.** The decode step of latent attention is not modelled kernel by kernel
+  (:class:`~roofline.model.NotModelledError` from :func:`~roofline.inference.decode_step`); its
+  attention FLOPs per cached token, absorbed or not, are :func:`mla_attention_flops_per_key`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from types import MappingProxyType
+
+import numpy as np
+
+from ._check import broadcast, number
+from .cost import Breakdown
+from .hardware import Hardware, get_hardware
+from .inference import PARTS, decode_step
+from .model import Model, NotModelledError, load_model
+from .ops import Op
+from .roof import CalibratedRoof, Roof, as_roof, predict
+from .units import dtype_bytes, fmt
+
+__all__ = [
+    "PUBLISHED",
+    "VLLM_BLOCK_SIZE",
+    "ServingPlan",
+    "attention_layout",
+    "check_context",
+    "kv_replicas",
+    "kv_bytes_per_token",
+    "paged_tokens",
+    "sequence_kv_bytes",
+    "paging_waste",
+    "largest_batch",
+    "mla_attention_flops_per_key",
+    "serving_plan",
+    "shared_prefix_saving",
+]
+
+# vLLM's default number of tokens per KV block (Kwon et al. 2023 use 16 in their experiments).
+VLLM_BLOCK_SIZE = 16
+
+PUBLISHED = MappingProxyType({
+    # (value, unit, bib key, what the source reports)
+    "mqa_quality": ("minor", "", "shazeer2019mqa",
+                    "multi-query attention decodes much faster with only minor quality degradation"),
+    "gqa_uptrain_compute": (5.0, "%", "ainslie2023gqa",
+                            "share of the original pre-training compute spent uptraining a multi-head checkpoint"),
+    "mla_kv_saving": (93.3, "%", "deepseek2024v2",
+                      "KV cache saved by DeepSeek-V2 (MLA) against DeepSeek 67B (multi-head)"),
+    "mla_throughput": (5.76, "×", "deepseek2024v2",
+                       "DeepSeek-V2's maximum generation throughput against DeepSeek 67B's"),
+    "mla_gqa_groups": (2.25, "", "deepseek2024v2",
+                       "MLA's cache equals that of GQA with this many groups, at quality above MHA"),
+    "vllm_used_low": (20.4, "%", "kwon2023vllm",
+                      "least share of KV memory holding real token states in the systems vLLM compared against"),
+    "vllm_used_high": (38.2, "%", "kwon2023vllm",
+                       "largest share of KV memory holding real token states in those systems"),
+    "vllm_gain_low": (2.0, "×", "kwon2023vllm", "throughput gain of vLLM at the same latency, low end"),
+    "vllm_gain_high": (4.0, "×", "kwon2023vllm", "throughput gain of vLLM at the same latency, high end"),
+})
+"""Figures the chapter quotes from its sources, each with its bibliography key: the roofline cannot
+compute quality, nor a real allocator's waste, so these are reported, not derived."""
+
+
+def attention_layout(model: Model | str) -> str:
+    """'MHA', 'GQA', 'MQA' or 'MLA', with ' + sliding window' where some layers attend through one."""
+    m = load_model(model)
+    if m.mla is not None:
+        name = "MLA"
+    elif m.num_kv_heads == m.num_heads:
+        name = "MHA"
+    elif m.num_kv_heads == 1:
+        name = "MQA"
+    else:
+        name = "GQA"
+    return name + (" + sliding window" if m.sliding_layers else "")
+
+
+def check_context(model: Model | str, context) -> None:
+    """A ``ValueError`` if ``context`` passes the length the model was trained for (its
+    ``max_position_embeddings``); nothing if the config does not say."""
+    m = load_model(model)
+    context = number("context", context, integer=True, strict=False)
+    limit = m.max_position_embeddings
+    if limit is not None and np.any(np.asarray(context) > limit):
+        worst = int(np.max(context))
+        raise ValueError(f"context {worst:,} tokens is beyond what {m.name} was trained for: its config gives "
+                         f"max_position_embeddings {limit:,}; ask for at most {limit:,} tokens")
+
+
+def kv_replicas(model: Model | str, gpus: int = 1) -> int:
+    """How many copies of each token's KV cache ``gpus`` tensor-parallel GPUs keep between them.
+
+    Query heads are split evenly over the GPUs and each keeps the KV heads its query heads read: one
+    copy while there are at least as many KV heads as GPUs, ``gpus / num_kv_heads`` copies when there
+    are fewer (multi-query attention on 8 GPUs: 8), and ``gpus`` copies of MLA's latent, which every
+    head reads.
+    """
+    m = load_model(model)
+    g = int(number("gpus", gpus, integer=True))
+    if m.num_heads % g:
+        raise ValueError(f"gpus must divide {m.name}'s {m.num_heads} query heads for tensor parallelism, got {g}")
+    if m.mla is not None:
+        return g
+    if m.num_kv_heads >= g:
+        if m.num_kv_heads % g:
+            raise ValueError(f"gpus must divide {m.name}'s {m.num_kv_heads} KV heads (or be a multiple of it), got {g}")
+        return 1
+    if g % m.num_kv_heads:
+        raise ValueError(f"gpus must be a multiple of {m.name}'s {m.num_kv_heads} KV heads (or divide it), got {g}")
+    return g // m.num_kv_heads
+
+
+def kv_bytes_per_token(model: Model | str, kv_dtype: str = "bf16", *, gpus: int = 1) -> float:
+    """KV-cache bytes one token adds across the server, every layer (the window ignored: a token while
+    it is inside every window), copies under tensor parallelism included. Llama 2 7B in bf16: 524,288."""
+    m = load_model(model)
+    return m.kv_bytes_per_token(kv_dtype) * kv_replicas(m, gpus)
+
+
+def paged_tokens(context, block_size: int | None = VLLM_BLOCK_SIZE):
+    """Token slots a sequence of ``context`` tokens holds: whole blocks of ``block_size`` (``None``:
+    exactly ``context``). Broadcasts over ``context``."""
+    context = number("context", context, integer=True, strict=False)
+    if block_size is None:
+        return context
+    b = number("block_size", block_size, integer=True)
+    if np.ndim(b):
+        raise TypeError(f"block_size must be one whole number, got an array of shape {np.shape(b)}")
+    return np.ceil(np.asarray(context, dtype=float) / b) * b if np.ndim(context) else math.ceil(context / b) * b
+
+
+def sequence_kv_bytes(model: Model | str, context, kv_dtype: str = "bf16", *, block_size: int | None = VLLM_BLOCK_SIZE,
+                      gpus: int = 1, reserve_tokens: int | None = None):
+    """Bytes of KV cache one sequence of ``context`` tokens holds on the server: its token slots
+    (:func:`paged_tokens`, or ``reserve_tokens`` reserved up front), each layer keeping every slot or,
+    through a sliding window, its last ``sliding_window``; copies under tensor parallelism included."""
+    m = load_model(model)
+    if reserve_tokens is not None:
+        reserve_tokens = number("reserve_tokens", reserve_tokens, integer=True)
+        context = number("context", context, integer=True, strict=False)
+        if np.any(np.asarray(context) > reserve_tokens):
+            raise ValueError(f"reserve_tokens ({int(reserve_tokens):,}) must hold the context "
+                             f"({int(np.max(context)):,} tokens)")
+        slots = np.broadcast_to(reserve_tokens, np.shape(context)) if np.ndim(context) else reserve_tokens
+    else:
+        slots = paged_tokens(context, block_size)
+    return m.kv_cache_bytes(slots, kv_dtype) * kv_replicas(m, gpus)
+
+
+def paging_waste(model: Model | str, context, kv_dtype: str = "bf16", *, block_size: int = VLLM_BLOCK_SIZE,
+                 gpus: int = 1):
+    """Bytes held but empty in a sequence's last block: at most ``block_size - 1`` tokens' worth."""
+    return (sequence_kv_bytes(model, context, kv_dtype, block_size=block_size, gpus=gpus)
+            - sequence_kv_bytes(model, context, kv_dtype, block_size=None, gpus=gpus))
+
+
+def _weights_bytes(m: Model, weights_dtype: str) -> float:
+    return m.params * dtype_bytes(weights_dtype)
+
+
+def largest_batch(model: Model | str, hardware: Hardware | str, context, *, gpus: int = 1,
+                  weights_dtype: str = "bf16", kv_dtype: str | None = None,
+                  block_size: int | None = VLLM_BLOCK_SIZE, reserve_tokens: int | None = None, reserve: float = 0.0):
+    """The most sequences of ``context`` tokens whose KV cache fits beside the weights (0 if none).
+
+    ``floor((gpus x usable HBM - weights - reserve) / bytes per sequence)``, with the bytes per
+    sequence of :func:`sequence_kv_bytes`. Broadcasts over ``context`` (an int for one context).
+    Llama 3 8B on one H200 at 8,192 tokens in bf16: 16.06 GB of weights in 149.0 GB usable leave room
+    for 123 sequences of 1.07 GB.
+    """
+    m, h = load_model(model), get_hardware(hardware)
+    context = number("context", context, integer=True)  # at least one token: an empty sequence has no cache
+    g = number("gpus", gpus, integer=True)
+    free = g * h.usable_capacity - _weights_bytes(m, weights_dtype) - number("reserve", reserve, strict=False)
+    per = sequence_kv_bytes(m, context, kv_dtype or weights_dtype, block_size=block_size, gpus=int(g),
+                            reserve_tokens=reserve_tokens)
+    out = np.floor(np.maximum(free, 0.0) / np.asarray(per, dtype=float))
+    return int(out) if np.ndim(out) == 0 else out.astype(int)
+
+
+def mla_attention_flops_per_key(model: Model | str, *, absorbed: bool = True) -> float:
+    """FLOPs one decode query spends on one cached token, summed over layers, under latent attention.
+
+    ``absorbed`` (how DeepSeek serves it): the key up-projection is folded into the query and the value
+    up-projection into the output, so each head scores against the cached latent and rotary key
+    (``kv_lora_rank + qk_rope_head_dim`` wide) and sums latents (``kv_lora_rank`` wide):
+    ``2 heads (2 r + d_rope)`` per layer. Not absorbed: every cached latent is first expanded to
+    per-head keys and values (``kv_b_proj``, ``2 r heads (d_nope + d_v)``), then attended to as in
+    multi-head attention (``2 heads (d_nope + d_rope + d_v)``).
+    """
+    m = load_model(model)
+    if m.mla is None:
+        raise ValueError(f"{m.name} does not use multi-head latent attention (no kv_lora_rank in its config)")
+    a, heads = m.mla, m.num_heads
+    if absorbed:
+        per_layer = 2 * heads * (2 * a.kv_lora_rank + a.qk_rope_head_dim)
+    else:
+        expand = 2 * a.kv_lora_rank * heads * (a.qk_nope_head_dim + a.v_head_dim)
+        per_layer = expand + 2 * heads * (a.qk_nope_head_dim + a.qk_rope_head_dim + a.v_head_dim)
+    return float(m.num_layers * per_layer)
+
+
+@dataclass(frozen=True)
+class ServingPlan:
+    """One server: a model on ``gpus`` GPUs at one context, its memory and its decode at the largest batch.
+
+    Memory (bytes, across the server): ``usable`` HBM, ``weights``, ``kv_per_token``, ``kv_per_sequence``
+    (paged or reserved), ``waste_per_sequence`` (held but empty: the end of the last block, or of the
+    reservation) and ``max_batch``. Decode at
+    ``batch`` (``max_batch`` unless asked otherwise): ``step_time`` (also the time per output token, each
+    sequence getting one token a step), ``tokens_per_s``, ``bound``, ``utilization``, ``flops``,
+    ``bytes`` and ``kv_read_share`` (the KV cache's share of the bytes); None where ``not_modelled``
+    says why (a mixture of experts at batch > 1, latent attention) or nothing fits.
+    """
+
+    model: str
+    hardware: str
+    gpus: int
+    context: int
+    weights_dtype: str
+    kv_dtype: str
+    block_size: int | None
+    layout: str
+    usable: float
+    weights: float
+    kv_per_token: float
+    kv_per_sequence: float
+    waste_per_sequence: float
+    max_batch: int
+    batch: int
+    reserve: float = 0.0  # bytes set aside for anything else (activations, the engine's workspace)
+    kv_copies: int = 1  # copies of each token's cache across the GPUs (kv_replicas)
+    roof: str = ""
+    step_time: float | None = None
+    tokens_per_s: float | None = None
+    bound: str | None = None
+    utilization: float | None = None
+    flops: float | None = None
+    bytes: float | None = None
+    kv_read_share: float | None = None
+    not_modelled: str | None = None
+
+    @property
+    def fits(self) -> bool:
+        """Whether at least one sequence of this context fits beside the weights."""
+        return self.max_batch >= 1
+
+    @property
+    def kv_total(self) -> float:
+        """KV cache held at ``batch`` sequences."""
+        return self.batch * self.kv_per_sequence
+
+    @property
+    def time_per_output_token(self) -> float | None:
+        """Seconds between two tokens of one request: one decode step."""
+        return self.step_time
+
+    def verdict(self) -> str:
+        """The plan in one sentence, for a reader (computed words, following the catalog)."""
+        where = f"{self.gpus} × {self.hardware}" if self.gpus > 1 else f"one {self.hardware}"
+        if not self.fits:
+            if self.weights + self.reserve >= self.usable:
+                return (f"{self.model} does not fit on {where}: the weights alone take {fmt(self.weights, 'B')} of "
+                        f"{fmt(self.usable, 'B')} usable")
+            return (f"{self.model} leaves {fmt(self.usable - self.weights - self.reserve, 'B')} for the KV cache on {where}, less than "
+                    f"one sequence of {self.context:,} tokens needs ({fmt(self.kv_per_sequence, 'B')})")
+        head = f"{self.max_batch:,} sequences of {self.context:,} tokens fit on {where}"
+        if self.step_time is None:
+            return head + f"; decode not modelled: {self.not_modelled}"
+        return (head + f"; at batch {self.batch:,} a decode step takes {fmt(self.step_time, 's')}, "
+                f"{fmt(self.tokens_per_s, 'tokens/s')} in all, {self.bound}-bound at "
+                f"{fmt(100 * self.utilization, '%')} of peak FLOP/s")
+
+    def as_dict(self) -> dict:
+        """Every field and derived figure, for JSON."""
+        out = {k: getattr(self, k) for k in self.__dataclass_fields__}
+        out.update(fits=self.fits, kv_total=self.kv_total, time_per_output_token=self.time_per_output_token)
+        return out
+
+
+def _server_roof(h: Hardware, gpus: int, roof):
+    """The roof of ``gpus`` GPUs pooled: the datasheet's, or a given roof (one GPU only when calibrated)."""
+    if roof is None:
+        one = as_roof(h, "bf16")  # the math runs in bf16 whatever the storage formats
+    elif isinstance(roof, CalibratedRoof):
+        if gpus != 1:
+            raise ValueError("roof: a calibrated roof describes one GPU; use the datasheet roof for gpus > 1")
+        return roof
+    else:
+        one = as_roof(roof)
+    if gpus == 1:
+        return one
+    return Roof(f"{gpus} × {one.label}", gpus * one.peak_flops, gpus * one.bandwidth, kind=one.kind,
+                dtype=one.dtype, launch_s=one.launch_s)
+
+
+def serving_plan(model: Model | str, hardware: Hardware | str, context: int, *, gpus: int = 1,
+                 weights_dtype: str = "bf16", kv_dtype: str | None = None,
+                 block_size: int | None = VLLM_BLOCK_SIZE, batch: int | None = None, roof=None,
+                 accounting: str = "text", timing: str = "step", reserve: float = 0.0,
+                 reserve_tokens: int | None = None) -> ServingPlan:
+    """Serve ``model`` on ``gpus`` GPUs of ``hardware`` at ``context`` tokens per sequence.
+
+    Returns a :class:`ServingPlan`: the memory, the largest batch (:func:`largest_batch`), and at that
+    batch (or at ``batch``, which must fit) the decode step under ``roof`` (the datasheet when None;
+    a calibrated roof for one GPU) by ``timing`` and ``accounting``. A context past the model's
+    ``max_position_embeddings`` is a ``ValueError``; a model that does not fit gives a plan with
+    ``max_batch`` 0 and no decode figures. ``reserve_tokens`` reserves a contiguous cache of that many
+    tokens per request instead of paging (``block_size`` is then ignored). The command
+    ``roofline serve`` prints it.
+    """
+    m, h = load_model(model), get_hardware(hardware)
+    g = int(number("gpus", gpus, integer=True))
+    context = number("context", context, integer=True)
+    if np.ndim(context):
+        raise TypeError("serving_plan takes one context; for a sweep call largest_batch with an array")
+    context = int(context)
+    check_context(m, context)
+    kv_dtype = kv_dtype or weights_dtype
+    dtype_bytes(weights_dtype), dtype_bytes(kv_dtype)  # names checked before any arithmetic
+    replicas = kv_replicas(m, g)
+    if reserve_tokens is not None:
+        block_size = None
+    per_seq = float(sequence_kv_bytes(m, context, kv_dtype, block_size=block_size, gpus=g, reserve_tokens=reserve_tokens))
+    waste = per_seq - float(sequence_kv_bytes(m, context, kv_dtype, block_size=None, gpus=g))
+    most = largest_batch(m, h, context, gpus=g, weights_dtype=weights_dtype, kv_dtype=kv_dtype,
+                         block_size=block_size, reserve=reserve, reserve_tokens=reserve_tokens)
+    if batch is not None:
+        batch = int(number("batch", batch, integer=True))
+        if batch > most:
+            raise ValueError(f"batch {batch:,} does not fit: at {context:,} tokens at most {most:,} sequences do")
+    at = most if batch is None else batch
+    base = dict(model=m.name, hardware=h.short or h.name, gpus=g, context=context, weights_dtype=weights_dtype,
+                kv_dtype=kv_dtype, block_size=block_size, layout=attention_layout(m), usable=g * h.usable_capacity,
+                weights=_weights_bytes(m, weights_dtype), kv_per_token=kv_bytes_per_token(m, kv_dtype, gpus=g),
+                kv_per_sequence=per_seq, waste_per_sequence=waste, max_batch=most, batch=at,
+                reserve=float(number("reserve", reserve, strict=False)), kv_copies=replicas)
+    server = _server_roof(h, g, roof)
+    if at < 1:
+        return ServingPlan(**base, roof=server.label, not_modelled="nothing fits")
+    try:
+        step = decode_step(m, at, context, weights_dtype=weights_dtype, kv_dtype=kv_dtype,
+                           accounting=accounting)
+    except NotModelledError as exc:
+        return ServingPlan(**base, roof=server.label, not_modelled=str(exc))
+    if replicas > 1:  # every copy of the cache is read by its own GPU
+        extra = (replicas - 1) * float(step.parts["kv_cache"].bytes)
+        ops = (*step.ops, Op.build("kv_replicas", "attention", math=step.formats.math, reads={"kv_cache": extra}))
+        step = Breakdown.from_ops(step.name, ops, step.formats, PARTS)
+    pred = predict(step, server, timing=timing)
+    t = float(pred.time)
+    return ServingPlan(**base, roof=server.label, step_time=t, tokens_per_s=at / t, bound=str(pred.bound),
+                       utilization=float(pred.utilization), flops=float(step.flops), bytes=float(step.bytes),
+                       kv_read_share=float(step.parts["kv_cache"].bytes) / float(step.bytes))
+
+
+def shared_prefix_saving(model: Model | str, prefix: int, requests: int, kv_dtype: str = "bf16", *,
+                         block_size: int | None = VLLM_BLOCK_SIZE, gpus: int = 1) -> float:
+    """Bytes saved when ``requests`` sequences share their first ``prefix`` tokens (a system prompt)
+    and the cache keeps one copy of it: ``requests - 1`` copies of the shared part, which with paging
+    is the prefix's whole blocks (a partly filled block is copied when a sequence first writes to it)."""
+    m = load_model(model)
+    prefix = int(number("prefix", prefix, integer=True, strict=False))
+    requests = int(number("requests", requests, integer=True))
+    b = 1 if block_size is None else int(number("block_size", block_size, integer=True))
+    shared = prefix // b * b
+    return (requests - 1) * float(m.kv_cache_bytes(shared, kv_dtype)) * kv_replicas(m, gpus)
