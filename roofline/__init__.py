@@ -16,8 +16,8 @@ from .model import Model, NotModelledError, load_model, model_from_config, model
 from .network import bandwidth_tiers, data_parallel_bytes, transfer_time
 from .ops import Op, attention_flops, kv_cache_bytes, matmul
 from .roof import TIMINGS, CalibratedRoof, Prediction, Roof, as_roof, attainable_flops, predict, ridge_point
-from .training import (MFU_REPORTS, hfu, mfu, model_state_bytes, tokens_per_s_at_mfu,
-                       training_flops_per_token)
+from .training import (MFU_REPORTS, hfu, mfu, model_state_bytes, plan_training, tokens_per_s_at_mfu,
+                       training_flops_per_token, training_step)
 from .units import Quantity, dtype_bytes, fmt
 
 __version__ = "0.1.0"
@@ -29,5 +29,5 @@ __all__ = [
     "bandwidth_tiers", "compute_bound_batch", "data_parallel_bytes", "decode_step", "dtype_bytes", "fmt", "formats",
     "get_hardware", "hardware_names", "hfu", "kv_cache_bytes", "load_catalog", "load_model", "matmul", "mfu",
     "model_from_config", "model_names", "model_state_bytes", "predict", "prefill", "ridge_point",
-    "tokens_per_s_at_mfu", "training_flops_per_token", "transfer_time",
+    "tokens_per_s_at_mfu", "training_flops_per_token", "transfer_time", "plan_training", "training_step",
 ]

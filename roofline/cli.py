@@ -9,6 +9,7 @@
     roofline decode llama-3-8b --gpu h100-sxm --batch 8 --context 4096
     roofline prefill llama-3-8b --gpu h100-sxm --tokens 2048
     roofline serve llama-3-8b --gpu h100-sxm --context 8192 --kv-dtype fp8
+    roofline train llama-3-8b --gpu h100-sxm --gpus 8 --seq 4096 --recompute full --zero 3
 
 A model is a shipped name (``roofline params --help`` lists them) or the path of any Hugging Face
 ``config.json``. Bad input exits with status 2 and a one-line message; a question the package does
@@ -38,7 +39,9 @@ from .model import Model, NotModelledError, load_model, model_names
 from .roof import TIMINGS, predict
 from .serving import VLLM_BLOCK_SIZE, ServingPlan, check_context, kv_replicas, serving_plan
 from .tables import Table, breakdown_table, operations_table
+from .policies import recompute_policy
 from .quantization import check_math, weight_bytes
+from .training import plan_training
 from .units import DTYPE_BYTES, dtype_bytes, fmt
 
 __all__ = ["main", "build_parser"]
@@ -180,6 +183,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--batch", type=_whole(1), help="time the decode at this batch instead of the largest that fits")
     p.add_argument("--json", action="store_true", help="print one JSON object")
 
+    _train_parser(sub, models)
     for p in sub.choices.values():
         p.add_argument("--catalog", metavar="PATH", default=os.environ.get("ROOFLINE_CATALOG") or None,
                        help="a hardware catalog TOML to use instead of the shipped one "
@@ -414,6 +418,8 @@ def _run(args: argparse.Namespace) -> str:
         return _params(_at("model", load_model, args.model), args.json)
     if args.command == "ridge":
         return _at("--dtype", _ridge, _at("gpu", get_hardware, args.gpu, catalog), args.dtype, args.json)
+    if args.command == "train":
+        return _train(args, catalog)
     m, h = _at("model", load_model, args.model), _at("--gpu", get_hardware, args.gpu, catalog)
     if args.command == "serve":
         return _serve(args, m, h)
@@ -442,6 +448,106 @@ def _run(args: argparse.Namespace) -> str:
     fit = _at("--tokens", _fit, m, h, args.batch, args.tokens, f.weights, f.kv, formats)
     return _workload("prefill", b, h, args.tokens * args.batch, args.json, {**settings, "tokens": args.tokens}, fit,
                      args)
+
+
+# --- train (chapter 3) ----------------------------------------------------------------------------
+
+def _recompute(text: str) -> str:
+    """An argparse type: a recompute policy, 'none', 'selective', 'full' or 'every-K'."""
+    try:
+        return recompute_policy(text).name
+    except ValueError:
+        shown = text if len(text) <= 40 else f"{text[:20]}...{text[-10:]}"
+        raise argparse.ArgumentTypeError(f"expected none, selective, full or every-K (K a whole number >= 1: a "
+                                         f"checkpoint every K layers), got {shown!r}") from None
+
+
+def _fraction(text: str) -> float:
+    """An argparse type: a fraction of peak, above 0 and at most 1."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0 < value <= 1:  # also refuses nan
+        raise argparse.ArgumentTypeError(f"expected a fraction of peak above 0 and at most 1, such as 0.5, got {text[:40]!r}")
+    return value
+
+
+def _train_parser(sub, models: str) -> None:
+    p = sub.add_parser("train", help="does a training step fit, and how fast can it go (chapter 3)",
+                       description=f"One micro-batch per GPU: memory per GPU against the usable HBM, FLOPs per "
+                                   f"step, the step time, MFU and HFU. Shipped models: {models}; or the path of a "
+                                   "config.json.")
+    p.add_argument("model", help="a shipped model name or the path of a Hugging Face config.json")
+    p.add_argument("--gpu", required=True, help="an accelerator key or alias, e.g. h100-sxm")
+    p.add_argument("--gpus", type=_whole(1), default=1, help="data-parallel GPUs the model state is sharded over (default 1)")
+    p.add_argument("--seq", type=_whole(1), required=True, help="tokens per sequence")
+    p.add_argument("--micro-batch", type=_whole(1), default=1, help="sequences per GPU per step (default 1)")
+    p.add_argument("--recompute", type=_recompute, default="none", metavar="{none,selective,full,every-K}",
+                   help="activation recomputation: none, selective (the attention core), full (every layer's "
+                        "forward again) or every-K (a checkpoint every K layers) (default none)")
+    p.add_argument("--zero", type=int, choices=(0, 1, 2, 3), default=0, help="ZeRO stage (default 0)")
+    p.add_argument("--offload", action="store_true", help="keep the saved activations in host memory, over PCIe")
+    p.add_argument("--attention", choices=OPTIONS["attention"], default="flash",
+                   help="flash (never stores the scores) or explicit (default flash)")
+    p.add_argument("--achieved", type=_fraction, default=None, metavar="FRACTION",
+                   help="the fraction of peak the GPU's FLOPs run at (e.g. 0.5); default: the roofline floor")
+    p.add_argument("--timing", choices=TIMINGS, default="step", help="the floor's timing rule (default step)")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+def _train(args, catalog) -> str:
+    m, h = _at("model", load_model, args.model), _at("--gpu", get_hardware, args.gpu, catalog)
+    plan = _at("--offload" if args.offload else "--seq", plan_training, m, h, seq=args.seq,
+               micro_batch=args.micro_batch, gpus=args.gpus, recompute=args.recompute, zero_stage=args.zero,
+               offload=args.offload, achieved=args.achieved, timing=args.timing, attention=args.attention)
+    fp = plan.footprint
+    state = {k: float(v) for k, v in fp.parts.items() if k not in ("activations", "recompute working set", "logits")}
+    link = h.interconnect[plan.network_link].name if plan.network_link in h.interconnect else ""
+    if args.json:
+        return json.dumps({
+            "workload": "train", "model": m.name, "gpu": h.key, "gpus": plan.gpus, "seq": plan.seq,
+            "micro_batch": plan.micro_batch, "recompute": plan.recompute, "zero_stage": plan.zero_stage,
+            "offload": plan.offload, "attention": args.attention, "achieved": plan.achieved, "timing": args.timing,
+            "fits": plan.fits, "memory_bytes": float(fp.total), "hbm_usable": h.usable_capacity,
+            "hbm_capacity": h.hbm_capacity, "spare_bytes": plan.spare,
+            "memory_parts": {k: float(v) for k, v in fp.parts.items()},
+            "model_flops": float(plan.model_flops), "hardware_flops": float(plan.hardware_flops),
+            "compute_time_s": plan.compute_time, "network_time_s": plan.network_time,
+            "network_link": plan.network_link if plan.network_time else None, "offload_bytes": plan.offload_bytes,
+            "offload_time_s": plan.offload_time, "offload_exposed_s": plan.offload_exposed,
+            "time_s": plan.time, "tokens_per_s": plan.tokens_per_s, "mfu": plan.mfu, "hfu": plan.hfu,
+        }, indent=2)
+    setup = (f"{plan.seq:,} tokens x micro-batch {plan.micro_batch} per GPU, {plan.gpus} GPU{'s' if plan.gpus > 1 else ''}, "
+             f"ZeRO-{plan.zero_stage}, recompute {plan.recompute}" + (", offloaded" if plan.offload else ""))
+    held = (f"model state {fmt(sum(state.values()), 'B')}, activations {fmt(float(fp['activations']), 'B')},\n  "
+            + (f"recompute working set {fmt(float(fp['recompute working set']), 'B')}, "
+               if float(fp["recompute working set"]) else "")
+            + f"fp32 logits {fmt(float(fp['logits']), 'B')}")
+    hbm = f"the {fmt(h.usable_capacity, 'B')} of usable HBM on the {h.short}"
+    fit = (f"  fits within {hbm}, {fmt(plan.spare, 'B')} to spare" if plan.fits else
+           f"  DOES NOT FIT: more than {hbm}, by {fmt(-plan.spare, 'B')}; the times below assume it fit")
+    extra = plan.hardware_flops / plan.model_flops - 1
+    basis = ("the roofline floor under the " + args.timing + " rule" if plan.achieved is None
+             else f"every FLOP at {plan.achieved:.0%} of peak")
+    lines = [f"training step of {m.title} on the {h.short}:\n  {setup}",
+             f"memory per GPU: {fmt(float(fp.total), 'B')} =\n  {held}", fit,
+             f"FLOPs per step: model {fmt(plan.model_flops, 'FLOP')}, hardware {fmt(plan.hardware_flops, 'FLOP')}"
+             f" ({extra:.1%} recomputed)",
+             f"step time {fmt(plan.time, 's')}: compute {fmt(plan.compute_time, 's')} ({basis})"
+             + (f",\n  data-parallel traffic {fmt(plan.network_time, 's')} over {link}, overlapped" if plan.network_time else "")]
+    if plan.offload:
+        lines.append(f"  offload: {fmt(plan.offload_bytes, 'B')} each way over {h.interconnect['host'].name}, "
+                     f"{fmt(plan.offload_time, 's')}; " + ("all of it hidden behind the compute" if not plan.offload_exposed
+                                                          else f"{fmt(plan.offload_exposed, 's')} not hidden"))
+    rate = plan.tokens_per_s
+    if m.max_position_embeddings is not None and plan.seq > m.max_position_embeddings:
+        lines.append(f"BEYOND THE MODEL'S CONTEXT: {plan.seq:,} tokens per sequence,\n  past the "
+                     f"{m.max_position_embeddings:,} it was trained for (max_position_embeddings)")
+    lines.append(f"MFU {plan.mfu:.1%}, HFU {plan.hfu:.1%}, {rate:,.0f} tokens/s per GPU" if rate >= 100 else
+                 f"MFU {plan.mfu:.1%}, HFU {plan.hfu:.1%}, {rate:.3g} tokens/s per GPU"
+                 + ("" if plan.achieved is not None else "\n  (at the floor; --achieved 0.5 assumes the GPU runs its FLOPs at half its peak)"))
+    return "\n".join(lines)
 
 
 def _wants_json(argv: Sequence[str]) -> bool:

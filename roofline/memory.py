@@ -28,7 +28,7 @@ import numpy as np
 from ._check import broadcast, number, unknown_name
 from .hardware import Hardware, get_hardware
 from .model import Model, load_model, param_count
-from .policies import RECOMPUTE, zero_stage
+from .policies import RECOMPUTE, recompute_policy, zero_stage
 from .units import dtype_bytes, fmt
 
 __all__ = [
@@ -44,6 +44,10 @@ __all__ = [
     "training_footprint",
     "kv_cache_capacity_tokens",
     "recompute_working_set",
+    "layer_activations",
+    "checkpoint_memory",
+    "optimal_checkpoint_spacing",
+    "offloaded_bytes",
     "fit_verdict",
     "fit_summary",
     "RECOMPUTE_POLICIES",
@@ -290,17 +294,85 @@ def recompute_working_set(layer, seq, micro_batch, *, recompute: str = "none", f
     return activation_bytes(layer, seq, micro_batch, flash=flash) - kept
 
 
+def layer_activations(layer, seq, micro_batch, *, recompute: str = "none", flash: bool = True):
+    """What every layer keeps and what the one being recomputed holds on top, for any policy (chapter 3):
+    ``(kept, working)`` in bytes, summed over the model's layers for ``kept``.
+
+    ``layer`` is a model (its Llama layer). For 'none', 'selective' and 'full' this is
+    :func:`activation_bytes` times the layers and :func:`recompute_working_set`. For 'every-K' (Chen
+    et al.'s segments) the checkpoints are the inputs of ``ceil(L/K)`` layers, and the backward pass
+    rebuilds a whole segment at once: ``K`` layers' activations less the checkpoint it starts from,
+    as :func:`checkpoint_memory` counts them. 'every-1' gives the same bytes as 'full'.
+    """
+    policy = recompute_policy(recompute)
+    m = load_model(layer)
+    tensors = saved_tensors(m, flash=flash)
+    if policy.every <= 1:
+        name = "full" if policy.every == 1 else policy.name
+        return (m.num_layers * activation_bytes(tensors, seq, micro_batch, recompute=name),
+                recompute_working_set(tensors, seq, micro_batch, recompute=name))
+    checkpoint = activation_bytes(tensors, seq, micro_batch, recompute="full")
+    whole = activation_bytes(tensors, seq, micro_batch)
+    k = min(policy.every, m.num_layers)
+    return -(-m.num_layers // k) * checkpoint, k * whole - checkpoint
+
+
+def checkpoint_memory(layers, every, checkpoint, layer):
+    """Chen et al.'s count for checkpoints every ``every`` layers (chapter 3): ``ceil(L/k) c`` bytes of
+    checkpoints kept through the step, plus the segment being rebuilt, ``k A - c`` (its ``k`` layers'
+    activations ``A`` each, less the checkpoint ``c`` it starts from, already counted). Broadcasts over
+    ``every``. With ``c = A`` the minimum over ``k`` is near ``k = sqrt(L)``, about ``2 sqrt(L) A``.
+    """
+    layers = number("layers", layers, integer=True)
+    every = number("every", every, integer=True)
+    checkpoint = number("checkpoint", checkpoint)
+    layer = number("layer", layer)
+    k = np.minimum(every, layers)
+    return -(-layers // k) * checkpoint + k * layer - checkpoint
+
+
+def optimal_checkpoint_spacing(layers, checkpoint, layer) -> int:
+    """The spacing ``k`` (layers per segment, 1 to L) that minimises :func:`checkpoint_memory`.
+
+    The continuous optimum is ``k* = sqrt(L c / A)``: Chen et al.'s square root of L when a checkpoint
+    costs as much as a layer's activations (``c = A``), much less when a layer keeps many times its
+    input (a transformer layer: ``k*`` near 1). Found exactly over the whole numbers; the smallest ``k``
+    wins a tie.
+    """
+    layers = number("layers", layers, integer=True)
+    ks = np.arange(1, int(layers) + 1)
+    return int(ks[np.argmin(checkpoint_memory(layers, ks, checkpoint, layer))])
+
+
+def offloaded_bytes(model: Model | str, seq, micro_batch, *, recompute: str = "none", flash: bool = True):
+    """Bytes per layer that offloading sends to host memory in the forward pass and fetches back in the
+    backward pass (chapter 3): what the policy keeps of one layer (a checkpointed layer's input under
+    'every-K', averaged over the segment's ``K`` layers)."""
+    m = load_model(model)
+    kept, _ = layer_activations(m, seq, micro_batch, recompute=recompute, flash=flash)
+    return kept / m.num_layers
+
+
 def training_footprint(model: Model | str, seq, micro_batch, *, gpus=1, zero_stage: int = 0,
-                       recipe: str = "mixed-adam", recompute: str = "none", flash: bool = True) -> Footprint:
+                       recipe: str = "mixed-adam", recompute: str = "none", flash: bool = True,
+                       offload: bool = False) -> Footprint:
     """Per-GPU training memory of a Llama-family model at the peak of the backward pass: model state
     (ZeRO-sharded), the activations every layer keeps, the working set of the one layer being
     recomputed (:func:`recompute_working_set`, zero without recomputation), and the logits in fp32
-    for the loss."""
+    for the loss.
+
+    ``recompute`` is 'none', 'selective', 'full' or 'every-K' (:func:`layer_activations`). With
+    ``offload`` the kept activations live in host memory and HBM holds two layers' worth in flight
+    (one being written out or fetched while the next is computed; two checkpoints under 'every-K');
+    the working set stays on the GPU.
+    """
     m = load_model(model)
     state = zero_model_state(m, gpus, zero_stage, recipe).parts
-    tensors = saved_tensors(m, flash=flash)
-    layers = m.num_layers * activation_bytes(tensors, seq, micro_batch, recompute=recompute)
-    working = recompute_working_set(tensors, seq, micro_batch, recompute=recompute)
+    layers, working = layer_activations(m, seq, micro_batch, recompute=recompute, flash=flash)
+    if offload:  # two stored units in flight: layers, or checkpoints under 'every-K'
+        every = recompute_policy(recompute).every
+        units = -(-m.num_layers // min(every, m.num_layers)) if every > 1 else m.num_layers
+        layers = min(2, units) * layers / units
     s, b = number("seq", seq, integer=True), number("micro_batch", micro_batch, integer=True)
     logits = s * b * m.vocab_size * 4
     return Footprint({**state, "activations": layers, "recompute working set": working, "logits": logits})

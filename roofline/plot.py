@@ -23,8 +23,8 @@ from .units import fmt
 
 __all__ = ["PALETTE", "style", "roofline_chart", "ridge_chart", "tiers_chart", "memory_bars", "memory_curves", "save",
            "FIGURES", "measured_roofline_chart", "measured_vs_predicted_chart", "calibration_chart", "ratio_chart",
-           "timing_parts", "timing_bars", "kv_bytes_chart", "capacity_chart", "throughput_chart", "sweep_chart",
-           "speedup_chart", "quality_chart", "matmul_throughput_chart"]
+           "timing_parts", "timing_bars", "kv_bytes_chart", "capacity_chart", "serving_throughput_chart", "sweep_chart",
+           "frontier_chart", "recompute_throughput_chart", "speedup_chart", "quality_chart", "matmul_throughput_chart"]
 
 # Okabe & Ito, "Color Universal Design" (2008)
 PALETTE = {
@@ -541,7 +541,7 @@ def capacity_chart(curves: dict, *, title=None, xlabel="context per sequence (to
     return fig
 
 
-def throughput_chart(batches, curves: dict, walls: dict, *, title=None):
+def serving_throughput_chart(batches, curves: dict, walls: dict, *, title=None):
     """Decode tokens per second against the batch (log-log), one line per labelled curve, each ending
     at its capacity wall, marked with a bar and the batch (chapter 5). ``curves`` maps a label to
     tokens/s at ``batches``; ``walls`` maps the same label to the largest batch that fits."""
@@ -594,6 +594,65 @@ def sweep_chart(sweeps: dict, *, xlabel: str, ylabel: str = "time per decode ste
         ax.set_xlabel(xlabel)
         ax.set_ylabel(ylabel)
         ax.grid(True, which="major")
+        if title:
+            ax.set_title(title)
+        _legend_below(ax, ncol=2)
+def frontier_chart(points, *, capacity=None, title=None, annotate=(1, 4, 8)):
+    """Chapter 3's frontier: activation memory on the GPU (log scale) against the extra FLOPs each policy
+    runs, one marker per :class:`roofline.training.FrontierPoint`. Checkpoint spacings share one column
+    (every spacing runs one extra forward pass); those in ``annotate`` are labelled with their ``k``.
+    Offloading is drawn hollow: it buys its memory with host-link time, not FLOPs. ``capacity`` (bytes)
+    draws a horizontal line, for example the room left beside the model state."""
+    with style():
+        fig, ax = plt.subplots(figsize=(7, 4.6), layout="constrained")
+        spaced = [p for p in points if p.recompute.startswith("every-")]
+        others = [p for p in points if not p.recompute.startswith("every-")]
+        ax.plot([100 * p.extra_flops for p in spaced], [p.memory / 1e9 for p in spaced], "o", ms=5,
+                color=PALETTE["blue"], label="checkpoint every k layers (k = 1: full)")
+        for p in spaced:
+            k = int(p.recompute.split("-")[1])
+            if k in annotate or k == max(int(q.recompute.split("-")[1]) for q in spaced):
+                ax.annotate(f"k = {k}", (100 * p.extra_flops, p.memory / 1e9), textcoords="offset points",
+                            xytext=(-8, -4 if k == 1 else 0), ha="right", va="center", fontsize=9.5)
+        markers = {"explicit": "s", "flash": "D"}
+        colors = [PALETTE["vermillion"], PALETTE["orange"], PALETTE["green"], PALETTE["purple"], PALETTE["sky"]]
+        for p, color in zip(others, colors):
+            ax.plot(100 * p.extra_flops, p.memory / 1e9, markers[p.attention] if not p.offload else "o", ms=8,
+                    color=color, markerfacecolor="white" if p.offload else color, markeredgewidth=1.6, label=p.label,
+                    linestyle="none")
+        if capacity is not None:
+            ax.axhline(capacity / 1e9, color="black", ls="--", lw=1)
+            ax.annotate("room beside the model state", (0, capacity / 1e9), textcoords="offset points",
+                        xytext=(2, 3), fontsize=9.5)
+        ax.set_yscale("log")
+        ax.set_xlabel("extra FLOPs (% of the model's forward and backward)")
+        ax.set_ylabel("activations on the GPU (GB, log scale)")
+        ax.set_xlim(-3, None)
+        _legend_below(ax, ncol=2)
+        if title:
+            ax.set_title(title)
+    return fig
+
+
+def recompute_throughput_chart(micro_batches, series: dict, *, title=None, ylabel="TFLOP/s per GPU"):
+    """Throughput against micro-batch (chapter 3): one line per labelled series of FLOP/s (NaN where the
+    configuration does not fit, so the line stops there)."""
+    with style():
+        fig, ax = plt.subplots(figsize=(7, 4.2), layout="constrained")
+        styles = ["-", "--", ":", "-."]
+        for i, (label, y) in enumerate(series.items()):
+            y = np.asarray(y, dtype=float) / 1e12
+            alone = np.count_nonzero(~np.isnan(y)) == 1  # one configuration fits: a larger marker, drawn on top
+            ax.plot(micro_batches, y, marker="os^Dv"[i % 5], ms=10 if alone else 5, ls=styles[i % len(styles)],
+                    label=label, zorder=3 + i, markeredgecolor="black" if alone else None)
+        ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
+        ax.set_xlabel("micro-batch (sequences per GPU)")
+        ax.set_ylabel(ylabel)
+        ax.set_ylim(0, None)
+        _legend_below(ax)
+        if title:
+            ax.set_title(title)
+    return fig
 
 
 def speedup_chart(batches, curves: dict, *, marks: dict | None = None, title=None, ylabel="decode speedup over bf16"):

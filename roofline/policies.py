@@ -9,15 +9,20 @@ recomputes) and the network (what a stage sends) can never disagree about what a
 - Korthikanti et al., "Reducing Activation Recomputation in Large Transformer Models", MLSys 2023
   (arXiv:2205.05198): selective recomputation redoes the attention core only; full recomputation keeps each
   layer's input and runs its forward pass again.
+- Chen et al., "Training Deep Nets with Sublinear Memory Cost" (arXiv:1604.06174, 2016): checkpoints at
+  the input of every k-th layer, each segment of k layers run forward again (all its activations held)
+  when the backward pass reaches it; one extra forward pass in all, memory O(sqrt L) at the best k
+  (chapter 3). ``'every-1'`` is full recomputation.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Mapping
 
-__all__ = ["ZeroStage", "ZERO_STAGES", "zero_stage", "Recompute", "RECOMPUTE", "recompute_policy"]
+__all__ = ["ZeroStage", "ZERO_STAGES", "zero_stage", "Recompute", "RECOMPUTE", "recompute_policy", "recompute_names"]
 
 
 @dataclass(frozen=True)
@@ -57,17 +62,34 @@ class Recompute:
     param_flops: int
     attention_passes: int
     keeps: str
+    every: int = 0  # checkpoint spacing in layers (Chen et al.): 0 for none and selective, 1 for full, k for every-k
 
 
 RECOMPUTE: Mapping[str, Recompute] = MappingProxyType({
     "none": Recompute("none", 6, 3, "every tensor the backward pass needs"),
     "selective": Recompute("selective", 6, 4, "everything but the attention core's score-sized tensors, recomputed"),
-    "full": Recompute("full", 8, 4, "each layer's input only; the whole forward pass runs again"),
+    "full": Recompute("full", 8, 4, "each layer's input only; the whole forward pass runs again", every=1),
 })
+
+_EVERY = re.compile(r"every-([0-9]+)")
 
 
 def recompute_policy(name) -> Recompute:
-    """The recomputation policy called ``name``: 'none', 'selective' or 'full'."""
-    if not isinstance(name, str) or name not in RECOMPUTE:
-        raise ValueError(f"recompute must be one of {', '.join(map(repr, RECOMPUTE))}, got {name!r}")
-    return RECOMPUTE[name]
+    """The recomputation policy called ``name``: 'none', 'selective', 'full' or 'every-K' (a checkpoint
+    at the input of every K-th layer, K >= 1; 'every-1' is the same trade as 'full')."""
+    if isinstance(name, Recompute):
+        return name
+    if isinstance(name, str) and name in RECOMPUTE:
+        return RECOMPUTE[name]
+    found = _EVERY.fullmatch(name.strip()) if isinstance(name, str) else None
+    if found is None or int(found.group(1)) < 1:
+        raise ValueError(f"recompute must be one of {', '.join(map(repr, RECOMPUTE))} or 'every-K' with K a whole "
+                         f"number >= 1 (a checkpoint every K layers), got {name!r}")
+    k = int(found.group(1))
+    return Recompute(f"every-{k}", 8, 4, f"the input of one layer in {k}; a segment of {k} layers runs forward again, "
+                     "all its activations held, when the backward pass reaches it", every=k)
+
+
+def recompute_names() -> tuple[str, ...]:
+    """The policies' names as the command line spells them ('every-K' for any spacing K)."""
+    return (*RECOMPUTE, "every-K")

@@ -11,20 +11,21 @@ from typing import Mapping, Sequence
 from .cost import Breakdown
 from .hardware import get_hardware
 from .memory import (KORTHIKANTI_CONFIGS, RECIPES, RECOMPUTE_POLICIES, activation_bytes, korthikanti_bytes,
-                     kv_cache_capacity_tokens, model_state, saved_tensors)
+                     kv_cache_capacity_tokens, layer_activations, model_state, saved_tensors)
 from .model import load_model
 from .ops import matmul
 from .network import Tier
 from .quantization import (FLOAT_LAYOUTS, INTEGER_LEVELS, PUBLISHED, SCHEMES, float_range, relative_change, scheme,
                            serving_point)
 from .roof import Prediction, predict
-from .training import hfu, mfu, tokens_per_s_at_mfu
+from .training import best_plan, hfu, mfu, tokens_per_s_at_mfu, training_step
 from .units import bits_per_element, fmt, group_format
 
 __all__ = ["Table", "workload_table", "breakdown_table", "tiers_table", "hardware_table", "mfu_table", "mfu_calculator",
            "recipes_table", "saved_tensors_table", "footprint_table", "kv_capacity_table", "korthikanti_table",
-           "matmul_intensity_table", "operations_table", "kv_layout_table", "serving_table", "formats_table",
-           "published_table", "quantized_serving_table"]
+           "matmul_intensity_table", "operations_table", "kv_layout_table", "serving_table", "recompute_table",
+           "checkpoint_runs_table",
+           "best_plan_table", "formats_table", "published_table", "quantized_serving_table"]
 
 
 @dataclass(frozen=True)
@@ -306,6 +307,49 @@ def serving_table(plans: Mapping, title: str = "") -> Table:
                      fmt(100 * p.utilization, "%", 2) if timed else "—"))
     return Table(("setup", "KV per sequence", "largest batch", "time per output token", "throughput",
                   "compute busy"), tuple(rows), title)
+def recompute_table(model, seqs: Sequence[int], policies: Sequence[tuple[str, str, str]], *,
+                    micro_batch: int = 1, title: str = "") -> Table:
+    """Chapter 3's policies side by side for one model: for each sequence length, each policy's
+    activations kept through the step, the working set of the layer (or segment) being rebuilt, their sum
+    (the peak), and the FLOPs it runs again as a share of the model's. ``policies`` holds
+    (label, recompute, attention)."""
+    m = load_model(model)
+    rows = []
+    for s in seqs:
+        for label, policy, attention in policies:
+            kept, working = layer_activations(m, s, micro_batch, recompute=policy, flash=attention == "flash")
+            step = training_step(m, s, micro_batch, recompute=policy, attention=attention)
+            extra = step["recompute"].flops / (step["forward"].flops + step["backward"].flops)
+            rows.append((f"{s:,}", label, fmt(float(kept), "B", 3), fmt(float(working), "B", 3),
+                         fmt(float(kept + working), "B", 3), f"{100 * extra:.1f}%"))
+    return Table(("tokens", "policy", "kept", "working set", "peak", "extra FLOPs"), tuple(rows), title)
+
+
+def checkpoint_runs_table(runs, title: str = "") -> Table:
+    """The measured training runs with and without checkpointing beside the count (chapter 3):
+    :func:`roofline.measured.checkpoint_runs`."""
+    rows = []
+    for c in runs:
+        r = c.run
+        rows.append((f"{r.tokens:,} x {r.batch}", "yes" if r.checkpoint else "no", fmt(c.measured, "B", 3),
+                     fmt(c.predicted, "B", 3), fmt(c.gap, "B", 3), fmt(c.model_flops / r.seconds, "FLOP/s", 3),
+                     f"{100 * c.mfu:.1f}%", f"{100 * c.hfu:.1f}%"))
+    return Table(("tokens x batch", "checkpoints", "measured", "count", "gap", "model FLOP/s", "MFU", "HFU"),
+                 tuple(rows), title)
+
+
+def best_plan_table(model, hardware, seqs: Sequence[int], *, micro_batch: int = 1, title: str = "", **kwargs) -> Table:
+    """The fastest policy that fits, sequence length by sequence length (chapter 3):
+    :func:`roofline.training.best_plan` with ``kwargs`` (gpus, zero_stage, achieved...)."""
+    rows = []
+    for s in seqs:
+        p = best_plan(model, hardware, seq=s, micro_batch=micro_batch, **kwargs)
+        if p is None:
+            rows.append((f"{s:,}", "nothing fits", "", "", "", ""))
+            continue
+        rows.append((f"{s:,}", p.recompute + (" + offload" if p.offload else ""), fmt(float(p.footprint.total), "B", 3),
+                     fmt(p.time, "s", 3), f"{100 * p.mfu:.1f}%", f"{100 * p.hfu:.1f}%"))
+    return Table(("tokens", "fastest policy that fits", "memory per GPU", "step time", "MFU", "HFU"), tuple(rows), title)
 
 
 def formats_table(formats=None, catalog=("a100-sxm-80gb", "h100-sxm", "b200"), title: str = "") -> Table:

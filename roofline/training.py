@@ -1,4 +1,5 @@
-"""Training arithmetic: FLOPs per token, MFU and HFU, model-state memory (chapters 1 and 2).
+"""Training arithmetic: FLOPs per token, MFU and HFU, model-state memory (chapters 1 and 2), and the
+training step that chapter 3 prices policy by policy (:func:`training_step`, :func:`plan_training`).
 
 Kaplan and colleagues (arXiv:2001.08361, 2020): a dense transformer costs about
 6N FLOPs per token to train, 2N forward and 4N backward (gradients with respect to both inputs and
@@ -7,15 +8,20 @@ weights). That rule leaves out attention's quadratic term; ``attention_context``
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from ._check import number
+from .cost import Breakdown, Cost
 from .hardware import Hardware, get_hardware
-from .memory import model_state
-from .model import Model, load_model, param_count
+from .inference import prefill
+from .memory import Footprint, layer_activations, model_state, training_footprint
+from .model import Model, NotModelledError, load_model, param_count
 from .network import data_parallel_bytes
 from .ops import attention_flops
 from .policies import RECOMPUTE, recompute_policy
+from .roof import Prediction, predict
 
 __all__ = [
     "RECOMPUTE",
@@ -26,6 +32,17 @@ __all__ = [
     "model_state_bytes",
     "gradient_sync_tokens",
     "MFU_REPORTS",
+    "PUBLISHED",
+    "PHASES",
+    "training_step",
+    "TrainingPlan",
+    "plan_training",
+    "offload_hiding_seq",
+    "best_plan",
+    "layer_forward_flops",
+    "fitting_plans",
+    "FrontierPoint",
+    "frontier",
 ]
 
 
@@ -130,3 +147,313 @@ def gradient_sync_tokens(model, hardware: Hardware | str, gpus, link: str = "net
     n = param_count(model)
     sent = data_parallel_bytes(n, gpus, zero_stage=zero_stage)
     return sent * hw.peak_flops(dtype) / (hw.interconnect[link].each_way * training_flops_per_token(n))
+
+
+# --------------------------------------------------------------------------------------------
+# Chapter 3: the training step, kernel by kernel, and what each recompute policy costs in it
+
+# Published figures chapter 3 compares with, each with its source (checked against the papers' abstracts).
+PUBLISHED = {
+    "korthikanti_memory_reduction": (5.0, "Korthikanti et al. 2022 (arXiv:2205.05198), abstract: activation memory "
+                                          "reduced 5x by sequence parallelism with selective recomputation"),
+    "korthikanti_overhead_cut": (0.90, "same abstract: execution-time overhead of recomputation cut by over 90%"),
+    "korthikanti_530b_mfu_selective": (0.542, "same abstract: MFU of a 530B GPT on 2,240 A100s with their method"),
+    "korthikanti_530b_mfu_full": (0.421, "same abstract: MFU of the same run with full recomputation"),
+    "korthikanti_530b_gpus": (2240, "same abstract: the A100s of that run"),
+    "palm_mfu": (0.462, "Chowdhery et al. 2022 (arXiv:2204.02311), PaLM 540B on 6,144 TPU v4 chips: model FLOPs utilization"),
+    "palm_hfu": (0.578, "same paper: hardware FLOPs utilization, rematerialization included"),
+    "chen_memory_before": (48e9, "Chen et al. 2016 (arXiv:1604.06174), abstract: a 1,000-layer residual network, 48 GB"),
+    "chen_memory_after": (7e9, "same abstract: 7 GB with sublinear checkpointing"),
+    "chen_time_overhead": (0.30, "same abstract: about 30% more running time"),
+}
+
+PHASES = ("forward", "backward", "recompute")
+
+_OUTSIDE_LAYERS = frozenset({"embedding", "final_norm", "lm_head", "sample"})
+_ATTENTION_CORE = frozenset({"attention", "scores", "softmax", "pv"})  # what selective recomputation reruns
+
+
+def _phase(op, phase: str, factor: float):
+    """``op`` run ``factor`` times its forward work, all of it in the part ``phase``. A backward matmul is
+    two launches of the forward's size (the gradients of the input and of the weight)."""
+    count = op.count * 2 if (phase == "backward" and op.kind == "matmul") else op.count
+    flops, reads, writes = op.flops * factor, op.reads * factor, op.writes * factor
+    return op._replace(name=op.name if phase == "forward" else f"{op.name} ({phase})", flops=flops, reads=reads,
+                       writes=writes, count=count, split=({phase: flops}, {phase: reads}, {phase: writes}))
+
+
+def _dense(m: Model, what: str) -> None:
+    if m.moe is not None or m.mla is not None:
+        raise NotModelledError(f"{what} counts a dense decoder layer's saved tensors; {m.name} has "
+                               f"{'experts' if m.moe is not None else 'latent attention'}, which it does not model yet")
+
+
+def training_step(model: Model | str, seq, micro_batch=1, *, recompute: str = "none", attention: str = "flash",
+                  dtype: str = "bf16") -> Breakdown:
+    """One micro-batch of training, kernel by kernel, in three parts (chapter 3): the forward pass (the
+    refined prefill's kernels over every token, logits included, no KV cache written), the backward pass
+    (every kernel's work twice over: the gradients of its inputs and of its weights) and what the policy
+    runs again: nothing for 'none', the attention core for 'selective', every layer's forward for
+    'full' and 'every-K'.
+
+    Model FLOPs are ``forward + backward``; hardware FLOPs add ``recompute``. A flash kernel's backward
+    recomputes its scores inside the kernel; like Korthikanti et al., this count does not add them.
+    """
+    policy = recompute_policy(recompute)
+    m = load_model(model)
+    seq = number("seq", seq, integer=True)
+    micro_batch = number("micro_batch", micro_batch, integer=True)
+    _dense(m, "training_step")
+    fwd = prefill(m, seq, micro_batch, accounting="refined", attention=attention, dtype=dtype)
+    forward = [op for op in fwd.ops if op.name not in ("sample", "kv_write")]
+    ops = [_phase(op, "forward", 1) for op in forward] + [_phase(op, "backward", 2) for op in forward]
+    if policy.every:
+        ops += [_phase(op, "recompute", 1) for op in forward if op.name not in _OUTSIDE_LAYERS]
+    elif policy.name == "selective":
+        ops += [_phase(op, "recompute", 1) for op in forward if op.name in _ATTENTION_CORE]
+    return Breakdown.from_ops(f"training step of {m.title}, recompute {policy.name}", ops, fwd.formats, order=PHASES)
+
+
+@dataclass(frozen=True)
+class TrainingPlan:
+    """What one GPU does in one training step of one micro-batch under a policy (chapter 3, and the
+    ``roofline train`` command): memory by component, FLOPs, the time and the utilizations.
+
+    ``time`` is the compute time (the roofline floor of :attr:`step` under ``timing``, or the hardware
+    FLOPs at the ``achieved`` fraction of peak), overlapped with the data-parallel traffic of the step
+    (``network_time``), plus what offloading cannot hide behind the compute (``offload_exposed``).
+    """
+
+    model: Model
+    hardware: Hardware
+    gpus: int
+    seq: int
+    micro_batch: int
+    recompute: str
+    zero_stage: int
+    offload: bool
+    achieved: float | None
+    footprint: Footprint
+    step: Breakdown
+    prediction: Prediction
+    compute_time: float
+    network_time: float
+    network_link: str
+    offload_bytes: float
+    offload_time: float
+    offload_exposed: float
+
+    @property
+    def tokens(self) -> int:
+        return self.seq * self.micro_batch
+
+    @property
+    def model_flops(self):
+        """The FLOPs the model needs: forward and backward, no recomputation."""
+        return self.step["forward"].flops + self.step["backward"].flops
+
+    @property
+    def hardware_flops(self):
+        """The FLOPs the GPU runs: the model's plus what the policy recomputes."""
+        return self.step.flops
+
+    @property
+    def time(self):
+        return max(self.compute_time, self.network_time) + self.offload_exposed
+
+    @property
+    def peak(self) -> float:
+        return self.hardware.peak_flops(self.step.formats.math)
+
+    @property
+    def mfu(self):
+        return self.model_flops / (self.time * self.peak)
+
+    @property
+    def hfu(self):
+        return self.hardware_flops / (self.time * self.peak)
+
+    @property
+    def tokens_per_s(self):
+        """Tokens per second on this GPU."""
+        return self.tokens / self.time
+
+    @property
+    def fits(self) -> bool:
+        return bool(self.footprint.fits(self.hardware))
+
+    @property
+    def spare(self) -> float:
+        """Usable HBM left over (negative: by how much it does not fit)."""
+        return float(self.footprint.spare(self.hardware))
+
+
+def _link(hw: Hardware, gpus: int) -> str:
+    """The link the data-parallel traffic crosses: the scale-up link inside a node of eight, else the network."""
+    if gpus <= 8 and "scale_up" in hw.interconnect:
+        return "scale_up"
+    return "network" if "network" in hw.interconnect else next(iter(hw.interconnect), "")
+
+
+def plan_training(model: Model | str, hardware: Hardware | str, *, seq, micro_batch=1, gpus=1, recompute: str = "none",
+                  zero_stage: int = 0, offload: bool = False, achieved=None, timing: str = "step",
+                  attention: str = "flash", recipe: str = "mixed-adam") -> TrainingPlan:
+    """Does a training step fit on each of ``gpus`` GPUs, and how fast can it go (chapter 3)?
+
+    ``recompute`` is 'none', 'selective', 'full' or 'every-K'; ``zero_stage`` shards the model state over
+    the ``gpus`` data-parallel GPUs; ``offload`` keeps the saved activations in host memory, sent over
+    the GPU's host link (PCIe) layer by layer in the forward pass and fetched back in the backward pass.
+    ``achieved`` is the fraction of peak the GPU's FLOPs run at (the HFU it would reach with nothing
+    exposed); without it the compute time is the roofline floor of the step under ``timing``.
+    One micro-batch per step: the data-parallel traffic (:func:`~roofline.network.data_parallel_bytes`)
+    is sent once per micro-batch, over NVLink inside a node of eight, over the network beyond.
+    """
+    m, hw = load_model(model), get_hardware(hardware)
+    _dense(m, "plan_training")
+    gpus = int(number("gpus", gpus, integer=True))
+    seq = int(number("seq", seq, integer=True))
+    micro_batch = int(number("micro_batch", micro_batch, integer=True))
+    policy = recompute_policy(recompute)
+    if not isinstance(offload, bool):
+        raise TypeError(f"offload must be True or False, got {offload!r}")
+    if achieved is not None:
+        achieved = float(number("achieved", achieved))
+        if achieved > 1:
+            raise ValueError(f"achieved is a fraction of peak and cannot exceed 1, got {achieved!r}")
+    flash = attention == "flash"
+    footprint = training_footprint(m, seq, micro_batch, gpus=gpus, zero_stage=zero_stage, recipe=recipe,
+                                   recompute=policy.name, flash=flash, offload=offload)
+    step = training_step(m, seq, micro_batch, recompute=policy.name, attention=attention)
+    prediction = predict(step, hw, timing=timing)
+    peak = hw.peak_flops(step.formats.math)
+    rate = peak if achieved is None else achieved * peak
+    compute = float(prediction.time) if achieved is None else float(step.flops) / rate
+    link = _link(hw, gpus)
+    sent = data_parallel_bytes(param_count(m), gpus, zero_stage=zero_stage) if gpus > 1 else 0.0
+    network = sent / hw.interconnect[link].each_way if sent else 0.0
+    host_bytes = exposed = host_time = 0.0
+    if offload:
+        if "host" not in hw.interconnect:
+            raise ValueError(f"offload needs the GPU's host link, and the catalog gives none for the {hw.short}")
+        kept, _ = layer_activations(m, seq, micro_batch, recompute=policy.name, flash=flash)
+        host_bytes = float(kept)
+        per_layer = host_bytes / m.num_layers / hw.interconnect["host"].each_way
+        host_time = per_layer * m.num_layers
+        layer_forward = layer_forward_flops(m, seq) * seq * micro_batch / rate
+        # out in the forward pass behind the next layer's forward; back in the backward pass behind the
+        # layer after it (its backward, and its recomputation when there is one)
+        layer_backward = layer_forward * (3 if policy.every else 2)
+        exposed = m.num_layers * (max(0.0, per_layer - layer_forward) + max(0.0, per_layer - layer_backward))
+    return TrainingPlan(m, hw, gpus, seq, micro_batch, policy.name, zero_stage, offload, achieved, footprint, step,
+                        prediction, compute, network, link, host_bytes, host_time, exposed)
+
+
+def layer_forward_flops(model: Model | str, seq):
+    """Forward FLOPs of one layer per token at ``seq`` tokens per sequence (chapter 3): ``2 N_layer`` for
+    the matmuls and ``2 s d`` for causal attention (half the square). Llama 3 8B at 4,096 tokens:
+    about 470 MFLOP."""
+    m = load_model(model)
+    return 2 * m.layer_matmul_params + attention_flops(seq, seq, m.attention_width, causal="half") / seq
+
+
+def offload_hiding_seq(model: Model | str, hardware: Hardware | str, *, recompute: str = "none", achieved=1.0,
+                       flash: bool = True, link: str = "host"):
+    """The sequence length from which offloading a layer's kept activations over ``link`` hides behind
+    the next layer's forward pass (chapter 3); ``inf`` if it never does, 1 if it always does.
+
+    Per token and per layer the transfer takes ``A_tok(s) / B_link`` (``A_tok`` the bytes the policy
+    keeps, constant in ``s`` with a flash kernel) and the forward pass ``(2 N_layer + 2 s d) / (achieved
+    P_peak)`` (:func:`layer_forward_flops`); the attention term grows with ``s``, so past the returned
+    length the transfer is the shorter. The micro-batch cancels. Where the kept bytes grow with ``s``
+    faster than the FLOPs (explicit attention's scores), no length is long enough: ``inf``.
+    """
+    m, hw = load_model(model), get_hardware(hardware)
+    _dense(m, "offload_hiding_seq")
+    achieved = float(number("achieved", achieved))
+    if link not in hw.interconnect:
+        raise ValueError(f"link must be one of {', '.join(map(repr, hw.interconnect))} for the {hw.short}, got {link!r}")
+    ratio = achieved * hw.peak_flops("bf16") / hw.interconnect[link].each_way  # FLOPs per byte sent
+    # a(s) = a0 + a1 s per token per layer (a1 = 0 but for explicit attention's score-sized tensors)
+    a1_2, a1_1 = (float(layer_activations(m, s, 1, recompute=recompute, flash=flash)[0]) / m.num_layers / s
+                  for s in (2, 1))
+    a1 = a1_2 - a1_1
+    a0 = a1_1 - a1
+    f1 = float(layer_forward_flops(m, 2) - layer_forward_flops(m, 1))  # f(s) = f0 + f1 s per token per layer
+    f0 = float(layer_forward_flops(m, 1)) - f1
+    # hides when f0 + f1 s >= ratio (a0 + a1 s)
+    slope = f1 - ratio * a1
+    gap = ratio * a0 - f0
+    if slope < 0 or (slope == 0 and gap > 0):
+        return float("inf")  # the transfer outgrows the compute, or never falls behind it
+    if gap <= 0:
+        return 1
+    return int(np.ceil(gap / slope))
+
+
+def best_plan(model: Model | str, hardware: Hardware | str, *, seq, micro_batch=1, policies=None, **kwargs):
+    """The fastest plan that fits, among ``policies`` (default: none, selective, full, every-2 to
+    every-8, each with and without offloading), for one sequence length and micro-batch (chapter 3).
+    None when nothing fits. ``kwargs`` go to :func:`plan_training` (gpus, zero_stage, achieved...).
+    A tie in time goes to the plan without offloading, then to the smaller footprint."""
+    if policies is None:
+        policies = [(p, o) for p in ("none", "selective", "full", "every-2", "every-4", "every-8")
+                    for o in (False, True)]
+    plans = [plan_training(model, hardware, seq=seq, micro_batch=micro_batch, recompute=p, offload=o, **kwargs)
+             for p, o in policies]
+    fitting = [p for p in plans if p.fits]
+    if not fitting:
+        return None
+    return min(fitting, key=lambda p: (round(p.time, 12), p.offload, float(p.footprint.total)))
+
+
+@dataclass(frozen=True)
+class FrontierPoint:
+    """One policy on the memory/FLOPs plane: the activation bytes on the GPU at the peak (kept tensors
+    plus the recompute working set), the extra FLOPs as a fraction of the model's, the bytes sent to
+    host memory (0 without offloading)."""
+
+    label: str
+    recompute: str
+    attention: str
+    offload: bool
+    memory: float
+    extra_flops: float
+    host_bytes: float
+
+
+def frontier(model: Model | str, seq, micro_batch=1, *, spacings=None) -> list[FrontierPoint]:
+    """Every policy's activation memory against its extra FLOPs for one micro-batch (chapter 3's
+    frontier): no recomputation and selective recomputation with explicit attention, no recomputation
+    with a flash kernel, checkpoints every ``k`` layers for each ``k`` of ``spacings`` (default 1 to L;
+    ``k = 1`` is full recomputation), and offloading with and without full recomputation."""
+    m = load_model(model)
+    _dense(m, "frontier")
+    spacings = range(1, m.num_layers + 1) if spacings is None else spacings
+    cases = [("no recompute, explicit attention", "none", "explicit", False),
+             ("selective, explicit attention", "selective", "explicit", False),
+             ("no recompute, flash", "none", "flash", False)]
+    cases += [("full (every layer)" if k == 1 else f"every {k} layers", f"every-{k}", "flash", False) for k in spacings]
+    cases += [("offload, no recompute", "none", "flash", True), ("offload + full", "full", "flash", True)]
+    points = []
+    for label, policy, attention, offload in cases:
+        step = training_step(m, seq, micro_batch, recompute=policy, attention=attention)
+        fp = training_footprint(m, seq, micro_batch, recompute=policy, flash=attention == "flash", offload=offload)
+        host = float(layer_activations(m, seq, micro_batch, recompute=policy, flash=attention == "flash")[0]) \
+            if offload else 0.0
+        extra = step["recompute"].flops / (step["forward"].flops + step["backward"].flops)
+        points.append(FrontierPoint(label, policy, attention, offload,
+                                    float(fp["activations"] + fp["recompute working set"]), float(extra), host))
+    return points
+
+
+def fitting_plans(model: Model | str, hardware: Hardware | str, *, seq, max_micro_batch: int = 64, **kwargs):
+    """The plans of micro-batch 1, 2, ... that fit, up to the first that does not (memory grows with the
+    micro-batch, so none after it would); ``kwargs`` go to :func:`plan_training`. Chapter 3 reads the
+    largest micro-batch each policy allows from it."""
+    out = []
+    for b in range(1, int(number("max_micro_batch", max_micro_batch, integer=True)) + 1):
+        plan = plan_training(model, hardware, seq=seq, micro_batch=b, **kwargs)
+        if not plan.fits:
+            break
+        out.append(plan)
+    return out

@@ -36,8 +36,8 @@ from .quantization import check_math, weight_bytes
 from .roof import Roof, as_roof, predict
 from .units import dtype_bytes, fmt
 
-__all__ = ["FrameExplorer", "frame_explorer", "decode_explorer", "memory_explorer", "serving_explorer",
-           "quantization_explorer", "png_bytes", "Blitter"]
+__all__ = ["FrameExplorer", "frame_explorer", "decode_explorer", "memory_explorer", "recompute_explorer",
+           "serving_explorer", "quantization_explorer", "png_bytes", "Blitter"]
 
 
 class FrameExplorer(W.VBox):
@@ -293,6 +293,22 @@ def decode_explorer(model: Model | str = "llama-3-8b", hardware: Hardware | str 
 _NOT_STATE = ("activations", "recompute working set", "logits")
 
 
+def _set_bar(rects, total_text, footprint, limit: float) -> None:
+    """Redraw a one-bar :func:`~roofline.plot.memory_bars` chart for ``footprint``: each part's rectangle
+    after the last, and the total at the bar's end (at the axis edge, with an arrow, past ``limit`` GB)."""
+    left = 0.0
+    for rect, part in zip(rects, footprint.parts):
+        width = float(footprint.parts[part]) / 1e9
+        rect.set_x(left)
+        rect.set_width(width)
+        left += width
+    clipped = left > limit
+    total_text.xy = (min(left, limit), total_text.xy[1])
+    total_text.set_text(f"{left:,.0f} GB →" if clipped else f"{left:,.1f} GB")
+    total_text.set_horizontalalignment("right" if clipped else "left")
+    total_text.xyann = (-4, 12) if clipped else (4, 0)
+
+
 def memory_explorer(model: Model | str = "llama-3-8b", *, gpus: int = 8, zero_stage: int = 3,
                     micro_batches: Sequence[int] = (1, 2, 4, 8),
                     seqs: Sequence[int] = (1024, 2048, 4096, 8192, 16384, 32768),
@@ -321,17 +337,7 @@ def memory_explorer(model: Model | str = "llama-3-8b", *, gpus: int = 8, zero_st
     def frame(b, s, p):
         nonlocal blitter
         fp = grid[(b, s, p)]
-        left = 0.0
-        for rect, part in zip(rects, fp.parts):
-            width = float(fp.parts[part]) / 1e9
-            rect.set_x(left)
-            rect.set_width(width)
-            left += width
-        clipped = left > limit
-        total_text.xy = (min(left, limit), total_text.xy[1])
-        total_text.set_text(f"{left:,.0f} GB →" if clipped else f"{left:,.1f} GB")
-        total_text.set_horizontalalignment("right" if clipped else "left")
-        total_text.xyann = (-4, 12) if clipped else (4, 0)
+        _set_bar(rects, total_text, fp, limit)
         if blitter is None:
             blitter = Blitter(fig, rects + [total_text])
         verdict = fit_summary(float(fp.total), gpus_hw)
@@ -349,6 +355,68 @@ def memory_explorer(model: Model | str = "llama-3-8b", *, gpus: int = 8, zero_st
             [("micro-batch", micro_batches), ("sequence", [(f"{s:,}", s) for s in seqs]), ("recompute", policies)],
             frame, f"{m.name} training memory: micro-batch x sequence x recompute, "
                    f"{len(micro_batches) * len(seqs) * len(policies)} frames")
+    finally:
+        plt.close(fig)
+    return explorer
+
+
+# The explorer's policies: a label for the control, the recompute policy, whether activations are offloaded.
+RECOMPUTE_CHOICES = (("none", "none", False), ("selective", "selective", False), ("full", "full", False),
+                     ("every 2", "every-2", False), ("every 4", "every-4", False),
+                     ("offload", "none", True), ("offload + full", "full", True))
+
+
+def recompute_explorer(model: Model | str = "llama-3-8b", *, gpus: int = 8, zero_stage: int = 3, achieved: float = 0.5,
+                       micro_batches: Sequence[int] = (1, 2, 4),
+                       seqs: Sequence[int] = (2048, 4096, 8192, 16384, 32768),
+                       choices=RECOMPUTE_CHOICES, capacities: Sequence[str] = ("h100-sxm", "h200-sxm"),
+                       hardware: str = "h100-sxm") -> FrameExplorer:
+    """Chapter 3's sliders: sequence length, micro-batch and policy (checkpoint spacing and offloading
+    among them). Each frame is the per-GPU memory bar of :func:`~roofline.training.plan_training`
+    against the capacities of ``capacities``, and a readout of the step on ``hardware``: FLOPs, time,
+    MFU and HFU with the GPU running its FLOPs at ``achieved`` of peak."""
+    from .training import plan_training  # training sits beside memory; imported here to keep the top light
+
+    m = load_model(model)
+    gpus_hw = [get_hardware(c) for c in capacities]
+    grid = {(b, s, label): plan_training(m, hardware, seq=s, micro_batch=b, gpus=gpus, zero_stage=zero_stage,
+                                         recompute=policy, offload=offload, achieved=achieved)
+            for b in micro_batches for s in seqs for label, policy, offload in choices}
+    first = next(iter(grid.values()))
+    limit = 2 * max(h.usable_capacity for h in gpus_hw) / 1e9
+    fig = memory_bars({"per GPU": first.footprint}, capacities, xmax=limit,
+                      title=f"{m.title}, {gpus} GPUs, ZeRO-{zero_stage}, flash attention")
+    fig.set_size_inches(7, 3.8)
+    rects = list(fig.axes[0].patches)
+    total_text = fig.axes[0].texts[0]
+    blitter = None
+
+    def frame(s, b, label):
+        nonlocal blitter
+        plan = grid[(b, s, label)]
+        fp = plan.footprint
+        _set_bar(rects, total_text, fp, limit)
+        if blitter is None:
+            blitter = Blitter(fig, rects + [total_text])
+        verdict = fit_summary(float(fp.total), gpus_hw)
+        extra = plan.hardware_flops / plan.model_flops - 1
+        hidden = ("all of it hidden behind the compute" if plan.offload_exposed == 0
+                  else f"{fmt(plan.offload_exposed, 's')} of it not hidden")
+        offload = f"; {fmt(plan.offload_bytes, 'B')} sent to host memory, {hidden}" if plan.offload else ""
+        html = (f"<b>micro-batch {b}, {s:,} tokens, {label}</b>: {fmt(float(fp.total), 'B')} per GPU "
+                f"(activations {fmt(float(fp['activations']), 'B')}, working set "
+                f"{fmt(float(fp['recompute working set']), 'B')}); <b>{verdict}</b>. "
+                f"Per step: {fmt(plan.model_flops, 'FLOP')} of model FLOPs, {extra:.0%} more run on the "
+                f"{plan.hardware.short}{offload}; at {achieved:.1%} of peak, {fmt(plan.time, 's')}, "
+                f"<b>MFU {plan.mfu:.1%}, HFU {plan.hfu:.1%}</b>")
+        return blitter.png(), html
+
+    try:
+        explorer = frame_explorer(
+            [("sequence", [(f"{s:,}", s) for s in seqs]), ("micro-batch", micro_batches),
+             ("policy", [c[0] for c in choices])],
+            frame, f"{m.name} training step: sequence x micro-batch x policy, "
+                   f"{len(micro_batches) * len(seqs) * len(choices)} frames", start=[min(1, len(seqs) - 1), 0, 0])
     finally:
         plt.close(fig)
     return explorer
@@ -427,6 +495,7 @@ def serving_explorer(models: Sequence[str] = ("llama-2-7b", "llama-3-8b", "gemma
                    f"{len(kv_dtypes)} KV formats x {len(block_sizes)} block sizes")
     finally:
         plt.close(fig)
+    return explorer
 
 
 def quantization_explorer(model: Model | str = "llama-3-8b", hardware: Hardware | str = "h100-sxm", *,

@@ -6,6 +6,8 @@ Three rooms: :mod:`~roofline.measured.records` (what a file holds, read and vali
 :mod:`~roofline.measured.present` (tables). Everything is importable from here.
 """
 
+from .checkpointing import *  # noqa: F401,F403
+from .checkpointing import __all__ as _checkpointing
 from .compare import *  # noqa: F401,F403
 from .compare import __all__ as _compare
 from .present import *  # noqa: F401,F403
@@ -13,4 +15,4 @@ from .present import __all__ as _present
 from .records import *  # noqa: F401,F403
 from .records import __all__ as _records
 
-__all__ = [*_records, *_compare, *_present]
+__all__ = [*_records, *_compare, *_present, *_checkpointing]

@@ -1,0 +1,88 @@
+"""The measured H200 training runs with and without activation checkpointing, beside the package's
+count (chapter 3).
+
+``h200-2026-11-29-layers.json`` trained four Llama 3 8B decoder layers (no embedding, no logits; the
+loss a mean of squares of the last output) at several lengths and micro-batches, once keeping every
+activation and once with ``torch.utils.checkpoint`` around each layer. Its ``peak_extra_bytes`` is the
+peak allocated beyond the weights and their gradients. This module predicts that peak from
+:func:`roofline.memory.layer_activations` and names what the count leaves out, and it turns the timings
+into MFU and HFU against the GPU's datasheet peak.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..hardware import Hardware, get_hardware
+from ..memory import layer_activations
+from ..model import Model, load_model
+from ..ops import attention_flops
+from .records import LayersMeasurement, TrainRun, load_layers
+
+__all__ = ["CheckpointRun", "checkpoint_runs"]
+
+
+@dataclass(frozen=True)
+class CheckpointRun:
+    """One measured training run beside its prediction (bytes, FLOPs, seconds)."""
+
+    run: TrainRun
+    kept: float  # activations every layer keeps through the step (checkpoints only, with checkpointing)
+    working: float  # the layer being rebuilt, on top of the checkpoints (0 without checkpointing)
+    temporaries: float  # an estimate of what the backward pass adds: see checkpoint_runs
+    model_flops: float  # forward and backward: 6 x parameters x tokens + 3 x causal attention forward
+    hardware_flops: float  # plus one forward pass of every layer when checkpointed
+    peak: float  # the GPU's dense bf16 FLOP/s
+
+    @property
+    def predicted(self) -> float:
+        """The count: kept activations plus the recompute working set."""
+        return self.kept + self.working
+
+    @property
+    def measured(self) -> float:
+        return self.run.peak_extra_bytes
+
+    @property
+    def gap(self) -> float:
+        """Measured peak less the count."""
+        return self.measured - self.predicted
+
+    @property
+    def mfu(self) -> float:
+        return self.model_flops / self.run.seconds / self.peak
+
+    @property
+    def hfu(self) -> float:
+        return self.hardware_flops / self.run.seconds / self.peak
+
+    @property
+    def floor_seconds(self) -> float:
+        """The roofline floor: every FLOP the hardware runs at the datasheet peak."""
+        return self.hardware_flops / self.peak
+
+
+def checkpoint_runs(layers: LayersMeasurement | None = None, model: Model | str = "llama-3-8b",
+                    hardware: Hardware | str = "h200-sxm") -> list[CheckpointRun]:
+    """Every training run of a layer measurement with its prediction.
+
+    ``temporaries`` estimates what the count of saved tensors cannot see: the gradients the SwiGLU
+    backward holds at once (of the product, of the gate and of the up projection: three tensors of
+    ``s b i`` values in bf16) and the last output, which the loss keeps (``s b h``). It is an estimate
+    for the reader to weigh against the gap, not part of :attr:`CheckpointRun.predicted`.
+    """
+    layers = layers if layers is not None else load_layers()
+    m, hw = load_model(model), get_hardware(hardware)
+    peak = hw.peak_flops("bf16")
+    out = []
+    for r in layers.train:
+        share = r.layers / m.num_layers
+        kept, working = layer_activations(m, r.tokens, r.batch, recompute="full" if r.checkpoint else "none")
+        tokens = r.tokens * r.batch
+        temporaries = 2.0 * tokens * (3 * m.intermediate_size + m.hidden_size)
+        attention = r.batch * attention_flops(r.tokens, r.tokens, m.attention_width, r.layers, causal="half")
+        model_flops = 6 * r.layer_params * r.layers * tokens + 3 * attention
+        again = (2 * r.layer_params * r.layers * tokens + attention) if r.checkpoint else 0.0
+        out.append(CheckpointRun(r, float(kept) * share, float(working), temporaries, model_flops,
+                                 model_flops + again, peak))
+    return out
