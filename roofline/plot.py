@@ -597,6 +597,9 @@ def sweep_chart(sweeps: dict, *, xlabel: str, ylabel: str = "time per decode ste
         if title:
             ax.set_title(title)
         _legend_below(ax, ncol=2)
+    return fig
+
+
 def frontier_chart(points, *, capacity=None, title=None, annotate=(1, 4, 8)):
     """Chapter 3's frontier: activation memory on the GPU (log scale) against the extra FLOPs each policy
     runs, one marker per :class:`roofline.training.FrontierPoint`. Checkpoint spacings share one column
