@@ -30,9 +30,9 @@ test: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python -m booktools.bench
 
-# The notebooks, live, with working sliders.
+# The notebooks, live: sliders working, and the prose rendered by jupyterlab-myst (pinned in
+# requirements.txt), which shows each number (an inline {eval}`name`) as the kernel computes it.
 lab: $(STAMP)
-	$(BIN)/python -m pip install --quiet jupyterlab==4.6.6
 	$(BIN)/jupyter lab chapters/
 
 # Re-execute the chapters top to bottom in a fresh kernel and strip volatile metadata (commit after).

@@ -85,6 +85,7 @@ class Hardware:
     hbm_capacity: float
     dense_flops: Mapping[str, float]
     l2_bytes: float | None = None
+    shared_memory_per_sm: float | None = None  # bytes of shared memory one SM can give its blocks (chapter 4)
     power_w: float | None = None
     interconnect: Mapping[str, Link] = field(default_factory=dict)
     figures: Mapping[str, Spec] = field(default_factory=dict, repr=False)
@@ -159,6 +160,7 @@ _FIGURE_UNITS = {
     "reserve": "B",
     "l2": "B",
     "llc": "B",
+    "shared_memory_per_sm": "B",
     "power": "W",
 }
 _TIERS = ("scale_up", "host", "network")
@@ -311,6 +313,7 @@ def _hardware(key: str, raw, sources: Mapping[str, Source]) -> Hardware:
         hbm_capacity=figures["hbm_capacity"].value,
         dense_flops=MappingProxyType(dense),
         l2_bytes=figures["l2"].value if "l2" in figures else None,
+        shared_memory_per_sm=figures["shared_memory_per_sm"].value if "shared_memory_per_sm" in figures else None,
         power_w=figures["power"].value if "power" in figures else None,
         interconnect=MappingProxyType(links),
         figures=MappingProxyType(figures),

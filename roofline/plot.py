@@ -24,7 +24,8 @@ from .units import fmt
 __all__ = ["PALETTE", "style", "roofline_chart", "ridge_chart", "tiers_chart", "memory_bars", "memory_curves", "save",
            "FIGURES", "measured_roofline_chart", "measured_vs_predicted_chart", "calibration_chart", "ratio_chart",
            "timing_parts", "timing_bars", "kv_bytes_chart", "capacity_chart", "serving_throughput_chart", "sweep_chart",
-           "frontier_chart", "recompute_throughput_chart", "speedup_chart", "quality_chart", "matmul_throughput_chart"]
+           "frontier_chart", "recompute_throughput_chart", "tile_traffic_chart", "attention_sweep_chart", "speedup_chart", "quality_chart",
+           "matmul_throughput_chart"]
 
 # Okabe & Ito, "Color Universal Design" (2008)
 PALETTE = {
@@ -655,6 +656,84 @@ def recompute_throughput_chart(micro_batches, series: dict, *, title=None, ylabe
         _legend_below(ax)
         if title:
             ax.set_title(title)
+    return fig
+
+
+def tile_traffic_chart(tiles, bytes_moved, intensity, *, ridge: float, ridge_label: str, marks: dict = (),
+                       crossing=None, title=None):
+    """Chapter 4: a tiled matmul's HBM traffic (left) and intensity (right) against the square tile it
+    holds on chip, log-log. ``marks`` maps a label to a tile (drawn as vertical lines on both panels);
+    ``ridge`` is drawn across the right panel and ``crossing`` (a tile) marked where it is reached."""
+    tiles = np.asarray(tiles, dtype=float)
+    with style():
+        fig, (left, right) = plt.subplots(1, 2, figsize=(7.2, 3.9), layout="constrained")
+        left.plot(tiles, np.asarray(bytes_moved) / 1e9, color=PALETTE["blue"], lw=2, label="HBM traffic")
+        right.plot(tiles, np.asarray(intensity), color=PALETTE["blue"], lw=2)
+        right.axhline(ridge, color=PALETTE["vermillion"], ls="--", lw=1.2, label=ridge_label)
+        if crossing is not None:
+            i = int(np.argmin(np.abs(tiles - crossing)))
+            right.plot([tiles[i]], [np.asarray(intensity)[i]], "o", ms=7, color=PALETTE["vermillion"], mec="black",
+                       mew=0.6, zorder=5, label=f"ridge crossed at a tile of {crossing:,.0f}")
+        styles = (":", "-.", (0, (5, 2)), (0, (1, 1)))
+        for k, (label, tile) in enumerate(dict(marks).items()):
+            for ax in (left, right):
+                ax.axvline(tile, color="#555555", ls=styles[k % len(styles)], lw=1.1,
+                           label=label if ax is left else None)
+        for ax, ylabel in ((left, "HBM traffic (GB)"), (right, "intensity (FLOP per HBM byte)")):
+            ax.set_xscale("log", base=2)
+            ax.set_yscale("log")
+            ax.set_xlabel("square tile side (elements)")
+            ax.set_ylabel(ylabel)
+        handles, labels = [], []
+        for ax in (left, right):
+            h, l = ax.get_legend_handles_labels()
+            handles += h
+            labels += l
+        fig.legend(handles, labels, loc="outside lower center", ncol=2, fontsize=9.5, frameon=False)
+        if title:
+            fig.suptitle(title, fontsize=12)
+    return fig
+
+
+def attention_sweep_chart(seqs, predicted: dict, measured: dict, *, capacity: float, capacity_label: str,
+                          ridge: float, ridge_label: str, title=None):
+    """Chapter 4: attention's HBM traffic, peak memory, time and intensity against sequence length,
+    2 x 2 panels, log-log. ``predicted`` maps a variant ('explicit', 'flash') to a dict of arrays
+    ``bytes``, ``peak``, ``time``, ``intensity`` over ``seqs``; ``measured`` maps the same variants to
+    dicts of ``seqs``, ``peak`` and ``time`` (the H200's points). The peak panel draws ``capacity``,
+    the intensity panel ``ridge``."""
+    seqs = np.asarray(seqs, dtype=float)
+    colors = {0: PALETTE["vermillion"], 1: PALETTE["blue"], 2: PALETTE["green"]}
+    with style():
+        fig, axes = plt.subplots(2, 2, figsize=(7.2, 6.4), layout="constrained")
+        panels = (("bytes", "HBM traffic (GB)", 1e9), ("peak", "peak memory (GB)", 1e9),
+                  ("time", "time (ms)", 1e-3), ("intensity", "intensity (FLOP/byte)", 1.0))
+        for ax, (key, ylabel, scale) in zip(axes.flat, panels):
+            for i, (variant, series) in enumerate(predicted.items()):
+                ax.plot(seqs, np.asarray(series[key]) / scale, "-", color=colors[i % 3], lw=1.8,
+                        label=f"{variant}, predicted")
+                m = measured.get(variant)
+                if m is not None and key in m:
+                    ok = np.isfinite(np.asarray(m[key], dtype=float))
+                    ax.plot(np.asarray(m["seqs"], dtype=float)[ok], np.asarray(m[key], dtype=float)[ok] / scale, "o",
+                            ms=6, color=colors[i % 3], mec="black", mew=0.5, label=f"{variant}, measured", zorder=5)
+            if key == "peak":
+                ax.axhline(capacity / scale, color="black", ls="--", lw=1)
+                ax.annotate(capacity_label, (seqs[0], capacity / scale), textcoords="offset points", xytext=(2, 3),
+                            fontsize=9)
+            if key == "intensity":
+                ax.axhline(ridge, color="black", ls="--", lw=1)
+                ax.annotate(ridge_label, (seqs[0], ridge), textcoords="offset points", xytext=(2, 3), fontsize=9)
+            ax.set_xscale("log", base=2)
+            ax.set_yscale("log")
+            ax.set_xticks(seqs, [f"{v / 1024:g}k" if v >= 1024 else f"{v:g}" for v in seqs], fontsize=9)
+            ax.minorticks_off()
+            ax.set_xlabel("sequence length (tokens)")
+            ax.set_ylabel(ylabel)
+        handles, labels = axes.flat[1].get_legend_handles_labels()
+        fig.legend(handles, labels, loc="outside lower center", ncol=2, fontsize=9.5, frameon=False)
+        if title:
+            fig.suptitle(title, fontsize=12)
     return fig
 
 

@@ -24,8 +24,8 @@ from .units import bits_per_element, fmt, group_format
 __all__ = ["Table", "workload_table", "breakdown_table", "tiers_table", "hardware_table", "mfu_table", "mfu_calculator",
            "recipes_table", "saved_tensors_table", "footprint_table", "kv_capacity_table", "korthikanti_table",
            "matmul_intensity_table", "operations_table", "kv_layout_table", "serving_table", "recompute_table",
-           "checkpoint_runs_table",
-           "best_plan_table", "formats_table", "published_table", "quantized_serving_table"]
+           "checkpoint_runs_table", "best_plan_table", "attention_table", "published_table", "formats_table", "published_table",
+           "quantized_serving_table"]
 
 
 @dataclass(frozen=True)
@@ -350,6 +350,36 @@ def best_plan_table(model, hardware, seqs: Sequence[int], *, micro_batch: int = 
         rows.append((f"{s:,}", p.recompute + (" + offload" if p.offload else ""), fmt(float(p.footprint.total), "B", 3),
                      fmt(p.time, "s", 3), f"{100 * p.mfu:.1f}%", f"{100 * p.hfu:.1f}%"))
     return Table(("tokens", "fastest policy that fits", "memory per GPU", "step time", "MFU", "HFU"), tuple(rows), title)
+
+
+def attention_table(passes: Mapping[str, object], roof, title: str = "") -> Table:
+    """Chapter 4: attention passes (:class:`roofline.tiling.AttentionIO`) side by side: FLOPs, HBM
+    traffic, intensity, time under ``roof`` (kernel by kernel), peak memory allocated and what is kept
+    for the backward pass."""
+    rows = []
+    for label, io in passes.items():
+        p = predict(io.breakdown, roof, timing="kernel")
+        rows.append((label, fmt(float(io.flops), "FLOP"), fmt(float(io.bytes), "B"), f"{float(io.intensity):,.0f}",
+                     fmt(float(p.time), "s"), fmt(float(io.peak_bytes), "B"),
+                     fmt(float(io.saved_bytes), "B") if float(io.saved_bytes) else "nothing"))
+    return Table(("pass", "FLOPs", "HBM bytes", "FLOP/B", "time", "peak", "kept"), tuple(rows), title)
+
+
+def published_table(reported: Sequence, title: str = "") -> Table:
+    """Chapter 4: reported kernel throughput (:data:`roofline.tiling.PUBLISHED`), with FLOP/s turned
+    into a fraction of the catalog's dense peak for the GPU and format it was measured on."""
+    rows = []
+    for r in reported:
+        hw = get_hardware(r.hardware) if r.hardware else None
+        if r.unit == "FLOP/s":
+            shown, share = fmt(r.value, "FLOP/s"), f"{100 * r.value / hw.peak_flops(r.dtype):.0f}%"
+        elif r.unit == "of peak":
+            shown = f"{100 * r.value:.0f}%" + (f" to {100 * r.high:.0f}%" if r.high else "")
+            share = shown
+        else:
+            shown, share = f"{r.value:g}x", "—"
+        rows.append((r.kernel, r.what, f"{hw.short}, {r.dtype}" if hw else "—", shown, share))
+    return Table(("kernel", "what was timed", "GPU, format", "reported, up to", "of peak"), tuple(rows), title)
 
 
 def formats_table(formats=None, catalog=("a100-sxm-80gb", "h100-sxm", "b200"), title: str = "") -> Table:

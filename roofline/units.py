@@ -176,7 +176,7 @@ class Quantity:
     """A number with its display format, for gluing into prose.
 
     ``repr`` is the formatted text, so ``myst_nb.glue(name, Quantity(...))`` puts exactly that text
-    into ``{glue:text}`name``` in the prose, and nbval compares it on every test run.
+    into ``{eval}`name``` in the prose (``roofline.book.glue``), and nbval compares it on every test run.
     """
 
     value: float

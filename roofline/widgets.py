@@ -29,15 +29,15 @@ from PIL import Image
 
 from .hardware import Hardware, get_hardware
 from .inference import compute_bound_batch, decode_step, prefill
-from .memory import fit_summary, kv_cache_capacity_tokens, training_footprint
+from .memory import fit_summary, fit_verdict, kv_cache_capacity_tokens, training_footprint
 from .model import Model, load_model
 from .plot import PALETTE, _legend_below, memory_bars, roofline_chart
 from .quantization import check_math, weight_bytes
-from .roof import Roof, as_roof, predict
+from .roof import Roof, as_roof, attainable_flops, predict
 from .units import dtype_bytes, fmt
 
 __all__ = ["FrameExplorer", "frame_explorer", "decode_explorer", "memory_explorer", "recompute_explorer",
-           "serving_explorer", "quantization_explorer", "png_bytes", "Blitter"]
+           "serving_explorer", "attention_explorer", "png_bytes", "Blitter", "quantization_explorer"]
 
 
 class FrameExplorer(W.VBox):
@@ -493,6 +493,78 @@ def serving_explorer(models: Sequence[str] = ("llama-2-7b", "llama-3-8b", "gemma
              ("block size", list(block_sizes))],
             frame, f"serving planner: {len(models)} models x {len(hws)} GPUs x {len(contexts)} contexts x "
                    f"{len(kv_dtypes)} KV formats x {len(block_sizes)} block sizes")
+    finally:
+        plt.close(fig)
+    return explorer
+
+
+def _kib(nbytes: float) -> str:
+    """An on-chip size as the vendors print it: KiB below a MiB, else MiB."""
+    return f"{nbytes / 2**20:g} MiB" if nbytes >= 2**20 else f"{nbytes / 2**10:g} KiB"
+
+
+def attention_explorer(hardware: Hardware | str = "h100-sxm", *, heads: int = 32, kv_heads: int = 8,
+                       seqs: Sequence[int] = (1024, 2048, 4096, 8192, 16384, 32768, 65536),
+                       head_dims: Sequence[int] = (64, 128, 256),
+                       on_chips: Sequence[float] | None = None, live_scores: int = 2) -> FrameExplorer:
+    """Chapter 4's sliders: sequence length, head dimension and on-chip memory per SM against the
+    roofline, for explicit and flash attention's causal forward pass (one sequence, one layer).
+
+    Each frame places both variants under ``hardware``'s datasheet roof and says what each moves, its
+    intensity, its time under the kernel rule and the memory it allocates (with the verdict against the
+    GPU's capacity). The flash kernel's traffic is counted as Dao et al. count it, with nothing from the
+    L2, so that the on-chip slider shows its effect. ``on_chips`` defaults to 64 KiB, the GPU's shared
+    memory per SM, 1 MiB and 16 MiB.
+    """
+    from . import tiling  # a workload-level module; widgets sit above it
+
+    hw = get_hardware(hardware)
+    roof = as_roof(hw)
+    if on_chips is None:
+        if hw.shared_memory_per_sm is None:
+            raise ValueError(f"the catalog gives no shared memory per SM for the {hw.short}; pass on_chips (bytes)")
+        on_chips = sorted({64 * 2**10, hw.shared_memory_per_sm, 2**20, 16 * 2**20})
+    explicit, flash = {}, {}
+    for s_ in seqs:
+        for d in head_dims:
+            e = tiling.explicit_attention(s_, d, heads, kv_heads=kv_heads, live_scores=live_scores)
+            explicit[(s_, d)] = (e, float(predict(e.breakdown, roof, timing="kernel").time))
+            for m in on_chips:
+                f = tiling.flash_attention(s_, d, heads, kv_heads=kv_heads, on_chip=m)
+                flash[(s_, d, m)] = (f, float(predict(f.breakdown, roof, timing="kernel").time))
+    fig = roofline_chart(roof, intensity=(1, 1e5), title=f"Causal attention forward on the {hw.short}, {heads} heads")
+    ax = fig.axes[0]
+    (p_exp,) = ax.plot([], [], "o", ms=10, color=PALETTE["vermillion"], mec="black", zorder=6, label="explicit")
+    (p_fl,) = ax.plot([], [], "D", ms=10, color=PALETTE["blue"], mec="black", zorder=6, label="flash")
+    _legend_below(ax)
+    blitter = None
+
+    def frame(s_, d, on_chip):
+        nonlocal blitter
+        (e, t_exp), (f, t_fl) = explicit[(s_, d)], flash[(s_, d, on_chip)]
+        i_exp, i_fl = e.flops / e.bytes, f.flops / f.bytes
+        p_exp.set_data([i_exp], [float(attainable_flops(i_exp, roof)) / 1e12])
+        p_fl.set_data([i_fl], [float(attainable_flops(i_fl, roof)) / 1e12])
+        if blitter is None:
+            blitter = Blitter(fig, [p_exp, p_fl])
+        html = (f"<b>{s_:,} tokens, head dimension {d}, {_kib(on_chip)} on chip</b>: "
+                f"<b>explicit</b> moves {fmt(e.bytes, 'B')}, intensity {i_exp:,.0f} FLOP/B, "
+                f"{fmt(t_exp, 's')}, peak memory {fmt(e.peak_bytes, 'B')} ({fit_verdict(e.peak_bytes, hw)}); "
+                f"<b>flash</b> (blocks of {f.block:,.0f} rows) moves {fmt(f.bytes, 'B')}, intensity {i_fl:,.0f} FLOP/B, "
+                f"{fmt(t_fl, 's')}, peak memory {fmt(f.peak_bytes, 'B')}: "
+                + (f"<b>flash is {t_exp / t_fl:,.1f}x faster</b>" if t_fl <= t_exp else
+                   f"<b>flash is {t_fl / t_exp:,.1f}x slower</b> (too little on chip for a head this wide)"))
+        return blitter.png(), html
+
+    try:
+        explorer = frame_explorer(
+            [("sequence", [(f"{x:,}", x) for x in seqs]), ("head dim", list(head_dims)),
+             ("on chip", [(_kib(x), x) for x in on_chips])],
+            frame, f"attention on {hw.short}: sequence x head dim x on-chip memory, "
+                   f"{len(seqs) * len(head_dims) * len(on_chips)} frames",
+            start=[list(seqs).index(16384) if 16384 in seqs else 0,
+                   list(head_dims).index(128) if 128 in head_dims else 0,
+                   list(on_chips).index(hw.shared_memory_per_sm) if hw.shared_memory_per_sm in on_chips else 0])
     finally:
         plt.close(fig)
     return explorer

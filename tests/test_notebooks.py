@@ -2,8 +2,14 @@
 
 nbval (run by pytest on chapters/) compares the outputs; these checks catch what it cannot: a cell
 committed without outputs passes nbval vacuously.
+
+A prose number is ``{eval}`name``` in the markdown and ``glue("name", ...)`` in a hidden code cell:
+the site reads the glued output (``booktools.evalrole``), JupyterLab evaluates the name in the kernel
+(jupyterlab-myst), and the executor stores what the kernel answered in the markdown cell's
+``user_expressions`` metadata; the checks below hold the three to one text.
 """
 
+import ast
 import json
 import re
 from pathlib import Path
@@ -12,7 +18,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 CHAPTERS = sorted((ROOT / "chapters").glob("*.ipynb"))
-GLUE_ROLE = re.compile(r"\{glue:text\}`([A-Za-z_][A-Za-z0-9_]*)(?::[^`]*)?`")
+EVAL_ROLE = re.compile(r"\{eval\}`([A-Za-z_][A-Za-z0-9_]*)`")
+ANY_EVAL = re.compile(r"\{eval\}`([^`]*)`")
+GLUE_ROLES = re.compile(r"\{glue(?::[a-z]*)?\}")
 # a quantity typed into prose: a number followed by a unit, a percent or a times sign
 TYPED = re.compile(r"(?<![\w.])\d[\d,]*(\.\d+)?\s?(%|×|ms\b|µs\b|us\b|GB\b|MB\b|kB\b|TB\b|GB/s|TB/s|GFLOP|TFLOP|FLOP/s|tokens/s|tokens per second)")
 
@@ -23,7 +31,7 @@ def _cells(path):
 
 def _prose(cell):
     text = "".join(cell["source"])
-    text = GLUE_ROLE.sub("", text)
+    text = ANY_EVAL.sub("", text)
     text = re.sub(r"\$\$.*?\$\$", "", text, flags=re.S)
     text = re.sub(r"\$[^$]*\$", "", text)
     return re.sub(r"`[^`]*`", "", text)
@@ -37,6 +45,17 @@ def _glued(cells):
             if name:
                 names.append(name)
     return names
+
+
+def _glued_text(cells):
+    """{name: the text glued under it}, read back as myst-nb reads it (a quoted str literal)."""
+    found = {}
+    for c in cells:
+        for o in c.get("outputs", []):
+            record = o.get("metadata", {}).get("scrapbook", {})
+            if record.get("name"):
+                found[record["name"]] = ast.literal_eval(o["data"][record["mime_prefix"] + "text/plain"])
+    return found
 
 
 def test_there_is_a_chapter():
@@ -61,15 +80,49 @@ def test_every_glue_reference_is_glued_once_and_used(path):
     cells = _cells(path)
     glued = _glued(cells)
     assert len(glued) == len(set(glued)), "a name is glued twice"
-    used = {m for c in cells if c["cell_type"] == "markdown" for m in GLUE_ROLE.findall("".join(c["source"]))}
+    used = {m for c in cells if c["cell_type"] == "markdown" for m in EVAL_ROLE.findall("".join(c["source"]))}
     assert used - set(glued) == set(), "referenced but never glued"
     assert set(glued) - used == set(), "glued but never used in the prose"
 
 
 @pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)
+def test_prose_numbers_are_eval_roles_of_bare_names(path):
+    """JupyterLab renders {eval} and not glue roles; the site's {eval} takes a glued name only."""
+    for i, c in enumerate(_cells(path)):
+        if c["cell_type"] != "markdown":
+            continue
+        text = "".join(c["source"])
+        old = GLUE_ROLES.findall(text)
+        assert not old, (f"cell {i} still has {old[0]} roles, which JupyterLab shows raw: run "
+                         f"`python -m booktools.glue2eval {path.relative_to(ROOT)}`, then re-execute it")
+        odd = [e for e in ANY_EVAL.findall(text) if not EVAL_ROLE.fullmatch(f"{{eval}}`{e}`")]
+        assert not odd, f"cell {i}: {{eval}} of {odd}, not a bare glued name"
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)
+def test_jupyterlab_shows_the_glued_text_before_and_after_run_all(path):
+    """Each markdown cell carries what the kernel answered for its {eval} roles when the executor
+    reached it (jupyterlab-myst shows these on opening, and writes the same after Run All): one entry
+    per role, in order, each the very text glued under that name, which nbval compares."""
+    cells = _cells(path)
+    glued = _glued_text(cells)
+    for i, c in enumerate(cells):
+        if c["cell_type"] != "markdown":
+            continue
+        names = EVAL_ROLE.findall("".join(c["source"]))
+        stored = c["metadata"].get("user_expressions", [])
+        assert [e["expression"] for e in stored] == names, (
+            f"cell {i}: the evaluated roles are stale; re-execute with python -m booktools.notebooks")
+        for e in stored:
+            assert e["result"]["status"] == "ok", (i, e)
+            assert e["result"]["data"]["text/plain"] == glued[e["expression"]], (i, e, glued[e["expression"]])
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)
 def test_no_quantity_is_typed_into_prose(path):
     for c in _cells(path):
-        if c["cell_type"] == "markdown":
+        # a JupyterLab caption cell copies a figure's metadata caption (names such as "A100 80GB")
+        if c["cell_type"] == "markdown" and "lab_caption" not in c["metadata"].get("roofline", {}):
             m = TYPED.search(_prose(c))
             assert m is None, f"typed quantity {m.group(0)!r} in: {''.join(c['source'])[:100]}"
 
@@ -93,6 +146,19 @@ def test_figures_are_captioned_described_and_saved_for_slides(path):
             assert (ROOT / "figures" / f"{saved.group(1)}.{ext}").stat().st_size > 1000
 
 
+def test_figure_names_are_unique_across_the_book():
+    """A {numref} target is global to the site: two chapters naming a figure alike would make the build fail
+    (duplicate label) or, worse, link a reader to the other chapter's figure."""
+    owner: dict[str, str] = {}
+    for path in CHAPTERS:
+        for c in _cells(path):
+            name = c["metadata"].get("mystnb", {}).get("figure", {}).get("name") if c["cell_type"] == "code" else None
+            if name:
+                assert name not in owner, f"figure {name!r} is named in both {owner[name]} and {path.name}"
+                owner[name] = path.name
+    assert len(owner) >= 2 * len(CHAPTERS)
+
+
 @pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)
 def test_exercises_have_worked_solutions_in_prose(path):
     """At least six exercises, each with a hidden solution that is a worked derivation in prose and
@@ -103,7 +169,7 @@ def test_exercises_have_worked_solutions_in_prose(path):
     for c in solutions:
         text = "".join(c["source"])
         body = text[text.index(":class: dropdown"):]
-        assert GLUE_ROLE.search(body), f"a solution without a computed number: {body[:80]!r}"
+        assert EVAL_ROLE.search(body), f"a solution without a computed number: {body[:80]!r}"
         assert "```" not in body, "a solution shows code"
     shown = [c for c in cells if c["cell_type"] == "code" and "glue(" in "".join(c["source"])
              and "remove-cell" not in c["metadata"].get("tags", [])]
@@ -116,6 +182,26 @@ def test_chapter_opens_with_objectives_and_closes_with_a_summary(path):
     assert "What you will be able to do" in "".join(cells[0]["source"])
     headings = [line for c in cells for line in "".join(c["source"]).splitlines() if line.startswith("## ")]
     assert any(h.startswith("## Summary") for h in headings), headings
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)
+def test_every_figure_has_its_caption_for_jupyterlab(path):
+    """Right after each figure cell, a markdown cell hidden from the site (remove-cell) holds a MyST
+    figure with the figure's name and its caption as in the metadata: JupyterLab shows "Figure N:
+    caption" under the picture and resolves {numref} to it. One per figure, none left over."""
+    cells = _cells(path)
+    figures = {c["metadata"]["mystnb"]["figure"]["name"]: i for i, c in enumerate(cells)
+               if c["cell_type"] == "code" and "figure" in c["metadata"].get("mystnb", {})}
+    captions = {c["metadata"]["roofline"]["lab_caption"]: i for i, c in enumerate(cells)
+                if "lab_caption" in c["metadata"].get("roofline", {})}
+    assert set(captions) == set(figures), "caption cells are stale: re-execute with python -m booktools.notebooks"
+    for name, i in figures.items():
+        caption = cells[i + 1]
+        meta = cells[i]["metadata"]["mystnb"]["figure"]
+        assert captions[name] == i + 1 and caption["cell_type"] == "markdown"
+        assert "remove-cell" in caption["metadata"]["tags"]
+        text = "".join(caption["source"])
+        assert text.startswith(":::{figure}\n") and f":label: {name}\n" in text and meta["caption"] in text, text
 
 
 @pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)

@@ -1,7 +1,7 @@
 """What a reader sees on the built chapter pages: our own words, and no machinery.
 
 Both checks read the HTML the book build writes (the ``site`` fixture builds it once per run), because
-that is where glued numbers become words: a notebook's source holds ``{glue:text}`name```, the page
+that is where glued numbers become words: a notebook's source holds ``{eval}`name```, the page
 holds '16.1 GB', and a sentence copied from the source text can only be seen in the page.
 """
 
