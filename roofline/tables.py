@@ -24,7 +24,7 @@ from .units import bits_per_element, fmt, group_format
 __all__ = ["Table", "workload_table", "breakdown_table", "tiers_table", "hardware_table", "mfu_table", "mfu_calculator",
            "recipes_table", "saved_tensors_table", "footprint_table", "kv_capacity_table", "korthikanti_table",
            "matmul_intensity_table", "operations_table", "kv_layout_table", "serving_table", "recompute_table",
-           "checkpoint_runs_table", "best_plan_table", "attention_table", "published_table", "formats_table", "published_table",
+           "checkpoint_runs_table", "best_plan_table", "attention_table", "published_table", "formats_table", "quality_table",
            "quantized_serving_table"]
 
 
@@ -405,7 +405,7 @@ def formats_table(formats=None, catalog=("a100-sxm-80gb", "h100-sxm", "b200"), t
                  tuple(rows), title)
 
 
-def published_table(rows=None, title: str = "") -> Table:
+def quality_table(rows=None, title: str = "") -> Table:
     """Chapter 6: the quality each method costs, from the papers' own tables, each beside its own baseline."""
 
     out = []
