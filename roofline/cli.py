@@ -40,8 +40,9 @@ from .roof import TIMINGS, predict
 from .serving import VLLM_BLOCK_SIZE, ServingPlan, check_context, kv_replicas, serving_plan
 from .tables import Table, breakdown_table, operations_table
 from .policies import recompute_policy
+from .quantization import check_math, weight_bytes
 from .training import plan_training
-from .units import DTYPE_BYTES, fmt
+from .units import DTYPE_BYTES, dtype_bytes, fmt
 
 __all__ = ["main", "build_parser"]
 
@@ -67,6 +68,18 @@ def _whole(minimum: int):
 
     parse.__name__ = "whole number"
     return parse
+
+
+def _storage_format(text: str) -> str:
+    """An argparse type: a storage format, plain ('int4') or group-wise ('int4-g128', 'mxfp4'; chapter 6)."""
+    try:
+        dtype_bytes(text)
+    except KeyError as exc:
+        raise argparse.ArgumentTypeError(str(exc.args[0] if exc.args else exc)) from None
+    return text
+
+
+_storage_format.__name__ = "storage format"
 
 
 class UsageError(Exception):
@@ -128,8 +141,16 @@ def build_parser() -> argparse.ArgumentParser:
                             "(default: text under --timing step, refined otherwise)")
         p.add_argument("--dtype", default="bf16", choices=list(DTYPE_BYTES),
                        help="format of everything: weights, activations, KV cache, math (default bf16)")
-        p.add_argument("--weights-dtype", choices=list(DTYPE_BYTES), help="store the weights narrower (int4: W4A16)")
-        p.add_argument("--kv-dtype", choices=list(DTYPE_BYTES), help="format of the KV cache")
+        p.add_argument("--weights-dtype", type=_storage_format, metavar="FORMAT",
+                       help="store the layers' weights narrower: int8, fp8, int4, or group-wise as int4-g128 "
+                            "(one fp16 scale per 128 weights), int4-g128-zp (and a zero point), mxfp4 (W4A16: int4-g128)")
+        p.add_argument("--kv-dtype", type=_storage_format, metavar="FORMAT", help="format of the KV cache (fp8, int4-g128...)")
+        p.add_argument("--math-dtype", choices=list(DTYPE_BYTES),
+                       help="format the matmuls compute in, whose peak the roof takes (fp8 or int8: W8A8); refused "
+                            "on a chip without tensor cores for it (default: --dtype)")
+        p.add_argument("--embeddings-dtype", choices=list(DTYPE_BYTES),
+                       help="format of the embedding table, output head and norms (default: --weights-dtype; "
+                            "weight-only checkpoints keep them in bf16)")
         p.add_argument("--attention", choices=OPTIONS["attention"], default="flash",
                        help="flash (never writes the scores) or explicit; refined accounting (default flash)")
         if name == "prefill":
@@ -269,9 +290,12 @@ def _ridge(h: Hardware, dtype: str, as_json: bool) -> str:
             f" = {ridge:,.1f} FLOP per byte")
 
 
-def _fit(m: Model, h: Hardware, batch: int, context: int, weights_dtype: str, kv_dtype: str) -> dict:
+def _fit(m: Model, h: Hardware, batch: int, context: int, weights_dtype: str, kv_dtype: str,
+         formats: dict | None = None) -> dict:
     """Whether the step's weights and KV cache fit in the GPU's usable HBM, and its context in the model's."""
     footprint = inference_footprint(m, batch, context, dtype=weights_dtype, kv_dtype=kv_dtype)
+    if formats and formats.get("embeddings_dtype"):  # the embedding table and head in their own format (chapter 6)
+        footprint = type(footprint)({"weights": weight_bytes(m, **formats), "kv_cache": footprint["kv_cache"]})
     limit = m.max_position_embeddings
     return {"fits": bool(footprint.fits(h)), "resident_bytes": footprint.total,
             "weights_bytes": footprint["weights"], "kv_cache_bytes": footprint["kv_cache"],
@@ -406,16 +430,22 @@ def _run(args: argparse.Namespace) -> str:
     if accounting == "text":
         options = {k: v for k, v in options.items() if v != OPTIONS[k][0]}
     formats = {"dtype": args.dtype, "weights_dtype": args.weights_dtype, "kv_dtype": args.kv_dtype}
-    f = make_formats(**formats)
-    _at("--dtype", h.peak_flops, f.math)
+    if args.math_dtype is not None:
+        formats["math_dtype"] = args.math_dtype
+    if args.embeddings_dtype is not None:
+        formats["embeddings_dtype"] = args.embeddings_dtype
+    f = _at("--math-dtype" if args.math_dtype else "--weights-dtype", make_formats, **formats)
+    _at("--math-dtype" if args.math_dtype else "--dtype", check_math, h, f)
     settings = {"model": m.name, "batch": args.batch, "accounting": accounting, "dtype": args.dtype,
                 "weights_dtype": f.weights, "kv_dtype": f.kv, "attention": args.attention}
+    if args.math_dtype is not None or args.embeddings_dtype is not None:
+        settings.update(math_dtype=f.math, embeddings_dtype=f.embeddings or f.weights)
     if args.command == "decode":
         b = _at("--context", decode_step, m, args.batch, args.context, accounting=accounting, **formats, **options)
-        fit = _at("--context", _fit, m, h, args.batch, args.context + 1, f.weights, f.kv)  # the cache after the step
+        fit = _at("--context", _fit, m, h, args.batch, args.context + 1, f.weights, f.kv, formats)  # the cache after the step
         return _workload("decode", b, h, args.batch, args.json, {**settings, "context": args.context}, fit, args)
     b = _at("--tokens", prefill, m, args.tokens, args.batch, accounting=accounting, **formats, **options)
-    fit = _at("--tokens", _fit, m, h, args.batch, args.tokens, f.weights, f.kv)
+    fit = _at("--tokens", _fit, m, h, args.batch, args.tokens, f.weights, f.kv, formats)
     return _workload("prefill", b, h, args.tokens * args.batch, args.json, {**settings, "tokens": args.tokens}, fit,
                      args)
 

@@ -181,6 +181,7 @@ def _ops(m: Model, batch, queries, keys, *, decode: bool, f: Formats, accounting
     tokens each (the cache plus the new ones)."""
     L, d, V = m.num_layers, m.hidden_size, m.vocab_size
     wb, a, math = f.bytes("weights"), f.bytes("activations"), f.math
+    eb = f.bytes("embeddings")  # the embedding table, output head and norms (the weights' format unless set)
     T = batch * queries  # tokens through the matmuls
     out_rows = T if (not decode and options["lm_head"] == "all") else batch
     qw = m.attention_width
@@ -206,12 +207,12 @@ def _ops(m: Model, batch, queries, keys, *, decode: bool, f: Formats, accounting
     if not refined:
         # the first-order count: every parameter a weight read once and used once per token
         table = m.embedding_params
-        add(Op.build("embedding", "lookup", math=math, flops={"embedding": 2 * T * table}, reads={"embedding": wb * table}))
+        add(Op.build("embedding", "lookup", math=math, flops={"embedding": 2 * T * table}, reads={"embedding": eb * table}))
         add(Op.build("norms", "elementwise", count=2 * L + 1, math=math, flops={"norms": 2 * T * m.norm_params},
-                     reads={"norms": wb * m.norm_params}))
+                     reads={"norms": eb * m.norm_params}))
     else:
         # the embedding gathers one row per token (today's ``embedding`` part) and writes it out
-        tied = wb * m.embedding_params if m.tie_word_embeddings else 0.0
+        tied = eb * m.embedding_params if m.tie_word_embeddings else 0.0
         elementwise("embedding", 1, {"embedding": T * d * a}, {"elementwise": T * d * a}, kind="lookup")
     att = [(lin, c) for lin, c in linears if lin.name in _ATTENTION_LINEARS]
     causal = "half" if accounting == "text" else "exact"
@@ -235,7 +236,7 @@ def _ops(m: Model, batch, queries, keys, *, decode: bool, f: Formats, accounting
                 add(matmul(lin, c))
     else:
         x = T * d * a * L  # one pass over every layer's hidden states
-        norm = ({"norms": wb * d * L, "elementwise": x}, {"elementwise": x})  # read the scale and the input, write
+        norm = ({"norms": eb * d * L, "elementwise": x}, {"elementwise": x})  # read the scale and the input, write
         residual = ({"elementwise": 2 * x}, {"elementwise": x})  # read the two summands, write the sum
         q_in = T * qw * a * L
 
@@ -283,10 +284,10 @@ def _ops(m: Model, batch, queries, keys, *, decode: bool, f: Formats, accounting
             if lin.name == "down_proj":
                 add(matmul(lin, c))
         elementwise("mlp_residual", L, *residual)
-        elementwise("final_norm", 1, {"norms": wb * d, "elementwise": T * d * a}, {"elementwise": T * d * a})
+        elementwise("final_norm", 1, {"norms": eb * d, "elementwise": T * d * a}, {"elementwise": T * d * a})
     # the output head: its weights are the embedding's when tied (read once, counted under embedding)
     head = m.lm_head
-    head_w = {"lm_head": wb * m.lm_head_params} if not (refined and m.tie_word_embeddings) else {"embedding": tied}
+    head_w = {"lm_head": eb * m.lm_head_params} if not (refined and m.tie_word_embeddings) else {"embedding": tied}
     io_in = {"activations": out_rows * d * a} if refined else {}
     io_out = {"activations": out_rows * V * a} if refined else {}
     add(Op.build("lm_head", "matmul", math=math, flops={"lm_head": 2 * out_rows * head.params},
@@ -297,9 +298,10 @@ def _ops(m: Model, batch, queries, keys, *, decode: bool, f: Formats, accounting
 
 
 def _step(name, m, batch, queries, keys, *, decode, dtype, weights_dtype, kv_dtype, math_dtype, accounting,
-          omit, options) -> Breakdown:
+          omit, options, embeddings_dtype=None) -> Breakdown:
     _check_accounting(accounting)
-    f = formats(dtype, weights_dtype=weights_dtype, kv_dtype=kv_dtype, math_dtype=math_dtype)
+    f = formats(dtype, weights_dtype=weights_dtype, kv_dtype=kv_dtype, math_dtype=math_dtype,
+                embeddings_dtype=embeddings_dtype)
     options, omit = _check_options(options, omit)
     if accounting == "text" and (omit or any(options[k] != OPTIONS[k][0] for k in ("attention", "qkv", "mlp"))):
         raise ValueError("kernel options (attention, qkv, mlp, omit) belong to accounting='refined'; the "
@@ -310,12 +312,13 @@ def _step(name, m, batch, queries, keys, *, decode, dtype, weights_dtype, kv_dty
 
 def decode_step(model: Model | str, batch=1, context=0, *, dtype: str = "bf16", kv_dtype: str | None = None,
                 weights_dtype: str | None = None, math_dtype: str | None = None, accounting: str = "text",
-                omit=(), **options) -> Breakdown:
+                omit=(), embeddings_dtype: str | None = None, **options) -> Breakdown:
     """One decode step: ``batch`` sequences each produce one token, each attending to ``context``
     cached tokens. Broadcasts over arrays of ``batch`` and ``context``.
 
-    Formats: ``dtype`` for everything, or ``weights_dtype``, ``kv_dtype``, ``math_dtype`` apart (see
-    :func:`roofline.formats.formats`). Under ``accounting='refined'`` the kernel choices of
+    Formats: ``dtype`` for everything, or ``weights_dtype``, ``kv_dtype``, ``math_dtype`` and
+    ``embeddings_dtype`` apart (see :func:`roofline.formats.formats`; group-wise formats such as
+    ``'int4-g128'`` count their scales). Under ``accounting='refined'`` the kernel choices of
     :data:`OPTIONS` apply (``attention='explicit'``, ``qkv='fused'``...), and ``omit`` leaves out named
     elementwise kernels (:data:`ELEMENTWISE_OPS`). The result keeps its operations (``.ops``).
 
@@ -328,12 +331,13 @@ def decode_step(model: Model | str, batch=1, context=0, *, dtype: str = "bf16", 
     _check_modelled(m, batch, "decode_step")
     keys = context + 1 if accounting == "refined" else context
     return _step(f"decode step of {m.name}", m, batch, 1, keys, decode=True, dtype=dtype, weights_dtype=weights_dtype,
-                 kv_dtype=kv_dtype, math_dtype=math_dtype, accounting=accounting, omit=omit, options=options)
+                 kv_dtype=kv_dtype, math_dtype=math_dtype, accounting=accounting, omit=omit, options=options,
+                 embeddings_dtype=embeddings_dtype)
 
 
 def prefill(model: Model | str, tokens, batch=1, *, dtype: str = "bf16", kv_dtype: str | None = None,
             weights_dtype: str | None = None, math_dtype: str | None = None, accounting: str = "text",
-            omit=(), **options) -> Breakdown:
+            omit=(), embeddings_dtype: str | None = None, **options) -> Breakdown:
     """Process a prompt of ``tokens`` tokens for ``batch`` sequences in one pass, writing their KV cache.
 
     Causal attention is counted at half the square in the text's accounting (2 S^2 x width x layers
@@ -350,7 +354,7 @@ def prefill(model: Model | str, tokens, batch=1, *, dtype: str = "bf16", kv_dtyp
     _check_modelled(m, tokens * batch, "prefill")
     return _step(f"prefill of {m.name}", m, batch, tokens, tokens, decode=False, dtype=dtype,
                  weights_dtype=weights_dtype, kv_dtype=kv_dtype, math_dtype=math_dtype, accounting=accounting,
-                 omit=omit, options=options)
+                 omit=omit, options=options, embeddings_dtype=embeddings_dtype)
 
 
 def attention_parity_tokens(model: Model | str) -> float:

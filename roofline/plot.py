@@ -24,7 +24,8 @@ from .units import fmt
 __all__ = ["PALETTE", "style", "roofline_chart", "ridge_chart", "tiers_chart", "memory_bars", "memory_curves", "save",
            "FIGURES", "measured_roofline_chart", "measured_vs_predicted_chart", "calibration_chart", "ratio_chart",
            "timing_parts", "timing_bars", "kv_bytes_chart", "capacity_chart", "serving_throughput_chart", "sweep_chart",
-           "frontier_chart", "recompute_throughput_chart", "tile_traffic_chart", "attention_sweep_chart"]
+           "frontier_chart", "recompute_throughput_chart", "tile_traffic_chart", "attention_sweep_chart", "speedup_chart", "quality_chart",
+           "matmul_throughput_chart"]
 
 # Okabe & Ito, "Color Universal Design" (2008)
 PALETTE = {
@@ -95,7 +96,7 @@ def roofline_chart(roofs, points: Sequence[dict] = (), *, intensity=(0.1, 1e4), 
     """Log-log roofline: one roof per entry of ``roofs``, and work as labelled points under them.
 
     ``points`` are dicts with ``intensity``, ``flops_per_s`` (achieved or attainable), ``label`` and
-    optional ``color`` and ``marker``. ``traffic`` names the memory the bytes cross, for the x axis
+    optional ``color``, ``marker`` and ``legend`` (a legend entry instead of a label beside the point). ``traffic`` names the memory the bytes cross, for the x axis
     ('HBM' on a GPU, 'memory' for a CPU's DRAM). Returns the figure.
     """
     roofs = _roofs(roofs)
@@ -118,9 +119,10 @@ def roofline_chart(roofs, points: Sequence[dict] = (), *, intensity=(0.1, 1e4), 
             if annotate_ridge and intensity[0] < r.ridge_point < intensity[1]:
                 ax.plot([r.ridge_point], [r.peak_flops / 1e12], "o", color=color, ms=5)
                 ax.axvline(r.ridge_point, color=color, lw=0.8, ls=":", zorder=1)
-        for p in points:
+        for p in points:  # a point with a "legend" entry is named in the legend rather than beside it
             ax.plot([p["intensity"]], [p["flops_per_s"] / 1e12], p.get("marker", "D"), ms=8,
-                    color=p.get("color", PALETTE["vermillion"]), mec="black", mew=0.6, zorder=5)
+                    color=p.get("color", PALETTE["vermillion"]), mec="black", mew=0.6, zorder=5,
+                    label=p.get("legend"))
             if p.get("label"):
                 ax.annotate(p["label"], (p["intensity"], p["flops_per_s"] / 1e12), textcoords="offset points",
                             xytext=p.get("offset", (8, -4)), fontsize=9.5, ha=p.get("ha", "left"))
@@ -733,4 +735,73 @@ def attention_sweep_chart(seqs, predicted: dict, measured: dict, *, capacity: fl
         fig.legend(handles, labels, loc="outside lower center", ncol=2, fontsize=9.5, frameon=False)
         if title:
             fig.suptitle(title, fontsize=12)
+    return fig
+
+
+def speedup_chart(batches, curves: dict, *, marks: dict | None = None, title=None, ylabel="decode speedup over bf16"):
+    """Chapter 6: one speedup curve per format against the batch (log x), and a dotted line at the batch
+    where each format's step turns compute-bound (``marks``: label -> batch, None for never)."""
+    with style():
+        fig, ax = plt.subplots(figsize=(7, 4.2), layout="constrained")
+        for i, (label, y) in enumerate(curves.items()):
+            color = _CYCLE[i % len(_CYCLE)]  # and a dash pattern each, so that curves that coincide both show
+            ax.plot(batches, y, ls=("-", (0, (5, 2)), "-.", (0, (1.5, 1.5)))[i % 4], color=color, lw=2.2, label=label)
+            b = (marks or {}).get(label)
+            if b is not None and batches[0] <= b <= batches[-1]:
+                ax.axvline(b, color=color, lw=1, ls=":")
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("decode batch (sequences)")
+        ax.set_ylabel(ylabel)
+        ax.set_ylim(bottom=0)
+        if title:
+            ax.set_title(title)
+        _legend_below(ax, ncol=2)
+    return fig
+
+
+def quality_chart(points: Sequence[dict], *, title=None, xlabel="predicted decode speedup", ylabel="quality lost (%)"):
+    """Chapter 6: published methods as points, speed bought (x) against quality lost (y, percent).
+
+    ``points`` are dicts with ``x``, ``y`` (percent), ``label``, and ``group`` (one colour and marker
+    per group, named in the legend).
+    """
+    markers = "osD^vP"
+    with style():
+        fig, ax = plt.subplots(figsize=(7, 4.6), layout="constrained")
+        groups = list(dict.fromkeys(p["group"] for p in points))
+        for i, g in enumerate(groups):
+            mine = [p for p in points if p["group"] == g]
+            ax.plot([p["x"] for p in mine], [p["y"] for p in mine], markers[i % len(markers)], ms=8,
+                    color=_CYCLE[i % len(_CYCLE)], mec="black", mew=0.5, label=g, zorder=3)
+            for p in mine:
+                if p.get("label"):
+                    ax.annotate(p["label"], (p["x"], p["y"]), textcoords="offset points", xytext=p.get("offset", (7, -3)),
+                                fontsize=8.5)
+        ax.axhline(0, color="#333333", lw=0.8)
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel(ylabel)
+        if title:
+            ax.set_title(title)
+        _legend_below(ax, ncol=2)
+    return fig
+
+
+def matmul_throughput_chart(m, series: dict, *, peaks: dict | None = None, title=None):
+    """Measured matmul throughput (TFLOP/s) against the rows ``m`` of the product, one line per series, with
+    each datasheet peak (``peaks``: label -> (FLOP/s, the series it caps)) dashed in that series' colour."""
+    with style():
+        fig, ax = plt.subplots(figsize=(7, 4.2), layout="constrained")
+        for i, (label, y) in enumerate(series.items()):
+            color = _CYCLE[i % len(_CYCLE)]
+            ax.plot(m, np.asarray(y, dtype=float) / 1e12, "o-", color=color, ms=4, lw=1.8, label=label)
+        names = list(series)
+        for label, (peak, of) in (peaks or {}).items():
+            ax.axhline(peak / 1e12, color=_CYCLE[names.index(of) % len(_CYCLE)], lw=1, ls="--", label=label)
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("rows m of the product (n = k = 8192)")
+        ax.set_ylabel("TFLOP/s")
+        ax.set_ylim(bottom=0)
+        if title:
+            ax.set_title(title)
+        _legend_below(ax, ncol=2)
     return fig

@@ -15,14 +15,17 @@ from .memory import (KORTHIKANTI_CONFIGS, RECIPES, RECOMPUTE_POLICIES, activatio
 from .model import load_model
 from .ops import matmul
 from .network import Tier
+from .quantization import (FLOAT_LAYOUTS, INTEGER_LEVELS, PUBLISHED, SCHEMES, float_range, relative_change, scheme,
+                           serving_point)
 from .roof import Prediction, predict
 from .training import best_plan, hfu, mfu, tokens_per_s_at_mfu, training_step
-from .units import fmt
+from .units import bits_per_element, fmt, group_format
 
 __all__ = ["Table", "workload_table", "breakdown_table", "tiers_table", "hardware_table", "mfu_table", "mfu_calculator",
            "recipes_table", "saved_tensors_table", "footprint_table", "kv_capacity_table", "korthikanti_table",
            "matmul_intensity_table", "operations_table", "kv_layout_table", "serving_table", "recompute_table",
-           "checkpoint_runs_table", "best_plan_table", "attention_table", "published_table"]
+           "checkpoint_runs_table", "best_plan_table", "attention_table", "published_table", "formats_table", "quality_table",
+           "quantized_serving_table"]
 
 
 @dataclass(frozen=True)
@@ -377,3 +380,59 @@ def published_table(reported: Sequence, title: str = "") -> Table:
             shown, share = f"{r.value:g}x", "—"
         rows.append((r.kernel, r.what, f"{hw.short}, {r.dtype}" if hw else "—", shown, share))
     return Table(("kernel", "what was timed", "GPU, format", "reported, up to", "of peak"), tuple(rows), title)
+
+
+def formats_table(formats=None, catalog=("a100-sxm-80gb", "h100-sxm", "b200"), title: str = "") -> Table:
+    """Chapter 6: each number format's bits per element (scales included), range, and the chips among
+    ``catalog`` whose tensor cores compute in it (their dense peak), in one table."""
+
+    formats = formats or ("bf16", "fp16", "fp8 E4M3", "fp8 E5M2", "int8", "int4", "int4-g128", "int4-g128-zp",
+                          "fp4 E2M1", "mxfp4")
+    chips = [get_hardware(c) for c in catalog]
+    rows = []
+    for name in formats:
+        key = name.split(" ")[0]
+        g = group_format(key)
+        base = g.base if g else key
+        if name in FLOAT_LAYOUTS or (g and base == "fp4"):
+            r = float_range(*FLOAT_LAYOUTS["fp4 E2M1" if base == "fp4" else name])
+            span = (f"±{r.max:.3g}" if r.max >= 1e6 else f"±{r.max:g}"), f"{r.binades:.0f}"
+        else:
+            span = f"±{INTEGER_LEVELS[base]} steps", "—"
+        peaks = [fmt(h.peak_flops(base), "FLOP/s", 3) if base in h.dense_flops else "—" for h in chips]
+        rows.append((name, f"{bits_per_element(key):g}", *span, *peaks))
+    return Table(("format", "bits per element", "largest value", "binades", *(f"{h.short} dense peak" for h in chips)),
+                 tuple(rows), title)
+
+
+def quality_table(rows=None, title: str = "") -> Table:
+    """Chapter 6: the quality each method costs, from the papers' own tables, each beside its own baseline."""
+
+    out = []
+    for r in rows or PUBLISHED:
+        shown = (lambda v: f"{v:.1f}%") if r.metric == "accuracy" else (lambda v: f"{v:.2f}")
+        change = relative_change(r)
+        out.append((r.method, r.scheme, r.model, f"{r.dataset} {r.metric}", shown(r.baseline),
+                    shown(r.value), f"{100 * change:+.1f}%", f"{r.source}, {r.where}"))
+    return Table(("method", "what is quantized", "model", "metric", "baseline", "quantized", "quality lost", "source"),
+                 tuple(out), title)
+
+
+def quantized_serving_table(models, hardware, context: int, schemes=None, title: str = "") -> Table:
+    """Chapter 6: for each model and deployment (:data:`roofline.quantization.SCHEMES`) on one GPU, the
+    weights held, the largest batch of ``context``-token sequences that fits, decode time per token at
+    batch 1 and at that batch, and the time of one ``context``-token prefill (first-order count, step rule)."""
+
+    h = get_hardware(hardware)
+    rows = []
+    for model in models:
+        m = load_model(model)
+        for name in schemes or SCHEMES:
+            p = serving_point(m, h, context, **scheme(name))
+            if not p.fits:
+                rows.append((m.title, name, fmt(p.weights, "B", 3), "does not fit", "—", "—", "—"))
+                continue
+            rows.append((m.title, name, fmt(p.weights, "B", 3), f"{p.max_batch:,}", fmt(p.decode_time_1, "s", 3),
+                         fmt(p.decode_time_max, "s", 3), fmt(p.prefill_time, "s", 3)))
+    return Table(("model", "formats", "weights", "largest batch", "decode/token, batch 1",
+                  "decode/token, largest batch", "prefill"), tuple(rows), title)

@@ -8,13 +8,15 @@ Formatting happens only at the edge, in :func:`fmt` and :class:`Quantity`.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 
 import numpy as np
 
 from ._check import unknown_name
 
-__all__ = ["DTYPE_BYTES", "dtype_bytes", "Quantity", "fmt", "SCALE"]
+__all__ = ["DTYPE_BYTES", "SCALE_FORMATS", "GroupFormat", "group_format", "dtype_bytes", "bits_per_element",
+           "Quantity", "fmt", "SCALE"]
 
 # Bytes per element of each number format the book uses.
 DTYPE_BYTES: dict[str, float] = {
@@ -26,15 +28,79 @@ DTYPE_BYTES: dict[str, float] = {
     "fp8": 1,
     "int8": 1,
     "int4": 0.5,
+    "fp4": 0.5,  # E2M1, Blackwell's 4-bit float; stored in blocks that share a scale (chapter 6)
 }
+
+# Formats a group's scale can be stored in (chapter 6): 'e8m0' is the power-of-two scale of the OCP
+# microscaling (MX) formats, one byte of exponent and no mantissa.
+SCALE_FORMATS: dict[str, float] = {"fp32": 4, "fp16": 2, "bf16": 2, "fp8": 1, "e8m0": 1}
+
+# Quantized formats named as the industry names them, as group-wise formats (chapter 6).
+_NAMED_GROUPS = {"mxfp4": "fp4-g32-e8m0", "nvfp4": "fp4-g16-fp8"}
+
+_GROUP = re.compile(r"^(?P<base>int8|int4|fp8|fp4)-g(?P<group>[1-9][0-9]*)(?:-(?P<scale>fp32|fp16|bf16|fp8|e8m0))?"
+                    r"(?P<zero>-zp)?$")
+
+
+@dataclass(frozen=True)
+class GroupFormat:
+    """A quantized format whose elements share one scale per ``group`` of consecutive elements (chapter 6).
+
+    Written ``'int4-g128'``: int4 elements, one fp16 scale per 128 of them (GPTQ's and AWQ's usual
+    setting). A scale format may follow (``'fp4-g32-e8m0'``: the OCP MXFP4 format), and ``-zp`` adds a
+    zero point per group stored in the element format itself (asymmetric quantization, as GPTQ and AWQ
+    checkpoints pack them: ``'int4-g128-zp'``). ``'mxfp4'`` and ``'nvfp4'`` are names for
+    ``'fp4-g32-e8m0'`` and ``'fp4-g16-fp8'`` (NVFP4's one fp32 scale per tensor is left out: it is a
+    few bytes per matrix).
+    """
+
+    base: str
+    group: int
+    scale: str = "fp16"
+    zero_point: bool = False
+
+    @property
+    def bits(self) -> float:
+        """Bits per element, the scales and zero points included: ``b + (s + z) / g``."""
+        base = 8 * DTYPE_BYTES[self.base]
+        extra = 8 * SCALE_FORMATS[self.scale] + (base if self.zero_point else 0)
+        return base + extra / self.group
+
+    @property
+    def bytes(self) -> float:
+        return self.bits / 8
+
+    @property
+    def name(self) -> str:
+        return f"{self.base}-g{self.group}-{self.scale}" + ("-zp" if self.zero_point else "")
+
+
+def group_format(name: str) -> GroupFormat | None:
+    """The :class:`GroupFormat` a name such as ``'int4-g128'`` spells, or None for a plain format."""
+    if not isinstance(name, str):
+        return None
+    match = _GROUP.match(_NAMED_GROUPS.get(name, name))
+    if match is None:
+        return None
+    return GroupFormat(match["base"], int(match["group"]), match["scale"] or "fp16", bool(match["zero"]))
 
 
 def dtype_bytes(dtype: str) -> float:
-    """Bytes per element of ``dtype`` ('bf16' -> 2)."""
+    """Bytes per element of ``dtype`` ('bf16' -> 2), the scales of a group-wise format included
+    ('int4-g128' -> 0.515625: four bits, and one fp16 scale per 128 elements)."""
     try:
         return DTYPE_BYTES[dtype]
     except (KeyError, TypeError):
-        raise unknown_name("dtype", dtype, DTYPE_BYTES) from None
+        pass
+    g = group_format(dtype)
+    if g is None:
+        raise unknown_name("dtype", dtype, [*DTYPE_BYTES, "int4-g128", "int4-g128-zp", "mxfp4", "nvfp4"]) from None
+    return g.bytes
+
+
+def bits_per_element(dtype: str) -> float:
+    """Bits per stored element of ``dtype``, scales and zero points included ('int4-g128' -> 4.125)."""
+    return 8 * dtype_bytes(dtype)
 
 
 # Unit strings accepted in the data files, as multiples of the SI base unit.

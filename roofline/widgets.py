@@ -28,15 +28,16 @@ import numpy as np
 from PIL import Image
 
 from .hardware import Hardware, get_hardware
-from .inference import compute_bound_batch, decode_step
+from .inference import compute_bound_batch, decode_step, prefill
 from .memory import fit_summary, fit_verdict, kv_cache_capacity_tokens, training_footprint
 from .model import Model, load_model
 from .plot import PALETTE, _legend_below, memory_bars, roofline_chart
+from .quantization import check_math, weight_bytes
 from .roof import Roof, as_roof, attainable_flops, predict
 from .units import dtype_bytes, fmt
 
 __all__ = ["FrameExplorer", "frame_explorer", "decode_explorer", "memory_explorer", "recompute_explorer",
-           "serving_explorer", "attention_explorer", "png_bytes", "Blitter"]
+           "serving_explorer", "attention_explorer", "png_bytes", "Blitter", "quantization_explorer"]
 
 
 class FrameExplorer(W.VBox):
@@ -566,4 +567,77 @@ def attention_explorer(hardware: Hardware | str = "h100-sxm", *, heads: int = 32
                    list(on_chips).index(hw.shared_memory_per_sm) if hw.shared_memory_per_sm in on_chips else 0])
     finally:
         plt.close(fig)
+    return explorer
+
+
+def quantization_explorer(model: Model | str = "llama-3-8b", hardware: Hardware | str = "h100-sxm", *,
+                          context: int = 4096, prompt: int = 4096,
+                          weights: Sequence = (("bf16", "bf16"), ("fp8", "fp8"), ("int8", "int8"),
+                                               ("int4, g128", "int4-g128")),
+                          maths: Sequence[str] = ("bf16", "fp8"), kvs: Sequence[str] = ("bf16", "fp8"),
+                          batches: Sequence[int] = (1, 16, 64, 256)) -> FrameExplorer:
+    """Chapter 6's sliders: weight format, math format, KV-cache format and decode batch.
+
+    Each frame draws the roof of the math format with two points, one decode step (``batch`` sequences
+    of ``context`` cached tokens) and one prefill (``prompt`` tokens), and reads out the memory held
+    (weights and KV cache against the GPU's usable HBM), the decode and prefill times and what bounds
+    them. Quantized weights keep the embedding table, output head and norms in bf16, as in
+    :data:`roofline.quantization.SCHEMES`.
+    """
+    m, h = load_model(model), get_hardware(hardware)
+    weights = [w if isinstance(w, tuple) else (w, w) for w in weights]
+    for math_format in maths:
+        check_math(h, math_format)
+    b = np.asarray(batches, dtype=float)
+    results = {}
+    for _, w in weights:
+        emb = None if w == "bf16" else "bf16"
+        for mf in maths:
+            for kv in kvs:
+                kw = dict(weights_dtype=w, math_dtype=mf, kv_dtype=kv, embeddings_dtype=emb)
+                step = decode_step(m, b, context, **kw)
+                dec = predict(step, h)
+                pre_work = prefill(m, prompt, **kw)
+                pre = predict(pre_work, h)
+                held = weight_bytes(m, **kw) + b * m.kv_cache_bytes(context, kv)
+                results[w, mf, kv] = (step, dec, pre_work, pre, weight_bytes(m, **kw), held)
+
+    figures: dict[str, tuple] = {}
+
+    def frame(w, mf, kv, batch):
+        step, dec, pre_work, pre, wb, held = results[w, mf, kv]
+        j = list(batches).index(batch)
+        if mf not in figures:
+            roof = Roof(f"{h.short}, {mf} math", h.peak_flops(mf), h.hbm_bandwidth, "datasheet", mf)
+            fig = roofline_chart(roof, intensity=(0.5, 1e5), title=f"{m.title} on the {h.short}")
+            ax = fig.axes[0]
+            (d,) = ax.plot([], [], "D", ms=10, color=PALETTE["vermillion"], mec="black", zorder=6,
+                           label=f"decode step, {context:,} tokens of context")
+            (p,) = ax.plot([], [], "s", ms=9, color=PALETTE["green"], mec="black", zorder=6,
+                           label=f"prefill of {prompt:,} tokens")
+            _legend_below(ax)
+            figures[mf] = (fig, d, p, Blitter(fig, [d, p]))
+        fig, d, p, blitter = figures[mf]
+        fits = held[j] <= h.usable_capacity
+        d.set_data([np.asarray(step.intensity)[j]], [np.asarray(dec.achieved_flops)[j] / 1e12])
+        d.set_markerfacecolor(PALETTE["vermillion"] if fits else "none")
+        p.set_data([pre_work.intensity], [pre.achieved_flops / 1e12])
+        t = np.asarray(dec.time)[j]
+        verdict = "fits" if fits else "<b>does not fit</b>"
+        html = (f"<b>weights {w}, math {mf}, KV cache {kv}, batch {batch}</b>: "
+                f"memory {fmt(held[j], 'B')} (weights {fmt(wb, 'B')}, KV cache {fmt(held[j] - wb, 'B')}), {verdict} "
+                f"in the {fmt(h.usable_capacity, 'B')} usable on the {h.short}; "
+                f"decode step {fmt(t, 's')}, {fmt(t / batch, 's')} per token, {np.asarray(dec.bound)[j]}-bound; "
+                f"prefill {fmt(pre.time, 's')}, {pre.bound}-bound.")
+        return blitter.png(), html
+
+    try:
+        explorer = frame_explorer([("weights", weights), ("math", list(maths)), ("KV cache", list(kvs)),
+                                   ("batch", list(batches))], frame,
+                                  f"{m.name} on {h.short}: weights {', '.join(x for x, _ in weights)}; math "
+                                  f"{', '.join(maths)}; KV {', '.join(kvs)}; batch {batches[0]}..{batches[-1]}, "
+                                  f"{len(weights) * len(maths) * len(kvs) * len(batches)} frames")
+    finally:
+        for fig, *_ in figures.values():
+            plt.close(fig)
     return explorer

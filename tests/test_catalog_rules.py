@@ -7,7 +7,7 @@ import pytest
 import roofline as rl
 from roofline.hardware import CatalogError, load_catalog
 
-DTYPES = ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "int8")
+DTYPES = ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "int8", "fp4")
 
 
 def _text():

@@ -130,7 +130,7 @@ BAD_INPUT = {
     "plan_training": (lambda: rl.plan_training("llama-3-8b", "h100", seq=0), ValueError, "seq must be"),
     "predict": (lambda: rl.predict(rl.Cost(1, 1), "h100", overlap="some"), ValueError, "overlap must be"),
     "prefill": (lambda: rl.prefill("llama-3-8b", 0), ValueError, "tokens must be"),
-    "ridge_point": (lambda: rl.ridge_point("h100", "fp4"), KeyError, "unknown dtype 'fp4'"),
+    "ridge_point": (lambda: rl.ridge_point("h100", "fp3"), KeyError, "unknown dtype 'fp3'"),
     "tokens_per_s_at_mfu": (lambda: rl.tokens_per_s_at_mfu(1.5, "llama-3-8b", "h100"), ValueError, "cannot exceed 1"),
     "training_flops_per_token": (lambda: rl.training_flops_per_token("llama-3-8b", recompute="x"), ValueError, "recompute must be"),
     "training_step": (lambda: rl.training_step("llama-3-8b", -1), ValueError, "seq must be"),
