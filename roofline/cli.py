@@ -174,8 +174,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--gpu", required=True, help="an accelerator key or alias, e.g. h100-sxm")
     p.add_argument("--context", type=_whole(1), required=True,
                    help="tokens of context per request (at most the model's max_position_embeddings)")
-    p.add_argument("--weights-dtype", default="bf16", choices=list(DTYPE_BYTES), help="format of the weights (default bf16)")
-    p.add_argument("--kv-dtype", choices=list(DTYPE_BYTES), help="format of the KV cache (default: the weights')")
+    p.add_argument("--weights-dtype", default="bf16", type=_storage_format, metavar="FORMAT",
+                   help="format of the weights (default bf16; int8, int4-g128, mxfp4...)")
+    p.add_argument("--kv-dtype", type=_storage_format, metavar="FORMAT", help="format of the KV cache (default: the weights')")
+    p.add_argument("--math-dtype", choices=list(DTYPE_BYTES),
+                   help="format the matmuls compute in (default bf16: weights stored narrower are widened first); "
+                        "refused where the chip has no tensor cores for it")
     p.add_argument("--block-size", type=_whole(1), default=VLLM_BLOCK_SIZE,
                    help=f"tokens per KV block, paged attention (default {VLLM_BLOCK_SIZE}, vLLM's; 1: no rounding)")
     p.add_argument("--gpus", "--tp", dest="gpus", type=_whole(1), default=1,
@@ -387,7 +391,8 @@ def _serve(args: argparse.Namespace, m: Model, h: Hardware) -> str:
     _at("--context", check_context, m, args.context)
     _at("--gpus", kv_replicas, m, args.gpus)
     plan = _at("--batch" if args.batch else "--context", serving_plan, m, h, args.context, gpus=args.gpus,
-               weights_dtype=args.weights_dtype, kv_dtype=args.kv_dtype, block_size=args.block_size, batch=args.batch)
+               weights_dtype=args.weights_dtype, kv_dtype=args.kv_dtype, math_dtype=args.math_dtype,
+               block_size=args.block_size, batch=args.batch)
     if args.json:
         return json.dumps({"gpu": h.key, **plan.as_dict()}, indent=2)
     return _serve_text(plan)

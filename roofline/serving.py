@@ -41,6 +41,7 @@ from .inference import PARTS, decode_step
 from .model import Model, NotModelledError, load_model
 from .ops import Op
 from .roof import CalibratedRoof, Roof, as_roof, predict
+from .quantization import check_math
 from .units import dtype_bytes, fmt
 
 __all__ = [
@@ -264,6 +265,7 @@ class ServingPlan:
     bytes: float | None = None
     kv_read_share: float | None = None
     not_modelled: str | None = None
+    math_dtype: str | None = None  # the matmuls' format (None: bf16, whatever the weights are stored in)
 
     @property
     def fits(self) -> bool:
@@ -303,10 +305,12 @@ class ServingPlan:
         return out
 
 
-def _server_roof(h: Hardware, gpus: int, roof):
-    """The roof of ``gpus`` GPUs pooled: the datasheet's, or a given roof (one GPU only when calibrated)."""
+def _server_roof(h: Hardware, gpus: int, roof, math: str = "bf16"):
+    """The roof of ``gpus`` GPUs pooled: the datasheet's in the ``math`` format (bf16 unless the matmuls
+    are asked to run narrower: storage formats are widened before the multiply), or a given roof (one GPU
+    only when calibrated)."""
     if roof is None:
-        one = as_roof(h, "bf16")  # the math runs in bf16 whatever the storage formats
+        one = as_roof(h, math)
     elif isinstance(roof, CalibratedRoof):
         if gpus != 1:
             raise ValueError("roof: a calibrated roof describes one GPU; use the datasheet roof for gpus > 1")
@@ -320,7 +324,7 @@ def _server_roof(h: Hardware, gpus: int, roof):
 
 
 def serving_plan(model: Model | str, hardware: Hardware | str, context: int, *, gpus: int = 1,
-                 weights_dtype: str = "bf16", kv_dtype: str | None = None,
+                 weights_dtype: str = "bf16", kv_dtype: str | None = None, math_dtype: str | None = None,
                  block_size: int | None = VLLM_BLOCK_SIZE, batch: int | None = None, roof=None,
                  accounting: str = "text", timing: str = "step", reserve: float = 0.0,
                  reserve_tokens: int | None = None) -> ServingPlan:
@@ -343,6 +347,8 @@ def serving_plan(model: Model | str, hardware: Hardware | str, context: int, *, 
     check_context(m, context)
     kv_dtype = kv_dtype or weights_dtype
     dtype_bytes(weights_dtype), dtype_bytes(kv_dtype)  # names checked before any arithmetic
+    if math_dtype is not None:
+        check_math(h, math_dtype)  # a math format the chip has no tensor cores for is refused (chapter 6)
     replicas = kv_replicas(m, g)
     if reserve_tokens is not None:
         block_size = None
@@ -359,12 +365,12 @@ def serving_plan(model: Model | str, hardware: Hardware | str, context: int, *, 
                 kv_dtype=kv_dtype, block_size=block_size, layout=attention_layout(m), usable=g * h.usable_capacity,
                 weights=_weights_bytes(m, weights_dtype), kv_per_token=kv_bytes_per_token(m, kv_dtype, gpus=g),
                 kv_per_sequence=per_seq, waste_per_sequence=waste, max_batch=most, batch=at,
-                reserve=float(number("reserve", reserve, strict=False)), kv_copies=replicas)
-    server = _server_roof(h, g, roof)
+                reserve=float(number("reserve", reserve, strict=False)), kv_copies=replicas, math_dtype=math_dtype)
+    server = _server_roof(h, g, roof, math_dtype or "bf16")
     if at < 1:
         return ServingPlan(**base, roof=server.label, not_modelled="nothing fits")
     try:
-        step = decode_step(m, at, context, weights_dtype=weights_dtype, kv_dtype=kv_dtype,
+        step = decode_step(m, at, context, weights_dtype=weights_dtype, kv_dtype=kv_dtype, math_dtype=math_dtype,
                            accounting=accounting)
     except NotModelledError as exc:
         return ServingPlan(**base, roof=server.label, not_modelled=str(exc))

@@ -7,6 +7,8 @@ import math
 import subprocess
 import sys
 
+import pytest
+
 import roofline as rl
 from roofline import serving as S
 from roofline.cli import main
@@ -85,7 +87,7 @@ def test_bad_input_names_the_argument():
         (("--gpu", "h100-sxm", "--context", "1000", "--gpus", "3"), "--gpus", "must divide llama-3-8b's 32 query heads"),
         (("--gpu", "h100-sxm", "--context", "1000", "--batch", "100000"), "--batch", "does not fit"),
         (("--gpu", "h100-sxm", "--context", "1000", "--block-size", "0"), "--block-size", "whole number >= 1"),
-        (("--gpu", "h100-sxm", "--context", "1000", "--kv-dtype", "fp7"), "--kv-dtype", "invalid choice"),
+        (("--gpu", "h100-sxm", "--context", "1000", "--kv-dtype", "fp7"), "--kv-dtype", "did you mean 'fp4' or 'fp8'"),
         (("--context", "1000",), "--gpu", "required"),
     ]
     for args, argument, words in cases:
@@ -111,3 +113,23 @@ def test_tp_is_the_shared_name_of_gpus():
     assert json.loads(by_gpus) == json.loads(by_tp) and json.loads(by_tp)["gpus"] == 4
     status, out, _ = call("serve", "llama-3-70b", "--gpu", "h100-sxm", "--context", "8192", "--tp", "0", "--json")
     assert status == 2 and json.loads(out)["argument"] == "--gpus"
+
+
+def test_fp8_math_doubles_the_roof_and_is_refused_where_the_chip_has_none():
+    """Chapter 6's formats on the serving planner: weights stored in fp8 are widened to bf16 unless the
+    matmuls are asked to run in fp8, which halves the compute utilization at the same step (the peak
+    doubles, the bytes do not change); an A100 has no fp8 tensor cores and says which chips do."""
+    args = ("serve", "llama-3-8b", "--gpu", "h100-sxm", "--context", "4096", "--weights-dtype", "fp8", "--json")
+    s16, out16, _ = call(*args)
+    s8, out8, _ = call(*args, "--math-dtype", "fp8")
+    assert s16 == s8 == 0
+    bf16, fp8 = json.loads(out16), json.loads(out8)
+    assert fp8["math_dtype"] == "fp8" and bf16["math_dtype"] is None
+    assert fp8["max_batch"] == bf16["max_batch"] and fp8["step_time"] == bf16["step_time"]
+    h = rl.get_hardware("h100-sxm")
+    ratio = h.peak_flops("fp8") / h.peak_flops("bf16")
+    assert bf16["utilization"] / fp8["utilization"] == pytest.approx(ratio, rel=1e-12)
+    assert ratio == pytest.approx(2, rel=1e-3)  # 1,979 against 989.4 TFLOP/s dense
+    status, out, err = call("serve", "llama-3-8b", "--gpu", "a100-sxm-80gb", "--context", "4096", "--math-dtype", "fp8")
+    assert status == 2 and not out
+    assert "no fp8 tensor cores" in err and "H100 SXM" in err
