@@ -420,8 +420,9 @@ def quality_table(rows=None, title: str = "") -> Table:
 
 def quantized_serving_table(models, hardware, context: int, schemes=None, title: str = "") -> Table:
     """Chapter 6: for each model and deployment (:data:`roofline.quantization.SCHEMES`) on one GPU, the
-    weights held, the largest batch of ``context``-token sequences that fits, decode time per token at
-    batch 1 and at that batch, and the time of one ``context``-token prefill (first-order count, step rule)."""
+    weights held, the largest batch of ``context``-token sequences that fits, the decode step at batch 1
+    (one request's time per output token) and, at that batch, the step divided by the batch (GPU time per
+    token generated; each request still waits a whole step), and the time of one ``context``-token prefill (first-order count, step rule)."""
 
     h = get_hardware(hardware)
     rows = []
@@ -434,5 +435,5 @@ def quantized_serving_table(models, hardware, context: int, schemes=None, title:
                 continue
             rows.append((m.title, name, fmt(p.weights, "B", 3), f"{p.max_batch:,}", fmt(p.decode_time_1, "s", 3),
                          fmt(p.decode_time_max, "s", 3), fmt(p.prefill_time, "s", 3)))
-    return Table(("model", "formats", "weights", "largest batch", "decode/token, batch 1",
-                  "decode/token, largest batch", "prefill"), tuple(rows), title)
+    return Table(("model", "formats", "weights", "largest batch", "decode step, batch 1",
+                  "step ÷ batch, largest batch", "prefill"), tuple(rows), title)
