@@ -16,8 +16,9 @@ named, side by side:
     write of the new keys and values into the cache, the residual adds, the MLP's activation and
     sampling are kernels of their own, counted in the part ``elementwise`` (their few FLOPs run on the
     vector units and are counted as zero); flash attention reads Q, K and V and writes its output and an
-    fp32 log-sum-exp (explicit attention writes the scores, softmax reads and writes them, the value
-    product reads them); decode reads the cache including the new token, and causal attention counts its
+    fp32 log-sum-exp (explicit attention writes the scores; in a prompt a mask kernel reads them with a
+    one-byte causal mask and writes them again; softmax reads and writes them; the value product reads
+    them: Dao et al.'s standard attention, as chapter 4 counts it); decode reads the cache including the new token, and causal attention counts its
     triangle exactly. The kernel choices are :data:`OPTIONS`; ``omit`` leaves named elementwise kernels
     out, to match a measurement that ran without them.
 
@@ -260,6 +261,10 @@ def _ops(m: Model, batch, queries, keys, *, decode: bool, f: Formats, accounting
             scores = batch * m.num_heads * queries * keys * a * L
             add(Op.build("scores", "matmul", count=L, math=math, flops={"attention": att_flops / 2},
                          reads=qkv_in(1), writes={"attention": scores}, m=queries, n=keys, k=m.head_dim))
+            if not decode:  # a causal prompt: a mask kernel rewrites the scores, reading a one-byte mask of the
+                # square once per layer (chapter 4's count, roofline.tiling.explicit_attention)
+                add(Op.build("mask", "elementwise", count=L, math=math, reads={"attention": scores + queries * keys * L},
+                             writes={"attention": scores}))
             add(Op.build("softmax", "elementwise", count=L, math=math, reads={"attention": scores},
                          writes={"attention": scores}))
             add(Op.build("pv", "matmul", count=L, math=math, flops={"attention": att_flops / 2},

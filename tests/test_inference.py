@@ -151,7 +151,24 @@ def test_attention_traffic_against_dao_et_al(llama):
     # tiling changes the bytes, not the work: the explicit form computes the masked half too
     assert sum(explicit.op(p).flops for p in pieces) == 4 * N * N * d * H * L
     assert flash.op("attention").flops == 4 * N * (N + 1) / 2 * d * H * L
-    assert explicit["attention"].bytes == L * H * 4 * N**2 * a and flash["attention"].bytes == 0
+    # the causal mask is one more pass over the scores, plus a one-byte mask of the square per layer
+    assert explicit.op("mask").bytes == L * (2 * H * N**2 * a + N**2) and explicit.op("mask").flops == 0
+    assert explicit["attention"].bytes == L * (H * 6 * N**2 * a + N**2) and flash["attention"].bytes == 0
+
+
+def test_explicit_attention_is_chapter_4s_count():
+    """One count of standard attention in the package: a prompt's explicit attention moves, layer by layer,
+    the score traffic roofline.tiling counts for the same shape (chapter 4), masked and grouped-query."""
+    from roofline import tiling
+
+    for name, N in (("llama-3-8b", 2048), ("llama-2-7b", 512)):
+        m = rl.load_model(name)
+        step = rl.prefill(m, N, accounting="refined", attention="explicit")
+        one = tiling.explicit_attention(N, m.head_dim, m.num_heads, kv_heads=m.num_kv_heads, causal=True)
+        assert step["attention"].bytes == m.num_layers * one.part("scores").bytes
+        assert step.subtotal("attention").flops == m.num_layers * one.part("attention").flops
+    decode = rl.decode_step("llama-3-8b", 1, 4096, accounting="refined", attention="explicit")
+    assert "mask" not in [o.name for o in decode.ops]  # one query sees every cached key: nothing to mask
 
 
 def test_lm_head_over_the_last_token_only(llama):
