@@ -34,7 +34,7 @@ from types import MappingProxyType
 
 import numpy as np
 
-from ._check import broadcast, number
+from ._check import number
 from .cost import Breakdown
 from .hardware import Hardware, get_hardware
 from .inference import PARTS, decode_step

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ._check import number
-from .cost import Breakdown, Cost
+from .cost import Breakdown
 from .hardware import Hardware, get_hardware
 from .inference import prefill
 from .memory import Footprint, layer_activations, model_state, training_footprint

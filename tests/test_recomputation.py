@@ -3,7 +3,6 @@ kernel, offloading over the host link, and the plan the `roofline train` command
 
 import math
 
-import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 

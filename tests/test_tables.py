@@ -1,7 +1,5 @@
 """The book's tables: each cell a reader sees, checked against the formula it prints."""
 
-import pytest
-
 import roofline as rl
 from roofline import memory as M
 from roofline import tables
