@@ -10,11 +10,26 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from types import MappingProxyType
+from typing import Mapping
+
 from ._check import number
+from .collectives import bytes_sent
 from .hardware import Spec, Hardware, get_hardware
 from .policies import ZERO_STAGES, zero_stage as zero_stage_of
 
-__all__ = ["Tier", "bandwidth_tiers", "data_parallel_bytes", "ZERO_STAGES", "transfer_time"]
+__all__ = ["Tier", "bandwidth_tiers", "data_parallel_bytes", "ZERO_STAGES", "ZERO_COLLECTIVES", "transfer_time"]
+
+# The collectives each ZeRO stage runs per step on the gradients' or weights' size (chapter 7): plain data
+# parallelism all-reduces the gradients; stages 1 and 2 reduce-scatter them (each GPU keeps the share it
+# updates) and all-gather the updated weights; stage 3 all-gathers the weights before the forward pass and
+# again before the backward pass, and reduce-scatters the gradients.
+ZERO_COLLECTIVES: Mapping[int, tuple] = MappingProxyType({
+    0: ("all_reduce",),
+    1: ("reduce_scatter", "all_gather"),
+    2: ("reduce_scatter", "all_gather"),
+    3: ("all_gather", "all_gather", "reduce_scatter"),
+})
 
 
 @dataclass(frozen=True)
@@ -55,6 +70,7 @@ def data_parallel_bytes(params, gpus, *, zero_stage: int = 0, bytes_per_param: f
     """Bytes each GPU sends per training step under data parallelism with ZeRO stage ``zero_stage``.
 
     A ring all-reduce of Psi bytes sends ``2 (G-1)/G * Psi`` per GPU; ZeRO-3 sends ``3 (G-1)/G * Psi``.
+    The sum of :data:`ZERO_COLLECTIVES` priced by :func:`roofline.collectives.bytes_sent`.
     """
     try:
         stage = zero_stage_of(zero_stage)
@@ -63,4 +79,5 @@ def data_parallel_bytes(params, gpus, *, zero_stage: int = 0, bytes_per_param: f
     params = number("params", params)
     gpus = number("gpus", gpus, integer=True, minimum=1, strict=False)
     psi = params * number("bytes_per_param", bytes_per_param)
-    return stage.traffic * (gpus - 1) / gpus * psi
+    sent = [bytes_sent(name, gpus, psi) for name in ZERO_COLLECTIVES[stage.stage]]
+    return sent[0] if len(sent) == 1 else sum(sent)

@@ -160,3 +160,37 @@ def test_fmt_checks_its_arguments(call, message):
     with pytest.raises((TypeError, ValueError), match=re.escape(message)):
         call()
     assert rl.fmt(np.asarray(3e9), "B") == "3.00 GB" and rl.fmt(np.float32(2.5), "s") == "2.50 s"
+
+
+# The collectives module (chapter 7; chapters 8 to 11 call it): one bad input for every function it exports.
+COLLECTIVES_BAD_INPUT = {
+    "bytes_sent": (lambda: rl.collectives.bytes_sent("all_reduce", 0, 1e6), ValueError, "n must be a whole number"),
+    "latency_steps": (lambda: rl.collectives.latency_steps("reduce_scatter", 8, algorithm="tree"), ValueError,
+                      "modelled for all_reduce only"),
+    "bus_factor": (lambda: rl.collectives.bus_factor("allgather", 8), KeyError, "did you mean 'all_gather'"),
+    "algorithm_bandwidth": (lambda: rl.collectives.algorithm_bandwidth(1e6, 0), ValueError, "seconds must be"),
+    "bus_bandwidth": (lambda: rl.collectives.bus_bandwidth("all_reduce", 8, -1, 1.0), ValueError, "size must be"),
+    "crossing_tier": (lambda: rl.collectives.crossing_tier(8, gpus_per_node=2.5), ValueError, "gpus_per_node must be"),
+    "tier_link": (lambda: rl.collectives.tier_link("h100", "infiniband"), KeyError, "unknown tier 'infiniband'"),
+    "CollectiveCost": None,  # a record built by collective_cost
+    "collective_cost": (lambda: rl.collectives.collective_cost("all_reduce", 24, 1e6, "h100", gpus_per_node=16),
+                        ValueError, "n must be at most gpus_per_node (16)"),
+    "collective_time": (lambda: rl.collectives.collective_time("all_to_all", 8, 1e6, "h100", tier="pcie"), KeyError,
+                        "unknown tier 'pcie'"),
+    "break_even_size": (lambda: rl.collectives.break_even_size("all_reduce", 8, "h100", overhead=-1e-6), ValueError,
+                        "overhead must be"),
+}
+
+
+def test_every_collective_function_has_a_bad_input_case():
+    import roofline.collectives as col
+
+    public = {name for name in col.__all__ if callable(getattr(col, name))}
+    assert public == set(COLLECTIVES_BAD_INPUT), "add a bad-input case for each new function in roofline.collectives"
+
+
+@pytest.mark.parametrize("name", [n for n, case in COLLECTIVES_BAD_INPUT.items() if case is not None])
+def test_collectives_bad_input_fails_at_the_edge(name):
+    call, error, message = COLLECTIVES_BAD_INPUT[name]
+    with pytest.raises(error, match=re.escape(message)):
+        call()
