@@ -498,10 +498,19 @@ def _train_parser(sub, models: str) -> None:
     p.add_argument("--achieved", type=_fraction, default=None, metavar="FRACTION",
                    help="the fraction of peak the GPU's FLOPs run at (e.g. 0.5); default: the roofline floor")
     p.add_argument("--timing", choices=TIMINGS, default="step", help="the floor's timing rule (default step)")
+    dp = p.add_argument_group("data parallelism across nodes (chapter 7): either flag prices the step's collectives")
+    dp.add_argument("--nodes", type=_whole(1), default=None, help="nodes (default 1 when --gpus-per-node is given)")
+    dp.add_argument("--gpus-per-node", type=_whole(1), default=None,
+                    help="GPUs per node on NVLink (default 8 when --nodes is given)")
+    dp.add_argument("--hybrid", action="store_true", help="FSDP hybrid sharding: ZeRO-3 inside each node, replicas "
+                                                         "across nodes (needs --zero 3)")
+    dp.add_argument("--accumulation", type=_whole(1), default=1, help="micro-batches per step (default 1)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
 
 
 def _train(args, catalog) -> str:
+    if args.nodes is not None or args.gpus_per_node is not None or args.hybrid or args.accumulation > 1:
+        return _train_dp(args, catalog)
     m, h = _at("model", load_model, args.model), _at("--gpu", get_hardware, args.gpu, catalog)
     plan = _at("--offload" if args.offload else "--seq", plan_training, m, h, seq=args.seq,
                micro_batch=args.micro_batch, gpus=args.gpus, recompute=args.recompute, zero_stage=args.zero,
@@ -552,6 +561,60 @@ def _train(args, catalog) -> str:
     lines.append(f"MFU {plan.mfu:.1%}, HFU {plan.hfu:.1%}, {rate:,.0f} tokens/s per GPU" if rate >= 100 else
                  f"MFU {plan.mfu:.1%}, HFU {plan.hfu:.1%}, {rate:.3g} tokens/s per GPU"
                  + ("" if plan.achieved is not None else "\n  (at the floor; --achieved 0.5 assumes the GPU runs its FLOPs at half its peak)"))
+    return "\n".join(lines)
+
+
+def _train_dp(args, catalog) -> str:
+    """``roofline train --nodes N --gpus-per-node G``: the data-parallel step of chapter 7."""
+    from .data_parallel import data_parallel_step
+
+    nodes = args.nodes if args.nodes is not None else 1
+    per_node = args.gpus_per_node if args.gpus_per_node is not None else 8
+    if args.gpus != 1 and args.gpus != nodes * per_node:
+        raise UsageError(f"--gpus {args.gpus} disagrees with --nodes {nodes} x --gpus-per-node {per_node}; give one or "
+                         "the other", "--gpus")
+    if args.offload:
+        raise UsageError("--offload is priced by the chapter 3 step on one node; leave out --nodes, --gpus-per-node, --hybrid "
+                         "and --accumulation to use it", "--offload")
+    if args.hybrid and args.zero != 3:
+        raise UsageError(f"--hybrid is ZeRO-3 inside each node: give --zero 3 with it, got --zero {args.zero}", "--hybrid")
+    m, h = _at("model", load_model, args.model), _at("--gpu", get_hardware, args.gpu, catalog)
+    step = _at("--nodes", data_parallel_step, m, h, nodes=nodes, gpus_per_node=per_node, zero_stage=args.zero,
+               hybrid=args.hybrid, seq=args.seq, micro_batch=args.micro_batch, accumulation=args.accumulation,
+               recompute=args.recompute, achieved=args.achieved, timing=args.timing, attention=args.attention)
+    fp = step.footprint
+    fits = bool(fp.fits(h))
+    spare = float(fp.spare(h))
+    if args.json:
+        return json.dumps({
+            "workload": "train", "model": m.name, "gpu": h.key, "nodes": step.nodes, "gpus_per_node": step.gpus_per_node,
+            "gpus": step.gpus, "strategy": step.strategy, "zero_stage": step.zero_stage, "hybrid": step.hybrid,
+            "seq": step.seq, "micro_batch": step.micro_batch, "accumulation": step.accumulation,
+            "tokens_per_gpu": step.tokens, "recompute": step.recompute, "attention": args.attention,
+            "achieved": step.achieved, "timing": args.timing, "fits": fits, "memory_bytes": float(fp.total),
+            "hbm_usable": h.usable_capacity, "spare_bytes": spare, "memory_parts": {k: float(v) for k, v in fp.parts.items()},
+            "model_flops": step.model_flops, "compute_time_s": step.compute, "communication_time_s": step.communication,
+            "exposed_time_s": step.exposed, "time_s": step.time, "sent_nvlink_bytes": step.sent_scale_up,
+            "sent_network_bytes": step.sent_network, "tokens_per_s": step.tokens_per_s, "mfu": step.mfu,
+        }, indent=2)
+    basis = ("the roofline floor under the " + args.timing + " rule" if step.achieved is None
+             else f"every FLOP at {step.achieved:.0%} of peak")
+    hbm = f"the {fmt(h.usable_capacity, 'B')} of usable HBM on the {h.short}"
+    links = h.interconnect
+    lines = [
+        f"data-parallel training step of {m.title}, {step.strategy}:",
+        f"  {step.nodes} node{'s' if step.nodes > 1 else ''} x {step.gpus_per_node} {h.short} = {step.gpus} GPUs; "
+        f"{step.seq:,} tokens x micro-batch {step.micro_batch} x {step.accumulation} accumulated "
+        f"= {step.tokens:,} tokens per GPU; recompute {step.recompute}",
+        f"memory per GPU: {fmt(float(fp.total), 'B')}; " + (f"fits within {hbm}, {fmt(spare, 'B')} to spare" if fits
+                                                             else f"DOES NOT FIT: more than {hbm}, by {fmt(-spare, 'B')}"),
+        f"compute      {fmt(step.compute, 's')} ({basis})",
+        f"communication {fmt(step.communication, 's')} of link time: each GPU sends {fmt(step.sent_scale_up, 'B')} over "
+        f"{links['scale_up'].name if 'scale_up' in links else 'its host link'}"
+        + (f" and {fmt(step.sent_network, 'B')} over {links['network'].name}" if step.sent_network else ""),
+        f"exposed      {fmt(step.exposed, 's')} (what the compute does not hide)",
+        f"step time    {fmt(step.time, 's')}: MFU {step.mfu:.1%}, {step.tokens_per_s:,.0f} tokens/s over all GPUs",
+    ]
     return "\n".join(lines)
 
 

@@ -194,3 +194,32 @@ def test_collectives_bad_input_fails_at_the_edge(name):
     call, error, message = COLLECTIVES_BAD_INPUT[name]
     with pytest.raises(error, match=re.escape(message)):
         call()
+
+
+def _dp():
+    from roofline import data_parallel
+
+    return data_parallel
+
+
+# The data-parallel step (chapter 7): one bad input for every function it exports.
+DATA_PARALLEL_BAD_INPUT = {
+    "DataParallelStep": None,  # a record built by data_parallel_step
+    "data_parallel_step": (lambda: _dp().data_parallel_step("llama-3-8b", "h100", gpus_per_node=0), ValueError,
+                           "gpus_per_node must be"),
+    "exposed_time": (lambda: _dp().exposed_time(-1.0, 4, 0.1), ValueError, "compute must be"),
+    "hiding_tokens": (lambda: _dp().hiding_tokens("llama-3-8b", "h100", nodes=1.5), ValueError, "nodes must be"),
+    "strategy_name": (lambda: _dp().strategy_name("3"), ValueError, "stage must be 0, 1, 2 or 3"),
+}
+
+
+def test_every_data_parallel_function_has_a_bad_input_case():
+    public = {name for name in _dp().__all__ if callable(getattr(_dp(), name))}
+    assert public == set(DATA_PARALLEL_BAD_INPUT), "add a bad-input case for each new function in roofline.data_parallel"
+
+
+@pytest.mark.parametrize("name", [n for n, case in DATA_PARALLEL_BAD_INPUT.items() if case is not None])
+def test_data_parallel_bad_input_fails_at_the_edge(name):
+    call, error, message = DATA_PARALLEL_BAD_INPUT[name]
+    with pytest.raises(error, match=re.escape(message)):
+        call()
