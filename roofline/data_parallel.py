@@ -250,8 +250,20 @@ def hiding_tokens(model: Model | str, hardware: Hardware | str, *, nodes=1, gpus
 
 
 PUBLISHED.update({
-    "zero_100b_throughput": (38e12, "Rajbhandari et al., ZeRO (SC 2020, arXiv:1910.02054), abstract: 100B+ models "
-                                    "on 400 GPUs at over 15 PFLOP/s, 38 TFLOP/s per V100"),
-    "zero_gpus": (400, "same abstract: 400 GPUs"),
-    "zero_superlinear_model": (100e9, "same abstract: models of over 100B parameters"),
+    "zero_pflops": (15e15, "Rajbhandari et al., ZeRO (SC 2020, arXiv:1910.02054), abstract: models of over 100B "
+                           "parameters on 400 GPUs at a throughput of 15 PFLOP/s"),
+    "zero_gpus": (400, "same abstract: 400 GPUs (NVIDIA V100)"),
+    "zero_params": (100e9, "same abstract: over 100B parameters"),
+    "zero_no_mp_params": (13e9, "same abstract: up to 13B parameters with data parallelism alone, no model parallelism"),
+    "llama3_gpus": (8192, "Grattafiori et al., The Llama 3 Herd of Models (arXiv:2407.21783), Table 4: 405B on 8,192 H100s"),
+    "llama3_tp": (8, "same table: tensor parallelism 8 (one node)"),
+    "llama3_pp": (16, "same table: pipeline parallelism 16"),
+    "llama3_cp": (1, "same table: context parallelism 1 at sequence 8,192"),
+    "llama3_seq": (8192, "same table: sequence length 8,192"),
+    "llama3_tokens": (2**24, "same table: 16M tokens per batch"),
+    "llama3_tflops": (430e12, "same table: 430 TFLOP/s per GPU"),
+    "llama3_mfu": (0.43, "same table: BF16 MFU 43%"),
+    "busbw_h100_8": ((460e9, 480e9), "Alaya New, NCCL-tests in practice (2026): all-reduce busbw at large sizes, "
+                                    "8 x H100 SXM5 on NVLink 4"),
+    "busbw_a100_8": ((230e9, 250e9), "same page: 8 x A100 SXM4 on NVLink 3"),
 })

@@ -805,3 +805,72 @@ def matmul_throughput_chart(m, series: dict, *, peaks: dict | None = None, title
             ax.set_title(title)
         _legend_below(ax, ncol=2)
     return fig
+
+
+# --- chapter 7: collectives and data parallelism -------------------------------------------------
+
+def collective_bytes_chart(groups, series: dict, *, title=None):
+    """Bytes each GPU sends, as a multiple of the buffer, against the group size (chapter 7): one line per
+    labelled collective."""
+    with style():
+        fig, ax = plt.subplots(figsize=(7, 4.2), layout="constrained")
+        styles = ["-", "--", ":", "-.", (0, (4, 1, 1, 1))]
+        for i, (label, y) in enumerate(series.items()):
+            ax.plot(groups, y, marker="os^Dv"[i % 5], ms=5, ls=styles[i % len(styles)], label=label)
+        ax.set_xscale("log", base=2)
+        ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:,.0f}"))
+        ax.set_xlabel("GPUs in the group, n")
+        ax.set_ylabel("bytes sent per GPU / buffer size")
+        ax.set_ylim(0, None)
+        _legend_below(ax, ncol=2)
+        if title:
+            ax.set_title(title)
+    return fig
+
+
+def exposure_chart(tokens, panels: dict, *, title=None):
+    """Step time split into compute and exposed communication against tokens per GPU (chapter 7): one
+    panel per labelled case, each a dict with ``compute`` and ``exposed`` arrays (seconds)."""
+    with style():
+        fig, axes = plt.subplots(1, len(panels), figsize=(7.2, 3.9), layout="constrained", sharey=True, squeeze=False)
+        for ax, (label, d) in zip(axes[0], panels.items()):
+            compute, exposed = np.asarray(d["compute"]) * 1e3, np.asarray(d["exposed"]) * 1e3
+            ax.stackplot(tokens, compute, exposed, labels=["compute", "exposed communication"],
+                         colors=[_CYCLE[0], PALETTE["vermillion"]], alpha=0.85)
+            if "threshold" in d:
+                ax.axvline(d["threshold"], color="black", ls=":", lw=1)
+            ax.set_xscale("log", base=2)
+            ax.set_yscale("log")
+            ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:,.0f}"))
+            ax.set_title(label, fontsize=10.5)
+            ax.set_xlabel("tokens per GPU per step")
+        axes[0][0].set_ylabel("step time (ms)")
+        handles, labels = axes[0][0].get_legend_handles_labels()
+        fig.legend(handles, labels, loc="outside lower center", ncol=2)
+        if title:
+            fig.suptitle(title)
+    return fig
+
+
+def zero_tradeoff_chart(points, *, capacity=None, capacity_label="", title=None):
+    """Memory per GPU against bytes each GPU sends per step (chapter 7): ``points`` are dicts with
+    ``memory``, ``sent`` (bytes), ``label`` and optional ``offset``; ``capacity`` a vertical line (bytes)."""
+    with style():
+        fig, ax = plt.subplots(figsize=(7, 4.2), layout="constrained")
+        for i, p in enumerate(points):
+            ax.plot([p["memory"] / 1e9], [p["sent"] / 1e9], "os^Dv"[i % 5], ms=9, color=_CYCLE[i % len(_CYCLE)],
+                    mec="black", mew=0.6, zorder=3)
+            ax.annotate(p["label"], (p["memory"] / 1e9, p["sent"] / 1e9), textcoords="offset points",
+                        xytext=p.get("offset", (8, 4)), fontsize=9.5, ha=p.get("ha", "left"))
+        if capacity:
+            ax.axvline(capacity / 1e9, color="black", ls="--", lw=1)
+            ax.annotate(capacity_label, (capacity / 1e9, 0.03), xycoords=("data", "axes fraction"),
+                        textcoords="offset points", xytext=(-4, 0), ha="right", fontsize=9.5)
+        ax.set_xscale("log")
+        ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:,.0f}"))
+        ax.set_xlabel("memory per GPU (GB, log scale)")
+        ax.set_ylabel("bytes each GPU sends per step (GB)")
+        ax.set_ylim(0, 1.15 * max(p["sent"] for p in points) / 1e9)
+        if title:
+            ax.set_title(title)
+    return fig

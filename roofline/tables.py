@@ -437,3 +437,26 @@ def quantized_serving_table(models, hardware, context: int, schemes=None, title:
                          fmt(p.decode_time_max, "s", 3), fmt(p.prefill_time, "s", 3)))
     return Table(("model", "formats", "weights", "largest batch", "decode step, batch 1",
                   "step ÷ batch, largest batch", "prefill"), tuple(rows), title)
+
+
+def collectives_table(hardware, size: float, groups: Sequence[tuple[str, int, int]], title: str = "") -> Table:
+    """Chapter 7: each collective on a ``size``-byte buffer, for each labelled group ``(label, n, gpus_per_node)``:
+    bytes each GPU sends and the time the alpha-beta model gives (:mod:`roofline.collectives`)."""
+    from .collectives import COLLECTIVES, collective_cost
+
+    columns = ("collective", f"sent per GPU, {groups[0][0]}", *(f"time, {label}" for label, _, _ in groups))
+    rows = []
+    for name in COLLECTIVES:
+        sent = collective_cost(name, groups[0][1], size, hardware, gpus_per_node=groups[0][2]).bytes
+        times = [fmt(collective_cost(name, n, size, hardware, gpus_per_node=g).time, "s") for _, n, g in groups]
+        rows.append((name.replace("_", "-"), fmt(sent, "B"), *times))
+    return Table(columns, tuple(rows), title)
+
+
+def data_parallel_table(steps: Mapping, title: str = "") -> Table:
+    """Chapter 7: labelled :class:`~roofline.data_parallel.DataParallelStep` results side by side: memory per GPU,
+    bytes each GPU sends (NVLink and network), link time, exposed time and MFU."""
+    columns = ("layout", "memory per GPU", "sent over NVLink", "sent over network", "link busy", "exposed", "MFU")
+    rows = tuple((label, fmt(float(s.footprint.total), "B"), fmt(s.sent_scale_up, "B"), fmt(s.sent_network, "B"),
+                  fmt(s.communication, "s"), fmt(s.exposed, "s"), f"{100 * s.mfu:.1f}%") for label, s in steps.items())
+    return Table(columns, rows, title)

@@ -23,6 +23,7 @@ import itertools
 from typing import Callable, Sequence
 
 import ipywidgets as W
+import matplotlib
 import matplotlib.pyplot as plt
 import numpy as np
 from PIL import Image
@@ -640,4 +641,75 @@ def quantization_explorer(model: Model | str = "llama-3-8b", hardware: Hardware 
     finally:
         for fig, *_ in figures.values():
             plt.close(fig)
+    return explorer
+
+
+def data_parallel_explorer(models: Sequence[str] = ("llama-3-8b", "llama-3-70b"), hardware: Hardware | str = "h100-sxm", *,
+                           per_node: Sequence[int] = (4, 8), nodes: Sequence[int] = (1, 4, 32),
+                           layouts: Sequence[tuple] = (("DDP", 0, False), ("ZeRO-1", 1, False), ("ZeRO-2", 2, False),
+                                                       ("ZeRO-3", 3, False), ("FSDP hybrid", 3, True)),
+                           tokens: Sequence[int] = (512, 2048, 8192), achieved: float = 0.5,
+                           recompute: str = "full") -> FrameExplorer:
+    """Chapter 7's sliders: model, GPUs per node, nodes, ZeRO stage (or FSDP hybrid sharding) and tokens per
+    GPU. Each frame draws two bars, memory per GPU against the usable HBM and the step split into compute and
+    exposed communication; the readout adds the link time and the MFU (:func:`~roofline.data_parallel.data_parallel_step`,
+    one sequence per GPU, the GPU's FLOPs at ``achieved`` of peak)."""
+    from .data_parallel import data_parallel_step
+
+    hw = get_hardware(hardware)
+    grid = {(m, g, n, label, t): data_parallel_step(m, hw, nodes=n, gpus_per_node=g, zero_stage=stage, hybrid=hybrid,
+                                                    seq=t, achieved=achieved, recompute=recompute)
+            for m in models for g in per_node for n in nodes for label, stage, hybrid in layouts for t in tokens}
+    mem_max = 1.15 * max(hw.usable_capacity, *(float(s.footprint.total) for s in grid.values())) / 1e9
+    time_max = 1.3 * max(s.time for s in grid.values()) * 1e3
+    time_min = 0.5 * min(s.compute for s in grid.values()) * 1e3
+    with plt.rc_context({"font.size": 10}):
+        fig, (ax_m, ax_t) = plt.subplots(2, 1, figsize=(7, 3.4), layout="constrained")
+    mem = ax_m.barh([0], [1], color=PALETTE["blue"], edgecolor="black", linewidth=0.4)[0]
+    ax_m.axvline(hw.usable_capacity / 1e9, color="black", ls="--", lw=1)
+    ax_m.annotate(f"{hw.short}: {hw.usable_capacity / 1e9:,.0f} GB usable", (hw.usable_capacity / 1e9, 0.55),
+                  ha="center", fontsize=9, backgroundcolor="white")
+    ax_m.set_xscale("log")
+    ax_m.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:,.0f}"))
+    ax_m.set_xlim(1, mem_max)
+    ax_m.set_ylim(-0.6, 0.9)
+    ax_m.set_yticks([])
+    ax_m.set_xlabel("memory per GPU (GB, log scale)")
+    compute = ax_t.barh([0], [1], left=[time_min / 2], color=PALETTE["sky"], edgecolor="black",
+                        linewidth=0.4, label="compute")[0]
+    exposed = ax_t.barh([0], [0], color=PALETTE["vermillion"], edgecolor="black", linewidth=0.4,
+                        label="exposed communication")[0]
+    ax_t.set_xscale("log")
+    ax_t.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:,.0f}"))
+    ax_t.set_xlim(time_min, time_max)
+    ax_t.set_ylim(-0.6, 0.6)
+    ax_t.set_yticks([])
+    ax_t.set_xlabel("step time (ms, log scale)")
+    ax_t.legend(loc="upper right", fontsize=9, ncol=2)
+    blitter = None
+
+    def frame(m, g, n, label, t):
+        nonlocal blitter
+        s = grid[(m, g, n, label, t)]
+        mem.set_width(float(s.footprint.total) / 1e9)
+        compute.set_width(s.compute * 1e3 - time_min / 2)
+        exposed.set_x(s.compute * 1e3)
+        exposed.set_width(s.exposed * 1e3)
+        if blitter is None:
+            blitter = Blitter(fig, [mem, compute, exposed])
+        verdict = fit_verdict(float(s.footprint.total), hw)
+        html = (f"<b>{s.model.title}, {n} node{'s' if n > 1 else ''} x {g} = {s.gpus} GPUs, {label}, {t:,} tokens per GPU</b>: "
+                f"{fmt(float(s.footprint.total), 'B')} per GPU ({verdict}); compute {fmt(s.compute, 's')}, link busy "
+                f"{fmt(s.communication, 's')}, exposed {fmt(s.exposed, 's')}; <b>MFU {s.mfu:.1%}</b> "
+                f"(at {achieved:.0%} of peak with nothing exposed)")
+        return blitter.png(), html
+
+    try:
+        explorer = frame_explorer(
+            [("model", [(load_model(m).title, m) for m in models]), ("GPUs per node", per_node), ("nodes", nodes),
+             ("layout", [l[0] for l in layouts]), ("tokens per GPU", [(f"{t:,}", t) for t in tokens])],
+            frame, f"data-parallel step: model x GPUs per node x nodes x layout x tokens, {len(grid)} frames",
+            start=[0, len(per_node) - 1, min(1, len(nodes) - 1), 0, 0])
+    finally:
+        plt.close(fig)
     return explorer
