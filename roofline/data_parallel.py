@@ -37,6 +37,7 @@ from .collectives import collective_cost
 from .hardware import Hardware, get_hardware
 from .memory import Footprint, training_footprint
 from .model import Model, load_model, param_count
+from .network import ZERO_COLLECTIVES
 from .policies import recompute_policy, zero_stage as zero_stage_of
 from .roof import predict
 from .training import training_flops_per_token, training_step, _dense
@@ -242,9 +243,7 @@ def hiding_tokens(model: Model | str, hardware: Hardware | str, *, nodes=1, gpus
     n = nodes * g
     psi = param_count(m) * dtype_bytes(grad_dtype)
     kwargs = {"tier": tier} if tier is not None else {"gpus_per_node": g}
-    names = {0: ("all_reduce",), 1: ("reduce_scatter", "all_gather"), 2: ("reduce_scatter", "all_gather"),
-             3: ("all_gather", "all_gather", "reduce_scatter")}[stage]
-    comm = sum(collective_cost(name, n, psi, hw, overhead=0, **kwargs).transfer for name in names)
+    comm = sum(collective_cost(name, n, psi, hw, overhead=0, **kwargs).transfer for name in ZERO_COLLECTIVES[stage])
     per_token = (training_flops_per_token(m) - 2 * param_count(m)) / (achieved * hw.peak_flops("bf16"))
     return comm / per_token
 
@@ -255,7 +254,7 @@ PUBLISHED.update({
     "zero_gpus": (400, "same abstract: 400 GPUs (NVIDIA V100)"),
     "zero_params": (100e9, "same abstract: over 100B parameters"),
     "zero_no_mp_params": (13e9, "same abstract: up to 13B parameters with data parallelism alone, no model parallelism"),
-    "llama3_gpus": (8192, "Grattafiori et al., The Llama 3 Herd of Models (arXiv:2407.21783), Table 4: 405B on 8,192 H100s"),
+    "llama3_gpus": (8192, "the Llama 3 paper (Grattafiori and colleagues, arXiv:2407.21783), Table 4: 405B on 8,192 H100s"),
     "llama3_tp": (8, "same table: tensor parallelism 8 (one node)"),
     "llama3_pp": (16, "same table: pipeline parallelism 16"),
     "llama3_cp": (1, "same table: context parallelism 1 at sequence 8,192"),
