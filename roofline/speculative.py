@@ -238,7 +238,7 @@ def speculate(target: Model | str, draft: Model | str, hardware="h200-sxm", alph
     e = expected_tokens(a, g)
     spec_flops = (g * np.asarray(small.flops) + np.asarray(check.flops)) / e
     return SpeculativePlan(
-        target=t.name, draft=d.name, roof=r.label, alpha=_scalar(a), gamma=g, batch=_scalar(b), context=int(c),
+        target=t.name, draft=d.name, roof=r.label, alpha=_scalar(a), gamma=g, batch=int(b) if np.ndim(b) == 0 else np.asarray(b), context=int(c),
         decode_time=_scalar(p_plain.time), draft_time=_scalar(p_small.time), verify_time=_scalar(p_check.time),
         decode_bound=p_plain.bound, verify_bound=p_check.bound,
         plain_flops_per_token=_scalar(plain.flops), spec_flops_per_token=_scalar(spec_flops))
