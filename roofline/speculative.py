@@ -222,9 +222,10 @@ def speculate(target: Model | str, draft: Model | str, hardware="h200-sxm", alph
     if d.params >= t.params:
         raise ValueError(f"draft must be smaller than the target: {d.name} has {d.params:,} parameters, "
                          f"{t.name} {t.params:,}")
-    a, g = _alpha(alpha), int(_gamma(gamma))
+    a, g = _alpha(alpha), _gamma(gamma)
     if np.ndim(g):
         raise TypeError("gamma must be one whole number (call speculate once per gamma)")
+    g = int(g)
     b = number("batch", batch, integer=True)
     c = number("context", context, integer=True, strict=False)
     if np.ndim(c):
