@@ -122,6 +122,19 @@ class StepCost:
         t, b = np.asarray(tokens, dtype=float), np.asarray(batch, dtype=float)
         return self.time(b * t, b * t * t / 2.0, b * t)
 
+    def memory_bound_chunk(self, batch, context) -> int:
+        """The longest prompt chunk (from the prompt's start) that can join a decode step of ``batch``
+        sequences at ``context`` tokens without making the step compute-bound: the chunk that rides on
+        the weights' read for free (Sarathi-Serve's budget, by the roofline). 0 if the decode step is
+        compute-bound already."""
+        b = float(number("batch", batch, integer=True, strict=False))
+        c = float(number("context", context, integer=True, strict=False))
+        chunk = np.arange(0, 1 << 17, dtype=float)
+        compute = (self.flops_per_token * (b + chunk) + self.flops_per_pair * (b * c + chunk * chunk / 2)) / self.peak_flops
+        memory = (self.weight_bytes + self.kv_bytes_per_token * (b * c + chunk)) / self.bandwidth
+        ok = np.flatnonzero(compute <= memory)
+        return int(chunk[ok[-1]]) if ok.size else 0
+
     def compute_bound_tokens(self) -> float:
         """Tokens per step (no context) past which a step is compute-bound: weights over the ridge."""
         return self.weight_bytes / self.flops_per_token * self.peak_flops / self.bandwidth

@@ -102,3 +102,22 @@ def test_a_lone_request_takes_a_prefill_then_decode_steps():
 def test_bad_input_names_the_argument(call, error, message):
     with pytest.raises(error, match=re.escape(message)):
         call()
+
+
+def test_memory_bound_chunk_is_where_the_step_meets_the_ridge():
+    cost = BT.StepCost.of(MODEL, GPU)
+    c = cost.memory_bound_chunk(32, 1024)
+    assert c > 0
+
+    def parts(chunk):
+        tokens, pairs = 32 + chunk, 32 * 1024 + chunk * chunk / 2
+        return ((cost.flops_per_token * tokens + cost.flops_per_pair * pairs) / cost.peak_flops,
+                (cost.weight_bytes + cost.kv_bytes_per_token * (32 * 1024 + chunk)) / cost.bandwidth)
+
+    compute, memory = parts(c)
+    assert compute <= memory
+    compute, memory = parts(c + 1)
+    assert compute > memory
+    # with no context the weights set it: the ridge point in tokens (the chunk's own attention takes a token)
+    assert int(cost.compute_bound_tokens()) - 2 <= cost.memory_bound_chunk(0, 0) <= cost.compute_bound_tokens()
+    assert cost.memory_bound_chunk(4096, 0) == 0
