@@ -145,8 +145,8 @@ class SimResult:
     """What a simulated server did: per request (in arrival order) ``ttft`` (arrival to first token),
     ``finish`` and ``latency`` (arrival to last token), ``tpot`` (mean time between its later tokens,
     NaN for one-token outputs) and ``worst_gap`` (the longest wait between two of its tokens); per step
-    ``step_start``, ``step_time``, ``step_decode`` (sequences decoding) and ``step_prefill`` (prompt
-    tokens); ``slot_steps`` (slot-steps held) and ``useful_steps`` (slot-steps that made a real token)."""
+    ``step_start``, ``step_time``, ``step_decode`` (sequences making a real token; static batching's
+    padded slots compute too, but are not counted) and ``step_prefill`` (prompt tokens); ``slot_steps`` (slot-steps held) and ``useful_steps`` (slot-steps that made a real token)."""
 
     policy: str
     max_batch: int
@@ -209,7 +209,8 @@ def _static(req: Requests, cost: StepCost, B: int) -> SimResult:
             k = req.output[idx] - 2  # the step that made each request's last token (-1: the prefill did)
             finish[idx] = np.where(k >= 0, ends[np.maximum(k, 0)], clock)
             gap[idx] = np.where(k >= 0, peak[np.maximum(k, 0)], 0.0)
-            starts.extend(ends - steps), times.extend(steps), decs.extend([b] * (O - 1)), pres.extend([0] * (O - 1))
+            live = np.sum(req.output[idx][:, None] - 1 > np.arange(O - 1)[None, :], axis=0)  # real tokens per step
+            starts.extend(ends - steps), times.extend(steps), decs.extend(live), pres.extend([0] * (O - 1))
             clock = float(ends[-1])
         else:
             finish[idx] = clock

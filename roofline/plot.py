@@ -852,14 +852,15 @@ def serving_frontier_chart(curves: dict, *, roof_tokens_per_s: float | None = No
         for i, (label, (tps, t, b)) in enumerate(curves.items()):
             color = _CYCLE[i % len(_CYCLE)]
             ax.plot(tps, np.asarray(t) * 1e3, "-o", ms=4, color=color, lw=2, label=label)
-            ax.annotate(f"batch {int(b[-1]):,}", (tps[-1], t[-1] * 1e3), textcoords="offset points", xytext=(6, -3),
-                        fontsize=9, color=color)
+            ax.annotate(f"{int(b[-1]):,}", (tps[-1], t[-1] * 1e3), textcoords="offset points", xytext=(5, -4),
+                        fontsize=9.5, color=color)
         if roof_tokens_per_s:
             ax.axvline(roof_tokens_per_s, color="black", lw=1.2, ls="--", label=roof_label or "compute roof")
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:,.0f}"))
         ax.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}"))
+        ax.yaxis.set_minor_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}" if f"{v:g}"[0] in "25" else ""))
         ax.set_xlabel("throughput (output tokens per second, log scale)")
         ax.set_ylabel("time per output token (ms, log scale)")
         if title:
@@ -881,7 +882,7 @@ def batching_timeline_chart(series: dict, *, capacity: int, until: float, title=
         ax.set_xlim(0, until)
         ax.set_ylim(0, capacity * 1.1)
         ax.set_xlabel("time (s)")
-        ax.set_ylabel("sequences decoding")
+        ax.set_ylabel("sequences making a token")
         if title:
             ax.set_title(title)
         _legend_below(ax, ncol=3)
@@ -899,6 +900,7 @@ def step_time_chart(series: dict, *, window: tuple[float, float], title=None):
             ax.plot(start[keep], dt[keep] * 1e3, "-", color=_CYCLE[i % len(_CYCLE)], lw=1.3, label=label)
         ax.set_yscale("log")
         ax.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}"))
+        ax.yaxis.set_minor_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}" if f"{v:g}"[0] in "25" else ""))
         ax.set_xlabel("time (s)")
         ax.set_ylabel("step duration (ms, log scale)")
         if title:
