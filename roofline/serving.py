@@ -325,6 +325,17 @@ def _server_roof(h: Hardware, gpus: int, roof, math: str = "bf16"):
                 dtype=one.dtype, launch_s=one.launch_s)
 
 
+def _with_replicas(step: Breakdown, replicas: int) -> Breakdown:
+    """A decode step on tensor-parallel GPUs that keep ``replicas`` copies of the cache: every copy is read
+    by its own GPU, one operation more for the copies beyond the first."""
+    if replicas == 1:
+        return step
+    extra = (replicas - 1) * np.asarray(step.parts["kv_cache"].bytes, dtype=float)
+    extra = float(extra) if extra.ndim == 0 else extra
+    ops = (*step.ops, Op.build("kv_replicas", "attention", math=step.formats.math, reads={"kv_cache": extra}))
+    return Breakdown.from_ops(step.name, ops, step.formats, PARTS)
+
+
 def serving_plan(model: Model | str, hardware: Hardware | str, context: int, *, gpus: int = 1,
                  weights_dtype: str = "bf16", kv_dtype: str | None = None, math_dtype: str | None = None,
                  block_size: int | None = VLLM_BLOCK_SIZE, batch: int | None = None, roof=None,
@@ -376,10 +387,7 @@ def serving_plan(model: Model | str, hardware: Hardware | str, context: int, *, 
                            accounting=accounting)
     except NotModelledError as exc:
         return ServingPlan(**base, roof=server.label, not_modelled=str(exc))
-    if replicas > 1:  # every copy of the cache is read by its own GPU
-        extra = (replicas - 1) * float(step.parts["kv_cache"].bytes)
-        ops = (*step.ops, Op.build("kv_replicas", "attention", math=step.formats.math, reads={"kv_cache": extra}))
-        step = Breakdown.from_ops(step.name, ops, step.formats, PARTS)
+    step = _with_replicas(step, replicas)
     pred = predict(step, server, timing=timing)
     t = float(pred.time)
     return ServingPlan(**base, roof=server.label, step_time=t, tokens_per_s=at / t, bound=str(pred.bound),
@@ -449,11 +457,7 @@ def latency_throughput(model: Model | str, hardware: Hardware | str, context: in
                          f"{int(np.max(batches)):,}")
     step = decode_step(m, batches, context, weights_dtype=weights_dtype, kv_dtype=kv_dtype, math_dtype=math_dtype,
                        accounting=accounting)
-    replicas = kv_replicas(m, g)
-    if replicas > 1:
-        extra = (replicas - 1) * np.asarray(step.parts["kv_cache"].bytes, dtype=float)
-        ops = (*step.ops, Op.build("kv_replicas", "attention", math=step.formats.math, reads={"kv_cache": extra}))
-        step = Breakdown.from_ops(step.name, ops, step.formats, PARTS)
+    step = _with_replicas(step, kv_replicas(m, g))
     pred = predict(step, _server_roof(h, g, roof, math_dtype or "bf16"), timing=timing)
     tpot = np.asarray(pred.time, dtype=float)
     ttft = time_to_first_token(m, h, context if prompt is None else prompt, gpus=g, weights_dtype=weights_dtype,
