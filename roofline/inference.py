@@ -383,8 +383,13 @@ def verify_step(model: Model | str, queries, context=0, batch=1, *, dtype: str =
     context = number("context", context, integer=True, strict=False)
     broadcast(queries=queries, batch=batch, context=context)
     _check_modelled(m, batch * queries, "verify_step")
-    # the text's count reads the cache but not the new tokens' own keys (as decode_step); refined reads both
-    keys = context + queries if accounting == "refined" else context + queries - 1
+    # the text's count reads the cache but not the new tokens' own keys (as decode_step); refined reads both.
+    # Without a cache the text's count still lets each query see the new tokens before it (keys >= queries).
+    if accounting == "refined":
+        keys = context + queries
+    else:
+        keys = np.where(np.asarray(queries) > 1, np.maximum(context + queries - 1, queries), context + queries - 1)
+        keys = float(keys) if keys.ndim == 0 else keys
     return _step(f"verify step of {m.name}", m, batch, queries, keys, decode=True, dtype=dtype,
                  weights_dtype=weights_dtype, kv_dtype=kv_dtype, math_dtype=math_dtype, accounting=accounting,
                  omit=omit, options=options, embeddings_dtype=embeddings_dtype)
