@@ -221,7 +221,9 @@ def _ops(m: Model, batch, queries, keys, *, decode: bool, f: Formats, accounting
     if decode and np.all(np.asarray(queries) == 1):  # one query per sequence attends to every cached token (and, refined, itself)
         att_flops = batch * m.attention_flops(1, keys)
     elif decode:  # a verify step: the new queries are the last of the keys, each seeing those before it
-        att_flops = batch * m.attention_flops(queries, keys, causal="exact")
+        one = np.asarray(queries) == 1  # (a sweep over queries may start at a plain decode step)
+        att_flops = batch * np.where(one, m.attention_flops(1, keys),
+                                     m.attention_flops(queries, np.maximum(keys, queries), causal="exact"))
     elif options["attention"] == "explicit" and refined:  # the whole square, masked afterwards
         att_flops = 4 * batch * queries * keys * qw * L
     else:

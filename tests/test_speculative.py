@@ -119,3 +119,9 @@ def test_bad_input_names_the_argument(call, error, message):
 def test_the_shipped_draft_shares_the_targets_vocabulary():
     d, t = SP.load_draft(DRAFT), rl.load_model(TARGET)
     assert d.vocab_size == t.vocab_size and d.params < t.params / 5
+
+
+def test_a_sweep_over_queries_may_start_at_a_plain_decode_step():
+    sweep = verify_step(TARGET, np.array([1, 2, 4]), np.array([0, 0, 5]))
+    singles = [verify_step(TARGET, q, c).flops for q, c in ((1, 0), (2, 0), (4, 5))]
+    assert np.allclose(np.asarray(sweep.flops), singles)
