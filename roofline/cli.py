@@ -455,6 +455,7 @@ def _acceptance(text: str) -> float:
 
 def _speculate(args: argparse.Namespace, m: Model, h: Hardware) -> str:
     draft = args.draft
+    _at("--context", check_context, m, args.context)
     plan = _at("--draft", speculate, m, draft, h, args.alpha, args.gamma, batch=args.batch, context=args.context)
     even = breakeven_alpha(m, draft, h, args.gamma, batch=args.batch, context=args.context)
     best, best_speed = best_gamma(m, draft, h, args.alpha, batch=args.batch, context=args.context)

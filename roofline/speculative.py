@@ -186,7 +186,7 @@ class SpeculativePlan:
         how = "pays" if s > 1 else "does not pay"
         return (f"speculation {how}: {float(np.min(self.tokens_per_step)):.2f} tokens per verify step at alpha "
                 f"{float(np.min(self.alpha)):g}, gamma {self.gamma}; {1e3 * float(np.min(self.time_per_token)):.3g} ms "
-                f"per token against {1e3 * float(np.min(self.decode_time)):.3g} ms, {s:.2f}× ")
+                f"per token against {1e3 * float(np.min(self.decode_time)):.3g} ms, {s:.2f}×")
 
     def as_dict(self) -> dict:
         out = {k: getattr(self, k) for k in self.__dataclass_fields__}

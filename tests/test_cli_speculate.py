@@ -78,3 +78,15 @@ def test_serve_json_carries_ttft_and_curve():
     assert data["ttft"] == pytest.approx(S.time_to_first_token("llama-3-8b", "h100-sxm", 1000))
     assert data["curve"]["batch"][-1] == data["max_batch"]
     assert np.all(np.diff(data["curve"]["tokens_per_s"]) > 0) and np.all(np.diff(data["curve"]["tpot"]) > 0)
+
+
+def test_speculate_refuses_a_context_past_the_trained_length():
+    status, out, _ = call("speculate", "llama-3-8b", "--draft", "llama-3.2-1b", "--gpu", "h200", "--alpha", "0.8",
+                          "--context", "100000", "--json")
+    data = json.loads(out)
+    assert status == 2 and data["argument"] == "--context" and "max_position_embeddings 8,192" in data["error"]
+
+
+def test_speculate_a_mixture_of_experts_is_not_modelled():
+    status, out, _ = call("speculate", "mixtral-8x7b", "--draft", "llama-3.2-1b", "--gpu", "h200", "--alpha", "0.8")
+    assert status == 1
