@@ -11,7 +11,8 @@ The vocabulary of chapter 1, importable from the top level::
 from .cost import Breakdown, Cost, arithmetic_intensity
 from .hardware import Hardware, get_hardware, hardware_names, load_catalog
 from .formats import Formats, formats
-from .inference import ACCOUNTINGS, OPTIONS, PARTS, attention_parity_tokens, compute_bound_batch, decode_step, prefill
+from .inference import (ACCOUNTINGS, OPTIONS, PARTS, attention_parity_tokens, compute_bound_batch, decode_step, prefill,
+                        verify_step)
 from .model import Model, NotModelledError, load_model, model_from_config, model_names
 from .network import bandwidth_tiers, data_parallel_bytes, transfer_time
 from .ops import Op, attention_flops, kv_cache_bytes, matmul
@@ -30,4 +31,5 @@ __all__ = [
     "get_hardware", "hardware_names", "hfu", "kv_cache_bytes", "load_catalog", "load_model", "matmul", "mfu",
     "model_from_config", "model_names", "model_state_bytes", "predict", "prefill", "ridge_point",
     "tokens_per_s_at_mfu", "training_flops_per_token", "transfer_time", "plan_training", "training_step",
+    "verify_step",
 ]

@@ -9,6 +9,8 @@
     roofline decode llama-3-8b --gpu h100-sxm --batch 8 --context 4096
     roofline prefill llama-3-8b --gpu h100-sxm --tokens 2048
     roofline serve llama-3-8b --gpu h100-sxm --context 8192 --kv-dtype fp8
+    roofline serve llama-3-8b --gpu h200 --context 8192 --curve   # TTFT and the latency-throughput curve
+    roofline speculate llama-3-70b --draft llama-3.2-1b --gpu h200 --alpha 0.8 --gamma 4
     roofline train llama-3-8b --gpu h100-sxm --gpus 8 --seq 4096 --recompute full --zero 3
 
 A model is a shipped name (``roofline params --help`` lists them) or the path of any Hugging Face
@@ -37,7 +39,9 @@ from .measured import calibrated_roof_for
 from .memory import inference_footprint
 from .model import Model, NotModelledError, load_model, model_names
 from .roof import TIMINGS, predict
-from .serving import VLLM_BLOCK_SIZE, ServingPlan, check_context, kv_replicas, serving_plan
+from .serving import (VLLM_BLOCK_SIZE, ServingPlan, check_context, kv_replicas, largest_batch, latency_throughput,
+                      serving_plan, time_to_first_token)
+from .speculative import DRAFTS, breakeven_alpha, best_gamma, speculate, stops_paying_batch
 from .tables import Table, breakdown_table, operations_table
 from .policies import recompute_policy
 from .quantization import check_math, weight_bytes
@@ -185,6 +189,22 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--gpus", "--tp", dest="gpus", type=_whole(1), default=1,
                    help="tensor-parallel GPUs serving one copy of the model, memory and bandwidth pooled (default 1)")
     p.add_argument("--batch", type=_whole(1), help="time the decode at this batch instead of the largest that fits")
+    p.add_argument("--prompt", type=_whole(1),
+                   help="prompt tokens whose prefill, alone, gives the time to first token (default: --context)")
+    p.add_argument("--curve", action="store_true",
+                   help="also print the latency-throughput curve: time per output token and tokens/s by batch (chapter 12)")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+
+    p = sub.add_parser("speculate", help="speculative decoding: expected speed-up, and where it stops paying",
+                       description=f"Target: a shipped model ({models}) or a config.json; draft: one of those or a "
+                                   f"shipped draft ({', '.join(DRAFTS)}). Datasheet roof, text accounting. Chapter 12.")
+    p.add_argument("model", help="the target model: a shipped name or the path of a Hugging Face config.json")
+    p.add_argument("--draft", required=True, help=f"the draft model, smaller than the target (e.g. {DRAFTS[0]})")
+    p.add_argument("--gpu", required=True, help="an accelerator key or alias, e.g. h200")
+    p.add_argument("--alpha", type=_acceptance, required=True, help="acceptance rate of a draft token, in [0, 1)")
+    p.add_argument("--gamma", type=_whole(1), default=4, help="draft tokens per verify step (default 4)")
+    p.add_argument("--batch", type=_whole(1), default=1, help="sequences decoded together (default 1)")
+    p.add_argument("--context", type=_whole(0), default=2048, help="cached tokens per sequence (default 2048)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
 
     _train_parser(sub, models)
@@ -393,9 +413,74 @@ def _serve(args: argparse.Namespace, m: Model, h: Hardware) -> str:
     plan = _at("--batch" if args.batch else "--context", serving_plan, m, h, args.context, gpus=args.gpus,
                weights_dtype=args.weights_dtype, kv_dtype=args.kv_dtype, math_dtype=args.math_dtype,
                block_size=args.block_size, batch=args.batch)
+    prompt = args.prompt or args.context
+    formats = dict(gpus=args.gpus, weights_dtype=args.weights_dtype, kv_dtype=args.kv_dtype, math_dtype=args.math_dtype)
+    ttft = curve = None
+    if plan.step_time is not None:  # it fits and its decode is modelled
+        try:
+            ttft = _at("--prompt", time_to_first_token, m, h, prompt, **formats)
+            if args.curve:
+                curve = _at("--context", latency_throughput, m, h, args.context, prompt=prompt, **formats)
+        except NotModelledError:
+            ttft = curve = None
     if args.json:
-        return json.dumps({"gpu": h.key, **plan.as_dict()}, indent=2)
-    return _serve_text(plan)
+        out = {"gpu": h.key, **plan.as_dict(), "prompt": prompt, "ttft": ttft}
+        if args.curve:
+            out["curve"] = None if curve is None else {k: (v.tolist() if hasattr(v, "tolist") else v)
+                                                       for k, v in curve.items()}
+        return json.dumps(out, indent=2)
+    text = _serve_text(plan)
+    if ttft is None:
+        return text
+    head, verdict = text.rsplit("\n", 1)
+    lines = [head, f"  time to first token: {fmt(ttft, 's')} (a prompt of {prompt:,} tokens prefilled alone)"]
+    if curve is not None:
+        lines.append("  latency against throughput (decode at each batch):")
+        lines.append(f"    {'batch':>7}  {'time per output token':>21}  {'tokens/s':>16}  bound")
+        for b, t, tps, bound in zip(curve["batch"], curve["tpot"], curve["tokens_per_s"], curve["bound"]):
+            lines.append(f"    {int(b):>7,}  {fmt(t, 's'):>21}  {fmt(tps, 'tokens/s'):>16}  {bound}")
+    return "\n".join([*lines, verdict])
+
+
+def _acceptance(text: str) -> float:
+    """An argparse type: an acceptance rate in [0, 1)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0 <= value < 1:  # also refuses nan
+        raise argparse.ArgumentTypeError(f"expected an acceptance rate at least 0 and below 1, such as 0.8, got {text[:40]!r}")
+    return value
+
+
+def _speculate(args: argparse.Namespace, m: Model, h: Hardware) -> str:
+    draft = args.draft
+    _at("--context", check_context, m, args.context)
+    plan = _at("--draft", speculate, m, draft, h, args.alpha, args.gamma, batch=args.batch, context=args.context)
+    even = breakeven_alpha(m, draft, h, args.gamma, batch=args.batch, context=args.context)
+    best, best_speed = best_gamma(m, draft, h, args.alpha, batch=args.batch, context=args.context)
+    stop = stops_paying_batch(m, draft, h, args.alpha, args.gamma, context=args.context)
+    room = largest_batch(m, h, max(args.context, 1))
+    if args.json:
+        return json.dumps({"gpu": h.key, **plan.as_dict(), "breakeven_alpha": even, "best_gamma": best,
+                           "best_gamma_speedup": best_speed, "stops_paying_batch": stop,
+                           "largest_batch": room}, indent=2)
+    rows = [("tokens per verify step", f"{plan.tokens_per_step:.3f} (gamma {plan.gamma}, alpha {plan.alpha:g})"),
+            ("plain decode step", f"{fmt(plan.decode_time, 's')} ({plan.decode_bound}-bound)"),
+            ("draft step", fmt(plan.draft_time, "s")),
+            (f"verify step ({plan.gamma + 1} tokens)", f"{fmt(plan.verify_time, 's')} ({plan.verify_bound}-bound, "
+                                                     f"{plan.verify_over_decode:.3f}× a decode step)"),
+            ("time per output token", f"{fmt(plan.time_per_token, 's')} against {fmt(plan.decode_time, 's')}"),
+            ("speed-up", f"{plan.speedup:.2f}×"),
+            ("extra FLOPs per token", f"{fmt(100 * plan.wasted, '%')} of speculation's FLOPs are not plain decoding's"),
+            ("break-even acceptance rate", "any" if even == 0.0 else ("none below 1" if even is None else f"{even:.3f}")),
+            ("best gamma at this alpha", f"{best} ({best_speed:.2f}×)"),
+            ("stops paying at batch", ("still pays at batch 4,096" if stop is None else f"{stop:,}")
+             + f" ({room:,} sequences of {max(args.context, 1):,} tokens fit beside the weights)")]
+    width = max(len(k) for k, _ in rows)
+    where = f"{plan.target} with draft {plan.draft} on one {h.short}, batch {int(plan.batch):,}, {plan.context:,} tokens"
+    return "\n".join([f"speculative decoding of {where}", *(f"  {k.ljust(width)}  {v}" for k, v in rows),
+                      f"  (roof: {plan.roof}, datasheet; text accounting; the draft's own memory not counted)"])
 
 
 def _at(argument: str, call, *args, **kwargs):
@@ -428,6 +513,8 @@ def _run(args: argparse.Namespace) -> str:
     m, h = _at("model", load_model, args.model), _at("--gpu", get_hardware, args.gpu, catalog)
     if args.command == "serve":
         return _serve(args, m, h)
+    if args.command == "speculate":
+        return _speculate(args, m, h)
     accounting = args.accounting or ("text" if args.timing == "step" else "refined")
     options = {"attention": args.attention}
     if getattr(args, "lm_head", "all") != "all":

@@ -45,8 +45,8 @@ from .model import Linear, Model, NotModelledError, load_model
 from .ops import Op
 from .roof import predict
 
-__all__ = ["ACCOUNTINGS", "OPTIONS", "ELEMENTWISE_OPS", "PARTS", "decode_step", "prefill", "attention_parity_tokens",
-           "compute_bound_batch"]
+__all__ = ["ACCOUNTINGS", "OPTIONS", "ELEMENTWISE_OPS", "PARTS", "decode_step", "prefill", "verify_step",
+           "attention_parity_tokens", "compute_bound_batch"]
 
 ACCOUNTINGS = ("text", "refined")
 
@@ -184,7 +184,7 @@ def _ops(m: Model, batch, queries, keys, *, decode: bool, f: Formats, accounting
     wb, a, math = f.bytes("weights"), f.bytes("activations"), f.math
     eb = f.bytes("embeddings")  # the embedding table, output head and norms (the weights' format unless set)
     T = batch * queries  # tokens through the matmuls
-    out_rows = T if (not decode and options["lm_head"] == "all") else batch
+    out_rows = T if (options["lm_head"] == "all") else batch  # decode: T == batch; a verify step scores every query
     qw = m.attention_width
     kvw = m.num_kv_heads * m.head_dim  # K (or V) numbers per token per layer
     kv_written = batch * m.kv_cache_bytes(queries, f.kv)  # the new tokens' K and V (a window keeps its last ones)
@@ -218,8 +218,12 @@ def _ops(m: Model, batch, queries, keys, *, decode: bool, f: Formats, accounting
     att = [(lin, c) for lin, c in linears if lin.name in _ATTENTION_LINEARS]
     causal = "half" if accounting == "text" else "exact"
     # every layer's score and value products; a sliding-window layer sees only its window
-    if decode:  # one query per sequence attends to every cached token (and, refined, itself)
+    if decode and np.all(np.asarray(queries) == 1):  # one query per sequence attends to every cached token (and, refined, itself)
         att_flops = batch * m.attention_flops(1, keys)
+    elif decode:  # a verify step: the new queries are the last of the keys, each seeing those before it
+        one = np.asarray(queries) == 1  # (a sweep over queries may start at a plain decode step)
+        att_flops = batch * np.where(one, m.attention_flops(1, keys),
+                                     m.attention_flops(queries, np.maximum(keys, queries), causal="exact"))
     elif options["attention"] == "explicit" and refined:  # the whole square, masked afterwards
         att_flops = 4 * batch * queries * keys * qw * L
     else:
@@ -298,7 +302,8 @@ def _ops(m: Model, batch, queries, keys, *, decode: bool, f: Formats, accounting
     add(Op.build("lm_head", "matmul", math=math, flops={"lm_head": 2 * out_rows * head.params},
                  reads={**head_w, **io_in}, writes=io_out, m=out_rows, n=V, k=d))
     if refined:
-        elementwise("sample", 1, {"elementwise": batch * V * a}, {"elementwise": batch * 8.0})
+        picked = T if decode else batch  # a verify step samples at every query (decode: T == batch)
+        elementwise("sample", 1, {"elementwise": picked * V * a}, {"elementwise": picked * 8.0})
     return ops
 
 
@@ -358,6 +363,36 @@ def prefill(model: Model | str, tokens, batch=1, *, dtype: str = "bf16", kv_dtyp
     broadcast(tokens=tokens, batch=batch)
     _check_modelled(m, tokens * batch, "prefill")
     return _step(f"prefill of {m.name}", m, batch, tokens, tokens, decode=False, dtype=dtype,
+                 weights_dtype=weights_dtype, kv_dtype=kv_dtype, math_dtype=math_dtype, accounting=accounting,
+                 omit=omit, options=options, embeddings_dtype=embeddings_dtype)
+
+
+def verify_step(model: Model | str, queries, context=0, batch=1, *, dtype: str = "bf16", kv_dtype: str | None = None,
+                weights_dtype: str | None = None, math_dtype: str | None = None, accounting: str = "text",
+                omit=(), embeddings_dtype: str | None = None, **options) -> Breakdown:
+    """One step that scores ``queries`` new tokens of each of ``batch`` sequences against ``context``
+    cached tokens: speculative decoding's verify pass (chapter 12), and a prefill chunk on top of a cache.
+
+    The weights are read once for all ``batch x queries`` tokens; each sequence's cache is read once; new
+    query ``i`` attends to the cache and to the ``i`` new tokens up to itself (the causal count of
+    :func:`roofline.ops.attention_flops` with ``causal='exact'``); the lm_head scores every query.
+    ``queries=1`` is :func:`decode_step` exactly. Formats, accountings and kernel options as there.
+    Broadcasts over ``queries``, ``context`` and ``batch``.
+    """
+    m = load_model(model)
+    queries = number("queries", queries, integer=True)
+    batch = number("batch", batch, integer=True)
+    context = number("context", context, integer=True, strict=False)
+    broadcast(queries=queries, batch=batch, context=context)
+    _check_modelled(m, batch * queries, "verify_step")
+    # the text's count reads the cache but not the new tokens' own keys (as decode_step); refined reads both.
+    # Without a cache the text's count still lets each query see the new tokens before it (keys >= queries).
+    if accounting == "refined":
+        keys = context + queries
+    else:
+        keys = np.where(np.asarray(queries) > 1, np.maximum(context + queries - 1, queries), context + queries - 1)
+        keys = float(keys) if keys.ndim == 0 else keys
+    return _step(f"verify step of {m.name}", m, batch, queries, keys, decode=True, dtype=dtype,
                  weights_dtype=weights_dtype, kv_dtype=kv_dtype, math_dtype=math_dtype, accounting=accounting,
                  omit=omit, options=options, embeddings_dtype=embeddings_dtype)
 

@@ -874,3 +874,130 @@ def zero_tradeoff_chart(points, *, capacity=None, capacity_label="", title=None)
         if title:
             ax.set_title(title)
     return fig
+
+
+# --- chapter 12: serving ------------------------------------------------------------------------
+
+def ttft_tpot_chart(tpot: dict, ttft: dict, *, title=None):
+    """Chapter 12, two panels. Left: time per output token against the batch, one line per label, each
+    ending at its memory wall (``tpot`` maps a label to ``(batches, seconds)``). Right: time to first
+    token against the prompt length (``ttft`` maps a label to ``(prompts, seconds)``)."""
+    with style():
+        fig, (left, right) = plt.subplots(1, 2, figsize=(7.2, 3.9), layout="constrained")
+        for i, (label, (b, t)) in enumerate(tpot.items()):
+            color = _CYCLE[i % len(_CYCLE)]
+            left.plot(b, np.asarray(t) * 1e3, "-", color=color, lw=2, label=label)
+            left.plot([b[-1]], [t[-1] * 1e3], "|", ms=16, mew=2.5, color=color)
+            left.annotate(f"wall: {int(b[-1]):,}", (b[-1], t[-1] * 1e3), textcoords="offset points", xytext=(-4, 7),
+                          ha="right", fontsize=9, color=color)
+        for i, (label, (p, t)) in enumerate(ttft.items()):
+            right.plot(p, np.asarray(t) * 1e3, "-o", ms=4, color=_CYCLE[i % len(_CYCLE)], lw=2, label=label)
+        left.set_xscale("log", base=2)
+        left.set_xlabel("decode batch (log scale)")
+        left.set_ylabel("time per output token (ms)")
+        left.set_ylim(bottom=0)
+        right.set_xscale("log", base=2)
+        right.set_yscale("log")
+        right.set_xlabel("prompt tokens (log scale)")
+        right.set_ylabel("time to first token (ms, log scale)")
+        for ax in (left, right):
+            ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v / 1024:g}k" if v >= 1024 else f"{v:g}"))
+        right.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}"))
+        left.set_title("decode", fontsize=11)
+        right.set_title("prefill, one request", fontsize=11)
+        if title:
+            fig.suptitle(title)
+        handles, labels = left.get_legend_handles_labels()
+        fig.legend(handles, labels, loc="outside lower center", ncol=2, fontsize=9.5, frameon=False)
+    return fig
+
+
+def serving_frontier_chart(curves: dict, *, roof_tokens_per_s: float | None = None, roof_label: str = "", title=None):
+    """Chapter 12: time per output token against tokens per second, one line per label (a context),
+    points at each batch, ending at the memory wall; ``roof_tokens_per_s`` draws the compute roof's limit.
+    ``curves`` maps a label to ``(tokens_per_s, seconds per token, batches)``."""
+    with style():
+        fig, ax = plt.subplots(figsize=(7, 4.4), layout="constrained")
+        for i, (label, (tps, t, b)) in enumerate(curves.items()):
+            color = _CYCLE[i % len(_CYCLE)]
+            ax.plot(tps, np.asarray(t) * 1e3, "-o", ms=4, color=color, lw=2, label=label)
+            ax.annotate(f"{int(b[-1]):,}", (tps[-1], t[-1] * 1e3), textcoords="offset points", xytext=(5, -4),
+                        fontsize=9.5, color=color)
+        if roof_tokens_per_s:
+            ax.axvline(roof_tokens_per_s, color="black", lw=1.2, ls="--", label=roof_label or "compute roof")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:,.0f}"))
+        ax.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}"))
+        ax.yaxis.set_minor_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}" if f"{v:g}"[0] in "25" else ""))
+        ax.set_xlabel("throughput (output tokens per second, log scale)")
+        ax.set_ylabel("time per output token (ms, log scale)")
+        if title:
+            ax.set_title(title)
+        _legend_below(ax, ncol=2)
+    return fig
+
+
+def batching_timeline_chart(series: dict, *, capacity: int, until: float, title=None):
+    """Chapter 12: sequences decoding in each step against time, one step line per policy. ``series``
+    maps a label to ``(step starts, step times, sequences decoding)``; only steps before ``until`` s."""
+    with style():
+        fig, ax = plt.subplots(figsize=(7, 3.8), layout="constrained")
+        for i, (label, (start, dt, n)) in enumerate(series.items()):
+            keep = start < until
+            x = np.append(start[keep], start[keep][-1] + dt[keep][-1])
+            ax.step(x, np.append(n[keep], n[keep][-1]), where="post", color=_CYCLE[i % len(_CYCLE)], lw=1.6, label=label)
+        ax.axhline(capacity, color="black", lw=1, ls=":", label=f"slots ({capacity})")
+        ax.set_xlim(0, until)
+        ax.set_ylim(0, capacity * 1.1)
+        ax.set_xlabel("time (s)")
+        ax.set_ylabel("sequences making a token")
+        if title:
+            ax.set_title(title)
+        _legend_below(ax, ncol=3)
+    return fig
+
+
+def step_time_chart(series: dict, *, window: tuple[float, float], title=None):
+    """Chapter 12: the duration of each step against time, one line per policy (``series`` maps a label
+    to ``(step starts, step times)``), within ``window`` seconds: prompts that join a step show as spikes."""
+    with style():
+        fig, ax = plt.subplots(figsize=(7, 3.8), layout="constrained")
+        lo, hi = window
+        for i, (label, (start, dt)) in enumerate(series.items()):
+            keep = (start >= lo) & (start < hi)
+            ax.plot(start[keep], dt[keep] * 1e3, "-", color=_CYCLE[i % len(_CYCLE)], lw=1.3, label=label)
+        ax.set_yscale("log")
+        ax.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}"))
+        ax.yaxis.set_minor_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}" if f"{v:g}"[0] in "25" else ""))
+        ax.set_xlabel("time (s)")
+        ax.set_ylabel("step duration (ms, log scale)")
+        if title:
+            ax.set_title(title)
+        _legend_below(ax, ncol=2)
+    return fig
+
+
+def speculation_chart(alphas, panels: dict, *, title=None):
+    """Chapter 12: speculative speed-up against the acceptance rate, one panel per setting (a batch),
+    one line per draft length. ``panels`` maps a panel title to ``{label: speed-ups at alphas}``."""
+    with style():
+        fig, axes = plt.subplots(1, len(panels), figsize=(7.2, 3.9), layout="constrained", sharey=True)
+        axes = np.atleast_1d(axes)
+        for ax, (name, curves) in zip(axes, panels.items()):
+            for i, (label, y) in enumerate(curves.items()):
+                ax.plot(alphas, y, ls=("-", (0, (5, 2)), "-.", (0, (1.5, 1.5)))[i % 4], color=_CYCLE[i % len(_CYCLE)],
+                        lw=2, label=label)
+            ax.axhline(1, color="black", lw=1, ls=":")
+            ax.set_title(name, fontsize=11)
+            ax.set_xlabel("acceptance rate α")
+        axes[0].set_ylabel("speed-up over plain decoding")
+        if title:
+            fig.suptitle(title)
+        handles, labels = axes[0].get_legend_handles_labels()
+        fig.legend(handles, labels, loc="outside lower center", ncol=len(labels), fontsize=9.5, frameon=False)
+    return fig
+
+
+__all__ += ["ttft_tpot_chart", "serving_frontier_chart", "batching_timeline_chart", "step_time_chart",
+            "speculation_chart"]

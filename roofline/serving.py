@@ -37,7 +37,7 @@ import numpy as np
 from ._check import number
 from .cost import Breakdown
 from .hardware import Hardware, get_hardware
-from .inference import PARTS, decode_step
+from .inference import PARTS, decode_step, prefill
 from .model import Model, NotModelledError, load_model
 from .ops import Op
 from .roof import CalibratedRoof, Roof, as_roof, predict
@@ -59,6 +59,8 @@ __all__ = [
     "mla_attention_flops_per_key",
     "serving_plan",
     "shared_prefix_saving",
+    "time_to_first_token",
+    "latency_throughput",
 ]
 
 # vLLM's default number of tokens per KV block (Kwon et al. 2023 use 16 in their experiments).
@@ -323,6 +325,17 @@ def _server_roof(h: Hardware, gpus: int, roof, math: str = "bf16"):
                 dtype=one.dtype, launch_s=one.launch_s)
 
 
+def _with_replicas(step: Breakdown, replicas: int) -> Breakdown:
+    """A decode step on tensor-parallel GPUs that keep ``replicas`` copies of the cache: every copy is read
+    by its own GPU, one operation more for the copies beyond the first."""
+    if replicas == 1:
+        return step
+    extra = (replicas - 1) * np.asarray(step.parts["kv_cache"].bytes, dtype=float)
+    extra = float(extra) if extra.ndim == 0 else extra
+    ops = (*step.ops, Op.build("kv_replicas", "attention", math=step.formats.math, reads={"kv_cache": extra}))
+    return Breakdown.from_ops(step.name, ops, step.formats, PARTS)
+
+
 def serving_plan(model: Model | str, hardware: Hardware | str, context: int, *, gpus: int = 1,
                  weights_dtype: str = "bf16", kv_dtype: str | None = None, math_dtype: str | None = None,
                  block_size: int | None = VLLM_BLOCK_SIZE, batch: int | None = None, roof=None,
@@ -374,10 +387,7 @@ def serving_plan(model: Model | str, hardware: Hardware | str, context: int, *, 
                            accounting=accounting)
     except NotModelledError as exc:
         return ServingPlan(**base, roof=server.label, not_modelled=str(exc))
-    if replicas > 1:  # every copy of the cache is read by its own GPU
-        extra = (replicas - 1) * float(step.parts["kv_cache"].bytes)
-        ops = (*step.ops, Op.build("kv_replicas", "attention", math=step.formats.math, reads={"kv_cache": extra}))
-        step = Breakdown.from_ops(step.name, ops, step.formats, PARTS)
+    step = _with_replicas(step, replicas)
     pred = predict(step, server, timing=timing)
     t = float(pred.time)
     return ServingPlan(**base, roof=server.label, step_time=t, tokens_per_s=at / t, bound=str(pred.bound),
@@ -396,3 +406,61 @@ def shared_prefix_saving(model: Model | str, prefix: int, requests: int, kv_dtyp
     b = 1 if block_size is None else int(number("block_size", block_size, integer=True))
     shared = prefix // b * b
     return (requests - 1) * float(m.kv_cache_bytes(shared, kv_dtype)) * kv_replicas(m, gpus)
+
+
+def time_to_first_token(model: Model | str, hardware: Hardware | str, prompt, *, gpus: int = 1,
+                        weights_dtype: str = "bf16", kv_dtype: str | None = None, math_dtype: str | None = None,
+                        roof=None, accounting: str = "text", timing: str = "step"):
+    """Seconds from a request's admission to its first token when its prompt of ``prompt`` tokens is
+    prefilled alone (chapter 12): one :func:`~roofline.inference.prefill` that keeps only the last
+    logits, on ``gpus`` GPUs pooled (all-reduces not counted). Queueing and sharing the step with other
+    requests add to it (:mod:`roofline.batching` simulates both). Broadcasts over ``prompt``."""
+    m, h = load_model(model), get_hardware(hardware)
+    g = int(number("gpus", gpus, integer=True))
+    prompt = number("prompt", prompt, integer=True)
+    check_context(m, prompt)
+    if math_dtype is not None:
+        check_math(h, math_dtype)
+    work = prefill(m, prompt, weights_dtype=weights_dtype, kv_dtype=kv_dtype or weights_dtype, math_dtype=math_dtype,
+                   accounting=accounting, **({"lm_head": "last"} if accounting == "refined" else {}))
+    t = predict(work, _server_roof(h, g, roof, math_dtype or "bf16"), timing=timing).time
+    return float(t) if np.ndim(t) == 0 else np.asarray(t)
+
+
+def latency_throughput(model: Model | str, hardware: Hardware | str, context: int, *, batches=None, prompt=None,
+                       gpus: int = 1, weights_dtype: str = "bf16", kv_dtype: str | None = None,
+                       math_dtype: str | None = None, roof=None, accounting: str = "text",
+                       timing: str = "step") -> dict:
+    """The serving frontier at one context (chapter 12): for each batch that fits, the time per output
+    token (one decode step) and the tokens per second it gives, with the time to first token of a
+    ``prompt``-token prompt alone (default: the context) and the largest batch (chapter 5's wall).
+
+    ``batches`` defaults to the powers of two below the wall and the wall itself. Returns a dict of
+    numpy arrays ``batch``, ``tpot``, ``tokens_per_s``, ``bound`` and the numbers ``ttft`` and
+    ``max_batch``. Raises a ``ValueError`` when nothing fits or a batch asked for does not.
+    """
+    m, h = load_model(model), get_hardware(hardware)
+    g = int(number("gpus", gpus, integer=True))
+    context = int(number("context", context, integer=True))
+    check_context(m, context)
+    kv_dtype = kv_dtype or weights_dtype
+    most = largest_batch(m, h, context, gpus=g, weights_dtype=weights_dtype, kv_dtype=kv_dtype)
+    if most < 1:
+        raise ValueError(f"context: not one sequence of {context:,} tokens fits beside {m.name}'s weights on "
+                         f"{g} × {h.short}")
+    if batches is None:
+        b = 2 ** np.arange(int(np.log2(most)) + 1)
+        batches = np.unique(np.append(b[b < most], most))
+    batches = np.asarray(number("batches", batches, integer=True), dtype=float).reshape(-1)
+    if np.any(batches > most):
+        raise ValueError(f"batches: at {context:,} tokens at most {most:,} sequences fit, asked for "
+                         f"{int(np.max(batches)):,}")
+    step = decode_step(m, batches, context, weights_dtype=weights_dtype, kv_dtype=kv_dtype, math_dtype=math_dtype,
+                       accounting=accounting)
+    step = _with_replicas(step, kv_replicas(m, g))
+    pred = predict(step, _server_roof(h, g, roof, math_dtype or "bf16"), timing=timing)
+    tpot = np.asarray(pred.time, dtype=float)
+    ttft = time_to_first_token(m, h, context if prompt is None else prompt, gpus=g, weights_dtype=weights_dtype,
+                               kv_dtype=kv_dtype, math_dtype=math_dtype, roof=roof, accounting=accounting, timing=timing)
+    return {"batch": batches.astype(int), "tpot": tpot, "tokens_per_s": batches / tpot,
+            "bound": np.broadcast_to(np.asarray(pred.bound), batches.shape), "ttft": float(ttft), "max_batch": int(most)}

@@ -713,3 +713,70 @@ def data_parallel_explorer(models: Sequence[str] = ("llama-3-8b", "llama-3-70b")
     finally:
         plt.close(fig)
     return explorer
+
+
+def speculation_explorer(target: Model | str = "llama-3-70b", drafts: Sequence[str] = ("llama-3.2-1b", "llama-3-8b"),
+                         hardware: Hardware | str = "h200-sxm", *, gpus: int = 8, context: int = 2048,
+                         alphas: Sequence[float] = (0.6, 0.7, 0.8, 0.9), gammas: Sequence[int] = (2, 4, 8),
+                         batches: Sequence[int] = (1, 32, 256)) -> FrameExplorer:
+    """Chapter 12's sliders: draft model, acceptance rate, draft length and batch.
+
+    Each frame draws the time per output token of plain decoding beside speculation's, split into the
+    draft's steps and the verify step (per token generated), on ``gpus`` GPUs of ``hardware`` pooled
+    (datasheet, all-reduces not counted), and reads out the tokens per verify step, the speed-up and the
+    share of FLOPs spent on tokens plain decoding would not compute
+    (:func:`roofline.speculative.speculate`).
+    """
+    from .roof import Roof, as_roof
+    from .speculative import load_draft, speculate
+
+    h = get_hardware(hardware)
+    one = as_roof(h)
+    roof = Roof(f"{gpus} × {one.label}", gpus * one.peak_flops, gpus * one.bandwidth)
+    m = load_model(target)
+    plans = {(d, a, g): speculate(m, d, roof=roof, alpha=a, gamma=g, batch=np.asarray(batches, dtype=float),
+                                  context=context) for d in drafts for a in alphas for g in gammas}
+    top = 1.15e3 * max(max(float(np.max(p.decode_time)), float(np.max(p.time_per_token))) for p in plans.values())
+    with plt.rc_context({"font.size": 10}):
+        fig, ax = plt.subplots(figsize=(7, 2.6), layout="constrained")
+        plain = ax.barh(1, 1, color=PALETTE["blue"], label="plain decode step")[0]
+        draft = ax.barh(0, 1, color=PALETTE["orange"], label="draft steps, per token")[0]
+        check = ax.barh(0, 1, left=1, color=PALETTE["green"], label="verify step, per token")[0]
+        ax.set_yticks([0, 1], ["speculative", "plain"])
+        ax.set_xlim(0, top)
+        ax.set_xlabel("time per output token (ms)")
+        ax.legend(loc="lower center", bbox_to_anchor=(0.5, 1.02), ncol=3, fontsize=9.5, frameon=False)
+    blitter = None
+
+    def frame(d, a, g, batch):
+        nonlocal blitter
+        p = plans[d, a, g]
+        j = list(batches).index(batch)
+        e = float(p.tokens_per_step)
+        t0, td, tv = (float(np.asarray(x)[j]) for x in (p.decode_time, p.draft_time, p.verify_time))
+        plain.set_width(t0 * 1e3)
+        draft.set_width(g * td / e * 1e3)
+        check.set_x(g * td / e * 1e3)
+        check.set_width(tv / e * 1e3)
+        if blitter is None:
+            blitter = Blitter(fig, [plain, draft, check])
+        speed = float(np.asarray(p.speedup)[j])
+        verdict = "pays" if speed > 1 else "<b>does not pay</b>"
+        html = (f"<b>{m.title}, draft {load_draft(d).title}, α {a:g}, γ {g}, batch {batch}</b>: {e:.2f} tokens per "
+                f"verify step; {fmt((g * td + tv) / e, 's')} per token against {fmt(t0, 's')} plain, "
+                f"<b>{speed:.2f}×</b>, speculation {verdict}; verify step {np.asarray(p.verify_bound)[j]}-bound, "
+                f"{fmt(100 * float(np.asarray(p.wasted)[j]), '%', 2)} of its FLOPs beyond plain decoding's")
+        return blitter.png(), html
+
+    try:
+        explorer = frame_explorer(
+            [("draft", [(load_draft(d).title, d) for d in drafts]), ("α", list(alphas)), ("γ", list(gammas)),
+             ("batch", list(batches))], frame,
+            f"speculative decoding of {m.name} on {gpus} × {h.short}: {len(drafts)} drafts x {len(alphas)} acceptance "
+            f"rates x {len(gammas)} draft lengths x {len(batches)} batches", start=[0, 2, 1, 0])
+    finally:
+        plt.close(fig)
+    return explorer
+
+
+__all__ += ["speculation_explorer"]

@@ -135,6 +135,7 @@ BAD_INPUT = {
     "training_flops_per_token": (lambda: rl.training_flops_per_token("llama-3-8b", recompute="x"), ValueError, "recompute must be"),
     "training_step": (lambda: rl.training_step("llama-3-8b", -1), ValueError, "seq must be"),
     "transfer_time": (lambda: rl.transfer_time(-1, 1), ValueError, "nbytes must be"),
+    "verify_step": (lambda: rl.verify_step("llama-3-8b", 0, 2048), ValueError, "queries must be"),
 }
 
 
