@@ -42,12 +42,13 @@ from .inference import decode_step, prefill
 from .model import Model, NotModelledError, load_model
 from .policies import recompute_policy
 from .roof import Prediction, predict
+from .serving import largest_batch
 from .training import training_step
 from .units import dtype_bytes
 
 __all__ = ["PUBLISHED", "Exchange", "TPStep", "TPPrediction", "check_tp", "shard_model", "kv_heads_per_gpu",
            "tp_decode_step", "tp_prefill", "tp_training_step", "predict_tp", "tp_intensity", "tier_ridge",
-           "hiding_width", "layer_times", "tp_memory"]
+           "hiding_width", "layer_times", "tp_memory", "DegreePoint", "decode_by_degree", "best_degree"]
 
 PUBLISHED = MappingProxyType({
     "megatron_scaling_efficiency": (0.76, "Shoeybi et al. 2019, abstract: 15.1 PFLOP/s on 512 V100s for an 8.3B "
@@ -350,3 +351,53 @@ def tp_memory(model: Model | str, t, *, weights_dtype: str = "bf16") -> float:
     """Bytes of weights one of ``t`` tensor-parallel GPUs holds: its shard's parameters (norms whole on
     every GPU, the vocabulary padded to a multiple of ``t``)."""
     return shard_model(model, t).params * dtype_bytes(weights_dtype)
+
+
+@dataclass(frozen=True)
+class DegreePoint:
+    """Decode on ``t`` tensor-parallel GPUs at one batch and context: the step (``time``, the time per
+    output token, split into ``compute`` and ``comm``), tokens per second per GPU, the weights each GPU
+    holds and whether they and the batch's KV cache fit (``fits``), and the largest batch that fits."""
+
+    t: int
+    time: float
+    compute: float
+    comm: float
+    comm_latency: float
+    tokens_per_s_per_gpu: float
+    weights_per_gpu: float
+    kv_per_gpu: float
+    fits: bool
+    max_batch: int
+
+
+def decode_by_degree(model: Model | str, hardware: Hardware | str, degrees=(1, 2, 4, 8), *, batch: int = 1,
+                     context: int = 1024, gpus_per_node=8, tier: str | None = None, dtype: str = "bf16",
+                     accounting: str = "text") -> list[DegreePoint]:
+    """:class:`DegreePoint` for each degree in ``degrees``: a decode step of ``batch`` sequences at
+    ``context`` tokens (:func:`tp_decode_step`, :func:`predict_tp` on the datasheet roof, hierarchical over
+    nodes of ``gpus_per_node`` unless ``tier`` is given), and the memory (chapter 5's
+    :func:`~roofline.serving.largest_batch` with ``gpus=t``)."""
+    m, hw = load_model(model), get_hardware(hardware)
+    batch = int(number("batch", batch, integer=True))
+    context = int(number("context", context, integer=True))
+    if isinstance(degrees, (int, float)) or not len(degrees):
+        raise TypeError(f"degrees must be a sequence of tensor-parallel degrees, got {degrees!r}")
+    out = []
+    for t in degrees:
+        step = tp_decode_step(m, t, batch, context, dtype=dtype, accounting=accounting)
+        pred = predict_tp(step, hw, gpus_per_node=gpus_per_node, tier=tier)
+        t = step.t
+        weights = tp_memory(m, t, weights_dtype=dtype)
+        kv = batch * float(shard_model(m, t).kv_cache_bytes(context, dtype))
+        most = int(largest_batch(m, hw, context, gpus=t, weights_dtype=dtype, block_size=None))
+        time = float(pred.time)
+        out.append(DegreePoint(t, time, float(pred.compute_time), float(pred.comm_time), float(pred.comm_latency),
+                               batch / time / t, weights, kv, weights + kv <= hw.usable_capacity, most))
+    return out
+
+
+def best_degree(model: Model | str, hardware: Hardware | str, degrees=(1, 2, 4, 8, 16, 32), **kwargs) -> DegreePoint:
+    """The :class:`DegreePoint` with the shortest time per output token among ``degrees`` (arguments as
+    :func:`decode_by_degree`; degrees past a node are priced hierarchically unless ``tier`` is given)."""
+    return min(decode_by_degree(model, hardware, degrees, **kwargs), key=lambda p: p.time)

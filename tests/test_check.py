@@ -217,6 +217,11 @@ TENSOR_PARALLEL_BAD_INPUT = {
     "hiding_width": (lambda: rl.tensor_parallel.hiding_width("llama-3-8b", 8, "h100", "nvlink"), ValueError,
                      "tier must be one of"),
     "layer_times": (lambda: rl.tensor_parallel.layer_times("llama-3-8b", 8, -4, "h100"), ValueError, "tokens must be"),
+    "DegreePoint": None,
+    "decode_by_degree": (lambda: rl.tensor_parallel.decode_by_degree("llama-3-8b", "h100", 8), TypeError,
+                         "degrees must be a sequence"),
+    "best_degree": (lambda: rl.tensor_parallel.best_degree("llama-3-8b", "h100", (1, 3)), ValueError,
+                    "t must divide llama-3-8b's 32 query heads, got t=3"),
     "tp_memory": (lambda: rl.tensor_parallel.tp_memory("mixtral-8x7b", 2), rl.NotModelledError, "dense models only"),
 }
 

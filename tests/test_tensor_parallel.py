@@ -146,3 +146,15 @@ def test_one_gpu_is_the_unsplit_step():
     step = tp.tp_decode_step("llama-3-8b", 1, 8, 512)
     assert step.exchanges == ()
     assert tp.predict_tp(step, "h100").time == pytest.approx(rl.predict(rl.decode_step("llama-3-8b", 8, 512), "h100").time)
+
+
+def test_decode_by_degree_frees_memory_for_the_kv_cache_and_finds_the_fastest_degree():
+    rows = tp.decode_by_degree("llama-3-70b", "h100", (1, 2, 4, 8), batch=1, context=8192)
+    assert [r.t for r in rows] == [1, 2, 4, 8]
+    assert not rows[0].fits and rows[1].fits  # 141 GB of weights need two 80 GB GPUs
+    assert all(a.max_batch < b.max_batch for a, b in zip(rows[1:], rows[2:]))
+    assert rows[3].weights_per_gpu == pytest.approx(tp.tp_memory("llama-3-70b", 8))
+    best = tp.best_degree("llama-3-8b", "h100", (1, 2, 4, 8), context=1024)
+    assert best.time == min(r.time for r in tp.decode_by_degree("llama-3-8b", "h100", (1, 2, 4, 8), context=1024))
+    # throughput per GPU at batch 1 falls with t: each GPU runs a t-th of the step but waits the whole of it
+    assert all(a.tokens_per_s_per_gpu > b.tokens_per_s_per_gpu for a, b in zip(rows, rows[1:]))
