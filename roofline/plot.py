@@ -822,6 +822,8 @@ def tp_layer_chart(degrees, series: dict, *, title=None, ylabel="time per layer,
         ax.set_xticks(x, [f"{v:g}" for v in x])
         ax.minorticks_off()
         ax.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}"))
+        ax.yaxis.set_minor_locator(matplotlib.ticker.LogLocator(subs=(2, 5)))  # a decade or less: label 0.2, 0.5...
+        ax.yaxis.set_minor_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}"))
         ax.set_xlabel("tensor-parallel degree t (GPUs)")
         ax.set_ylabel(ylabel)
         if title:
@@ -871,8 +873,8 @@ def tp_memory_chart(degrees, weights, kv_room, batches, *, capacity: float, titl
         ax.bar(pos, w, color=PALETTE["blue"], label="weights per GPU")
         ax.bar(pos, room, bottom=w, color=PALETTE["orange"], label="room for the KV cache")
         ax.axhline(capacity / 1e9, color="black", lw=1, ls=":")
-        ax.annotate("usable HBM", (pos[-1] + 0.45, capacity / 1e9), textcoords="offset points", xytext=(0, 4),
-                    ha="right", fontsize=9.5)
+        ax.annotate("usable HBM", (pos[-1] + 0.45, capacity / 1e9), textcoords="offset points", xytext=(-4, -5),
+                    ha="right", va="top", fontsize=9.5)
         for p, top, b in zip(pos, np.maximum(w, capacity / 1e9), batches):
             ax.annotate("does not fit" if b == 0 else f"batch {b:,}", (p, top), textcoords="offset points",
                         xytext=(0, 14), ha="center", fontsize=9.5)
