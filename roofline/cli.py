@@ -10,6 +10,7 @@
     roofline prefill llama-3-8b --gpu h100-sxm --tokens 2048
     roofline serve llama-3-8b --gpu h100-sxm --context 8192 --kv-dtype fp8
     roofline train llama-3-8b --gpu h100-sxm --gpus 8 --seq 4096 --recompute full --zero 3
+    roofline decode llama-3-70b --gpu h100-sxm --context 1024 --tp 8   # split over 8 GPUs, all-reduces counted
 
 A model is a shipped name (``roofline params --help`` lists them) or the path of any Hugging Face
 ``config.json``. Bad input exits with status 2 and a one-line message; a question the package does
