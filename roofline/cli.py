@@ -12,6 +12,7 @@
     roofline serve llama-3-8b --gpu h200 --context 8192 --curve   # TTFT and the latency-throughput curve
     roofline speculate llama-3-70b --draft llama-3.2-1b --gpu h200 --alpha 0.8 --gamma 4
     roofline train llama-3-8b --gpu h100-sxm --gpus 8 --seq 4096 --recompute full --zero 3
+    roofline decode llama-3-70b --gpu h100-sxm --context 1024 --tp 8   # split over 8 GPUs, all-reduces counted
 
 A model is a shipped name (``roofline params --help`` lists them) or the path of any Hugging Face
 ``config.json``. Bad input exits with status 2 and a one-line message; a question the package does
@@ -170,6 +171,7 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--carry-h200-efficiencies", action="store_true",
                        help="with --roof measured on another GPU: assume the H200's measured efficiencies")
         p.add_argument("--ops", action="store_true", help="list the operations (kernels): FLOPs, bytes, bound, time")
+        _tp_flag(p)
         p.add_argument("--json", action="store_true", help="print one JSON object")
     p = sub.add_parser("serve", help="how many requests fit beside the weights, and how fast they decode",
                        description=f"Shipped models: {models}; or the path of a config.json. The largest batch whose "
@@ -186,8 +188,10 @@ def build_parser() -> argparse.ArgumentParser:
                         "refused where the chip has no tensor cores for it")
     p.add_argument("--block-size", type=_whole(1), default=VLLM_BLOCK_SIZE,
                    help=f"tokens per KV block, paged attention (default {VLLM_BLOCK_SIZE}, vLLM's; 1: no rounding)")
-    p.add_argument("--gpus", "--tp", dest="gpus", type=_whole(1), default=1,
-                   help="tensor-parallel GPUs serving one copy of the model, memory and bandwidth pooled (default 1)")
+    p.add_argument("--gpus", type=_whole(1), default=1,
+                   help="GPUs serving one copy of the model, memory and bandwidth pooled, all-reduces not counted "
+                        "(chapter 5; default 1)")
+    _tp_flag(p)
     p.add_argument("--batch", type=_whole(1), help="time the decode at this batch instead of the largest that fits")
     p.add_argument("--prompt", type=_whole(1),
                    help="prompt tokens whose prefill, alone, gives the time to first token (default: --context)")
@@ -512,7 +516,7 @@ def _run(args: argparse.Namespace) -> str:
         return _train(args, catalog)
     m, h = _at("model", load_model, args.model), _at("--gpu", get_hardware, args.gpu, catalog)
     if args.command == "serve":
-        return _serve(args, m, h)
+        return _tensor_parallel(args, m, h) if args.tp > 1 else _serve(args, m, h)
     if args.command == "speculate":
         return _speculate(args, m, h)
     accounting = args.accounting or ("text" if args.timing == "step" else "refined")
@@ -532,6 +536,8 @@ def _run(args: argparse.Namespace) -> str:
                 "weights_dtype": f.weights, "kv_dtype": f.kv, "attention": args.attention}
     if args.math_dtype is not None or args.embeddings_dtype is not None:
         settings.update(math_dtype=f.math, embeddings_dtype=f.embeddings or f.weights)
+    if args.tp > 1:
+        return _tensor_parallel(args, m, h, accounting=accounting, formats=formats, options=options)
     if args.command == "decode":
         b = _at("--context", decode_step, m, args.batch, args.context, accounting=accounting, **formats, **options)
         fit = _at("--context", _fit, m, h, args.batch, args.context + 1, f.weights, f.kv, formats)  # the cache after the step
@@ -592,13 +598,19 @@ def _train_parser(sub, models: str) -> None:
     dp.add_argument("--hybrid", action="store_true", help="FSDP hybrid sharding: ZeRO-3 inside each node, replicas "
                                                          "across nodes (needs --zero 3)")
     dp.add_argument("--accumulation", type=_whole(1), default=1, help="micro-batches per step (default 1)")
+    _tp_flag(p)
     p.add_argument("--json", action="store_true", help="print one JSON object")
 
 
 def _train(args, catalog) -> str:
     if args.nodes is not None or args.gpus_per_node is not None or args.hybrid or args.accumulation > 1:
+        if args.tp > 1:
+            raise UsageError("--tp does not combine with --nodes, --gpus-per-node, --hybrid or --accumulation yet: "
+                             "chapter 7's data-parallel step prices whole replicas", "--tp")
         return _train_dp(args, catalog)
     m, h = _at("model", load_model, args.model), _at("--gpu", get_hardware, args.gpu, catalog)
+    if args.tp > 1:
+        return _tensor_parallel(args, m, h)
     plan = _at("--offload" if args.offload else "--seq", plan_training, m, h, seq=args.seq,
                micro_batch=args.micro_batch, gpus=args.gpus, recompute=args.recompute, zero_stage=args.zero,
                offload=args.offload, achieved=args.achieved, timing=args.timing, attention=args.attention)
@@ -702,6 +714,113 @@ def _train_dp(args, catalog) -> str:
         f"exposed      {fmt(step.exposed, 's')} (what the compute does not hide)",
         f"step time    {fmt(step.time, 's')}: MFU {step.mfu:.1%}, {step.tokens_per_s:,.0f} tokens/s over all GPUs",
     ]
+    return "\n".join(lines)
+
+
+# --- --tp (chapter 8): every command's tensor-parallel variant, in one place --------------------------
+
+_GPUS_PER_NODE = 8  # an HGX/DGX node: the NVLink domain tensor parallelism stays inside
+
+
+def _tp_flag(p) -> None:
+    p.add_argument("--tp", type=_whole(1), default=1, metavar="N",
+                   help="tensor parallelism over N GPUs of one node (at most 8): a t-th of the heads, MLP and "
+                        "vocabulary per GPU, the all-reduces priced on NVLink and added to the step (chapter 8; "
+                        "default 1)")
+
+
+def _tensor_parallel(args, m: Model, h: Hardware, *, accounting: str = "text", formats: dict | None = None,
+                     options: dict | None = None) -> str:
+    """decode, prefill, serve and train with ``--tp N``: one GPU's share of the step plus the collectives."""
+    from .tensor_parallel import check_tp, predict_tp, shard_model, tp_decode_step, tp_prefill, tp_training_step
+
+    t = args.tp
+    if args.command == "serve" and (args.curve or args.prompt is not None or args.gpus > 1):
+        raise UsageError("--tp prices one tensor-parallel decode step; it does not combine with --curve, --prompt "
+                         "or --gpus (chapter 5's pooled GPUs) yet", "--tp")
+    _at("--tp", check_tp, m, t, gpus_per_node=_GPUS_PER_NODE)
+    shard = shard_model(m, t)
+    out: dict = {"workload": args.command, "model": m.name, "gpu": h.key, "tp": t}
+    if args.command == "train":
+        gpus = args.gpus if args.gpus > 1 else t
+        if gpus % t:
+            raise UsageError(f"--gpus ({gpus}) must be a multiple of --tp ({t}): the GPUs form {t}-GPU "
+                             "tensor-parallel groups", "--gpus")
+        plan = _at("--offload" if args.offload else "--seq", plan_training, shard, h, seq=args.seq,
+                   micro_batch=args.micro_batch, gpus=gpus // t, recompute=args.recompute, zero_stage=args.zero,
+                   offload=args.offload, achieved=args.achieved, timing=args.timing, attention=args.attention)
+        step = tp_training_step(m, t, args.seq, args.micro_batch, recompute=plan.recompute, attention=args.attention)
+        comm = predict_tp(step, h, gpus_per_node=_GPUS_PER_NODE)
+        time = plan.time + comm.comm_time
+        memory, fits = float(plan.footprint.total), plan.fits
+        peak = plan.peak
+        out.update(gpus=gpus, data_parallel=gpus // t, seq=args.seq, micro_batch=args.micro_batch,
+                   recompute=plan.recompute, zero_stage=plan.zero_stage, memory_bytes=memory, fits=fits,
+                   hbm_usable=h.usable_capacity, compute_time_s=plan.time, tokens_per_s_per_gpu=plan.tokens / time / t,
+                   mfu=float(plan.model_flops) / (time * peak))
+        head = (f"training step of {m.title}, tensor parallel over {t} GPUs ({gpus // t} data-parallel "
+                f"group{'s' if gpus // t > 1 else ''}), {args.seq:,} tokens x micro-batch {args.micro_batch} per group")
+        work = f"one GPU's step {fmt(plan.time, 's')} (compute, and the data-parallel traffic overlapped)"
+        tokens = plan.tokens
+    elif args.command == "serve":
+        from .serving import serving_plan
+
+        plan = _at("--batch" if args.batch else "--context", serving_plan, m, h, args.context, gpus=t,
+                   weights_dtype=args.weights_dtype, kv_dtype=args.kv_dtype, math_dtype=args.math_dtype,
+                   block_size=args.block_size, batch=args.batch)
+        if plan.max_batch < 1:
+            return ("" if plan.fits else "DOES NOT FIT: ") + plan.verdict()
+        step = tp_decode_step(m, t, plan.batch, args.context, weights_dtype=args.weights_dtype,
+                              kv_dtype=args.kv_dtype, math_dtype=args.math_dtype)
+        comm = predict_tp(step, h, gpus_per_node=_GPUS_PER_NODE)
+        time = float(comm.time)
+        memory = float(shard.params * dtype_bytes(args.weights_dtype) + plan.kv_total / t)  # copies included
+        fits = True
+        out.update(context=args.context, batch=plan.batch, max_batch=plan.max_batch, memory_bytes=memory, fits=fits,
+                   hbm_usable=h.usable_capacity, compute_time_s=float(comm.compute_time),
+                   tokens_per_s=plan.batch / time, tokens_per_s_per_gpu=plan.batch / time / t)
+        head = (f"serving {m.name} tensor parallel over {t} × {h.short}, {args.context:,} tokens per request: "
+                f"{plan.max_batch:,} sequences fit; at batch {plan.batch:,}")
+        work = f"one GPU's kernels {fmt(comm.compute_time, 's')}"
+        tokens = plan.batch
+    else:
+        formats, options = formats or {}, options or {}
+        if args.roof == "measured":
+            roof = _at("--roof", calibrated_roof_for, h, mode=args.launch, carry=args.carry_h200_efficiencies)
+        else:
+            roof = None
+        if args.command == "decode":
+            step = _at("--context", tp_decode_step, m, t, args.batch, args.context, accounting=accounting,
+                       **formats, **options)
+            tokens, context = args.batch, args.context + 1
+        else:
+            step = _at("--tokens", tp_prefill, m, t, args.tokens, args.batch, accounting=accounting,
+                       **formats, **options)
+            tokens, context = args.tokens * args.batch, args.tokens
+        comm = predict_tp(step, h, roof=roof, timing=args.timing, gpus_per_node=_GPUS_PER_NODE)
+        time = float(comm.time)
+        fit = _fit(shard, h, args.batch, context, step.work.formats.weights, step.work.formats.kv,
+                   {k: v for k, v in formats.items() if k == "embeddings_dtype"})
+        memory, fits = fit["resident_bytes"], fit["fits"]
+        out.update(batch=args.batch, accounting=accounting, timing=args.timing, memory_bytes=memory, fits=fits,
+                   hbm_usable=h.usable_capacity, compute_time_s=float(comm.compute_time), step_tokens=tokens,
+                   time_per_token_s=time / tokens, bound=str(comm.compute.bound))
+        head = f"{args.command} of {m.name}, tensor parallel over {t} × {h.short}"
+        work = f"one GPU's kernels {fmt(comm.compute_time, 's')}, {comm.compute.bound}-bound"
+    calls = step.collectives
+    out.update(collectives=calls, collective_bytes_per_gpu=float(comm.comm_bytes), collective_time_s=float(comm.comm_time),
+               collective_latency_s=float(comm.comm_latency), time_s=time)
+    if args.json:
+        return json.dumps(out, indent=2)
+    verdict = (f"memory per GPU {fmt(memory, 'B')}, within the {fmt(h.usable_capacity, 'B')} usable" if fits else
+               f"DOES NOT FIT: {fmt(memory, 'B')} per GPU, more than the {fmt(h.usable_capacity, 'B')} usable; "
+               "the times assume it fit")
+    lines = [head + ":",
+             f"  step {fmt(time, 's')} = {work}",
+             f"  + {calls:,} collectives over NVLink {fmt(comm.comm_time, 's')} "
+             f"({fmt(comm.comm_latency, 's')} of it latency; {fmt(comm.comm_bytes, 'B')} sent per GPU), not overlapped",
+             f"  {fmt(tokens / time / t, 'tokens/s')} per GPU" + (f", MFU {out['mfu']:.1%}" if "mfu" in out else ""),
+             "  " + verdict]
     return "\n".join(lines)
 
 

@@ -25,7 +25,7 @@ __all__ = ["PALETTE", "style", "roofline_chart", "ridge_chart", "tiers_chart", "
            "FIGURES", "measured_roofline_chart", "measured_vs_predicted_chart", "calibration_chart", "ratio_chart",
            "timing_parts", "timing_bars", "kv_bytes_chart", "capacity_chart", "serving_throughput_chart", "sweep_chart",
            "frontier_chart", "recompute_throughput_chart", "tile_traffic_chart", "attention_sweep_chart", "speedup_chart", "quality_chart",
-           "matmul_throughput_chart"]
+           "matmul_throughput_chart", "tp_layer_chart", "tp_decode_chart", "tp_memory_chart"]
 
 # Okabe & Ito, "Color Universal Design" (2008)
 PALETTE = {
@@ -1001,3 +1001,83 @@ def speculation_chart(alphas, panels: dict, *, title=None):
 
 __all__ += ["ttft_tpot_chart", "serving_frontier_chart", "batching_timeline_chart", "step_time_chart",
             "speculation_chart"]
+
+
+def tp_layer_chart(degrees, series: dict, *, title=None, ylabel="time per layer, forward (ms)"):
+    """One block's compute against its two all-reduces as the tensor-parallel degree grows (chapter 8).
+    ``series`` maps a label to ``(seconds at each degree, style)`` with style 'compute' (solid) or
+    'comm' (dashed); log scales."""
+    with style():
+        fig, ax = plt.subplots(figsize=(7, 4.4), layout="constrained")
+        x = np.asarray(degrees, dtype=float)
+        for i, (label, (y, kind)) in enumerate(series.items()):
+            ax.plot(x, np.asarray(y) * 1e3, "-o" if kind == "compute" else "--s", color=_CYCLE[i % len(_CYCLE)],
+                    lw=2, ms=5, label=label)
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xticks(x, [f"{v:g}" for v in x])
+        ax.minorticks_off()
+        ax.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}"))
+        ax.yaxis.set_minor_locator(matplotlib.ticker.LogLocator(subs=(2, 5)))  # a decade or less: label 0.2, 0.5...
+        ax.yaxis.set_minor_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}"))
+        ax.set_xlabel("tensor-parallel degree t (GPUs)")
+        ax.set_ylabel(ylabel)
+        if title:
+            ax.set_title(title)
+        _legend_below(ax, ncol=2)
+    return fig
+
+
+def tp_decode_chart(degrees, times: dict, per_gpu: dict, *, fits: dict | None = None, title=None):
+    """Two panels against the tensor-parallel degree (chapter 8): the time per output token (left) and
+    tokens per second per GPU (right), one line per model; hollow markers where the weights do not fit."""
+    with style():
+        fig, (a1, a2) = plt.subplots(1, 2, figsize=(7, 3.9), layout="constrained")
+        x = np.asarray(degrees, dtype=float)
+        for i, label in enumerate(times):
+            color = _CYCLE[i % len(_CYCLE)]
+            ok = np.asarray(fits[label] if fits else [True] * len(x), dtype=bool)
+            for ax, y in ((a1, np.asarray(times[label]) * 1e3), (a2, np.asarray(per_gpu[label]))):
+                ax.plot(x, y, "-", color=color, lw=1.8, label=label if ax is a1 else None)
+                ax.plot(x[ok], y[ok], "o", color=color, ms=6)
+                ax.plot(x[~ok], y[~ok], "o", color=color, mfc="white", ms=6)
+        for ax in (a1, a2):
+            ax.set_xscale("log", base=2)
+            ax.set_yscale("log")
+            ax.set_xticks(x, [f"{v:g}" for v in x])
+            ax.minorticks_off()
+            ax.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}"))
+            ax.set_xlabel("degree t (GPUs)")
+        a1.set_ylabel("time per output token (ms)")
+        a2.set_ylabel("tokens/s per GPU")
+        if title:
+            fig.suptitle(title, fontsize=12)
+        handles, labels = a1.get_legend_handles_labels()
+        fig.legend(handles, labels, loc="outside lower center", ncol=min(3, len(labels)), fontsize=9.5, frameon=False)
+    return fig
+
+
+def tp_memory_chart(degrees, weights, kv_room, batches, *, capacity: float, title=None):
+    """Per-GPU memory against the tensor-parallel degree (chapter 8): stacked bars of the weights and the
+    room left for the KV cache (bytes), up to the usable ``capacity``; each bar labelled with the
+    largest batch that fits (``batches``; 0 where the weights alone do not fit)."""
+    with style():
+        fig, ax = plt.subplots(figsize=(7, 3.9), layout="constrained")
+        pos = np.arange(len(degrees))
+        w = np.asarray(weights, dtype=float) / 1e9
+        room = np.maximum(np.asarray(kv_room, dtype=float), 0) / 1e9
+        ax.bar(pos, w, color=PALETTE["blue"], label="weights per GPU")
+        ax.bar(pos, room, bottom=w, color=PALETTE["orange"], label="room for the KV cache")
+        ax.axhline(capacity / 1e9, color="black", lw=1, ls=":")
+        ax.annotate("usable HBM", (pos[-1] + 0.45, capacity / 1e9), textcoords="offset points", xytext=(-4, -5),
+                    ha="right", va="top", fontsize=9.5)
+        for p, top, b in zip(pos, np.maximum(w, capacity / 1e9), batches):
+            ax.annotate("does not fit" if b == 0 else f"batch {b:,}", (p, top), textcoords="offset points",
+                        xytext=(0, 14), ha="center", fontsize=9.5)
+        ax.set_xticks(pos, [f"t = {d}" for d in degrees])
+        ax.set_ylabel("GB per GPU")
+        ax.set_ylim(0, max(w.max(), capacity / 1e9) * 1.25)
+        if title:
+            ax.set_title(title)
+        _legend_below(ax, ncol=2)
+    return fig

@@ -32,13 +32,13 @@ from .hardware import Hardware, get_hardware
 from .inference import compute_bound_batch, decode_step, prefill
 from .memory import fit_summary, fit_verdict, kv_cache_capacity_tokens, training_footprint
 from .model import Model, load_model
-from .plot import PALETTE, _legend_below, memory_bars, roofline_chart
+from .plot import PALETTE, _legend_below, memory_bars, roofline_chart, style
 from .quantization import check_math, weight_bytes
 from .roof import Roof, as_roof, attainable_flops, predict
 from .units import dtype_bytes, fmt
 
 __all__ = ["FrameExplorer", "frame_explorer", "decode_explorer", "memory_explorer", "recompute_explorer",
-           "serving_explorer", "attention_explorer", "png_bytes", "Blitter", "quantization_explorer"]
+           "serving_explorer", "attention_explorer", "png_bytes", "Blitter", "quantization_explorer", "tp_explorer"]
 
 
 class FrameExplorer(W.VBox):
@@ -780,3 +780,65 @@ def speculation_explorer(target: Model | str = "llama-3-70b", drafts: Sequence[s
 
 
 __all__ += ["speculation_explorer"]
+
+
+def tp_explorer(models: Sequence[str] = ("llama-3-8b", "llama-3-70b", "llama-3.1-405b"),
+                hardware: Hardware | str = "h100-sxm", *, degrees: Sequence[int] = (1, 2, 4, 8),
+                batches: Sequence[int] = (1, 64), contexts: Sequence[int] = (1024, 32768),
+                tiers: Sequence = (("NVLink", "scale_up"), ("InfiniBand", "network"))) -> FrameExplorer:
+    """Chapter 8's sliders: model, tensor-parallel degree, decode batch, context and the tier the
+    all-reduces cross (every byte on it: ``tier=`` of :func:`roofline.collectives.collective_cost`).
+
+    Each frame draws the decode step at every degree as a bar split into compute (one GPU's share of the
+    kernels) and the collectives, the chosen degree outlined, and reads out the memory per GPU against the
+    usable HBM, the time per output token, the tokens per second per GPU and the collectives' share.
+    """
+    from .tensor_parallel import decode_by_degree
+
+    hw = get_hardware(hardware)
+    tiers = [x if isinstance(x, tuple) else (x, x) for x in tiers]
+    rows = {(m, b, c, tier): decode_by_degree(m, hw, degrees, batch=b, context=c, tier=tier)
+            for m in models for b in batches for c in contexts for _, tier in tiers}
+    figures: dict = {}
+
+    def frame(model, t, batch, context, tier):
+        points = rows[model, batch, context, tier]
+        key = (model, batch, context, tier)
+        if key not in figures:
+            with style():
+                fig, ax = plt.subplots(figsize=(7, 3.4), layout="constrained")
+            pos = np.arange(len(degrees))
+            compute = np.array([p.compute for p in points]) * 1e3
+            comm = np.array([p.comm for p in points]) * 1e3
+            ax.bar(pos, compute, color=PALETTE["blue"], label="compute and HBM (one GPU's kernels)")
+            ax.bar(pos, comm, bottom=compute, color=PALETTE["vermillion"], label="collectives")
+            ax.set_xticks(pos, [f"t = {d}" for d in degrees])
+            ax.set_ylabel("time per output token (ms)")
+            ax.set_ylim(0, max(p.time for p in points) * 1e3 * 1.08)
+            ax.set_title(f"{load_model(model).title}, batch {batch}, {context:,} tokens, {dict((v, k) for k, v in tiers)[tier]}",
+                         fontsize=11)
+            _legend_below(ax, ncol=2)
+            outline = ax.add_patch(plt.Rectangle((0, 0), 0, 0, fill=False, lw=2.5, ec="black"))
+            figures[key] = (fig, ax, outline, Blitter(fig, [outline]))
+        fig, ax, outline, blitter = figures[key]
+        j = list(degrees).index(t)
+        p = points[j]
+        outline.set_bounds(j - 0.45, 0, 0.9, (p.compute + p.comm) * 1e3)
+        fits = "fits" if p.fits else "<b>does not fit</b>"
+        html = (f"<b>{model}, t = {t}, batch {batch}, {context:,} tokens</b>: per GPU {fmt(p.weights_per_gpu, 'B')} of "
+                f"weights and {fmt(p.kv_per_gpu, 'B')} of KV cache, {fits} in the {fmt(hw.usable_capacity, 'B')} usable "
+                f"on the {hw.short}; {fmt(p.time, 's')} per output token "
+                f"({fmt(p.comm, 's')} of it in {2 * load_model(model).num_layers + 2 if t > 1 else 0} collectives), "
+                f"{fmt(p.tokens_per_s_per_gpu, 'tokens/s')} per GPU.")
+        return blitter.png(), html
+
+    try:
+        with plt.rc_context({"figure.max_open_warning": 0}):  # one chart per model, batch, context and tier
+            explorer = frame_explorer([("model", list(models)), ("t", list(degrees)), ("batch", list(batches)),
+                                       ("context", list(contexts)), ("all-reduces over", tiers)], frame,
+                                      f"tensor parallelism on {hw.short}: {len(models)} models, t {degrees[0]}..{degrees[-1]}, "
+                                      f"{len(models) * len(degrees) * len(batches) * len(contexts) * len(tiers)} frames")
+    finally:
+        for fig, *_ in figures.values():
+            plt.close(fig)
+    return explorer

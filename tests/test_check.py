@@ -224,3 +224,49 @@ def test_data_parallel_bad_input_fails_at_the_edge(name):
     call, error, message = DATA_PARALLEL_BAD_INPUT[name]
     with pytest.raises(error, match=re.escape(message)):
         call()
+
+
+# The tensor-parallel module (chapter 8): one bad input for every function it exports.
+TENSOR_PARALLEL_BAD_INPUT = {
+    "PUBLISHED": None,  # a mapping of published figures
+    "Exchange": None,  # a record built by the step functions
+    "TPStep": None,
+    "TPPrediction": None,
+    "check_tp": (lambda: rl.tensor_parallel.check_tp("llama-3-8b", 3), ValueError, "t must divide llama-3-8b's 32 query heads"),
+    "shard_model": (lambda: rl.tensor_parallel.shard_model("llama-3-8b", 0), ValueError, "t must be"),
+    "kv_heads_per_gpu": (lambda: rl.tensor_parallel.kv_heads_per_gpu("llama-3-8b", 2.5), ValueError, "t must be a whole number"),
+    "tp_decode_step": (lambda: rl.tensor_parallel.tp_decode_step("llama-3.1-405b", 16, gpus_per_node=8), ValueError,
+                       "t must be at most the 8 GPUs of a node"),
+    "tp_prefill": (lambda: rl.tensor_parallel.tp_prefill("llama-3-8b", 2, 0), ValueError, "tokens must be"),
+    "tp_training_step": (lambda: rl.tensor_parallel.tp_training_step("llama-3-8b", 2, 1024, sequence_parallel="yes"),
+                         TypeError, "sequence_parallel must be True or False"),
+    "predict_tp": (lambda: rl.tensor_parallel.predict_tp(rl.decode_step("llama-3-8b"), "h100"), TypeError,
+                   "step must be a TPStep"),
+    "tp_intensity": (lambda: rl.tensor_parallel.tp_intensity("llama-3-8b", 0), ValueError, "t must be"),
+    "tier_ridge": (lambda: rl.tensor_parallel.tier_ridge("h100-pcie", "network"), ValueError, "tier must be one of"),
+    "hiding_width": (lambda: rl.tensor_parallel.hiding_width("llama-3-8b", 8, "h100", "nvlink"), ValueError,
+                     "tier must be one of"),
+    "layer_times": (lambda: rl.tensor_parallel.layer_times("llama-3-8b", 8, -4, "h100"), ValueError, "tokens must be"),
+    "DegreePoint": None,
+    "decode_by_degree": (lambda: rl.tensor_parallel.decode_by_degree("llama-3-8b", "h100", 8), TypeError,
+                         "degrees must be a sequence"),
+    "best_degree": (lambda: rl.tensor_parallel.best_degree("llama-3-8b", "h100", (1, 3)), ValueError,
+                    "t must divide llama-3-8b's 32 query heads, got t=3"),
+    "tp_memory": (lambda: rl.tensor_parallel.tp_memory("mixtral-8x7b", 2), rl.NotModelledError, "dense models only"),
+}
+
+
+def test_every_tensor_parallel_function_has_a_bad_input_case():
+    import roofline.tensor_parallel as tp
+
+    public = {name for name in tp.__all__}
+    assert public == set(TENSOR_PARALLEL_BAD_INPUT), "add a bad-input case for each new name in roofline.tensor_parallel"
+
+
+@pytest.mark.parametrize("name", [n for n, case in TENSOR_PARALLEL_BAD_INPUT.items() if case is not None])
+def test_tensor_parallel_bad_input_fails_at_the_edge(name):
+    import roofline.tensor_parallel  # noqa: F401  (rl.tensor_parallel)
+
+    call, error, message = TENSOR_PARALLEL_BAD_INPUT[name]
+    with pytest.raises(error, match=re.escape(message)):
+        call()

@@ -107,12 +107,16 @@ def test_serve_runs_as_a_program():
     assert "largest batch that fits" in proc.stdout
 
 
-def test_tp_is_the_shared_name_of_gpus():
+def test_tp_prices_the_all_reduces_that_gpus_leaves_out():
+    """--gpus pools the GPUs (chapter 5); --tp splits the model Megatron's way and adds its collectives
+    (chapter 8): the same largest batch, a longer step."""
     _, by_gpus, _ = call("serve", "llama-3-70b", "--gpu", "h100-sxm", "--context", "8192", "--gpus", "4", "--json")
     _, by_tp, _ = call("serve", "llama-3-70b", "--gpu", "h100-sxm", "--context", "8192", "--tp", "4", "--json")
-    assert json.loads(by_gpus) == json.loads(by_tp) and json.loads(by_tp)["gpus"] == 4
+    pooled, split = json.loads(by_gpus), json.loads(by_tp)
+    assert split["tp"] == 4 and split["max_batch"] == pooled["max_batch"]
+    assert split["time_s"] > pooled["step_time"] and split["collectives"] == 2 * 80 + 2
     status, out, _ = call("serve", "llama-3-70b", "--gpu", "h100-sxm", "--context", "8192", "--tp", "0", "--json")
-    assert status == 2 and json.loads(out)["argument"] == "--gpus"
+    assert status == 2 and json.loads(out)["argument"] == "--tp"
 
 
 def test_fp8_math_doubles_the_roof_and_is_refused_where_the_chip_has_none():
