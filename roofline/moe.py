@@ -42,7 +42,8 @@ from .units import dtype_bytes
 
 __all__ = ["ROUTINGS", "check_routing", "expected_experts", "expert_bounds", "experts_touched",
            "simulate_experts_touched", "saturation_batch", "routed_expert_params", "expert_weight_bytes",
-           "all_to_all_bytes_per_token", "weights_per_gpu", "ExpertParallelStep", "expert_parallel_step"]
+           "all_to_all_bytes_per_token", "weights_per_gpu", "expert_parallel_batch", "ExpertParallelStep",
+           "expert_parallel_step"]
 
 ROUTINGS = ("uniform", "best", "worst")
 
@@ -172,6 +173,25 @@ def weights_per_gpu(model: Model | str, *, ep: int = 1, tp: int = 1, weights_dty
     if m.moe is not None and np.any(m.moe.num_experts % np.asarray(ep) != 0):
         raise ValueError(f"ep must divide the {m.moe.num_experts} experts of {m.name}, got {ep!r}")
     return ((m.params - routed) / tp + routed / (ep * tp)) * dtype_bytes(weights_dtype)
+
+
+def expert_parallel_batch(model: Model | str, hardware: Hardware | str, context, *, ep: int,
+                          weights_dtype: str = "bf16", kv_dtype: str | None = None, block_size: int | None = 16) -> int:
+    """The most sequences of ``context`` tokens ``ep`` expert-parallel GPUs serve at once: each GPU holds
+    :func:`weights_per_gpu` and the whole KV cache of its own ``1/ep`` of the batch (attention is
+    data-parallel), so ``ep x floor((usable - weights per GPU) / bytes per sequence)``; paged in blocks of
+    ``block_size`` tokens as :func:`roofline.serving.sequence_kv_bytes` counts them."""
+    from .serving import check_context, sequence_kv_bytes
+
+    m, h = load_model(model), get_hardware(hardware)
+    context = number("context", context, integer=True)
+    if np.ndim(context):
+        raise TypeError("expert_parallel_batch takes one context")
+    check_context(m, int(context))
+    ep = int(number("ep", ep, integer=True))
+    free = h.usable_capacity - weights_per_gpu(m, ep=ep, weights_dtype=weights_dtype)
+    per = float(sequence_kv_bytes(m, int(context), kv_dtype or weights_dtype, block_size=block_size))
+    return ep * int(max(free, 0.0) // per)
 
 
 @dataclass(frozen=True)

@@ -121,6 +121,16 @@ def test_expert_parallel_all_to_alls_are_chapter_7s():
     assert padded.work.flops > nv.work.flops
 
 
+def test_expert_parallel_batch_counts_each_gpus_own_sequences():
+    from roofline import serving as S
+
+    h = rl.get_hardware("h200")
+    per = S.sequence_kv_bytes(V3, 4096, "fp8")
+    free = h.usable_capacity - moe.weights_per_gpu(V3, ep=32, weights_dtype="fp8")
+    assert moe.expert_parallel_batch(V3, h, 4096, ep=32, weights_dtype="fp8") == 32 * int(free // per)
+    assert moe.expert_parallel_batch(V3, h, 4096, ep=8) == 0  # 671B in bf16: 198 GB a GPU over 8 GPUs
+
+
 def test_expert_parallel_at_ep_one_is_the_plain_step():
     s = moe.expert_parallel_step(MIXTRAL, "h100", 16, 512, ep=1, routing="uniform")
     plain = rl.decode_step(MIXTRAL, 16, 512, routing="uniform")
@@ -140,6 +150,8 @@ MOE_BAD_INPUT = {
     "all_to_all_bytes_per_token": (lambda: moe.all_to_all_bytes_per_token(MIXTRAL, "bf61"), KeyError,
                                    "did you mean 'bf16'"),
     "weights_per_gpu": (lambda: moe.weights_per_gpu(MIXTRAL, ep=3), ValueError, "ep must divide the 8 experts"),
+    "expert_parallel_batch": (lambda: moe.expert_parallel_batch(V3, "h200", 200_000, ep=8), ValueError,
+                              "context 200,000 tokens is beyond"),
     "ExpertParallelStep": None,  # a record built by expert_parallel_step
     "expert_parallel_step": (lambda: moe.expert_parallel_step(MIXTRAL, "h100", 6, ep=4), ValueError,
                              "batch must be a multiple of ep (4)"),
