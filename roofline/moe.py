@@ -28,7 +28,7 @@ bytes alike).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -42,7 +42,7 @@ from .units import dtype_bytes
 
 __all__ = ["ROUTINGS", "check_routing", "expected_experts", "expert_bounds", "experts_touched",
            "simulate_experts_touched", "saturation_batch", "routed_expert_params", "expert_weight_bytes",
-           "all_to_all_bytes_per_token", "weights_per_gpu", "expert_parallel_batch", "ExpertParallelStep",
+           "all_to_all_bytes_per_token", "weights_per_gpu", "dense_equivalent", "expert_parallel_batch", "ExpertParallelStep",
            "expert_parallel_step"]
 
 ROUTINGS = ("uniform", "best", "worst")
@@ -175,6 +175,25 @@ def weights_per_gpu(model: Model | str, *, ep: int = 1, tp: int = 1, weights_dty
     return ((m.params - routed) / tp + routed / (ep * tp)) * dtype_bytes(weights_dtype)
 
 
+def dense_equivalent(model: Model | str, size: str = "active") -> Model:
+    """The dense model a MoE is compared with: the same attention, embeddings and layers, with every MoE
+    layer's experts replaced by one dense MLP as wide as the experts a token uses (``size='active'``:
+    ``k`` routed experts plus the shared ones, so about the active parameters) or as all of them
+    together (``'total'``: about the total parameters). Every layer gets that MLP (DeepSeek-V3's three
+    dense layers too), and the router is gone, so the counts come close without being equal: compare
+    ``params``."""
+    m = load_model(model)
+    if m.moe is None:
+        raise ValueError(f"model {m.name!r} has no experts; it is its own dense equivalent")
+    if size not in ("active", "total"):
+        raise ValueError(f"size must be 'active' or 'total', got {size!r}")
+    e = m.moe
+    routed = e.experts_per_token if size == "active" else e.num_experts
+    width = routed * e.expert_intermediate_size + e.shared_intermediate_size
+    family = "llama" if m.mla is None else m.family
+    return replace(m, name=f"{m.name}-dense-{size}", moe=None, intermediate_size=width, family=family)
+
+
 def expert_parallel_batch(model: Model | str, hardware: Hardware | str, context, *, ep: int,
                           weights_dtype: str = "bf16", kv_dtype: str | None = None, block_size: int | None = 16) -> int:
     """The most sequences of ``context`` tokens ``ep`` expert-parallel GPUs serve at once: each GPU holds
@@ -214,6 +233,22 @@ class ExpertParallelStep:
     calls: int
     compute_time: float
     memory_time: float
+    _hardware: Hardware = None
+
+    @property
+    def moe_layer_time(self) -> float:
+        """One GPU's share of one MoE layer's matmuls (router, shared and routed experts) on the roofline,
+        the step rule: the work the layer's two all-to-alls could hide behind."""
+        from .cost import Cost
+
+        parts = [op.cost for op in self.work.ops if op.name.startswith(("expert.", "shared.", "router"))]
+        layers = self.calls // 2
+        return float(predict(sum(parts, Cost(0.0, 0.0)), self._hardware).time) / layers
+
+    @property
+    def all_to_all_pair_time(self) -> float:
+        """The dispatch and the combine of one MoE layer."""
+        return 2 * self.all_to_all.time
 
     @property
     def gpu_time(self) -> float:
@@ -296,4 +331,4 @@ def expert_parallel_step(model: Model | str, hardware: Hardware | str, batch, co
     cost = collective_cost("all_to_all", ep, size, h, gpus_per_node=gpus_per_node, tier=tier)
     pred = predict(work, h)
     return ExpertParallelStep(m.name, ep, float(tokens), routing, float(cf), work, cost,
-                              2 * m.moe.moe_layers(m.num_layers), float(pred.compute_time), float(pred.memory_time))
+                              2 * m.moe.moe_layers(m.num_layers), float(pred.compute_time), float(pred.memory_time), h)

@@ -131,6 +131,26 @@ def test_expert_parallel_batch_counts_each_gpus_own_sequences():
     assert moe.expert_parallel_batch(V3, h, 4096, ep=8) == 0  # 671B in bf16: 198 GB a GPU over 8 GPUs
 
 
+def test_dense_equivalents_come_within_the_router_of_the_moe():
+    a, t = moe.dense_equivalent(MIXTRAL, "active"), moe.dense_equivalent(MIXTRAL, "total")
+    router = MIXTRAL.num_layers * MIXTRAL.router().params
+    assert a.params == MIXTRAL.active_params - router and t.params == MIXTRAL.params - router
+    assert a.moe is None and a.intermediate_size == 2 * 14336
+    # DeepSeek-V3: one token's MLP is 8 routed + 1 shared experts of 2,048, the width of its dense layers
+    assert moe.dense_equivalent(V3).intermediate_size == V3.intermediate_size == 18432
+    # a decode step of the active equivalent at batch 1 reads what the MoE reads, less the router
+    assert rl.decode_step(a, 1, 0).bytes == rl.decode_step(MIXTRAL, 1, 0).bytes - 2 * router
+
+
+def test_moe_layer_time_is_the_expert_ops_on_the_roof():
+    s = moe.expert_parallel_step(V3, "h200", 64, 0, ep=8)
+    ops = [op for op in s.work.ops if op.name.startswith(("expert.", "shared.", "router"))]
+    flops, nbytes = sum(op.flops for op in ops), sum(op.bytes for op in ops)
+    h = rl.get_hardware("h200")
+    assert s.moe_layer_time == pytest.approx(max(flops / h.peak_flops("bf16"), nbytes / h.hbm_bandwidth) / 58)
+    assert s.all_to_all_pair_time == 2 * s.all_to_all.time
+
+
 def test_expert_parallel_at_ep_one_is_the_plain_step():
     s = moe.expert_parallel_step(MIXTRAL, "h100", 16, 512, ep=1, routing="uniform")
     plain = rl.decode_step(MIXTRAL, 16, 512, routing="uniform")
@@ -150,6 +170,7 @@ MOE_BAD_INPUT = {
     "all_to_all_bytes_per_token": (lambda: moe.all_to_all_bytes_per_token(MIXTRAL, "bf61"), KeyError,
                                    "did you mean 'bf16'"),
     "weights_per_gpu": (lambda: moe.weights_per_gpu(MIXTRAL, ep=3), ValueError, "ep must divide the 8 experts"),
+    "dense_equivalent": (lambda: moe.dense_equivalent(MIXTRAL, "half"), ValueError, "size must be 'active' or 'total'"),
     "expert_parallel_batch": (lambda: moe.expert_parallel_batch(V3, "h200", 200_000, ep=8), ValueError,
                               "context 200,000 tokens is beyond"),
     "ExpertParallelStep": None,  # a record built by expert_parallel_step
