@@ -28,6 +28,7 @@ bytes alike).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -40,12 +41,29 @@ from .model import Model, load_model
 from .roof import predict
 from .units import dtype_bytes
 
-__all__ = ["ROUTINGS", "check_routing", "expected_experts", "expert_bounds", "experts_touched",
-           "simulate_experts_touched", "saturation_batch", "routed_expert_params", "expert_weight_bytes",
+__all__ = ["PUBLISHED", "ROUTINGS", "check_routing", "expected_experts", "expert_bounds", "experts_touched",
+           "simulate_experts_touched", "nodes_touched", "saturation_batch", "routed_expert_params", "expert_weight_bytes",
            "all_to_all_bytes_per_token", "weights_per_gpu", "dense_equivalent", "expert_parallel_batch", "ExpertParallelStep",
            "expert_parallel_step"]
 
 ROUTINGS = ("uniform", "best", "worst")
+
+_MIXTRAL = "Jiang et al. 2024, Mixtral of Experts (arXiv:2401.04088), abstract"
+_V3 = "DeepSeek-AI 2024, DeepSeek-V3 Technical Report (arXiv:2412.19437)"
+PUBLISHED = {
+    "mixtral_total": (47e9, _MIXTRAL + ": each token has access to 47B parameters"),
+    "mixtral_active": (13e9, _MIXTRAL + ": but only uses 13B active parameters"),
+    "v3_total": (671e9, _V3 + ", abstract: 671B total parameters"),
+    "v3_active": (37e9, _V3 + ", abstract: 37B activated for each token"),
+    "v3_node_limit": (4, _V3 + ", section 4.2: each token sent to at most 4 nodes"),
+    "v3_pretraining_gpu_hours": (2.664e6, _V3 + ", section 1: pre-training 2664K H800 GPU hours"),
+    "v3_gpu_hours": (2.788e6, _V3 + ", section 1: 2.788M H800 GPU hours for its full training"),
+    "v3_tokens": (14.8e12, _V3 + ", abstract: pre-trained on 14.8 trillion tokens"),
+    "v3_cluster_gpus": (2048, _V3 + ", section 3.1: a cluster of 2048 H800 GPUs"),
+    "v3_prefill_ep": (32, _V3 + ", section 3.4.1: prefill units of 32 GPUs, the MoE part EP32"),
+    "v3_decode_ep": (320, _V3 + ", section 3.4.2: decode units of 320 GPUs, the MoE part EP320"),
+}
+"""Published figures chapter 10 quotes beside the package's own counts: (value, source)."""
 
 
 def check_routing(routing) -> str:
@@ -117,6 +135,21 @@ def simulate_experts_touched(num_experts, top_k, tokens, *, trials: int = 2000, 
         touched[rows, picks] = True
     counts = touched.sum(axis=1)
     return float(counts.mean()), float(counts.std(ddof=1)) if trials > 1 else 0.0
+
+
+def nodes_touched(num_experts, top_k, nodes):
+    """Expected distinct nodes one token's ``top_k`` experts sit on, the ``num_experts`` spread evenly over
+    ``nodes`` nodes, under uniform routing without a node limit: ``n (1 - C(E - E/n, k) / C(E, k))``
+    (a node is missed when all ``k`` choices fall among the other nodes' experts). Each node reached is
+    one copy of the token's hidden vector across the network; DeepSeek-V3 caps it (:data:`PUBLISHED`)."""
+    E, k = _experts(num_experts, top_k)
+    n = number("nodes", nodes, integer=True)
+    if any(np.ndim(x) for x in (E, k, n)):
+        raise TypeError("nodes_touched takes single numbers, not arrays")
+    E, k, n = int(E), int(k), int(n)
+    if E % n:
+        raise ValueError(f"nodes must divide num_experts ({E}) evenly, got {n}")
+    return n * (1.0 - math.comb(E - E // n, k) / math.comb(E, k))
 
 
 def saturation_batch(model: Model | str, fraction: float = 0.99) -> int:

@@ -34,6 +34,16 @@ def test_bounds_and_expectation_meet_at_one_token_and_part_as_tokens_grow():
     assert moe.expected_experts(8, 8, 5) == 8  # every expert used by every token
 
 
+def test_nodes_touched_matches_a_seeded_simulation():
+    rng = np.random.default_rng(3)
+    trials = 20000
+    picks = np.argsort(rng.random((trials, 256)), axis=1)[:, :8] // 32  # the node of each of 8 experts
+    counts = np.array([len(set(row)) for row in picks])
+    expected = moe.nodes_touched(256, 8, 8)
+    assert abs(counts.mean() - expected) < 4 * counts.std() / math.sqrt(trials)
+    assert moe.nodes_touched(256, 8, 1) == 1 and moe.nodes_touched(8, 8, 8) == 8
+
+
 def test_saturation_batch_is_the_first_batch_past_the_fraction():
     for m in (MIXTRAL, V3):
         b = moe.saturation_batch(m, 0.99)
@@ -164,6 +174,7 @@ MOE_BAD_INPUT = {
     "expert_bounds": (lambda: moe.expert_bounds(8, 2, 0), ValueError, "tokens must be"),
     "experts_touched": (lambda: moe.experts_touched("llama-3-8b", 4), ValueError, "has no experts"),
     "simulate_experts_touched": (lambda: moe.simulate_experts_touched(8, 2, [1, 2]), TypeError, "single numbers"),
+    "nodes_touched": (lambda: moe.nodes_touched(256, 8, 3), ValueError, "nodes must divide num_experts (256)"),
     "saturation_batch": (lambda: moe.saturation_batch(MIXTRAL, 1.0), ValueError, "fraction must be"),
     "routed_expert_params": (lambda: moe.routed_expert_params("qwen2-7b"), ValueError, "has no experts"),
     "expert_weight_bytes": (lambda: moe.expert_weight_bytes(MIXTRAL, 4, weights_dtype="fp7"), KeyError, "fp7"),
