@@ -466,16 +466,16 @@ def moe_comparison_table(models, hardware, *, batch: int = 64, context: int = 40
 
 def moe_memory_table(rows, hardware, title: str = "") -> Table:
     """Chapter 10: weights per GPU of MoE models split over GPUs by tensor and by expert parallelism.
-    ``rows`` holds ``(model, weights_dtype, gpus)``; each row says whether the weights fit in the GPU's
-    usable HBM either way (:func:`roofline.moe.weights_per_gpu`)."""
+    ``rows`` holds ``(label, model, weights_dtype, gpus)``; each row says what the weights leave of the
+    GPU's usable HBM either way (:func:`roofline.moe.weights_per_gpu`)."""
     from .moe import weights_per_gpu
 
     h = get_hardware(hardware)
     out = []
-    for model, dtype, gpus in rows:
+    for label, model, dtype, gpus in rows:
         m = load_model(model)
         tp, ep = weights_per_gpu(m, tp=gpus, weights_dtype=dtype), weights_per_gpu(m, ep=gpus, weights_dtype=dtype)
-        out.append((f"{m.title}, {dtype}", f"{gpus}", fmt(tp, "B", 3), fmt(ep, "B", 3),
+        out.append((f"{label}, {dtype}", f"{gpus}", fmt(tp, "B", 3), fmt(ep, "B", 3),
                     fmt(h.usable_capacity - tp, "B", 3) if tp < h.usable_capacity else "does not fit",
                     fmt(h.usable_capacity - ep, "B", 3) if ep < h.usable_capacity else "does not fit"))
     return Table(("model, weights", "GPUs", "weights per GPU, TP", "weights per GPU, EP", "left for KV, TP",
