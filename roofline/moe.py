@@ -89,8 +89,9 @@ def expected_experts(num_experts, top_k, tokens):
     ``E (1 - (1 - k/E)^T)``. Broadcasts; ``k`` at one token, tending to ``E`` as ``T`` grows."""
     E, k = _experts(num_experts, top_k)
     T = number("tokens", tokens, integer=True)
-    broadcast(num_experts=E, top_k=k, tokens=T)
-    return E * (1.0 - (1.0 - k / E) ** T)
+    shape = broadcast(num_experts=E, top_k=k, tokens=T)
+    out = np.where(np.asarray(T) == 1, k, E * (1.0 - (1.0 - k / E) ** T))  # exactly k for one token
+    return out if shape else float(out)
 
 
 def expert_bounds(num_experts, top_k, tokens):
