@@ -39,6 +39,7 @@ from .inference import ACCOUNTINGS, OPTIONS, decode_step, prefill
 from .measured import calibrated_roof_for
 from .memory import inference_footprint
 from .model import Model, NotModelledError, load_model, model_names
+from .moe import ROUTINGS, expert_parallel_batch, expert_parallel_step, weights_per_gpu
 from .roof import TIMINGS, predict
 from .serving import (VLLM_BLOCK_SIZE, ServingPlan, check_context, kv_replicas, largest_batch, latency_throughput,
                       serving_plan, time_to_first_token)
@@ -173,6 +174,7 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--ops", action="store_true", help="list the operations (kernels): FLOPs, bytes, bound, time")
         _tp_flag(p)
         p.add_argument("--json", action="store_true", help="print one JSON object")
+        _moe_flags(p)
     p = sub.add_parser("serve", help="how many requests fit beside the weights, and how fast they decode",
                        description=f"Shipped models: {models}; or the path of a config.json. The largest batch whose "
                                    "KV cache fits, and at that batch the decode step (datasheet roof). Chapter 5.")
@@ -210,6 +212,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--batch", type=_whole(1), default=1, help="sequences decoded together (default 1)")
     p.add_argument("--context", type=_whole(0), default=2048, help="cached tokens per sequence (default 2048)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
+    _moe_flags(p)
 
     _train_parser(sub, models)
     for p in sub.choices.values():
@@ -416,7 +419,7 @@ def _serve(args: argparse.Namespace, m: Model, h: Hardware) -> str:
     _at("--gpus", kv_replicas, m, args.gpus)
     plan = _at("--batch" if args.batch else "--context", serving_plan, m, h, args.context, gpus=args.gpus,
                weights_dtype=args.weights_dtype, kv_dtype=args.kv_dtype, math_dtype=args.math_dtype,
-               block_size=args.block_size, batch=args.batch)
+               block_size=args.block_size, batch=args.batch, routing=args.routing)
     prompt = args.prompt or args.context
     formats = dict(gpus=args.gpus, weights_dtype=args.weights_dtype, kv_dtype=args.kv_dtype, math_dtype=args.math_dtype)
     ttft = curve = None
@@ -487,6 +490,99 @@ def _speculate(args: argparse.Namespace, m: Model, h: Hardware) -> str:
                       f"  (roof: {plan.roof}, datasheet; text accounting; the draft's own memory not counted)"])
 
 
+# --- mixture of experts (chapter 10): --routing and --ep on decode, prefill and serve -------------
+
+def _moe_flags(p: argparse.ArgumentParser) -> None:
+    """The two flags of chapter 10, the same on decode, prefill and serve."""
+    p.add_argument("--routing", choices=ROUTINGS, default=None, metavar="ROUTING",
+                   help="how a mixture of experts routes a step's tokens, one of uniform (independent uniform choices, the "
+                        "expected experts read), best (all to the same k) or worst (as many experts as possible); "
+                        "needed at more than one token, no default")
+    p.add_argument("--ep", type=_whole(1), default=1, metavar="N",
+                   help="expert parallelism: the routed experts spread over N GPUs, everything else copied, the batch "
+                        "split N ways, two all-to-alls per MoE layer (NVLink within 8 GPUs a node, then InfiniBand); "
+                        "text accounting, step rule, datasheet roof (default 1)")
+
+
+def _expert_parallel(args: argparse.Namespace, m: Model, h: Hardware) -> str:
+    """decode, prefill or serve with ``--ep N``: one GPU's step and the all-to-alls (roofline.moe)."""
+    if m.moe is None:
+        raise UsageError(f"--ep: {m.name} has no experts; expert parallelism needs a mixture of experts", "--ep")
+    if args.routing is None:
+        raise NotModelledError(f"{m.name} over {args.ep} expert-parallel GPUs: which experts each GPU reads depends "
+                               "on the routing; name it with --routing uniform, best or worst")
+    if args.command != "serve" and (args.timing != "step" or args.roof != "datasheet" or args.accounting == "refined"):
+        raise UsageError("--ep is modelled with the text accounting, the step rule and the datasheet roof "
+                         "(leave out --timing, --roof and --accounting refined)", "--ep")
+    dtype = getattr(args, "dtype", None) or "bf16"
+    wd = args.weights_dtype or dtype
+    # serve keeps the cache in the weights' format unless told (chapter 5); decode and prefill in --dtype's
+    kvd = args.kv_dtype or (wd if args.command == "serve" else dtype)
+    per_gpu = _at("--ep", weights_per_gpu, m, ep=args.ep, weights_dtype=wd)
+    if args.command == "serve":
+        most = _at("--ep", expert_parallel_batch, m, h, args.context, ep=args.ep, weights_dtype=wd, kv_dtype=kvd,
+                   block_size=args.block_size)
+        batch = args.batch or most
+        if batch > most:
+            raise UsageError(f"batch {batch:,} does not fit: at {args.context:,} tokens at most {most:,} sequences do "
+                             f"on {args.ep} expert-parallel GPUs", "--batch")
+        context, prompt = args.context, None
+    else:
+        most = None
+        batch = args.batch
+        context, prompt = (args.context, None) if args.command == "decode" else (0, args.tokens)
+    if batch < 1:
+        step = None
+    else:
+        step = _at("--ep" if batch % args.ep == 0 else "--batch", expert_parallel_step, m, h, batch, context,
+                   ep=args.ep, routing=args.routing, prompt=prompt, dtype=dtype, weights_dtype=wd, kv_dtype=kvd)
+    out = {"workload": args.command, "model": m.name, "gpu": h.key, "ep": args.ep, "routing": args.routing,
+           "batch": batch, "weights_per_gpu": per_gpu,
+           "weights_per_gpu_tensor_parallel": weights_per_gpu(m, tp=args.ep, weights_dtype=wd)}
+    if most is not None:
+        out.update(context=args.context, max_batch=most)
+    if step is not None:
+        a2a = step.all_to_all
+        out.update(flops_per_gpu=step.work.flops, bytes_per_gpu=step.work.bytes, compute_time_s=step.compute_time,
+                   memory_time_s=step.memory_time, all_to_all_bytes_sent=a2a.bytes, all_to_all_time_s=a2a.time,
+                   all_to_all_calls=step.calls, communication_time_s=step.communication_time, time_s=step.time,
+                   overlapped_time_s=step.overlapped_time, tiers=list(a2a.tiers))
+    if most is None and step is not None:  # decode and prefill: does one GPU hold its weights and its cache?
+        kv = batch // args.ep * float(m.kv_cache_bytes(context + (prompt or 1), kvd))
+        out.update(resident_bytes_per_gpu=per_gpu + kv, fits=bool(per_gpu + kv <= h.usable_capacity))
+    if args.json:
+        return json.dumps(out, indent=2)
+    if args.command == "decode":
+        what = f"decode at batch {batch:,}, {context:,} tokens of context"
+    elif args.command == "prefill":
+        what = f"prefill of {batch:,} × {args.tokens:,} tokens"
+    else:
+        what = f"serving at {context:,} tokens per request, batch {batch:,}"
+    lines = [f"{m.name} on {args.ep} × {h.short}, expert-parallel, {args.routing} routing: {what}",
+             f"  weights per GPU        {fmt(per_gpu, 'B')} (tensor-parallel over {args.ep}: "
+             f"{fmt(out['weights_per_gpu_tensor_parallel'], 'B')})"]
+    if most is not None:
+        lines.append(f"  largest batch that fits  {most:,} ({most // args.ep:,} sequences a GPU)")
+    if step is None:
+        lines.append("DOES NOT FIT: no sequence fits beside the weights")
+        return "\n".join(lines)
+    if out.get("fits") is False:
+        lines.append(f"DOES NOT FIT: {fmt(out['resident_bytes_per_gpu'], 'B')} a GPU (weights and its sequences' KV "
+                     f"cache) is more than the {fmt(h.usable_capacity, 'B')} usable on the {h.short}; the times below "
+                     "assume it fit")
+    a2a = step.all_to_all
+    names = {"scale_up": "NVLink", "host": "PCIe", "network": "the network"}
+    where = " and ".join(dict.fromkeys(names[t] for t, b in zip(a2a.tiers, (a2a.scale_up_bytes, a2a.network_bytes))
+                                       if b)) or names[a2a.tiers[0]]
+    lines += [f"  one GPU's work         {fmt(step.work.flops, 'FLOP')}, {fmt(step.work.bytes, 'B')}: compute "
+              f"{fmt(step.compute_time, 's')}, memory {fmt(step.memory_time, 's')}",
+              f"  all-to-alls            {step.calls} (two per MoE layer), each {fmt(a2a.bytes, 'B')} sent per GPU "
+              f"over {where} in {fmt(a2a.time, 's')}: {fmt(step.communication_time, 's')} in all",
+              f"  step                   {fmt(step.time, 's')} with no overlap, {fmt(step.overlapped_time, 's')} "
+              "with the all-to-alls hidden behind the work"]
+    return "\n".join(lines)
+
+
 def _at(argument: str, call, *args, **kwargs):
     """Call ``call``; a bad-input error it raises becomes a :class:`UsageError` naming ``argument``."""
     try:
@@ -515,10 +611,17 @@ def _run(args: argparse.Namespace) -> str:
     if args.command == "train":
         return _train(args, catalog)
     m, h = _at("model", load_model, args.model), _at("--gpu", get_hardware, args.gpu, catalog)
-    if args.command == "serve":
-        return _tensor_parallel(args, m, h) if args.tp > 1 else _serve(args, m, h)
     if args.command == "speculate":
         return _speculate(args, m, h)
+    if args.ep > 1:
+        if args.tp > 1:
+            raise UsageError("--tp and --ep together are not modelled yet: choose one way to split the model", "--ep")
+        return _expert_parallel(args, m, h)
+    if args.command != "serve" and m.moe is not None and args.routing is None and args.batch * getattr(args, "tokens", 1) > 1:
+        raise NotModelledError(f"{m.name} with more than one token in a step: which experts are read depends on the "
+                               "routing; name it with --routing uniform (the expected count), best or worst")
+    if args.command == "serve":
+        return _tensor_parallel(args, m, h) if args.tp > 1 else _serve(args, m, h)
     accounting = args.accounting or ("text" if args.timing == "step" else "refined")
     options = {"attention": args.attention}
     if getattr(args, "lm_head", "all") != "all":
@@ -539,10 +642,12 @@ def _run(args: argparse.Namespace) -> str:
     if args.tp > 1:
         return _tensor_parallel(args, m, h, accounting=accounting, formats=formats, options=options)
     if args.command == "decode":
-        b = _at("--context", decode_step, m, args.batch, args.context, accounting=accounting, **formats, **options)
+        b = _at("--context", decode_step, m, args.batch, args.context, accounting=accounting, routing=args.routing,
+                **formats, **options)
         fit = _at("--context", _fit, m, h, args.batch, args.context + 1, f.weights, f.kv, formats)  # the cache after the step
         return _workload("decode", b, h, args.batch, args.json, {**settings, "context": args.context}, fit, args)
-    b = _at("--tokens", prefill, m, args.tokens, args.batch, accounting=accounting, **formats, **options)
+    b = _at("--tokens", prefill, m, args.tokens, args.batch, accounting=accounting, routing=args.routing,
+            **formats, **options)
     fit = _at("--tokens", _fit, m, h, args.batch, args.tokens, f.weights, f.kv, formats)
     return _workload("prefill", b, h, args.tokens * args.batch, args.json, {**settings, "tokens": args.tokens}, fit,
                      args)

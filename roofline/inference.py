@@ -26,10 +26,22 @@ Parts, in order (:data:`PARTS`): weights (the decoder layers' matmuls), embeddin
 kv_cache, attention, activations, elementwise. A part that costs nothing under an accounting is kept as
 a zero so tables line up.
 
-Mixture-of-experts models are modelled exactly only where the routing does not matter: a step
-that processes one token (decode at batch 1) reads and multiplies the experts that token uses.
-With more tokens the experts read depend on the routing, and latent attention (DeepSeek's MLA)
-depends on the kernel; both raise :class:`~roofline.model.NotModelledError` rather than guess.
+Mixture-of-experts models (chapter 10): every token's FLOPs go through its ``k`` experts whatever the
+routing, but which experts' weights a step reads depends on it once a step holds more than one token.
+A step of one token (decode at batch 1) is exact; with more, ``routing`` must be named (there is no
+default: the routing is a property of the traffic, not of the model): ``'uniform'`` (each token picks
+``k`` of the ``E`` experts independently and uniformly: ``E (1 - (1 - k/E)^T)`` read per layer in
+expectation), ``'best'`` (every token sent to the same ``k``) or ``'worst'`` (as many distinct experts as
+the tokens can reach, ``min(E, k T)``), see :func:`roofline.moe.experts_touched`. Without it a
+:class:`~roofline.model.NotModelledError` names the argument.
+
+Latent attention (DeepSeek's MLA) is modelled under ``accounting='text'``: decode runs the absorbed
+kernel DeepSeek serves with (the key and value up-projections folded into the query and the output,
+so each head scores against the cached latent and rotary key, ``2 heads (2 r + d_rope)`` FLOPs per
+cached token and layer, reading only the latent cache); prefill expands every token's latent once
+(``kv_b_proj``, counted as its matmul) and attends per head, ``2 heads (d_nope + d_rope + d_v)`` per
+pair, causal at half. The refined, kernel-by-kernel accounting of MLA is not modelled and raises
+:class:`~roofline.model.NotModelledError`.
 """
 
 from __future__ import annotations
@@ -56,19 +68,36 @@ def _check_accounting(accounting: str) -> None:
         raise ValueError(f"accounting must be one of {', '.join(map(repr, ACCOUNTINGS))}, got {accounting!r}")
 
 
-def _check_modelled(m: Model, tokens, what: str) -> None:
-    """Refuse what the package cannot yet count exactly: MLA, and MoE steps with more than one token."""
-    if m.mla is not None:
+def _check_modelled(m: Model, tokens, what: str, routing=None, accounting: str = "text") -> None:
+    """Refuse what the package cannot count: MLA kernel by kernel, and MoE steps of more than one token
+    with no routing named."""
+    if routing is not None:
+        from .moe import check_routing
+        check_routing(routing)
+    if m.mla is not None and accounting != "text":
         raise NotModelledError(
-            f"{what} of {m.name}: multi-head latent attention (MLA) is not modelled yet (its attention FLOPs "
-            "and traffic depend on whether the kernel absorbs kv_b_proj); params, active_params and "
-            "kv_bytes_per_token are exact")
-    if m.moe is not None and np.any(np.asarray(tokens) > 1):
+            f"{what} of {m.name}: multi-head latent attention (MLA) is modelled under accounting='text' only "
+            "(the absorbed decode kernel, the expanded prefill); its kernels one by one are not modelled yet")
+    if m.moe is not None and routing is None and np.any(np.asarray(tokens) > 1):
         e = m.moe
         raise NotModelledError(
             f"{what} of {m.name}: with more than one token in a step, which experts are read depends on the "
             f"routing (between {e.experts_per_token} and {e.num_experts} of the {e.num_experts} experts per "
-            "layer); not modelled yet. One token (decode at batch 1) is exact")
+            "layer); name it: routing='uniform' (independent uniform choices, the expected count), 'best' "
+            "(every token to the same experts) or 'worst' (as many experts as the tokens can reach). One token "
+            "(decode at batch 1) is exact without it")
+
+
+def _mla_attention_flops(m: Model, queries, keys, *, decode: bool, causal):
+    """Score and value FLOPs of latent attention over every layer: absorbed in decode (each head works in
+    the latent space, ``r + d_rope`` wide for scores, ``r`` for values), expanded per head in prefill
+    (``d_nope + d_rope`` for scores, ``d_v`` for values); :func:`roofline.ops.attention_flops` counts the
+    pairs (``4 pairs`` per unit of width), so the width here is half the per-pair FLOPs over the heads."""
+    a, heads = m.mla, m.num_heads
+    per_pair = heads * ((2 * a.kv_lora_rank + a.qk_rope_head_dim) if decode
+                        else (a.qk_nope_head_dim + a.qk_rope_head_dim + a.v_head_dim))  # FLOPs / 2 per pair
+    from .ops import attention_flops
+    return attention_flops(queries, keys, 1, m.num_layers, causal=causal) * per_pair / 2
 
 
 OPTIONS = {
@@ -177,15 +206,18 @@ def _fuse(linears: dict, names: tuple, fused: str) -> dict:
     return out
 
 
-def _ops(m: Model, batch, queries, keys, *, decode: bool, f: Formats, accounting: str, options: dict, omit) -> list:
+def _ops(m: Model, batch, queries, keys, *, decode: bool, f: Formats, accounting: str, options: dict, omit,
+         routing=None, experts_read=None) -> list:
     """The kernels of one step: ``batch`` sequences of ``queries`` new tokens attending to ``keys``
-    tokens each (the cache plus the new ones)."""
+    tokens each (the cache plus the new ones). In a MoE layer the routed experts' FLOPs follow the
+    tokens (``k`` experts each) and their weight reads the distinct experts touched under ``routing``
+    (:func:`roofline.moe.experts_touched`), or ``experts_read`` per layer when given (expert parallelism)."""
     L, d, V = m.num_layers, m.hidden_size, m.vocab_size
     wb, a, math = f.bytes("weights"), f.bytes("activations"), f.math
     eb = f.bytes("embeddings")  # the embedding table, output head and norms (the weights' format unless set)
     T = batch * queries  # tokens through the matmuls
     out_rows = T if (options["lm_head"] == "all") else batch  # decode: T == batch; a verify step scores every query
-    qw = m.attention_width
+    qw = m.attention_width if m.mla is None else None  # MLA: text accounting only (_check_modelled)
     kvw = m.num_kv_heads * m.head_dim  # K (or V) numbers per token per layer
     kv_written = batch * m.kv_cache_bytes(queries, f.kv)  # the new tokens' K and V (a window keeps its last ones)
     ops: list[Op] = []
@@ -193,13 +225,26 @@ def _ops(m: Model, batch, queries, keys, *, decode: bool, f: Formats, accounting
     refined = accounting == "refined"
     linears = _linears(m, refined and options["qkv"] == "fused", refined and options["mlp"] == "fused")
 
+    if m.moe is not None:  # routed experts: weights read for the experts the step's tokens touch
+        e = m.moe
+        n_moe = e.moe_layers(L)
+        if experts_read is None:
+            from .moe import experts_touched
+            experts_read = experts_touched(m, T, routing or "uniform")  # exactly k for one token, any routing
+    else:
+        n_moe = 0
+
     def matmul(lin, count):
         acts = {"activations": T * a * lin.in_features * count} if refined else {}
         outs = {"activations": T * a * lin.out_features * count} if refined else {}
+        read, rows = count, T
+        if lin.name.startswith("expert."):  # count is k per MoE layer; the weights are read once per expert touched
+            read = experts_read * n_moe
+            rows = T * e.experts_per_token / experts_read  # tokens per expert touched (a calibrated roof's m)
         return Op.build(lin.name.removesuffix("_proj"), "matmul", count=count, math=math,
                         flops={"weights": 2 * T * lin.params * count},
-                        reads={"weights": wb * lin.params * count, **acts}, writes=outs,
-                        m=T, n=lin.out_features, k=lin.in_features)
+                        reads={"weights": wb * lin.params * read, **acts}, writes=outs,
+                        m=rows, n=lin.out_features, k=lin.in_features)
 
     def elementwise(name, count, reads, writes, kind="elementwise"):
         if name not in omit:
@@ -218,7 +263,9 @@ def _ops(m: Model, batch, queries, keys, *, decode: bool, f: Formats, accounting
     att = [(lin, c) for lin, c in linears if lin.name in _ATTENTION_LINEARS]
     causal = "half" if accounting == "text" else "exact"
     # every layer's score and value products; a sliding-window layer sees only its window
-    if decode and np.all(np.asarray(queries) == 1):  # one query per sequence attends to every cached token (and, refined, itself)
+    if m.mla is not None:  # latent attention, text accounting: absorbed in decode, expanded in prefill
+        att_flops = batch * _mla_attention_flops(m, queries, keys, decode=decode, causal=False if decode else causal)
+    elif decode and np.all(np.asarray(queries) == 1):  # one query per sequence attends to every cached token (and, refined, itself)
         att_flops = batch * m.attention_flops(1, keys)
     elif decode:  # a verify step: the new queries are the last of the keys, each seeing those before it
         one = np.asarray(queries) == 1  # (a sweep over queries may start at a plain decode step)
@@ -308,7 +355,7 @@ def _ops(m: Model, batch, queries, keys, *, decode: bool, f: Formats, accounting
 
 
 def _step(name, m, batch, queries, keys, *, decode, dtype, weights_dtype, kv_dtype, math_dtype, accounting,
-          omit, options, embeddings_dtype=None) -> Breakdown:
+          omit, options, embeddings_dtype=None, routing=None, experts_read=None) -> Breakdown:
     _check_accounting(accounting)
     f = formats(dtype, weights_dtype=weights_dtype, kv_dtype=kv_dtype, math_dtype=math_dtype,
                 embeddings_dtype=embeddings_dtype)
@@ -316,13 +363,14 @@ def _step(name, m, batch, queries, keys, *, decode, dtype, weights_dtype, kv_dty
     if accounting == "text" and (omit or any(options[k] != OPTIONS[k][0] for k in ("attention", "qkv", "mlp"))):
         raise ValueError("kernel options (attention, qkv, mlp, omit) belong to accounting='refined'; the "
                          "first-order count has no kernels to choose")
-    ops = _ops(m, batch, queries, keys, decode=decode, f=f, accounting=accounting, options=options, omit=omit)
+    ops = _ops(m, batch, queries, keys, decode=decode, f=f, accounting=accounting, options=options, omit=omit,
+               routing=routing, experts_read=experts_read)
     return Breakdown.from_ops(name, ops, f, PARTS)
 
 
 def decode_step(model: Model | str, batch=1, context=0, *, dtype: str = "bf16", kv_dtype: str | None = None,
                 weights_dtype: str | None = None, math_dtype: str | None = None, accounting: str = "text",
-                omit=(), embeddings_dtype: str | None = None, **options) -> Breakdown:
+                omit=(), embeddings_dtype: str | None = None, routing: str | None = None, **options) -> Breakdown:
     """One decode step: ``batch`` sequences each produce one token, each attending to ``context``
     cached tokens. Broadcasts over arrays of ``batch`` and ``context``.
 
@@ -331,6 +379,8 @@ def decode_step(model: Model | str, batch=1, context=0, *, dtype: str = "bf16", 
     ``'int4-g128'`` count their scales). Under ``accounting='refined'`` the kernel choices of
     :data:`OPTIONS` apply (``attention='explicit'``, ``qkv='fused'``...), and ``omit`` leaves out named
     elementwise kernels (:data:`ELEMENTWISE_OPS`). The result keeps its operations (``.ops``).
+    ``routing`` ('uniform', 'best' or 'worst') says which experts a mixture of experts reads at
+    batch > 1 (required there; ignored by a dense model).
 
     Llama 3 8B, batch 1, no context, text accounting: 16.06 GFLOP over 16.06 GB, intensity 1.
     """
@@ -338,33 +388,33 @@ def decode_step(model: Model | str, batch=1, context=0, *, dtype: str = "bf16", 
     batch = number("batch", batch, integer=True)
     context = number("context", context, integer=True, strict=False)
     broadcast(batch=batch, context=context)
-    _check_modelled(m, batch, "decode_step")
+    _check_modelled(m, batch, "decode_step", routing, accounting)
     keys = context + 1 if accounting == "refined" else context
     return _step(f"decode step of {m.name}", m, batch, 1, keys, decode=True, dtype=dtype, weights_dtype=weights_dtype,
                  kv_dtype=kv_dtype, math_dtype=math_dtype, accounting=accounting, omit=omit, options=options,
-                 embeddings_dtype=embeddings_dtype)
+                 embeddings_dtype=embeddings_dtype, routing=routing)
 
 
 def prefill(model: Model | str, tokens, batch=1, *, dtype: str = "bf16", kv_dtype: str | None = None,
             weights_dtype: str | None = None, math_dtype: str | None = None, accounting: str = "text",
-            omit=(), embeddings_dtype: str | None = None, **options) -> Breakdown:
+            omit=(), embeddings_dtype: str | None = None, routing: str | None = None, **options) -> Breakdown:
     """Process a prompt of ``tokens`` tokens for ``batch`` sequences in one pass, writing their KV cache.
 
     Causal attention is counted at half the square in the text's accounting (2 S^2 x width x layers
     FLOPs), exactly in the refined one (flash skips the masked half; the explicit form computes the
     whole square). The lm_head runs over every token (``lm_head='all'``, as in the text and in the
     measured H200 runs); ``lm_head='last'`` keeps only each sequence's last logits, as a server does.
-    Formats and kernel options as in :func:`decode_step`.
+    Formats, kernel options and ``routing`` (a mixture of experts) as in :func:`decode_step`.
     Llama 3 8B, 2048 tokens: 34.0 TFLOP, 3.2% of it attention; 16.06 GB + 268 MB; intensity about 2082.
     """
     m = load_model(model)
     tokens = number("tokens", tokens, integer=True)
     batch = number("batch", batch, integer=True)
     broadcast(tokens=tokens, batch=batch)
-    _check_modelled(m, tokens * batch, "prefill")
+    _check_modelled(m, tokens * batch, "prefill", routing, accounting)
     return _step(f"prefill of {m.name}", m, batch, tokens, tokens, decode=False, dtype=dtype,
                  weights_dtype=weights_dtype, kv_dtype=kv_dtype, math_dtype=math_dtype, accounting=accounting,
-                 omit=omit, options=options, embeddings_dtype=embeddings_dtype)
+                 omit=omit, options=options, embeddings_dtype=embeddings_dtype, routing=routing)
 
 
 def verify_step(model: Model | str, queries, context=0, batch=1, *, dtype: str = "bf16", kv_dtype: str | None = None,
@@ -384,7 +434,7 @@ def verify_step(model: Model | str, queries, context=0, batch=1, *, dtype: str =
     batch = number("batch", batch, integer=True)
     context = number("context", context, integer=True, strict=False)
     broadcast(queries=queries, batch=batch, context=context)
-    _check_modelled(m, batch * queries, "verify_step")
+    _check_modelled(m, batch * queries, "verify_step", accounting=accounting)
     # the text's count reads the cache but not the new tokens' own keys (as decode_step); refined reads both.
     # Without a cache the text's count still lets each query see the new tokens before it (keys >= queries).
     if accounting == "refined":

@@ -25,7 +25,8 @@ __all__ = ["PALETTE", "style", "roofline_chart", "ridge_chart", "tiers_chart", "
            "FIGURES", "measured_roofline_chart", "measured_vs_predicted_chart", "calibration_chart", "ratio_chart",
            "timing_parts", "timing_bars", "kv_bytes_chart", "capacity_chart", "serving_throughput_chart", "sweep_chart",
            "frontier_chart", "recompute_throughput_chart", "tile_traffic_chart", "attention_sweep_chart", "speedup_chart", "quality_chart",
-           "matmul_throughput_chart", "tp_layer_chart", "tp_decode_chart", "tp_memory_chart"]
+           "matmul_throughput_chart", "tp_layer_chart", "tp_decode_chart", "tp_memory_chart",
+           "experts_touched_chart", "moe_decode_chart", "all_to_all_chart"]
 
 # Okabe & Ito, "Color Universal Design" (2008)
 PALETTE = {
@@ -1080,4 +1081,83 @@ def tp_memory_chart(degrees, weights, kv_room, batches, *, capacity: float, titl
         if title:
             ax.set_title(title)
         _legend_below(ax, ncol=2)
+    return fig
+
+
+def experts_touched_chart(tokens, series: dict, *, simulated: dict | None = None, title=None):
+    """Chapter 10: the share of a MoE layer's experts a step of ``tokens`` tokens touches, one model per
+    colour: the expected share under uniform routing (line) between its two bounds (shaded), and the
+    mean of a seeded random routing (dots). ``series`` maps a label to ``(expected, fewest, most, E)``
+    (counts); ``simulated`` a label to ``(tokens, mean counts)``."""
+    with style():
+        fig, ax = plt.subplots(figsize=(7, 4.2), layout="constrained")
+        for i, (label, (expected, low, high, experts)) in enumerate(series.items()):
+            color = _CYCLE[i % len(_CYCLE)]
+            ax.fill_between(tokens, 100 * np.asarray(low) / experts, 100 * np.asarray(high) / experts, color=color,
+                            alpha=0.15, lw=0, label=f"{label}: between the bounds")
+            ax.plot(tokens, 100 * np.asarray(expected) / experts, color=color, lw=2.2,
+                    ls=("-", (0, (5, 2)))[i % 2], label=f"{label}: expected, uniform routing")
+            if simulated and label in simulated:
+                t, mean = simulated[label]
+                ax.plot(t, 100 * np.asarray(mean) / experts, "o", ms=6, color=color, mec="black", mew=0.5, zorder=5,
+                        label=f"{label}: random routing, mean")
+        ax.set_xscale("log", base=2)
+        ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}"))
+        ax.set_xlabel("tokens in the step (decode batch)")
+        ax.set_ylabel("experts read per layer (% of all)")
+        ax.set_ylim(0, 102)
+        if title:
+            ax.set_title(title)
+        _legend_below(ax, ncol=2)
+    return fig
+
+
+def moe_decode_chart(batches, curves: dict, *, title=None, ylabel="decode step time (ms)", scale=1e-3):
+    """Chapter 10: decode step time against the batch for a MoE and its dense equivalents (log-log).
+    ``curves`` maps a label to times in seconds; a label ending in 'bounds' with a pair of arrays is drawn
+    as a shaded band."""
+    with style():
+        fig, ax = plt.subplots(figsize=(7, 4.4), layout="constrained")
+        styles = ("-", (0, (5, 2)), "-.", (0, (1.5, 1.5)))
+        i = 0
+        for label, y in curves.items():
+            color = _CYCLE[i % len(_CYCLE)]
+            if isinstance(y, tuple):
+                ax.fill_between(batches, np.asarray(y[0]) / scale, np.asarray(y[1]) / scale, color=_CYCLE[0],
+                                alpha=0.15, lw=0, label=label)
+                continue
+            ax.plot(batches, np.asarray(y) / scale, ls=styles[i % 4], color=color, lw=2.2, label=label)
+            i += 1
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}"))
+        ax.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}"))
+        ax.set_xlabel("decode batch (sequences)")
+        ax.set_ylabel(ylabel)
+        ax.grid(True, which="major")
+        if title:
+            ax.set_title(title)
+        _legend_below(ax, ncol=2)
+    return fig
+
+
+def all_to_all_chart(tokens, compute, tiers: dict, *, title=None, scale=1e-6):
+    """Chapter 10: per MoE layer, one GPU's expert work (``compute``, seconds) against the layer's two
+    all-to-alls on each tier (``tiers``: label -> seconds), against the tokens each GPU holds (log-log)."""
+    with style():
+        fig, ax = plt.subplots(figsize=(7, 4.4), layout="constrained")
+        ax.plot(tokens, np.asarray(compute) / scale, color=PALETTE["black"], lw=2.4, label="expert work of the layer, one GPU")
+        for i, (label, y) in enumerate(tiers.items()):
+            ax.plot(tokens, np.asarray(y) / scale, color=_CYCLE[i % len(_CYCLE)], lw=2.2,
+                    ls=((0, (5, 2)), "-.", (0, (1.5, 1.5)))[i % 3], label=label)
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}"))
+        ax.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}"))
+        ax.set_xlabel("tokens per GPU in the step")
+        ax.set_ylabel("time per MoE layer (µs)")
+        ax.grid(True, which="major")
+        if title:
+            ax.set_title(title)
+        _legend_below(ax, ncol=1)
     return fig

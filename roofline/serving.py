@@ -21,9 +21,10 @@ Named choices:
   FLOPs (the all-reduces are not counted: chapter 8). Each GPU keeps the KV heads of its query heads,
   so a KV head is stored on ``gpus / num_kv_heads`` GPUs when there are fewer KV heads than GPUs, and
   a latent (MLA) on every GPU (:func:`kv_replicas`).
-- **MLA decode.** The decode step of latent attention is not modelled kernel by kernel
-  (:class:`~roofline.model.NotModelledError` from :func:`~roofline.inference.decode_step`); its
-  attention FLOPs per cached token, absorbed or not, are :func:`mla_attention_flops_per_key`.
+- **MLA decode.** The decode step of latent attention is modelled under the text accounting with the
+  absorbed kernel (chapter 10), not kernel by kernel (:class:`~roofline.model.NotModelledError` from
+  :func:`~roofline.inference.decode_step` under ``accounting='refined'``); its attention FLOPs per
+  cached token, absorbed or not, are :func:`mla_attention_flops_per_key`.
 """
 
 from __future__ import annotations
@@ -340,7 +341,7 @@ def serving_plan(model: Model | str, hardware: Hardware | str, context: int, *, 
                  weights_dtype: str = "bf16", kv_dtype: str | None = None, math_dtype: str | None = None,
                  block_size: int | None = VLLM_BLOCK_SIZE, batch: int | None = None, roof=None,
                  accounting: str = "text", timing: str = "step", reserve: float = 0.0,
-                 reserve_tokens: int | None = None) -> ServingPlan:
+                 reserve_tokens: int | None = None, routing: str | None = None) -> ServingPlan:
     """Serve ``model`` on ``gpus`` GPUs of ``hardware`` at ``context`` tokens per sequence.
 
     Returns a :class:`ServingPlan`: the memory, the largest batch (:func:`largest_batch`), and at that
@@ -348,7 +349,9 @@ def serving_plan(model: Model | str, hardware: Hardware | str, context: int, *, 
     a calibrated roof for one GPU) by ``timing`` and ``accounting``. A context past the model's
     ``max_position_embeddings`` is a ``ValueError``; a model that does not fit gives a plan with
     ``max_batch`` 0 and no decode figures. ``reserve_tokens`` reserves a contiguous cache of that many
-    tokens per request instead of paging (``block_size`` is then ignored). The command
+    tokens per request instead of paging (``block_size`` is then ignored). ``routing`` names how a
+    mixture of experts routes its tokens (:func:`roofline.moe.experts_touched`; required for its decode
+    at batch > 1, else the plan says the decode is not modelled). The command
     ``roofline serve`` prints it.
     """
     m, h = load_model(model), get_hardware(hardware)
@@ -384,7 +387,7 @@ def serving_plan(model: Model | str, hardware: Hardware | str, context: int, *, 
         return ServingPlan(**base, roof=server.label, not_modelled="nothing fits")
     try:
         step = decode_step(m, at, context, weights_dtype=weights_dtype, kv_dtype=kv_dtype, math_dtype=math_dtype,
-                           accounting=accounting)
+                           accounting=accounting, routing=routing)
     except NotModelledError as exc:
         return ServingPlan(**base, roof=server.label, not_modelled=str(exc))
     step = _with_replicas(step, replicas)

@@ -25,7 +25,7 @@ __all__ = ["Table", "workload_table", "breakdown_table", "tiers_table", "hardwar
            "recipes_table", "saved_tensors_table", "footprint_table", "kv_capacity_table", "korthikanti_table",
            "matmul_intensity_table", "operations_table", "kv_layout_table", "serving_table", "recompute_table",
            "checkpoint_runs_table", "best_plan_table", "attention_table", "published_table", "formats_table", "quality_table",
-           "quantized_serving_table"]
+           "quantized_serving_table", "moe_comparison_table", "moe_memory_table"]
 
 
 @dataclass(frozen=True)
@@ -460,3 +460,46 @@ def data_parallel_table(steps: Mapping, title: str = "") -> Table:
     rows = tuple((label, fmt(float(s.footprint.total), "B"), fmt(s.sent_scale_up, "B"), fmt(s.sent_network, "B"),
                   fmt(s.communication, "s"), fmt(s.exposed, "s"), f"{100 * s.mfu:.1f}%") for label, s in steps.items())
     return Table(columns, rows, title)
+
+
+def moe_comparison_table(models, hardware, *, batch: int = 64, context: int = 4096, prompt: int = 4096,
+                         routing: str = "uniform", weights_dtype: str = "bf16", title: str = "") -> Table:
+    """Chapter 10: MoE models (a sequence, or a mapping from row label to model) beside their dense
+    equivalents on one GPU's roofline (memory not checked):
+    total and active parameters, weights held, training FLOPs per token, decode at batch 1 and at
+    ``batch`` (``routing`` for the experts read), and one ``prompt``-token prefill (text accounting, step rule)."""
+    from .inference import decode_step, prefill
+    from .training import training_flops_per_token
+
+    h = get_hardware(hardware)
+    rows = []
+    named = models.items() if isinstance(models, Mapping) else ((None, m) for m in models)
+    for label, m in named:
+        m = load_model(m)
+        kw = dict(weights_dtype=weights_dtype, routing=routing)
+        one = predict(decode_step(m, 1, context, **kw), h).time
+        many = predict(decode_step(m, batch, context, **kw), h).time
+        pre = predict(prefill(m, prompt, **kw), h).time
+        rows.append((label or m.title, f"{m.params / 1e9:.1f}B", f"{m.active_params / 1e9:.1f}B",
+                     fmt(m.params * bits_per_element(weights_dtype) / 8, "B", 3),
+                     fmt(training_flops_per_token(m), "FLOP", 3), fmt(one, "s", 3), fmt(many, "s", 3), fmt(pre, "s", 3)))
+    return Table(("model", "parameters", "active", f"weights ({weights_dtype})", "training FLOP per token",
+                  "decode, batch 1", f"decode, batch {batch}", f"prefill, {prompt:,} tokens"), tuple(rows), title)
+
+
+def moe_memory_table(rows, hardware, title: str = "") -> Table:
+    """Chapter 10: weights per GPU of MoE models split over GPUs by tensor and by expert parallelism.
+    ``rows`` holds ``(label, model, weights_dtype, gpus)``; each row says what the weights leave of the
+    GPU's usable HBM either way (:func:`roofline.moe.weights_per_gpu`)."""
+    from .moe import weights_per_gpu
+
+    h = get_hardware(hardware)
+    out = []
+    for label, model, dtype, gpus in rows:
+        m = load_model(model)
+        tp, ep = weights_per_gpu(m, tp=gpus, weights_dtype=dtype), weights_per_gpu(m, ep=gpus, weights_dtype=dtype)
+        out.append((f"{label}, {dtype}", f"{gpus}", fmt(tp, "B", 3), fmt(ep, "B", 3),
+                    fmt(h.usable_capacity - tp, "B", 3) if tp < h.usable_capacity else "does not fit",
+                    fmt(h.usable_capacity - ep, "B", 3) if ep < h.usable_capacity else "does not fit"))
+    return Table(("model, weights", "GPUs", "weights per GPU, TP", "weights per GPU, EP", "left for KV, TP",
+                  "left for KV, EP"), tuple(out), title)

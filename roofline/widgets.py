@@ -38,7 +38,8 @@ from .roof import Roof, as_roof, attainable_flops, predict
 from .units import dtype_bytes, fmt
 
 __all__ = ["FrameExplorer", "frame_explorer", "decode_explorer", "memory_explorer", "recompute_explorer",
-           "serving_explorer", "attention_explorer", "png_bytes", "Blitter", "quantization_explorer", "tp_explorer"]
+           "serving_explorer", "attention_explorer", "png_bytes", "Blitter", "quantization_explorer", "tp_explorer",
+           "moe_explorer"]
 
 
 class FrameExplorer(W.VBox):
@@ -840,5 +841,66 @@ def tp_explorer(models: Sequence[str] = ("llama-3-8b", "llama-3-70b", "llama-3.1
                                       f"{len(models) * len(degrees) * len(batches) * len(contexts) * len(tiers)} frames")
     finally:
         for fig, *_ in figures.values():
+            plt.close(fig)
+    return explorer
+
+
+def moe_explorer(hardware: Hardware | str = "h200-sxm", *,
+                 models: Sequence = (("Mixtral 8x7B, bf16", ("mixtral-8x7b", "bf16")),
+                                     ("DeepSeek-V3, fp8", ("deepseek-v3", "fp8"))),
+                 batches: Sequence[int] = (8, 32, 128, 512), eps: Sequence[int] = (1, 2, 4, 8),
+                 tiers: Sequence = (("NVLink", "scale_up"), ("InfiniBand", "network")), context: int = 4096,
+                 routing: str = "uniform") -> FrameExplorer:
+    """Chapter 10's sliders: model (and its weights' format), decode batch, expert-parallel degree and
+    the tier the all-to-alls cross. Each frame shows one GPU's decode step as three bars on a log scale
+    (its compute time, its memory time, the step's all-to-alls) and reads out the memory it holds, the
+    step with and without the all-to-alls hidden, and what bounds it (:func:`roofline.moe.expert_parallel_step`)."""
+    from .moe import expert_parallel_step, weights_per_gpu
+
+    h = get_hardware(hardware)
+    figure = {}
+    titles = {value: label for label, value in models}
+
+    def frame(model, batch, ep, tier):
+        name, wd = model
+        m = load_model(name)
+        s = expert_parallel_step(m, h, batch, context, ep=ep, routing=routing, tier=tier, weights_dtype=wd, kv_dtype=wd)
+        held = weights_per_gpu(m, ep=ep, weights_dtype=wd) + batch // ep * float(m.kv_cache_bytes(context + 1, wd))
+        if not figure:
+            fig, ax = plt.subplots(figsize=(6.4, 2.9), layout="constrained")
+            labels = ["compute", "memory", "all-to-alls"]
+            colors = [PALETTE["blue"], PALETTE["orange"], PALETTE["vermillion"]]
+            bars = ax.barh(labels, [1e-6] * 3, left=1e-6, color=colors, height=0.6)
+            for y, color in enumerate(colors):  # a swatch of each colour drawn once, so every frame keeps it
+                ax.plot([1.25e-6], [y], "s", ms=9, color=color, mec="black", mew=0.5, zorder=6)
+            ax.set_xscale("log")
+            ax.set_xlim(1e-6, 1.0)
+            ax.invert_yaxis()
+            ax.set_xticks([1e-6, 1e-5, 1e-4, 1e-3, 1e-2, 1e-1, 1.0], ["1 µs", "10 µs", "100 µs", "1 ms", "10 ms", "100 ms", "1 s"])
+            ax.set_xlabel(f"time per decode step, one GPU ({h.short})")
+            ax.grid(True, axis="x")
+            figure["f"] = (fig, bars, Blitter(fig, list(bars)))
+        fig, bars, blitter = figure["f"]
+        for bar, t in zip(bars, (s.compute_time, s.memory_time, s.communication_time)):
+            bar.set_width(max(t, 1e-6) - 1e-6 + 1e-9)
+        fits = held <= h.usable_capacity
+        verdict = "fits" if fits else "<b>does not fit</b>"
+        where = "no all-to-all" if ep == 1 else f"{s.calls} all-to-alls of {fmt(s.all_to_all.bytes, 'B')} each"
+        bound = "the all-to-alls" if s.communication_time > s.gpu_time else (
+            "memory" if s.memory_time >= s.compute_time else "compute")
+        html = (f"<b>{titles[model]}, batch {batch}, {ep} GPU{'s' if ep > 1 else ''}, {'NVLink' if tier == 'scale_up' else 'InfiniBand'}</b>: "
+                f"each GPU holds {fmt(held, 'B')}, {verdict} in {fmt(h.usable_capacity, 'B')}; {where}; "
+                f"step {fmt(s.time, 's')} in series, {fmt(s.overlapped_time, 's')} overlapped, "
+                f"{fmt(s.time / batch * ep, 's')} of GPU time per token; longest: {bound}.")
+        return blitter.png(), html
+
+    try:
+        explorer = frame_explorer([("model", list(models)), ("batch", list(batches)), ("expert-parallel GPUs", list(eps)),
+                                   ("all-to-all over", list(tiers))], frame,
+                                  f"MoE decode on {h.short}: {', '.join(x for x, _ in models)}; batch "
+                                  f"{batches[0]}..{batches[-1]}; EP {eps[0]}..{eps[-1]}; "
+                                  f"{len(models) * len(batches) * len(eps) * len(tiers)} frames")
+    finally:
+        for fig, *_ in figure.values():
             plt.close(fig)
     return explorer

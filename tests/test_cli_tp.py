@@ -74,3 +74,10 @@ def test_tp_refuses_what_it_would_otherwise_ignore(argv, capsys):
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert "--tp" in err and "does not combine" in err
+
+
+def test_tp_and_ep_together_are_refused(capsys):
+    """Two ways of splitting one model at once are not modelled: the error names --ep."""
+    assert main(["decode", "mixtral-8x7b", "--gpu", "h100", "--context", "1024", "--tp", "2", "--ep", "2",
+                 "--routing", "uniform"]) == 2
+    assert "--tp and --ep together" in capsys.readouterr().err

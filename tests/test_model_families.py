@@ -125,7 +125,7 @@ def test_moe_steps_with_many_tokens_are_refused(call):
 
 def test_mla_workloads_are_refused_not_guessed():
     with pytest.raises(NotModelledError, match="latent attention"):
-        rl.decode_step("deepseek-v3")
+        rl.decode_step("deepseek-v3", accounting="refined")  # the text accounting models it (chapter 10)
     with pytest.raises(NotModelledError, match="latent attention"):
         rl.load_model("deepseek-v3").attention_width
     with pytest.raises(NotModelledError, match="mixture-of-experts"):
