@@ -200,6 +200,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--curve", action="store_true",
                    help="also print the latency-throughput curve: time per output token and tokens/s by batch (chapter 12)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
+    _moe_flags(p)
 
     p = sub.add_parser("speculate", help="speculative decoding: expected speed-up, and where it stops paying",
                        description=f"Target: a shipped model ({models}) or a config.json; draft: one of those or a "
@@ -212,7 +213,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--batch", type=_whole(1), default=1, help="sequences decoded together (default 1)")
     p.add_argument("--context", type=_whole(0), default=2048, help="cached tokens per sequence (default 2048)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
-    _moe_flags(p)
 
     _train_parser(sub, models)
     for p in sub.choices.values():
@@ -508,6 +508,9 @@ def _expert_parallel(args: argparse.Namespace, m: Model, h: Hardware) -> str:
     """decode, prefill or serve with ``--ep N``: one GPU's step and the all-to-alls (roofline.moe)."""
     if m.moe is None:
         raise UsageError(f"--ep: {m.name} has no experts; expert parallelism needs a mixture of experts", "--ep")
+    if args.command == "serve" and (args.curve or args.prompt is not None or args.gpus > 1):
+        raise UsageError("--ep prices one expert-parallel decode step; it does not combine with --curve, --prompt "
+                         "or --gpus yet", "--ep")
     if args.routing is None:
         raise NotModelledError(f"{m.name} over {args.ep} expert-parallel GPUs: which experts each GPU reads depends "
                                "on the routing; name it with --routing uniform, best or worst")

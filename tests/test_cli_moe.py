@@ -85,3 +85,10 @@ def test_bad_input_exits_2_naming_the_flag(args, argument, message):
     assert status == 2 and not out and message in err
     status, out, _ = call(*args, "--json")
     assert status == 2 and json.loads(out)["argument"] == argument
+
+
+def test_ep_refuses_serve_flags_it_would_ignore(capsys):
+    """serve --ep beside --curve is refused, naming --ep, rather than printing no curve."""
+    assert main(["serve", "mixtral-8x7b", "--gpu", "h200", "--context", "4096", "--ep", "2", "--routing", "uniform",
+                 "--curve"]) == 2
+    assert "does not combine" in capsys.readouterr().err
