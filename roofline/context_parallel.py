@@ -34,7 +34,7 @@ from .collectives import collective_cost
 from .cost import Breakdown
 from .hardware import Hardware, get_hardware
 from .inference import prefill
-from .memory import Footprint, training_footprint
+from .memory import Footprint, layer_activations, training_footprint
 from .model import Model, NotModelledError, load_model
 from .policies import recompute_policy
 from .roof import predict
@@ -44,7 +44,8 @@ from .units import dtype_bytes
 __all__ = ["METHODS", "LAYOUTS", "chunk_owners", "pair_matrix", "pairs_per_gpu", "ring_schedule", "ring_balance",
            "kv_block_bytes", "ring_hiding_block", "ring_layer_times", "check_all_to_all", "all_to_all_sizes",
            "all_to_all_layer_time", "context_parallel_ops", "ContextParallelPlan", "plan_context_parallel",
-           "ContextParallelPrefill", "context_parallel_prefill", "longest_sequence", "smallest_cp"]
+           "ContextParallelPrefill", "context_parallel_prefill", "longest_sequence", "smallest_cp",
+           "LongContext", "long_context"]
 
 METHODS = ("ring", "all-to-all")
 LAYOUTS = ("zigzag", "contiguous")
@@ -316,6 +317,7 @@ class ContextParallelPlan:
     comm_time: float
     exposed: float
     tier: str
+    useful_flops: float  # the unsplit step's model FLOPs over cp: what a perfect split gives each GPU
 
     @property
     def time(self) -> float:
@@ -331,11 +333,6 @@ class ContextParallelPlan:
         step, over peak."""
         return self.useful_flops / (self.time * self.hardware.peak_flops(self.step.formats.math))
 
-    @property
-    def useful_flops(self) -> float:
-        """The unsplit step's model FLOPs over ``cp``: what a perfect split would give each GPU."""
-        whole = training_step(self.model, self.seq, self.micro_batch, recompute="none")
-        return float(whole["forward"].flops + whole["backward"].flops) / self.cp
 
     @property
     def tokens_per_s(self) -> float:
@@ -417,8 +414,11 @@ def plan_context_parallel(model: Model | str, hardware: Hardware | str, *, seq, 
         buffers = (qkv + out) * micro_batch
     fp = training_footprint(m, local, micro_batch, gpus=gpus, zero_stage=zero_stage, recompute=policy.name)
     footprint = Footprint({**fp.parts, "context-parallel buffers": buffers})
+    whole = training_step(m, seq, micro_batch, recompute="none", dtype=dtype) if cp > 1 else base
+    useful = float(whole["forward"].flops + whole["backward"].flops) / cp
     return ContextParallelPlan(m, hw, seq, cp, method, layout, micro_batch, policy.name, zero_stage, gpus, step,
-                               footprint, compute, float(comm), float(exposed), _tier(hw, cp, tier, gpus_per_node))
+                               footprint, compute, float(comm), float(exposed), _tier(hw, cp, tier, gpus_per_node),
+                               useful)
 
 
 @dataclass(frozen=True)
@@ -515,3 +515,34 @@ def smallest_cp(model: Model | str, hardware: Hardware | str, seq, *, recompute:
         cp *= 2
     raise ValueError(f"seq of {seq} tokens does not fit on up to {largest} GPUs of context parallelism; "
                      f"shard the model state over more GPUs (gpus) or recompute more")
+
+
+@dataclass(frozen=True)
+class LongContext:
+    """What one sequence of ``seq`` tokens costs a model (chapter 11's opening table): attention's share of a
+    prefill's FLOPs and of its time on ``hardware`` (kernel rule), the training activations every layer keeps
+    without recomputation and with full recomputation (plus the one layer being recomputed), the fp32
+    logits, and the sequence's KV cache (inference)."""
+
+    model: Model
+    seq: int
+    attention_flops_share: float
+    attention_time_share: float
+    activations: float
+    activations_full_recompute: float
+    logits: float
+    kv_cache: float
+
+
+def long_context(model: Model | str, seq, hardware: Hardware | str = "h100-sxm", *, dtype: str = "bf16") -> LongContext:
+    """Attention's share and the memory of one ``seq``-token sequence (see :class:`LongContext`)."""
+    m, hw = load_model(model), get_hardware(hardware)
+    _dense_full(m, "long_context")
+    seq = int(number("seq", seq, integer=True))
+    step = prefill(m, seq, accounting="refined", attention="flash", dtype=dtype)
+    pred = predict(step, hw, timing="kernel")
+    attention = sum(float(t.time) for t in pred.ops if t.op.kind == "attention")
+    none, _ = layer_activations(m, seq, 1, recompute="none")
+    full, working = layer_activations(m, seq, 1, recompute="full")
+    return LongContext(m, seq, float(step.share("attention")), attention / float(pred.time), float(none),
+                       float(full + working), seq * m.vocab_size * 4.0, float(m.kv_cache_bytes(seq, dtype)))

@@ -437,3 +437,24 @@ def quantized_serving_table(models, hardware, context: int, schemes=None, title:
                          fmt(p.decode_time_max, "s", 3), fmt(p.prefill_time, "s", 3)))
     return Table(("model", "formats", "weights", "largest batch", "decode step, batch 1",
                   "step ÷ batch, largest batch", "prefill"), tuple(rows), title)
+
+
+# --- chapter 11: long sequences -----------------------------------------------------------------------------
+__all__ += ["long_context_table"]
+
+
+def long_context_table(models: Sequence[str], seqs: Sequence[int], hardware="h100-sxm", title: str = "") -> Table:
+    """For each model and sequence length: attention's share of a prefill's FLOPs and of its time, the training
+    activations without and with full recomputation, the fp32 logits and the KV cache of one sequence
+    (:func:`roofline.context_parallel.long_context`)."""
+    from .context_parallel import long_context  # a workload module; tables sit above it
+
+    rows = []
+    for name in models:
+        for s in seqs:
+            r = long_context(name, s, hardware)
+            rows.append((r.model.title, f"{s // 1024:,}k", f"{r.attention_flops_share:.0%}",
+                         f"{r.attention_time_share:.0%}", fmt(r.activations, "B", 3),
+                         fmt(r.activations_full_recompute, "B", 3), fmt(r.logits, "B", 3), fmt(r.kv_cache, "B", 3)))
+    return Table(("model", "tokens", "attention FLOPs", "attention time", "activations", "full recompute",
+                  "fp32 logits", "KV cache"), tuple(rows), title)

@@ -226,6 +226,9 @@ CONTEXT_PARALLEL_BAD_INPUT = {
                                  ValueError, "seq must split into 2 x cp = 16 equal chunks"),
     "longest_sequence": (lambda: rl.context_parallel.longest_sequence("llama-3-8b", "h100", multiple=0), ValueError,
                          "multiple must be"),
+    "LongContext": None,  # built by long_context
+    "long_context": (lambda: rl.context_parallel.long_context("llama-3-8b", 2**20, "h100", dtype="bf15"), KeyError,
+                     "did you mean 'bf16'"),
     "smallest_cp": (lambda: rl.context_parallel.smallest_cp("llama-3-70b", "h100", 2**24, largest=8), ValueError,
                     "does not fit on up to 8 GPUs"),
 }

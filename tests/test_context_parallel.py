@@ -139,3 +139,16 @@ def test_longest_sequence_and_smallest_cp_agree():
     assert not plan_context_parallel("llama-3-70b", hw, seq=2**17, cp=cp // 2, gpus=64).fits
     assert plan_context_parallel("llama-3-70b", hw, seq=2**17, cp=cp, gpus=64).fits
     assert longest_sequence("llama-3-70b", hw, cp=cp, gpus=64) >= 2**17
+
+
+def test_long_context_attention_share_grows_towards_one_and_memory_is_linear():
+    from roofline.context_parallel import long_context
+    rows = [long_context("llama-3-8b", s) for s in (8192, 32768, 131072, 2**20)]
+    shares = [r.attention_flops_share for r in rows]
+    assert shares == sorted(shares) and shares[0] < 0.2 and shares[-1] > 0.8
+    # forward attention 2 s^2 width L (causal) against 2 s N for the matmuls: the share is s w L / (s w L + N)
+    m = load_model("llama-3-8b")
+    assert rows[2].kv_cache == pytest.approx(4 * rows[1].kv_cache)
+    assert rows[2].activations_full_recompute < rows[2].activations
+    assert rows[3].logits == pytest.approx(2**20 * m.vocab_size * 4)
+    assert all(0 < r.attention_time_share < 1 for r in rows)
