@@ -824,7 +824,7 @@ def attention_share_chart(seqs, curves: dict, *, title=None):
             ax.plot(seqs, np.asarray(y) * 100, "--" if dashed else "-", marker="s" if dashed else "o", ms=4,
                     color=colors[model], label=label)
         ax.set_xscale("log", base=2)
-        ax.set_xticks(seqs, [f"{v // 1024:,}k" for v in seqs], fontsize=9.5)
+        ax.set_xticks(seqs, [f"{v / 2**20:g}M" if v >= 2**20 else f"{v // 1024:,}k" for v in seqs], fontsize=9.5)
         ax.minorticks_off()
         ax.set_ylim(0, 100)
         ax.set_xlabel("sequence length (tokens)")
@@ -847,8 +847,9 @@ def ring_hiding_chart(blocks, compute, transfers: dict, thresholds: dict, *, tit
             ax.plot(blocks, np.asarray(t) * 1e3, "--", lw=1.8, color=color, label=f"send the block: {label}")
             x = thresholds[label]
             ax.axvline(x, color=color, lw=0.9, ls=":")
-            ax.annotate(f"hides past\n{x:,.0f} tokens", (x, float(np.min(compute)) * 1e3 * 2), xytext=(4, 0),
-                        textcoords="offset points", fontsize=9.5, color=color, va="bottom")
+            ax.annotate(f"hides past\n{x:,.0f} tokens", (x, float(np.max(compute)) * 1e3), xytext=(4, 0),
+                        textcoords="offset points", fontsize=9.5, color=color, va="top",
+                        bbox=dict(boxstyle="square,pad=0.15", facecolor="white", edgecolor="none"))
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
         ax.set_xticks(blocks, [f"{v / 1024:g}k" if v >= 1024 else f"{v:g}" for v in blocks], fontsize=9.5)

@@ -453,7 +453,7 @@ def long_context_table(models: Sequence[str], seqs: Sequence[int], hardware="h10
     for name in models:
         for s in seqs:
             r = long_context(name, s, hardware)
-            rows.append((r.model.title, f"{s // 1024:,}k", f"{r.attention_flops_share:.0%}",
+            rows.append((r.model.title, f"{s / 2**20:g}M" if s >= 2**20 else f"{s // 1024:,}k", f"{r.attention_flops_share:.0%}",
                          f"{r.attention_time_share:.0%}", fmt(r.activations, "B", 3),
                          fmt(r.activations_full_recompute, "B", 3), fmt(r.logits, "B", 3), fmt(r.kv_cache, "B", 3)))
     return Table(("model", "tokens", "attention FLOPs", "attention time", "activations", "full recompute",
