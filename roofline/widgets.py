@@ -651,7 +651,7 @@ def context_parallel_explorer(models: Sequence[str] = ("llama-3-8b", "llama-3-70
                               *, seqs: Sequence[int] = (32768, 131072, 2**20), cps: Sequence[int] = (1, 8, 16, 64),
                               gpus: int = 64, recompute: str = "full", achieved: float = 0.5) -> FrameExplorer:
     """Chapter 11's sliders: model, sequence length, context-parallel degree, method (ring or all-to-all) and
-    tier (the one the group crosses, or InfiniBand forced) for one training step (recomputation ``recompute``,
+    tier ('auto': the one the group crosses, NVLink inside a node and InfiniBand beyond; or 'IB' forced) for one training step (recomputation ``recompute``,
     model state ZeRO-3 over ``gpus`` GPUs, FLOPs at ``achieved`` x peak). Each frame shows the memory per GPU
     against the usable HBM and the step's compute beside the context-parallel traffic, hidden or exposed."""
     from .context_parallel import plan_context_parallel  # a workload module; widgets sit above it
@@ -659,7 +659,7 @@ def context_parallel_explorer(models: Sequence[str] = ("llama-3-8b", "llama-3-70
     from .units import fmt
 
     hw = get_hardware(hardware)
-    tiers = [("in a node: NVLink, beyond: IB", "crossed"), ("InfiniBand", "network")]
+    tiers = [("auto", "crossed"), ("IB", "network")]  # auto: NVLink inside a node, InfiniBand beyond
     colors = {"model state": PALETTE["blue"], "activations": PALETTE["orange"], "logits": PALETTE["green"],
               "buffers": PALETTE["purple"], "compute": PALETTE["sky"], "traffic not hidden": PALETTE["vermillion"],
               "traffic hidden": "#dddddd"}
@@ -697,10 +697,9 @@ def context_parallel_explorer(models: Sequence[str] = ("llama-3-8b", "llama-3-70
             plan, refused = None, str(exc)
         refused_m.set_visible(plan is None)
         refused_t.set_visible(plan is None)
-        if plan is None:
-            for r in (*memory.values(), *timing.values()):
-                r.set_width(0.0)
-        else:
+        for r in (*memory.values(), *timing.values()):
+            r.set_visible(plan is not None)
+        if plan is not None:
             fp = plan.footprint.parts
             state = sum(float(v) for k, v in fp.items() if k not in ("activations", "recompute working set",
                                                                       "logits", "context-parallel buffers"))
@@ -732,7 +731,7 @@ def context_parallel_explorer(models: Sequence[str] = ("llama-3-8b", "llama-3-70
 
     try:
         explorer = frame_explorer(
-            [("model", [(load_model(m).title, m) for m in models]), ("sequence", [(f"{s // 1024:,}k", s) for s in seqs]),
+            [("model", [(load_model(m).title.split()[-1], m) for m in models]), ("sequence", [(f"{s // 1024:,}k", s) for s in seqs]),
              ("cp", list(cps)), ("method", ["ring", "all-to-all"]), ("tier", tiers)],
             frame, f"context parallelism on the {hw.short}: model x sequence x degree x method x tier, "
                    f"{len(models) * len(seqs) * len(cps) * 2 * len(tiers)} frames",
