@@ -142,6 +142,7 @@ def build_parser() -> argparse.ArgumentParser:
         else:
             p.add_argument("--tokens", type=_whole(1), required=True, help="prompt tokens per sequence")
             p.add_argument("--batch", type=_whole(1), default=1, help="sequences (default 1)")
+            _cp_flags(p, methods=False)
         p.add_argument("--accounting", choices=ACCOUNTINGS, default=None,
                        help="the first-order count ('text') or the refined one, kernel by kernel "
                             "(default: text under --timing step, refined otherwise)")
@@ -616,9 +617,8 @@ def _run(args: argparse.Namespace) -> str:
     m, h = _at("model", load_model, args.model), _at("--gpu", get_hardware, args.gpu, catalog)
     if args.command == "speculate":
         return _speculate(args, m, h)
+    _one_split(args)
     if args.ep > 1:
-        if args.tp > 1:
-            raise UsageError("--tp and --ep together are not modelled yet: choose one way to split the model", "--ep")
         return _expert_parallel(args, m, h)
     if args.command != "serve" and m.moe is not None and args.routing is None and args.batch * getattr(args, "tokens", 1) > 1:
         raise NotModelledError(f"{m.name} with more than one token in a step: which experts are read depends on the "
@@ -649,6 +649,8 @@ def _run(args: argparse.Namespace) -> str:
                 **formats, **options)
         fit = _at("--context", _fit, m, h, args.batch, args.context + 1, f.weights, f.kv, formats)  # the cache after the step
         return _workload("decode", b, h, args.batch, args.json, {**settings, "context": args.context}, fit, args)
+    if args.cp > 1:
+        return _context_parallel(args, m, h)
     b = _at("--tokens", prefill, m, args.tokens, args.batch, accounting=accounting, routing=args.routing,
             **formats, **options)
     fit = _at("--tokens", _fit, m, h, args.batch, args.tokens, f.weights, f.kv, formats)
@@ -707,18 +709,31 @@ def _train_parser(sub, models: str) -> None:
                                                          "across nodes (needs --zero 3)")
     dp.add_argument("--accumulation", type=_whole(1), default=1, help="micro-batches per step (default 1)")
     _tp_flag(p)
+    _cp_flags(p, methods=True)
     p.add_argument("--json", action="store_true", help="print one JSON object")
 
 
+def _one_split(args) -> None:
+    """Refuse two ways of splitting one model at once (--tp, --ep, --cp): each is priced on its own."""
+    splits = [f"--{n}" for n in ("tp", "ep", "cp") if getattr(args, n, 1) > 1]
+    if len(splits) > 1:
+        raise UsageError(f"{' and '.join(splits)} together are not modelled yet: choose one way to split the model",
+                         splits[-1])
+
+
 def _train(args, catalog) -> str:
+    _one_split(args)
     if args.nodes is not None or args.gpus_per_node is not None or args.hybrid or args.accumulation > 1:
-        if args.tp > 1:
-            raise UsageError("--tp does not combine with --nodes, --gpus-per-node, --hybrid or --accumulation yet: "
-                             "chapter 7's data-parallel step prices whole replicas", "--tp")
+        for flag in ("tp", "cp"):
+            if getattr(args, flag) > 1:
+                raise UsageError(f"--{flag} does not combine with --nodes, --gpus-per-node, --hybrid or --accumulation "
+                                 "yet: chapter 7's data-parallel step prices whole replicas", f"--{flag}")
         return _train_dp(args, catalog)
     m, h = _at("model", load_model, args.model), _at("--gpu", get_hardware, args.gpu, catalog)
     if args.tp > 1:
         return _tensor_parallel(args, m, h)
+    if args.cp > 1:
+        return _context_parallel(args, m, h)
     plan = _at("--offload" if args.offload else "--seq", plan_training, m, h, seq=args.seq,
                micro_batch=args.micro_batch, gpus=args.gpus, recompute=args.recompute, zero_stage=args.zero,
                offload=args.offload, achieved=args.achieved, timing=args.timing, attention=args.attention)
@@ -930,6 +945,73 @@ def _tensor_parallel(args, m: Model, h: Hardware, *, accounting: str = "text", f
              f"  {fmt(tokens / time / t, 'tokens/s')} per GPU" + (f", MFU {out['mfu']:.1%}" if "mfu" in out else ""),
              "  " + verdict]
     return "\n".join(lines)
+
+
+# --- context parallelism (chapter 11): `train --cp N --cp-method ring|all-to-all`, `prefill --cp N` ---------
+
+def _cp_flags(p, *, methods: bool) -> None:
+    p.add_argument("--cp", type=_whole(1), default=1,
+                   help="context-parallel GPUs one sequence is spread over (default 1: none); with train, the model "
+                        "state is sharded over --gpus x --cp GPUs")
+    if methods:
+        p.add_argument("--cp-method", choices=("ring", "all-to-all"), default="ring",
+                       help="ring attention (key/value blocks passed around, zig-zag split) or all-to-all "
+                            "(DeepSpeed-Ulysses: heads split, cp at most the key/value heads) (default ring)")
+
+
+def _context_parallel(args, m: Model, h: Hardware) -> str:
+    """One sequence over ``--cp`` GPUs: a training step (``train``) or a prompt's prefill (``prefill``)."""
+    from .context_parallel import context_parallel_prefill, plan_context_parallel
+
+    if args.command == "prefill":
+        if args.batch != 1 or args.dtype != "bf16" or args.weights_dtype or args.kv_dtype or args.math_dtype:
+            raise UsageError("--cp spreads one bf16 prompt: leave --batch, --dtype and the other formats at their "
+                             "defaults", "--cp")
+        p = _at("--cp", context_parallel_prefill, m, h, args.tokens, args.cp)
+        if args.json:
+            return json.dumps({"workload": "prefill", "model": m.name, "gpu": h.key, "tokens": p.tokens, "cp": p.cp,
+                               "method": p.method, "tier": p.tier, "flops_per_gpu": float(p.step.flops),
+                               "compute_time_s": p.compute_time, "transfer_time_s": p.comm_time,
+                               "exposed_s": p.exposed, "time_s": p.time}, indent=2)
+        hidden = ("all of it hidden behind the attention" if not p.exposed else f"{fmt(p.exposed, 's')} not hidden")
+        return "\n".join([
+            f"prefill of {m.name} on the {h.short}: {p.tokens:,} tokens over {p.cp} GPUs (ring attention, zig-zag)",
+            f"per GPU: {fmt(float(p.step.flops), 'FLOP')}, {fmt(p.compute_time, 's')} of compute (roofline floor)",
+            f"ring transfers: {fmt(p.comm_time, 's')} over {h.interconnect[p.tier].name}; {hidden}",
+            f"time to first token {fmt(p.time, 's')}"])
+    if args.offload or args.attention != "flash":
+        raise UsageError("--cp models flash attention kept on the GPU: drop --offload and --attention explicit", "--cp")
+    plan = _at("--cp", plan_context_parallel, m, h, seq=args.seq, cp=args.cp, method=args.cp_method,
+               micro_batch=args.micro_batch, recompute=args.recompute, zero_stage=args.zero,
+               gpus=args.gpus * args.cp, achieved=args.achieved, timing=args.timing)
+    fp = plan.footprint
+    if args.json:
+        return json.dumps({
+            "workload": "train", "model": m.name, "gpu": h.key, "seq": plan.seq, "cp": plan.cp,
+            "cp_method": plan.method, "gpus": plan.gpus, "micro_batch": plan.micro_batch, "recompute": plan.recompute,
+            "zero_stage": plan.zero_stage, "tier": plan.tier, "fits": plan.fits, "memory_bytes": float(fp.total),
+            "hbm_usable": h.usable_capacity, "spare_bytes": plan.spare,
+            "memory_parts": {k: float(v) for k, v in fp.parts.items()},
+            "hardware_flops_per_gpu": float(plan.step.flops), "compute_time_s": plan.compute_time,
+            "cp_traffic_time_s": plan.comm_time, "cp_exposed_s": plan.exposed, "time_s": plan.time,
+            "tokens_per_s": plan.tokens_per_s, "mfu": plan.mfu}, indent=2)
+    hbm = f"the {fmt(h.usable_capacity, 'B')} of usable HBM on the {h.short}"
+    fit = (f"  fits within {hbm}, {fmt(plan.spare, 'B')} to spare" if plan.fits else
+           f"  DOES NOT FIT: more than {hbm}, by {fmt(-plan.spare, 'B')}; the times below assume it fit")
+    what = ("ring attention, zig-zag split" if plan.method == "ring" else "all-to-all attention (heads split)")
+    traffic = (f"{fmt(plan.comm_time, 's')} over {h.interconnect[plan.tier].name}; "
+               + ("all of it hidden behind the attention" if not plan.exposed else
+                  (f"{fmt(plan.exposed, 's')} not hidden" if plan.method == "ring" else "not overlapped")))
+    basis = "roofline floor" if args.achieved is None else f"every FLOP at {args.achieved:.0%} of peak"
+    return "\n".join([
+        f"training step of {m.title} on the {h.short}:\n  {plan.seq:,} tokens per sequence over cp {plan.cp} GPUs "
+        f"({what}),\n  micro-batch {plan.micro_batch}, model state ZeRO-{plan.zero_stage} over {plan.gpus} GPUs, "
+        f"recompute {plan.recompute}",
+        f"memory per GPU: {fmt(float(fp.total), 'B')} (activations {fmt(float(fp['activations']), 'B')}, "
+        f"buffers in flight {fmt(float(fp['context-parallel buffers']), 'B')})", fit,
+        f"FLOPs per GPU: {fmt(float(plan.step.flops), 'FLOP')}; compute {fmt(plan.compute_time, 's')} ({basis})",
+        f"context-parallel traffic: {traffic}",
+        f"step time {fmt(plan.time, 's')}, MFU {plan.mfu:.1%}, {plan.tokens_per_s:,.0f} tokens/s per GPU"])
 
 
 def _wants_json(argv: Sequence[str]) -> bool:

@@ -1161,3 +1161,59 @@ def all_to_all_chart(tokens, compute, tiers: dict, *, title=None, scale=1e-6):
             ax.set_title(title)
         _legend_below(ax, ncol=1)
     return fig
+
+
+# --- chapter 11: long sequences -----------------------------------------------------------------------------
+__all__ += ["attention_share_chart", "ring_hiding_chart"]
+
+
+def attention_share_chart(seqs, curves: dict, *, title=None):
+    """Fractions against sequence length (log2 axis, 0 to 1): ``curves`` maps a label to one value per entry of
+    ``seqs``; labels ending in 'time' are drawn dashed (chapter 11: attention's share of FLOPs and of time)."""
+    with style():
+        fig, ax = plt.subplots(figsize=(7, 4.2), layout="constrained")
+        colors = {}
+        for label, y in curves.items():
+            model = label.split(":")[0]
+            colors.setdefault(model, _CYCLE[len(colors) % len(_CYCLE)])
+            dashed = label.endswith("time")
+            ax.plot(seqs, np.asarray(y) * 100, "--" if dashed else "-", marker="s" if dashed else "o", ms=4,
+                    color=colors[model], label=label)
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(seqs, [f"{v / 2**20:g}M" if v >= 2**20 else f"{v // 1024:,}k" for v in seqs], fontsize=9.5)
+        ax.minorticks_off()
+        ax.set_ylim(0, 100)
+        ax.set_xlabel("sequence length (tokens)")
+        ax.set_ylabel("attention's share (%)")
+        _legend_below(ax, ncol=2)
+        if title:
+            ax.set_title(title)
+    return fig
+
+
+def ring_hiding_chart(blocks, compute, transfers: dict, thresholds: dict, *, title=None):
+    """One ring step's attention (``compute``, seconds, one per block length) against the time to send the
+    block over each tier (``transfers``: label -> seconds), log-log, with each tier's hiding block
+    (``thresholds``: label -> tokens) marked where the lines cross (chapter 11)."""
+    with style():
+        fig, ax = plt.subplots(figsize=(7, 4.4), layout="constrained")
+        ax.plot(blocks, np.asarray(compute) * 1e3, "-", lw=2.2, color="black", label="attention on the block")
+        for i, (label, t) in enumerate(transfers.items()):
+            color = _CYCLE[i % len(_CYCLE)]
+            ax.plot(blocks, np.asarray(t) * 1e3, "--", lw=1.8, color=color, label=f"send the block: {label}")
+            x = thresholds[label]
+            ax.axvline(x, color=color, lw=0.9, ls=":")
+            ax.annotate(f"hides past\n{x:,.0f} tokens", (x, float(np.max(compute)) * 1e3), xytext=(4, 0),
+                        textcoords="offset points", fontsize=9.5, color=color, va="top",
+                        bbox=dict(boxstyle="square,pad=0.15", facecolor="white", edgecolor="none"))
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xticks(blocks, [f"{v / 1024:g}k" if v >= 1024 else f"{v:g}" for v in blocks], fontsize=9.5)
+        ax.minorticks_off()
+        ax.set_xlabel("tokens per GPU (the block each ring step works on)")
+        ax.set_ylabel("time per ring step, one layer (ms)")
+        ax.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}"))
+        _legend_below(ax, ncol=1)
+        if title:
+            ax.set_title(title)
+    return fig

@@ -503,3 +503,27 @@ def moe_memory_table(rows, hardware, title: str = "") -> Table:
                     fmt(h.usable_capacity - ep, "B", 3) if ep < h.usable_capacity else "does not fit"))
     return Table(("model, weights", "GPUs", "weights per GPU, TP", "weights per GPU, EP", "left for KV, TP",
                   "left for KV, EP"), tuple(out), title)
+
+
+# --- chapter 11: long sequences -----------------------------------------------------------------------------
+__all__ += ["long_context_table"]
+
+
+def long_context_table(models: Sequence[str], seqs: Sequence[int], hardware="h100-sxm", title: str = "") -> Table:
+    """For each model and sequence length: attention's share of a prefill's FLOPs and of its time, the training
+    activations without and with full recomputation, the fp32 logits and the KV cache of one sequence
+    (:func:`roofline.context_parallel.long_context`). Models of one family are named by their size alone."""
+    from .context_parallel import long_context  # a workload module; tables sit above it
+
+    rows = []
+    # one family ("Llama 3 8B", "Llama 3 70B"): the title names it, the rows give only the size
+    families = {load_model(name).title.rsplit(" ", 1)[0] for name in models}
+    prefix = families.pop() + " " if len(families) == 1 else ""
+    for name in models:
+        for s in seqs:
+            r = long_context(name, s, hardware)
+            rows.append((r.model.title.removeprefix(prefix), f"{s / 2**20:g}M" if s >= 2**20 else f"{s // 1024:,}k", f"{r.attention_flops_share:.0%}",
+                         f"{r.attention_time_share:.0%}", fmt(r.activations, "B", 3),
+                         fmt(r.activations_full_recompute, "B", 3), fmt(r.logits, "B", 3), fmt(r.kv_cache, "B", 3)))
+    return Table(("model", "tokens", "attention, FLOPs", "attention, time", "activations", "full recompute",
+                  "logits", "KV cache"), tuple(rows), title)

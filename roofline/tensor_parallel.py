@@ -26,7 +26,6 @@ next norm, which needs its result, so the step time is the per-GPU compute time 
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import NamedTuple

@@ -904,3 +904,102 @@ def moe_explorer(hardware: Hardware | str = "h200-sxm", *,
         for fig, *_ in figure.values():
             plt.close(fig)
     return explorer
+
+
+# --- chapter 11: long sequences -----------------------------------------------------------------------------
+__all__ += ["context_parallel_explorer"]
+
+
+def context_parallel_explorer(models: Sequence[str] = ("llama-3-8b", "llama-3-70b"), hardware: Hardware | str = "h100-sxm",
+                              *, seqs: Sequence[int] = (32768, 131072, 2**20), cps: Sequence[int] = (1, 8, 16, 64),
+                              gpus: int = 64, recompute: str = "full", achieved: float = 0.5) -> FrameExplorer:
+    """Chapter 11's sliders: model, sequence length, context-parallel degree, method (ring or all-to-all) and
+    tier ('auto': the one the group crosses, NVLink inside a node and InfiniBand beyond; or 'IB' forced) for one training step (recomputation ``recompute``,
+    model state ZeRO-3 over ``gpus`` GPUs, FLOPs at ``achieved`` x peak). Each frame shows the memory per GPU
+    against the usable HBM and the step's compute beside the context-parallel traffic, hidden or exposed."""
+    from .context_parallel import plan_context_parallel  # a workload module; widgets sit above it
+    from .plot import style
+    from .units import fmt
+
+    hw = get_hardware(hardware)
+    tiers = [("auto", "crossed"), ("IB", "network")]  # auto: NVLink inside a node, InfiniBand beyond
+    colors = {"model state": PALETTE["blue"], "activations": PALETTE["orange"], "logits": PALETTE["green"],
+              "buffers": PALETTE["purple"], "compute": PALETTE["sky"], "traffic not hidden": PALETTE["vermillion"],
+              "traffic hidden": "#dddddd"}
+    cap = hw.usable_capacity / 1e9
+    with style():
+        fig, (ax_m, ax_t) = plt.subplots(2, 1, figsize=(7, 3.8), layout="constrained")
+        memory = {k: ax_m.barh(0, 0.0, color=colors[k], edgecolor="black", lw=0.4, label=k)[0]
+                  for k in ("model state", "activations", "logits", "buffers")}
+        ax_m.axvline(cap, color="black", ls="--", lw=1)
+        ax_m.set_xlim(0, cap * 2)
+        ax_m.set_ylim(-0.6, 0.6)
+        ax_m.set_yticks([])
+        ax_m.set_xlabel(f"memory per GPU (GB); dashed: the {hw.short}'s {cap:,.0f} GB usable")
+        ax_m.legend(loc="upper center", bbox_to_anchor=(0.5, -0.5), ncol=4, fontsize=9)
+        timing = {"compute": ax_t.barh(0.5, 0.0, color=colors["compute"], edgecolor="black", lw=0.4, label="compute")[0],
+                  "traffic not hidden": ax_t.barh(0.5, 0.0, color=colors["traffic not hidden"], edgecolor="black",
+                                                  lw=0.4, label="traffic not hidden")[0],
+                  "traffic hidden": ax_t.barh(-0.5, 0.0, color=colors["traffic hidden"], edgecolor="black", lw=0.4,
+                                              hatch="//", label="traffic hidden behind attention")[0]}
+        ax_t.set_xlim(0, 100)
+        ax_t.set_ylim(-1.1, 1.1)
+        ax_t.set_yticks([])
+        ax_t.set_xlabel("share of the training step (%)")
+        ax_t.legend(loc="upper center", bbox_to_anchor=(0.5, -0.5), ncol=3, fontsize=9)
+        refused_m = ax_m.text(0.5, 0.5, "refused", transform=ax_m.transAxes, ha="center", va="center")
+        refused_t = ax_t.text(0.5, 0.5, "refused", transform=ax_t.transAxes, ha="center", va="center")
+    blitter = None
+
+    def frame(model, seq, cp, method, tier):
+        nonlocal blitter
+        try:
+            plan = plan_context_parallel(model, hw, seq=seq, cp=cp, method=method, gpus=gpus, recompute=recompute,
+                                         achieved=achieved, tier=None if tier == "crossed" else tier)
+        except ValueError as exc:
+            plan, refused = None, str(exc)
+        refused_m.set_visible(plan is None)
+        refused_t.set_visible(plan is None)
+        for r in (*memory.values(), *timing.values()):
+            r.set_visible(plan is not None)
+        if plan is not None:
+            fp = plan.footprint.parts
+            state = sum(float(v) for k, v in fp.items() if k not in ("activations", "recompute working set",
+                                                                      "logits", "context-parallel buffers"))
+            parts = {"model state": state, "activations": float(fp["activations"]) + float(fp["recompute working set"]),
+                     "logits": float(fp["logits"]), "buffers": float(fp["context-parallel buffers"])}
+            left = 0.0
+            for k, v in parts.items():  # clipped at the axis' end; the text says the total
+                width = min(v / 1e9, max(cap * 2 - left, 0.0))
+                memory[k].set_x(left)
+                memory[k].set_width(width)
+                left += width
+            compute = 100 * plan.compute_time / plan.time
+            timing["compute"].set_width(compute)
+            timing["traffic not hidden"].set_x(compute)
+            timing["traffic not hidden"].set_width(100 * plan.exposed / plan.time)
+            timing["traffic hidden"].set_width(min(100.0, 100 * (plan.comm_time - plan.exposed) / plan.time))
+        if blitter is None:
+            blitter = Blitter(fig, [*memory.values(), *timing.values(), refused_m, refused_t])
+        name = load_model(model).title
+        head = f"<b>{name}, {seq:,} tokens over {cp} GPU{'s' if cp > 1 else ''}, {method}</b>: "
+        if plan is None:
+            return blitter.png(), head + refused
+        traffic = (f"traffic {fmt(plan.comm_time, 's')} over {hw.interconnect[plan.tier].name}, "
+                   + ("all hidden" if plan.exposed == 0 else f"{fmt(plan.exposed, 's')} exposed")) if cp > 1 else "no traffic"
+        return blitter.png(), (head + f"{fmt(float(plan.footprint.total), 'B')} per GPU "
+                               + ("(fits)" if plan.fits else "(<b>does not fit</b>)")
+                               + f"; step {fmt(plan.time, 's')}: compute {fmt(plan.compute_time, 's')}, {traffic}; "
+                               f"MFU {plan.mfu:.0%}")
+
+    try:
+        explorer = frame_explorer(
+            [("model", [(load_model(m).title.split()[-1], m) for m in models]), ("sequence", [(f"{s // 1024:,}k", s) for s in seqs]),
+             ("cp", list(cps)), ("method", ["ring", "all-to-all"]), ("tier", tiers)],
+            frame, f"context parallelism on the {hw.short}: model x sequence x degree x method x tier, "
+                   f"{len(models) * len(seqs) * len(cps) * 2 * len(tiers)} frames",
+            start=[len(models) - 1, list(seqs).index(131072) if 131072 in seqs else 0,
+                   list(cps).index(8) if 8 in cps else 0, 0, 0])
+    finally:
+        plt.close(fig)
+    return explorer

@@ -270,3 +270,55 @@ def test_tensor_parallel_bad_input_fails_at_the_edge(name):
     call, error, message = TENSOR_PARALLEL_BAD_INPUT[name]
     with pytest.raises(error, match=re.escape(message)):
         call()
+
+
+# The context-parallel module (chapter 11): one bad input for every function it exports.
+import roofline.context_parallel  # noqa: E402,F401  (makes rl.context_parallel an attribute)
+
+CONTEXT_PARALLEL_BAD_INPUT = {
+    "chunk_owners": (lambda: rl.context_parallel.chunk_owners(4, "zig-zag"), KeyError, "did you mean 'zigzag'"),
+    "pair_matrix": (lambda: rl.context_parallel.pair_matrix(100, 8), ValueError, "a multiple of 16"),
+    "pairs_per_gpu": (lambda: rl.context_parallel.pairs_per_gpu(64, 0), ValueError, "cp must be"),
+    "ring_schedule": (lambda: rl.context_parallel.ring_schedule(64, 2.5), ValueError, "cp must be a whole number"),
+    "ring_balance": (lambda: rl.context_parallel.ring_balance(-64, 2), ValueError, "seq must be"),
+    "kv_block_bytes": (lambda: rl.context_parallel.kv_block_bytes("llama-3-8b", 0), ValueError, "tokens must be"),
+    "ring_hiding_block": (lambda: rl.context_parallel.ring_hiding_block("llama-3-8b", "h100", tier="infiniband"),
+                          KeyError, "unknown tier 'infiniband'"),
+    "ring_layer_times": (lambda: rl.context_parallel.ring_layer_times("llama-3-8b", "h100", 4096, 4, achieved=2),
+                         ValueError, "achieved is a fraction of peak"),
+    "check_all_to_all": (lambda: rl.context_parallel.check_all_to_all("llama-3-8b", 16), ValueError,
+                         "cp must not exceed llama-3-8b's 8 key/value heads"),
+    "all_to_all_sizes": (lambda: rl.context_parallel.all_to_all_sizes("llama-3-8b", 4097, 4), ValueError,
+                         "seq must be a multiple of cp (4)"),
+    "all_to_all_layer_time": (lambda: rl.context_parallel.all_to_all_layer_time("llama-3-8b", "h100", 4096, 3),
+                              ValueError, "cp must divide"),
+    "context_parallel_ops": (lambda: rl.context_parallel.context_parallel_ops([], "llama-3-8b", 4096, 2, method="ulysses"),
+                             KeyError, "unknown method 'ulysses'"),
+    "ContextParallelPlan": None,  # built by plan_context_parallel
+    "plan_context_parallel": (lambda: rl.context_parallel.plan_context_parallel("mixtral-8x7b", "h100", seq=4096, cp=2),
+                              rl.NotModelledError, "experts"),
+    "ContextParallelPrefill": None,  # built by context_parallel_prefill
+    "context_parallel_prefill": (lambda: rl.context_parallel.context_parallel_prefill("llama-3-8b", "h100", 1000, 8),
+                                 ValueError, "seq must split into 2 x cp = 16 equal chunks"),
+    "longest_sequence": (lambda: rl.context_parallel.longest_sequence("llama-3-8b", "h100", multiple=0), ValueError,
+                         "multiple must be"),
+    "LongContext": None,  # built by long_context
+    "long_context": (lambda: rl.context_parallel.long_context("llama-3-8b", 2**20, "h100", dtype="bf15"), KeyError,
+                     "did you mean 'bf16'"),
+    "smallest_cp": (lambda: rl.context_parallel.smallest_cp("llama-3-70b", "h100", 2**24, largest=8), ValueError,
+                    "does not fit on up to 8 GPUs"),
+}
+
+
+def test_every_context_parallel_function_has_a_bad_input_case():
+    import roofline.context_parallel as cp
+
+    public = {name for name in cp.__all__ if callable(getattr(cp, name))}
+    assert public == set(CONTEXT_PARALLEL_BAD_INPUT), "add a bad-input case for each new function in roofline.context_parallel"
+
+
+@pytest.mark.parametrize("name", [n for n, case in CONTEXT_PARALLEL_BAD_INPUT.items() if case is not None])
+def test_context_parallel_bad_input_fails_at_the_edge(name):
+    call, error, message = CONTEXT_PARALLEL_BAD_INPUT[name]
+    with pytest.raises(error, match=re.escape(message)):
+        call()

@@ -81,3 +81,15 @@ def test_tp_and_ep_together_are_refused(capsys):
     assert main(["decode", "mixtral-8x7b", "--gpu", "h100", "--context", "1024", "--tp", "2", "--ep", "2",
                  "--routing", "uniform"]) == 2
     assert "--tp and --ep together" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv", [
+    ["prefill", "llama-3-8b", "--gpu", "h100", "--tokens", "65536", "--tp", "2", "--cp", "2"],
+    ["train", "llama-3-8b", "--gpu", "h100", "--seq", "65536", "--tp", "2", "--cp", "2"],
+    ["train", "llama-3-8b", "--gpu", "h100", "--seq", "65536", "--cp", "2", "--nodes", "2"],
+])
+def test_two_splits_or_cp_with_nodes_are_refused(argv, capsys):
+    """--cp beside --tp, or beside the data-parallel flags, is refused naming a flag rather than dropped."""
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "--cp" in err and ("together" in err or "does not combine" in err)
