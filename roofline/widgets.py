@@ -829,8 +829,9 @@ def tp_explorer(models: Sequence[str] = ("llama-3-8b", "llama-3-70b", "llama-3.1
         html = (f"<b>{model}, t = {t}, batch {batch}, {context:,} tokens</b>: per GPU {fmt(p.weights_per_gpu, 'B')} of "
                 f"weights and {fmt(p.kv_per_gpu, 'B')} of KV cache, {fits} in the {fmt(hw.usable_capacity, 'B')} usable "
                 f"on the {hw.short}; {fmt(p.time, 's')} per output token "
-                f"({fmt(p.comm, 's')} of it in {2 * load_model(model).num_layers + 2 if t > 1 else 0} collectives), "
-                f"{fmt(p.tokens_per_s_per_gpu, 'tokens/s')} per GPU.")
+                + (f"({fmt(p.comm, 's')} of it in {2 * load_model(model).num_layers + 2} collectives), " if t > 1
+                   else "(one GPU: no collectives), ")
+                + f"{fmt(p.tokens_per_s_per_gpu, 'tokens/s')} per GPU.")
         return blitter.png(), html
 
     try:
