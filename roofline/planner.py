@@ -50,7 +50,7 @@ from .roof import predict
 from .tensor_parallel import check_tp, predict_tp, tp_training_step
 from .training import _dense, training_step
 
-__all__ = ["PUBLISHED", "Layout", "Plan", "plan", "RECOMPUTES", "MICRO_BATCHES", "CHUNKS", "ZERO_STAGES"]
+__all__ = ["PUBLISHED", "Layout", "Plan", "plan", "gpt_model", "RECOMPUTES", "MICRO_BATCHES", "CHUNKS", "ZERO_STAGES"]
 
 RECOMPUTES = ("none", "selective", "full")
 MICRO_BATCHES = (1, 2, 4, 8, 16)
@@ -69,7 +69,32 @@ PUBLISHED: dict = {
     "llama3_405b_128k": ({"gpus": 16384, "tp": 8, "cp": 16, "pp": 16, "dp": 8, "seq": 131072, "tokens": 16e6,
                           "tflops": 380e12, "mfu": 0.38},
                          "same table: long-context stage, context parallelism 16, 380 TFLOP/s, 38% BF16 MFU"),
+    # Narayanan et al. 2021 (arXiv:2104.04473), Table 1: GPT models on A100 80GB (Selene), sequence 2,048,
+    # vocabulary 51,200; heads, hidden size, layers, TP, PP, GPUs, global batch (sequences), achieved TFLOP/s per GPU
+    "megatron_gpt": ([{"params": 145.6e9, "heads": 96, "hidden": 12288, "layers": 80, "tp": 8, "pp": 8, "gpus": 1536,
+                       "batch": 2304, "tflops": 148e12},
+                      {"params": 310.1e9, "heads": 128, "hidden": 16384, "layers": 96, "tp": 8, "pp": 16, "gpus": 1920,
+                       "batch": 2160, "tflops": 155e12},
+                      {"params": 529.6e9, "heads": 128, "hidden": 20480, "layers": 105, "tp": 8, "pp": 35,
+                       "gpus": 2520, "batch": 2520, "tflops": 163e12},
+                      {"params": 1008.0e9, "heads": 160, "hidden": 25600, "layers": 128, "tp": 8, "pp": 64,
+                       "gpus": 3072, "batch": 3072, "tflops": 163e12}],
+                     "Narayanan et al., Efficient Large-Scale Language Model Training on GPU Clusters Using "
+                     "Megatron-LM (SC 2021, arXiv:2104.04473), Table 1 (weak scaling, A100 80GB, sequence 2,048): "
+                     "the four largest GPT configurations"),
 }
+
+
+def gpt_model(hidden: int, heads: int, layers: int, *, vocab: int = 51200, seq: int = 2048) -> Model:
+    """A GPT model of Megatron-LM's published runs (GPT-2's layer: LayerNorm, biases, a 4h GELU MLP, learned
+    positions) of the given width, heads and depth, named by its parameter count."""
+    from .model import model_from_config
+
+    cfg = {"model_type": "gpt2", "n_embd": int(number("hidden", hidden, integer=True)),
+           "n_head": int(number("heads", heads, integer=True)), "n_layer": int(number("layers", layers, integer=True)),
+           "n_positions": int(number("seq", seq, integer=True)), "vocab_size": int(number("vocab", vocab, integer=True))}
+    m = model_from_config(cfg, name="gpt")
+    return model_from_config(cfg, name=f"gpt-{param_count(m) / 1e9:.1f}b")
 
 
 @dataclass(frozen=True)

@@ -294,6 +294,7 @@ PLANNER_BAD_INPUT = {
     "ZERO_STAGES": None,
     "plan": (lambda: _pp()[1].plan("llama-3-8b", "h100", nodes=1, seq=4096, global_batch=2.5), ValueError,
              "global_batch must be a whole number"),
+    "gpt_model": (lambda: _pp()[1].gpt_model(12288, 96, 0), ValueError, "layers must be"),
 }
 
 

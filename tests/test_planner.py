@@ -80,3 +80,12 @@ def test_bad_input():
         plan("llama-3-8b", "h100", nodes=1, seq=4096, global_batch=8, recomputes=("sometimes",))
     with pytest.raises(ValueError, match="achieved"):
         plan("llama-3-8b", "h100", nodes=1, seq=4096, global_batch=8, achieved=1.5)
+
+
+def test_megatron_configurations_have_the_published_parameter_counts():
+    from roofline.planner import PUBLISHED, gpt_model
+
+    for run in PUBLISHED["megatron_gpt"][0]:
+        m = gpt_model(run["hidden"], run["heads"], run["layers"])
+        assert param_count(m) == pytest.approx(run["params"], rel=1e-3)
+        assert run["gpus"] % (run["tp"] * run["pp"]) == 0
