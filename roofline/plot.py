@@ -1150,7 +1150,7 @@ def stage_memory_chart(stages, series: dict, *, capacity: float, capacity_label:
         for i, (label, y) in enumerate(series.items()):
             ax.plot(x, np.asarray(y) / 1e9, "-o", ms=4, lw=2, color=_CYCLE[i % len(_CYCLE)], label=label)
         ax.axhline(capacity / 1e9, color=PALETTE["vermillion"], lw=1.2, ls="--")
-        ax.annotate(capacity_label, (x[-1], capacity / 1e9), textcoords="offset points", xytext=(0, 4), ha="right",
+        ax.annotate(capacity_label, (x[0], capacity / 1e9), textcoords="offset points", xytext=(0, -14), ha="left",
                     color=PALETTE["vermillion"], fontsize=9)
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
