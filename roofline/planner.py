@@ -61,7 +61,7 @@ STATE = {"weights": 2.0, "gradients": 2.0, "optimizer": 12.0}  # mixed-precision
 PUBLISHED: dict = {
     "llama3_405b_8k": ({"gpus": 16384, "tp": 8, "cp": 1, "pp": 16, "dp": 128, "seq": 8192, "tokens": 16e6,
                         "tflops": 400e12, "mfu": 0.41},
-                       "Grattafiori et al., The Llama 3 Herd of Models (arXiv:2407.21783), Table 4: Llama 3 405B "
+                       "the Llama 3 paper (Grattafiori and colleagues, arXiv:2407.21783), Table 4: 405B "
                        "pre-training on 16,384 H100s, 400 TFLOP/s per GPU, 41% BF16 MFU"),
     "llama3_405b_8k_8192": ({"gpus": 8192, "tp": 8, "cp": 1, "pp": 16, "dp": 64, "seq": 8192, "tokens": 16e6,
                              "tflops": 430e12, "mfu": 0.43},
