@@ -203,7 +203,7 @@ def _per_case(m: Model, hw: Hardware, t: int, seq: int, mb: int, rc: str, g: int
     for op in work.ops:
         base = op.name.split(" (")[0]
         phase = "forward" if op.name == base else "backward"  # backward and recompute both run in the backward pass
-        flops[phase][base in outside] += float(op.flops * op.count) if hasattr(op, "count") else float(op.flops)
+        flops[phase][base in outside] += float(op.flops)  # an Op's flops already count all its launches
     scale = compute / sum(sum(v) for v in flops.values())
     L = m.num_layers
     comm = {"forward": [0.0, 0.0], "backward": [0.0, 0.0]}

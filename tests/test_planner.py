@@ -89,3 +89,21 @@ def test_megatron_configurations_have_the_published_parameter_counts():
         m = gpt_model(run["hidden"], run["heads"], run["layers"])
         assert param_count(m) == pytest.approx(run["params"], rel=1e-3)
         assert run["gpus"] % (run["tp"] * run["pp"]) == 0
+
+
+def test_one_stage_compute_is_the_tensor_parallel_step_of_chapter_8():
+    from roofline.tensor_parallel import predict_tp, tp_training_step
+
+    p = plan("llama-3-8b", "h100", nodes=1, gpus_per_node=8, seq=4096, global_batch=8)
+    g = p.grid
+    sel = np.flatnonzero((g["tp"] == 8) & (g["pp"] == 1) & (g["micro_batch"] == 1) & (g["recompute"] == 0))
+    assert len(sel) == 1
+    x = p.layout(int(sel[0]))
+    step = predict_tp(tp_training_step("llama-3-8b", 8, 4096, 1, sequence_parallel=True), "h100", gpus_per_node=8)
+    assert x.compute == pytest.approx(8 * step.time)
+    # two stages: the slower stage runs half the layers and the output head, so more than half the step
+    sel2 = np.flatnonzero((g["tp"] == 4) & (g["pp"] == 2) & (g["micro_batch"] == 1) & (g["recompute"] == 0)
+                          & (g["v"] == 1))
+    two = p.layout(int(sel2[0]))
+    one4 = predict_tp(tp_training_step("llama-3-8b", 4, 4096, 1, sequence_parallel=True), "h100", gpus_per_node=8)
+    assert 0.5 * 8 * one4.time < two.compute < 8 * one4.time
