@@ -50,7 +50,7 @@ from .roof import predict
 from .tensor_parallel import check_tp, predict_tp, tp_training_step
 from .training import _dense, training_step
 
-__all__ = ["PUBLISHED", "Layout", "Plan", "plan", "gpt_model", "RECOMPUTES", "MICRO_BATCHES", "CHUNKS", "ZERO_STAGES"]
+__all__ = ["PUBLISHED", "Layout", "Plan", "NoLayoutFits", "plan", "gpt_model", "RECOMPUTES", "MICRO_BATCHES", "CHUNKS", "ZERO_STAGES"]
 
 RECOMPUTES = ("none", "selective", "full")
 MICRO_BATCHES = (1, 2, 4, 8, 16)
@@ -95,6 +95,14 @@ def gpt_model(hidden: int, heads: int, layers: int, *, vocab: int = 51200, seq: 
            "n_positions": int(number("seq", seq, integer=True)), "vocab_size": int(number("vocab", vocab, integer=True))}
     m = model_from_config(cfg, name="gpt")
     return model_from_config(cfg, name=f"gpt-{param_count(m) / 1e9:.1f}b")
+
+
+class NoLayoutFits(ValueError):
+    """No layout of the cluster fits the model in memory; ``needed`` is the leanest layout's bytes per GPU."""
+
+    def __init__(self, message: str, needed: float):
+        super().__init__(message)
+        self.needed = needed
 
 
 @dataclass(frozen=True)
@@ -358,9 +366,9 @@ def plan(model: Model | str, hardware: Hardware | str, *, nodes, gpus_per_node=8
         grid["recompute"] = np.array([RECOMPUTES.index(rcs[i]) for i in irc])
     if not fits.any():
         i = int(np.argmin(memory))
-        raise ValueError(f"model {m.name} fits on no layout of {N} {hw.short}s at seq {seq}: the leanest needs "
+        raise NoLayoutFits(f"model {m.name} fits on no layout of {N} {hw.short}s at seq {seq}: the leanest needs "
                          f"{memory[i] / 1e9:.1f} GB per GPU against {hw.usable_capacity / 1e9:.1f} GB usable "
-                         f"(more nodes, a shorter seq, or a smaller model)")
+                         f"(more nodes, a shorter seq, or a smaller model)", float(memory[i]))
     idx = np.flatnonzero(fits)
     ranked = idx[np.lexsort((memory[idx], time[idx]))]
     return Plan(m, hw, nodes, g, seq, B, grid, ranked)

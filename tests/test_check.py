@@ -290,7 +290,7 @@ PIPELINE_BAD_INPUT = {
     "boundary_intensity": (lambda: _pp()[0].boundary_intensity("llama-3-8b", 1.5), ValueError, "p must be"),
 }
 PLANNER_BAD_INPUT = {
-    "PUBLISHED": None, "Layout": None, "Plan": None, "RECOMPUTES": None, "MICRO_BATCHES": None, "CHUNKS": None,
+    "PUBLISHED": None, "Layout": None, "Plan": None, "NoLayoutFits": None, "RECOMPUTES": None, "MICRO_BATCHES": None, "CHUNKS": None,
     "ZERO_STAGES": None,
     "plan": (lambda: _pp()[1].plan("llama-3-8b", "h100", nodes=1, seq=4096, global_batch=2.5), ValueError,
              "global_batch must be a whole number"),
