@@ -216,6 +216,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print one JSON object")
 
     _train_parser(sub, models)
+    _plan_parser(sub, models)
     for p in sub.choices.values():
         p.add_argument("--catalog", metavar="PATH", default=os.environ.get("ROOFLINE_CATALOG") or None,
                        help="a hardware catalog TOML to use instead of the shipped one "
@@ -614,6 +615,8 @@ def _run(args: argparse.Namespace) -> str:
         return _at("--dtype", _ridge, _at("gpu", get_hardware, args.gpu, catalog), args.dtype, args.json)
     if args.command == "train":
         return _train(args, catalog)
+    if args.command == "plan":
+        return _plan(args, catalog)
     m, h = _at("model", load_model, args.model), _at("--gpu", get_hardware, args.gpu, catalog)
     if args.command == "speculate":
         return _speculate(args, m, h)
@@ -783,6 +786,65 @@ def _train(args, catalog) -> str:
     lines.append(f"MFU {plan.mfu:.1%}, HFU {plan.hfu:.1%}, {rate:,.0f} tokens/s per GPU" if rate >= 100 else
                  f"MFU {plan.mfu:.1%}, HFU {plan.hfu:.1%}, {rate:.3g} tokens/s per GPU"
                  + ("" if plan.achieved is not None else "\n  (at the floor; --achieved 0.5 assumes the GPU runs its FLOPs at half its peak)"))
+    return "\n".join(lines)
+
+
+def _plan_parser(sub, models: str) -> None:
+    p = sub.add_parser("plan", help="search tensor, pipeline and data-parallel layouts for a cluster (chapter 9)",
+                       description=f"Every layout of the cluster's GPUs as tensor x pipeline x data degrees, with a "
+                                   f"micro-batch, a recomputation policy, a ZeRO stage and a pipeline schedule; those "
+                                   f"that fit in usable memory, fastest first. Dense models: {models}.")
+    p.add_argument("model", help="a shipped model name or the path of a Hugging Face config.json")
+    p.add_argument("--gpu", required=True, help="an accelerator key or alias, e.g. h100-sxm")
+    p.add_argument("--gpus-per-node", type=_whole(1), default=8, help="GPUs per node on NVLink (default 8)")
+    p.add_argument("--nodes", type=_whole(1), required=True, help="nodes in the cluster")
+    p.add_argument("--seq", type=_whole(1), required=True, help="tokens per sequence")
+    p.add_argument("--global-batch", type=_whole(1), required=True, help="sequences per optimizer step, all GPUs together")
+    p.add_argument("--top", type=_whole(1), default=5, help="layouts to print (default 5)")
+    p.add_argument("--achieved", type=_fraction, default=None, metavar="FRACTION",
+                   help="the fraction of peak the GPU's FLOPs run at (e.g. 0.5); default: the roofline floor")
+    p.add_argument("--timing", choices=TIMINGS, default="step", help="the floor's timing rule (default step)")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+def _plan(args, catalog) -> str:
+    """``roofline plan``: chapter 9's search, the best layouts first."""
+    from .planner import plan
+
+    m, h = _at("model", load_model, args.model), _at("--gpu", get_hardware, args.gpu, catalog)
+    try:
+        result = plan(m, h, nodes=args.nodes, gpus_per_node=args.gpus_per_node, seq=args.seq,
+                      global_batch=args.global_batch, achieved=args.achieved, timing=args.timing)
+    except NotModelledError:
+        raise
+    except (KeyError, ValueError, TypeError) as exc:
+        message = str(exc.args[0] if isinstance(exc, KeyError) and exc.args else exc)
+        argument = "--global-batch" if message.startswith("global_batch") else "--nodes" if "fits on no" in message \
+            else "--seq" if message.startswith("seq") else "model"
+        raise UsageError(message.replace("global_batch", "--global-batch", 1), argument) from None
+    top = result.top(args.top)
+    if args.json:
+        return json.dumps({
+            "workload": "plan", "model": m.name, "gpu": h.key, "nodes": result.nodes,
+            "gpus_per_node": result.gpus_per_node, "gpus": result.gpus, "seq": result.seq,
+            "global_batch": result.global_batch, "achieved": args.achieved, "timing": args.timing,
+            "hbm_usable": h.usable_capacity, "layouts_priced": result.count, "layouts_fitting": len(result.ranked),
+            "layouts": [{"tp": x.tp, "pp": x.pp, "dp": x.dp, "micro_batch": x.micro_batch,
+                         "micro_batches": x.micro_batches, "schedule": x.schedule, "v": x.v, "recompute": x.recompute,
+                         "zero_stage": x.zero_stage, "memory_bytes": x.memory, "compute_time_s": x.compute,
+                         "bubble_time_s": x.bubble, "pipeline_comm_s": x.pipeline_comm, "data_comm_s": x.data_comm,
+                         "time_s": x.time, "mfu": x.mfu, "tflops_per_gpu": x.tflops} for x in top],
+        }, indent=2)
+    basis = ("the roofline floor under the " + args.timing + " rule" if args.achieved is None
+             else f"every FLOP at {args.achieved:.0%} of peak")
+    lines = [f"layouts for training {m.title} on {result.gpus:,} {h.short}s ({result.nodes:,} nodes of "
+             f"{result.gpus_per_node}), {result.global_batch:,} sequences of {result.seq:,} tokens per step:",
+             f"  {result.count:,} layouts priced, {len(result.ranked):,} fit in {fmt(h.usable_capacity, 'B')} "
+             f"of usable HBM; compute at {basis}"]
+    for rank, x in enumerate(top, 1):
+        lines.append(f"{rank}. {x.describe()}")
+        lines.append(f"   memory {fmt(x.memory, 'B')} per GPU; step {fmt(x.time, 's')} = compute {fmt(x.compute, 's')}"
+                     f" + bubble {fmt(x.bubble, 's')} + exposed communication {fmt(x.exposed, 's')}; MFU {x.mfu:.1%}")
     return "\n".join(lines)
 
 

@@ -26,7 +26,8 @@ __all__ = ["PALETTE", "style", "roofline_chart", "ridge_chart", "tiers_chart", "
            "timing_parts", "timing_bars", "kv_bytes_chart", "capacity_chart", "serving_throughput_chart", "sweep_chart",
            "frontier_chart", "recompute_throughput_chart", "tile_traffic_chart", "attention_sweep_chart", "speedup_chart", "quality_chart",
            "matmul_throughput_chart", "tp_layer_chart", "tp_decode_chart", "tp_memory_chart",
-           "experts_touched_chart", "moe_decode_chart", "all_to_all_chart"]
+           "experts_touched_chart", "moe_decode_chart", "all_to_all_chart",
+           "pipeline_timeline_chart", "bubble_chart", "stage_memory_chart", "plan_frontier_chart"]
 
 # Okabe & Ito, "Color Universal Design" (2008)
 PALETTE = {
@@ -1216,4 +1217,105 @@ def ring_hiding_chart(blocks, compute, transfers: dict, thresholds: dict, *, tit
         _legend_below(ax, ncol=1)
         if title:
             ax.set_title(title)
+    return fig
+
+
+
+
+# --------------------------------------------------------------------------------------------
+# Chapter 9: pipeline schedules and the planner
+
+
+def pipeline_timeline_chart(timeline, *, title=None, ax=None):
+    """A simulated pipeline step (:class:`roofline.pipeline.Timeline`): one row per stage, forward passes
+    light, backward passes dark, idle time (the bubble) shaded grey; chunks of an interleaved schedule
+    carry their chunk's number."""
+    with style():
+        if ax is None:
+            fig, ax = plt.subplots(figsize=(7, 0.5 * timeline.p + 1.9), layout="constrained")
+        else:
+            fig = ax.figure
+        end = timeline.makespan
+        for s in range(timeline.p):
+            ax.broken_barh([(0, end)], (s - 0.4, 0.8), facecolors="#e6e6e6", edgecolor="none")
+        for s in range(timeline.p):  # one call per stage and direction: thousands of slots stay fast
+            for kind, color in (("F", PALETTE["sky"]), ("B", PALETTE["blue"])):
+                spans = [(x.start, x.end - x.start) for x in timeline.slots if x.stage == s and x.kind == kind]
+                ax.broken_barh(spans, (s - 0.4, 0.8), facecolors=color, edgecolor="white",
+                               linewidth=0.6 if len(spans) <= 64 else 0.2)
+        ax.set_ylim(timeline.p - 0.5, -0.5)
+        ax.set_yticks(range(timeline.p), [f"stage {s}" for s in range(timeline.p)])
+        ax.set_xlim(0, end)
+        ax.set_xlabel("time (one micro-batch's forward pass on one stage = 1)")
+        ax.grid(False)
+        handles = [matplotlib.patches.Patch(color=PALETTE["sky"], label="forward"),
+                   matplotlib.patches.Patch(color=PALETTE["blue"], label="backward"),
+                   matplotlib.patches.Patch(color="#e6e6e6", label="idle (bubble)")]
+        fig.legend(handles=handles, loc="outside lower center", ncol=3)
+        if title:
+            ax.set_title(title)
+    return fig
+
+
+def bubble_chart(micro_batches, series: dict, *, threshold=None, title=None):
+    """Bubble fraction against micro-batches per step, one line per schedule (``series``: label -> fractions);
+    log x; ``threshold`` draws a horizontal line (a target fraction)."""
+    with style():
+        fig, ax = plt.subplots(figsize=(7, 4.2), layout="constrained")
+        x = np.asarray(micro_batches, dtype=float)
+        for i, (label, y) in enumerate(series.items()):
+            ax.plot(x, 100 * np.asarray(y), "-o", ms=4, lw=2, color=_CYCLE[i % len(_CYCLE)], label=label)
+        if threshold is not None:
+            ax.axhline(100 * threshold, color="#777777", lw=1, ls=":")
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(x, [f"{v:g}" for v in x])
+        ax.minorticks_off()
+        ax.set_xlabel("micro-batches per step, m")
+        ax.set_ylabel("bubble (% of the ideal step)")
+        ax.set_ylim(0, None)
+        if title:
+            ax.set_title(title)
+        _legend_below(ax, ncol=2)
+    return fig
+
+
+def stage_memory_chart(stages, series: dict, *, capacity: float, capacity_label: str = "", title=None):
+    """Memory per GPU against the pipeline degree, one line per setting (``series``: label -> bytes), with the
+    usable capacity as a horizontal line; log x."""
+    with style():
+        fig, ax = plt.subplots(figsize=(7, 4.2), layout="constrained")
+        x = np.asarray(stages, dtype=float)
+        for i, (label, y) in enumerate(series.items()):
+            ax.plot(x, np.asarray(y) / 1e9, "-o", ms=4, lw=2, color=_CYCLE[i % len(_CYCLE)], label=label)
+        ax.axhline(capacity / 1e9, color=PALETTE["vermillion"], lw=1.2, ls="--")
+        ax.annotate(capacity_label, (x[0], capacity / 1e9), textcoords="offset points", xytext=(0, -14), ha="left",
+                    color=PALETTE["vermillion"], fontsize=9)
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xticks(x, [f"{v:g}" for v in x])
+        ax.minorticks_off()
+        ax.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}"))
+        ax.set_xlabel("pipeline stages p")
+        ax.set_ylabel("memory per GPU (GB)")
+        if title:
+            ax.set_title(title)
+        _legend_below(ax, ncol=2)
+    return fig
+
+
+def plan_frontier_chart(times, memory, frontier, chosen, *, capacity: float, title=None):
+    """The planner's layouts that fit: step time against memory per GPU (grey dots), the frontier no other
+    layout beats on both (line), the chosen layout marked, the usable capacity as a line."""
+    with style():
+        fig, ax = plt.subplots(figsize=(7, 4.4), layout="constrained")
+        ax.scatter(np.asarray(times), np.asarray(memory) / 1e9, s=8, color="#bbbbbb", label="a layout that fits")
+        ft, fm = zip(*frontier)
+        ax.plot(ft, np.asarray(fm) / 1e9, "-o", ms=4, lw=2, color=PALETTE["blue"], label="frontier")
+        ax.plot([chosen[0]], [chosen[1] / 1e9], "*", ms=16, color=PALETTE["vermillion"], label="chosen (fastest)")
+        ax.axhline(capacity / 1e9, color=PALETTE["vermillion"], lw=1, ls="--", label="usable HBM")
+        ax.set_xlabel("predicted step time (s)")
+        ax.set_ylabel("memory per GPU (GB)")
+        if title:
+            ax.set_title(title)
+        _legend_below(ax, ncol=2)
     return fig

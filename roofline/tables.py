@@ -527,3 +527,30 @@ def long_context_table(models: Sequence[str], seqs: Sequence[int], hardware="h10
                          fmt(r.activations_full_recompute, "B", 3), fmt(r.logits, "B", 3), fmt(r.kv_cache, "B", 3)))
     return Table(("model", "tokens", "attention, FLOPs", "attention, time", "activations", "full recompute",
                   "logits", "KV cache"), tuple(rows), title)
+
+
+def plan_table(layouts, title: str = "") -> Table:
+    """Chapter 9: the planner's layouts (:class:`~roofline.planner.Layout`), one row each: degrees, micro-batch,
+    schedule, recomputation and ZeRO stage, memory per GPU, the step split into compute, bubble and exposed
+    communication, and MFU."""
+    columns = ("rank", "TP x PP x DP", "micro-batch (m)", "schedule", "recompute", "ZeRO", "memory per GPU",
+               "compute", "bubble", "exposed comm.", "step", "MFU")
+    rows = tuple((str(i), f"{x.tp} x {x.pp} x {x.dp}", f"{x.micro_batch} ({x.micro_batches})",
+                  "1F1B" if x.v == 1 else f"interleaved, v = {x.v}", x.recompute, str(x.zero_stage),
+                  fmt(x.memory, "B"), fmt(x.compute, "s"), fmt(x.bubble, "s"), fmt(x.exposed, "s"), fmt(x.time, "s"),
+                  f"{100 * x.mfu:.1f}%") for i, x in enumerate(layouts, 1))
+    return Table(columns, rows, title)
+
+
+def megatron_table(runs, title: str = "") -> Table:
+    """Chapter 9: published runs beside the planner's best layout for the same model and cluster. ``runs`` holds
+    ``(label, published dict with tp, pp, gpus, tflops, Layout)`` tuples."""
+    columns = ("model", "GPUs", "published TP x PP", "published TFLOP/s per GPU", "planner's layout",
+               "planner's bound, TFLOP/s per GPU", "published / bound")
+    rows = tuple((label, f"{pub['gpus']:,}", f"{pub['tp']} x {pub['pp']}", f"{pub['tflops'] / 1e12:.0f}",
+                  f"{x.tp} x {x.pp} x {x.dp}", f"{x.tflops / 1e12:.0f}", f"{100 * pub['tflops'] / x.tflops:.0f}%")
+                 for label, pub, x in runs)
+    return Table(columns, rows, title)
+
+
+__all__ += ["plan_table", "megatron_table"]

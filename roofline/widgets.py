@@ -1004,3 +1004,33 @@ def context_parallel_explorer(models: Sequence[str] = ("llama-3-8b", "llama-3-70
     finally:
         plt.close(fig)
     return explorer
+
+
+def pipeline_explorer(stages: Sequence[int] = (2, 4, 8), micro_batches: Sequence[int] = (8, 16),
+                      schedules: Sequence[tuple] = (("GPipe", ("gpipe", 1)), ("1F1B", ("1f1b", 1)),
+                                                    ("interleaved, v = 2", ("interleaved", 2)),
+                                                    ("interleaved, v = 4", ("interleaved", 4)))) -> FrameExplorer:
+    """Chapter 9's sliders: schedule, stages p and micro-batches m. Each frame draws the simulated step
+    (:func:`roofline.pipeline.simulate`, backward twice the forward) and reads out its bubble against the
+    closed form and the micro-batches the first stage holds."""
+    from .pipeline import bubble_fraction, simulate
+    from .plot import pipeline_timeline_chart
+
+    def frame(schedule, p, m):
+        kind, v = schedule
+        t = simulate(p, m, v, kind, forward=1.0, backward=2.0)
+        name = {"gpipe": "GPipe", "1f1b": "1F1B"}.get(kind, f"interleaved 1F1B, v = {v}")
+        fig = pipeline_timeline_chart(t, title=f"{name}, p = {p}, m = {m}")
+        png = png_bytes(fig)
+        plt.close(fig)
+        html = (f"<b>{name}, p = {p} stages, m = {m} micro-batches</b>: the step lasts {t.makespan:g} forward-pass "
+                f"units against {t.ideal:g} without a bubble; bubble {100 * t.bubble:.1f}% of the ideal "
+                f"(closed form {100 * bubble_fraction(p, m, v, kind):.1f}%); the first stage holds "
+                f"{t.peak_in_flight(0):g} micro-batches' activations at its peak.")
+        return png, html
+
+    return frame_explorer([("schedule", list(schedules)), ("p", list(stages)), ("m", list(micro_batches))], frame,
+                          f"pipeline schedules: {len(schedules)} schedules, p {stages[0]}..{stages[-1]}, "
+                          f"m {micro_batches[0]}..{micro_batches[-1]}, "
+                          f"{len(schedules) * len(stages) * len(micro_batches)} frames")
+__all__ += ["pipeline_explorer"]

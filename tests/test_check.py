@@ -322,3 +322,42 @@ def test_context_parallel_bad_input_fails_at_the_edge(name):
     call, error, message = CONTEXT_PARALLEL_BAD_INPUT[name]
     with pytest.raises(error, match=re.escape(message)):
         call()
+
+
+# The pipeline schedules and the planner (chapter 9): one bad input for every function they export.
+def _pp():
+    from roofline import pipeline, planner
+
+    return pipeline, planner
+
+
+PIPELINE_BAD_INPUT = {
+    "PUBLISHED": None, "SCHEDULES": None, "Slot": None, "Timeline": None,  # constants and records
+    "bubble_fraction": (lambda: _pp()[0].bubble_fraction(4, 8, schedule="zero-bubble"), KeyError, "unknown schedule"),
+    "in_flight": (lambda: _pp()[0].in_flight(0, 8), ValueError, "p must be"),
+    "schedule_order": (lambda: _pp()[0].schedule_order(4, 6, 2, "interleaved"), ValueError, "multiple of p (4)"),
+    "simulate": (lambda: _pp()[0].simulate(4, 8, forward=-1), ValueError, "forward must be"),
+    "stage_layers": (lambda: _pp()[0].stage_layers(80, 81), ValueError, "at most the number of layers (80)"),
+    "boundary_bytes": (lambda: _pp()[0].boundary_bytes("llama-3-8b", 4096, tp=0), ValueError, "tp must be"),
+    "boundary_intensity": (lambda: _pp()[0].boundary_intensity("llama-3-8b", 1.5), ValueError, "p must be"),
+}
+PLANNER_BAD_INPUT = {
+    "PUBLISHED": None, "Layout": None, "Plan": None, "NoLayoutFits": None, "RECOMPUTES": None, "MICRO_BATCHES": None, "CHUNKS": None,
+    "ZERO_STAGES": None,
+    "plan": (lambda: _pp()[1].plan("llama-3-8b", "h100", nodes=1, seq=4096, global_batch=2.5), ValueError,
+             "global_batch must be a whole number"),
+    "gpt_model": (lambda: _pp()[1].gpt_model(12288, 96, 0), ValueError, "layers must be"),
+}
+
+
+def test_every_pipeline_and_planner_function_has_a_bad_input_case():
+    pipeline, planner = _pp()
+    assert set(pipeline.__all__) == set(PIPELINE_BAD_INPUT)
+    assert set(planner.__all__) == set(PLANNER_BAD_INPUT)
+
+
+@pytest.mark.parametrize("name", [n for n, c in {**PIPELINE_BAD_INPUT, **PLANNER_BAD_INPUT}.items() if c is not None])
+def test_pipeline_and_planner_bad_input_fails_at_the_edge(name):
+    call, error, message = {**PIPELINE_BAD_INPUT, **PLANNER_BAD_INPUT}[name]
+    with pytest.raises(error, match=re.escape(message)):
+        call()
