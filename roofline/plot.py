@@ -1071,8 +1071,9 @@ def tp_memory_chart(degrees, weights, kv_room, batches, *, capacity: float, titl
         ax.bar(pos, w, color=PALETTE["blue"], label="weights per GPU")
         ax.bar(pos, room, bottom=w, color=PALETTE["orange"], label="room for the KV cache")
         ax.axhline(capacity / 1e9, color="black", lw=1, ls=":")
-        ax.annotate("usable HBM", (pos[-1] + 0.45, capacity / 1e9), textcoords="offset points", xytext=(-4, -5),
-                    ha="right", va="top", fontsize=9.5)
+        ax.annotate("usable HBM", (pos[-1] + 0.45, capacity / 1e9), textcoords="offset points", xytext=(4, 3),
+                    ha="left", va="bottom", fontsize=9.5)  # beside the bars, not over the last one
+        ax.set_xlim(-0.6, pos[-1] + 1.25)
         for p, top, b in zip(pos, np.maximum(w, capacity / 1e9), batches):
             ax.annotate("does not fit" if b == 0 else f"batch {b:,}", (p, top), textcoords="offset points",
                         xytext=(0, 14), ha="center", fontsize=9.5)
