@@ -141,6 +141,21 @@ def roofline_chart(roofs, points: Sequence[dict] = (), *, intensity=(0.1, 1e4), 
     return fig
 
 
+def _plain(v, _pos=None) -> str:
+    """A tick label with no trailing zeros or exponent: 0.5, 10, 200."""
+    return f"{v:g}"
+
+
+def _thousands(v, _pos=None) -> str:
+    """A tick label in whole units with thousands separated: 4,096."""
+    return f"{v:,.0f}"
+
+
+def _two_five(v, _pos=None) -> str:
+    """A minor tick label on a log axis, shown only at 2 and 5 of each decade."""
+    return f"{v:g}" if f"{v:g}"[0] in "25" else ""
+
+
 def _legend_below(ax, ncol: int = 1):
     """The legend under the axes, outside the data, so that no entry reads as a point or hides one."""
     handles, labels = ax.get_legend_handles_labels()
@@ -507,7 +522,7 @@ def kv_bytes_chart(rows: Sequence[tuple[str, str, float]], *, title=None):
         ax.set_yticks(y, [r[0] for r in rows], fontsize=9.5)
         ax.set_xscale("log")
         ax.set_xlim(right=ax.get_xlim()[1] * 3)
-        ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:,.0f}"))
+        ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(_thousands))
         ax.set_xlabel("KV cache per token of context (kB, log scale)")
         if title:
             ax.set_title(title)
@@ -535,7 +550,7 @@ def capacity_chart(curves: dict, *, title=None, xlabel="context per sequence (to
         ax.set_xticks(ticks, [f"{t / 1024:g}k" if t >= 1024 else f"{t:g}" for t in ticks])
         ax.minorticks_off()
         ax.set_xlabel(xlabel)
-        ax.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:,.0f}"))
+        ax.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(_thousands))
         ax.set_ylabel("largest batch that fits (log scale)")
         ax.grid(True, which="major")
         if title:
@@ -565,9 +580,9 @@ def serving_throughput_chart(batches, curves: dict, walls: dict, *, title=None):
         ax.set_yscale("log")
         ticks = [4**k for k in range(0, 8) if x.min() <= 4**k <= x.max()]
         ax.set_xticks(ticks, [f"{t:,}" for t in ticks])
-        ax.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:,.0f}"))
+        ax.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(_thousands))
         ax.yaxis.set_minor_locator(matplotlib.ticker.LogLocator(subs=(2, 5)))  # 200, 500, 2,000...: a decade
-        ax.yaxis.set_minor_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:,.0f}"))  # is too coarse
+        ax.yaxis.set_minor_formatter(matplotlib.ticker.FuncFormatter(_thousands))  # is too coarse
         ax.set_xlabel("batch (sequences decoded together, log scale)")
         ax.set_ylabel("tokens per second (log scale)")
         ax.grid(True, which="major")
@@ -592,9 +607,9 @@ def sweep_chart(sweeps: dict, *, xlabel: str, ylabel: str = "time per decode ste
         xs = sorted({float(v) for x, _, _ in sweeps.values() for v in x})
         ax.set_xticks(xs, [f"{v / 1024:g}k" if v >= 1024 else f"{v:g}" for v in xs], fontsize=9.5)
         ax.minorticks_off()
-        ax.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}"))
+        ax.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(_plain))
         ax.yaxis.set_minor_locator(matplotlib.ticker.LogLocator(subs=(2, 5)))
-        ax.yaxis.set_minor_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}"))
+        ax.yaxis.set_minor_formatter(matplotlib.ticker.FuncFormatter(_plain))
         ax.set_xlabel(xlabel)
         ax.set_ylabel(ylabel)
         ax.grid(True, which="major")
@@ -820,7 +835,7 @@ def collective_bytes_chart(groups, series: dict, *, title=None):
         for i, (label, y) in enumerate(series.items()):
             ax.plot(groups, y, marker="os^Dv"[i % 5], ms=5, ls=styles[i % len(styles)], label=label)
         ax.set_xscale("log", base=2)
-        ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:,.0f}"))
+        ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(_thousands))
         ax.set_xlabel("GPUs in the group, n")
         ax.set_ylabel("bytes sent per GPU / buffer size")
         ax.set_ylim(0, None)
@@ -843,7 +858,7 @@ def exposure_chart(tokens, panels: dict, *, title=None):
                 ax.axvline(d["threshold"], color="black", ls=":", lw=1)
             ax.set_xscale("log", base=2)
             ax.set_yscale("log")
-            ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:,.0f}"))
+            ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(_thousands))
             ax.set_title(label, fontsize=10.5)
             ax.set_xlabel("tokens per GPU per step")
         axes[0][0].set_ylabel("step time (ms)")
@@ -869,7 +884,7 @@ def zero_tradeoff_chart(points, *, capacity=None, capacity_label="", title=None)
             ax.annotate(capacity_label, (capacity / 1e9, 0.03), xycoords=("data", "axes fraction"),
                         textcoords="offset points", xytext=(-4, 0), ha="right", fontsize=9.5)
         ax.set_xscale("log")
-        ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:,.0f}"))
+        ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(_thousands))
         ax.set_xlabel("memory per GPU (GB, log scale)")
         ax.set_ylabel("bytes each GPU sends per step (GB)")
         ax.set_ylim(0, 1.15 * max(p["sent"] for p in points) / 1e9)
@@ -904,7 +919,7 @@ def ttft_tpot_chart(tpot: dict, ttft: dict, *, title=None):
         right.set_ylabel("time to first token (ms, log scale)")
         for ax in (left, right):
             ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v / 1024:g}k" if v >= 1024 else f"{v:g}"))
-        right.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}"))
+        right.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(_plain))
         left.set_title("decode", fontsize=11)
         right.set_title("prefill, one request", fontsize=11)
         if title:
@@ -929,9 +944,9 @@ def serving_frontier_chart(curves: dict, *, roof_tokens_per_s: float | None = No
             ax.axvline(roof_tokens_per_s, color="black", lw=1.2, ls="--", label=roof_label or "compute roof")
         ax.set_xscale("log")
         ax.set_yscale("log")
-        ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:,.0f}"))
-        ax.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}"))
-        ax.yaxis.set_minor_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}" if f"{v:g}"[0] in "25" else ""))
+        ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(_thousands))
+        ax.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(_plain))
+        ax.yaxis.set_minor_formatter(matplotlib.ticker.FuncFormatter(_two_five))
         ax.set_xlabel("throughput (output tokens per second, log scale)")
         ax.set_ylabel("time per output token (ms, log scale)")
         if title:
@@ -970,8 +985,8 @@ def step_time_chart(series: dict, *, window: tuple[float, float], title=None):
             keep = (start >= lo) & (start < hi)
             ax.plot(start[keep], dt[keep] * 1e3, "-", color=_CYCLE[i % len(_CYCLE)], lw=1.3, label=label)
         ax.set_yscale("log")
-        ax.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}"))
-        ax.yaxis.set_minor_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}" if f"{v:g}"[0] in "25" else ""))
+        ax.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(_plain))
+        ax.yaxis.set_minor_formatter(matplotlib.ticker.FuncFormatter(_two_five))
         ax.set_xlabel("time (s)")
         ax.set_ylabel("step duration (ms, log scale)")
         if title:
@@ -1019,9 +1034,9 @@ def tp_layer_chart(degrees, series: dict, *, title=None, ylabel="time per layer,
         ax.set_yscale("log")
         ax.set_xticks(x, [f"{v:g}" for v in x])
         ax.minorticks_off()
-        ax.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}"))
+        ax.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(_plain))
         ax.yaxis.set_minor_locator(matplotlib.ticker.LogLocator(subs=(2, 5)))  # a decade or less: label 0.2, 0.5...
-        ax.yaxis.set_minor_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}"))
+        ax.yaxis.set_minor_formatter(matplotlib.ticker.FuncFormatter(_plain))
         ax.set_xlabel("tensor-parallel degree t (GPUs)")
         ax.set_ylabel(ylabel)
         if title:
@@ -1048,7 +1063,7 @@ def tp_decode_chart(degrees, times: dict, per_gpu: dict, *, fits: dict | None = 
             ax.set_yscale("log")
             ax.set_xticks(x, [f"{v:g}" for v in x])
             ax.minorticks_off()
-            ax.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}"))
+            ax.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(_plain))
             ax.set_xlabel("degree t (GPUs)")
         a1.set_ylabel("time per output token (ms)")
         a2.set_ylabel("tokens/s per GPU")
@@ -1104,7 +1119,7 @@ def experts_touched_chart(tokens, series: dict, *, simulated: dict | None = None
                 ax.plot(t, 100 * np.asarray(mean) / experts, "o", ms=6, color=color, mec="black", mew=0.5, zorder=5,
                         label=f"{label}: random routing, mean")
         ax.set_xscale("log", base=2)
-        ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}"))
+        ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(_plain))
         ax.set_xlabel("tokens in the step (decode batch)")
         ax.set_ylabel("experts read per layer (% of all)")
         ax.set_ylim(0, 102)
@@ -1132,8 +1147,8 @@ def moe_decode_chart(batches, curves: dict, *, title=None, ylabel="decode step t
             i += 1
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
-        ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}"))
-        ax.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}"))
+        ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(_plain))
+        ax.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(_plain))
         ax.set_xlabel("decode batch (sequences)")
         ax.set_ylabel(ylabel)
         ax.grid(True, which="major")
@@ -1154,8 +1169,8 @@ def all_to_all_chart(tokens, compute, tiers: dict, *, title=None, scale=1e-6):
                     ls=((0, (5, 2)), "-.", (0, (1.5, 1.5)))[i % 3], label=label)
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
-        ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}"))
-        ax.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}"))
+        ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(_plain))
+        ax.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(_plain))
         ax.set_xlabel("tokens per GPU in the step")
         ax.set_ylabel("time per MoE layer (µs)")
         ax.grid(True, which="major")
@@ -1214,7 +1229,7 @@ def ring_hiding_chart(blocks, compute, transfers: dict, thresholds: dict, *, tit
         ax.minorticks_off()
         ax.set_xlabel("tokens per GPU (the block each ring step works on)")
         ax.set_ylabel("time per ring step, one layer (ms)")
-        ax.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}"))
+        ax.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(_plain))
         _legend_below(ax, ncol=1)
         if title:
             ax.set_title(title)
@@ -1295,7 +1310,7 @@ def stage_memory_chart(stages, series: dict, *, capacity: float, capacity_label:
         ax.set_yscale("log")
         ax.set_xticks(x, [f"{v:g}" for v in x])
         ax.minorticks_off()
-        ax.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}"))
+        ax.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(_plain))
         ax.set_xlabel("pipeline stages p")
         ax.set_ylabel("memory per GPU (GB)")
         if title:
