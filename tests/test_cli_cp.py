@@ -1,22 +1,16 @@
 """`roofline train --cp N --cp-method ring|all-to-all` and `roofline prefill --cp N`: thin layers over
 roofline.context_parallel, on good and bad input."""
 
-import contextlib
-import io
 import json
 
 import pytest
 
 from roofline import context_parallel as cp
-from roofline.cli import main
+
+from cli_helpers import in_process
 
 
-def run(*args):
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        status = main(list(args))
-    assert "Traceback" not in err.getvalue()
-    return status, out.getvalue(), err.getvalue()
+run = in_process
 
 
 @pytest.mark.parametrize("method", ["ring", "all-to-all"])

@@ -1,24 +1,17 @@
 """`roofline decode/prefill` and their number formats (chapter 6): storage formats anywhere, math formats
 only where the chip has tensor cores for them."""
 
-import contextlib
-import io
 import json
 
 import pytest
 
 import roofline as rl
 from roofline import quantization as q
-from roofline.cli import main
+
+from cli_helpers import in_process
 
 
-def cli(*args):
-    """(exit status, stdout, stderr) of ``roofline ARGS`` run in this process."""
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        status = main(list(args))
-    assert "Traceback" not in err.getvalue()
-    return status, out.getvalue(), err.getvalue()
+cli = in_process
 
 
 def test_fp8_math_is_refused_on_an_a100_with_the_chips_that_have_it():

@@ -1,7 +1,5 @@
 """``--routing`` and ``--ep`` on roofline decode, prefill and serve (chapter 10), good input and bad."""
 
-import contextlib
-import io
 import json
 
 import pytest
@@ -11,13 +9,10 @@ from roofline import moe
 from roofline import serving as S
 from roofline.cli import main
 
+from cli_helpers import in_process
 
-def call(*args):
-    """(exit status, stdout, stderr) of ``roofline`` run in this process."""
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        status = main(list(args))
-    return status, out.getvalue(), err.getvalue()
+
+call = in_process
 
 
 @pytest.mark.parametrize("routing", moe.ROUTINGS)

@@ -1,21 +1,16 @@
 """`roofline plan`: chapter 9's search on the command line."""
 
-import contextlib
-import io
 import json
 
 import pytest
 
-from roofline.cli import main
+
+from cli_helpers import in_process
 from roofline.planner import plan
 
 
 def run(*args):
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        status = main(["plan", *args])
-    assert "Traceback" not in err.getvalue()
-    return status, out.getvalue(), err.getvalue()
+    return in_process("plan", *args)
 
 
 ARGS = ("llama-3-8b", "--gpu", "h100", "--gpus-per-node", "8", "--nodes", "2", "--seq", "4096",

@@ -1,7 +1,5 @@
 """``roofline serve``: the serving planner of chapter 5 on the command line, good input and bad."""
 
-import contextlib
-import io
 import json
 import math
 import subprocess
@@ -11,15 +9,11 @@ import pytest
 
 import roofline as rl
 from roofline import serving as S
-from roofline.cli import main
+
+from cli_helpers import in_process
 
 
-def call(*args):
-    """(exit status, stdout, stderr) of ``roofline`` run in this process."""
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        status = main(list(args))
-    return status, out.getvalue(), err.getvalue()
+call = in_process
 
 
 def test_serve_prints_the_plan_the_package_computes():

@@ -1,7 +1,5 @@
 """``roofline speculate`` and the new output of ``roofline serve`` (chapter 12), good input and bad."""
 
-import contextlib
-import io
 import json
 
 import numpy as np
@@ -9,15 +7,12 @@ import pytest
 
 from roofline import serving as S
 from roofline import speculative as SP
-from roofline.cli import main
+
+from cli_helpers import in_process
 from roofline.units import fmt
 
 
-def call(*args):
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        status = main(list(args))
-    return status, out.getvalue(), err.getvalue()
+call = in_process
 
 
 def test_speculate_prints_what_the_package_computes():

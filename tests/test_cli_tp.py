@@ -4,19 +4,13 @@ import json
 
 import pytest
 
-import roofline as rl
 from roofline import tensor_parallel as tp
 from roofline.cli import main
 
+from cli_helpers import in_process
 
-def call(*argv):
-    import contextlib
-    import io
 
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        status = main(list(argv))
-    return status, out.getvalue(), err.getvalue()
+call = in_process
 
 
 def test_decode_with_tp_is_one_gpus_kernels_plus_the_collectives():

@@ -1,21 +1,16 @@
 """`roofline train`: a thin layer over roofline.training.plan_training, on good and bad input."""
 
-import contextlib
-import io
 import json
 
 import pytest
 
 from roofline import training
-from roofline.cli import main
+
+from cli_helpers import in_process
 
 
 def run(*args):
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        status = main(["train", *args])
-    assert "Traceback" not in err.getvalue()
-    return status, out.getvalue(), err.getvalue()
+    return in_process("train", *args)
 
 
 def test_json_is_the_package_plan():

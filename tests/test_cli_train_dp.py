@@ -1,21 +1,16 @@
 """`roofline train --nodes --gpus-per-node`: the data-parallel step of chapter 7 on the command line."""
 
-import contextlib
-import io
 import json
 
 import pytest
 
 from roofline import data_parallel
-from roofline.cli import main
+
+from cli_helpers import in_process
 
 
 def run(*args):
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        status = main(["train", *args])
-    assert "Traceback" not in err.getvalue()
-    return status, out.getvalue(), err.getvalue()
+    return in_process("train", *args)
 
 
 def test_json_is_the_package_step():
