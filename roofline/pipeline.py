@@ -25,7 +25,6 @@ receives the same size of gradient back: point to point, once per boundary per m
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np

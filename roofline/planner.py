@@ -45,8 +45,6 @@ from .hardware import Hardware, get_hardware
 from .memory import activation_bytes, recompute_working_set
 from .model import Model, load_model, param_count
 from .pipeline import boundary_bytes
-from .policies import recompute_policy
-from .roof import predict
 from .tensor_parallel import check_tp, predict_tp, tp_training_step
 from .training import _dense, training_step
 
