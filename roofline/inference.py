@@ -276,13 +276,14 @@ def _ops(m: Model, batch, queries, keys, *, decode: bool, f: Formats, accounting
     else:
         att_flops = batch * m.attention_flops(queries, keys, causal=causal)
     kv_read = batch * m.kv_cache_bytes(keys, f.kv) if decode else 0.0
+    groups = batch * m.num_kv_heads if decode and m.mla is None else None  # a decode kernel's pieces of work
 
     if not refined:  # the projections, attention over the cache, then the rest of the layer's matmuls
         for lin, c in att:
             add(matmul(lin, c))
         add(Op.build("attention", "attention", count=L, math=math, flops={"attention": att_flops},
                      reads={"kv_cache": kv_read} if decode else {}, writes={} if decode else {"kv_cache": kv_written},
-                     queries=queries, keys=keys))
+                     queries=queries, keys=keys, groups=groups))
         for lin, c in linears:
             if lin.name not in _ATTENTION_LINEARS:
                 add(matmul(lin, c))
@@ -307,7 +308,7 @@ def _ops(m: Model, batch, queries, keys, *, decode: bool, f: Formats, accounting
         if options["attention"] == "flash":
             lse = T * m.num_heads * 4 * L  # fp32 log-sum-exp per query and head
             add(Op.build("attention", "attention", count=L, math=math, flops={"attention": att_flops},
-                         reads=qkv_in(2), writes={"activations": q_in + lse}, queries=queries, keys=keys))
+                         reads=qkv_in(2), writes={"activations": q_in + lse}, queries=queries, keys=keys, groups=groups))
         else:  # the score product reads Q and K; softmax rewrites the scores; the value product reads them and V
             scores = batch * m.num_heads * queries * keys * a * L
             add(Op.build("scores", "matmul", count=L, math=math, flops={"attention": att_flops / 2},

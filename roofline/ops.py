@@ -107,8 +107,9 @@ class Op(NamedTuple):
     ``flops``, ``reads`` and ``writes`` are totals over all ``count`` launches. ``parts`` splits the
     same FLOPs and bytes among the book's parts; they add up to the totals (``split`` holds the three
     per-part mappings as given, and ``parts`` is built from them when asked for). ``m``, ``n``, ``k`` give
-    a matmul's shape per launch (``m`` rows of tokens), and ``queries``/``keys`` an attention
-    kernel's per sequence; a calibrated roof times the kernel by them. (A named tuple: a decode step
+    a matmul's shape per launch (``m`` rows of tokens), ``queries``/``keys`` an attention
+    kernel's per sequence, and ``groups`` its sequences x KV heads per launch (the pieces of work a
+    decode attention kernel hands out); a calibrated roof times the kernel by them. (A named tuple: a decode step
     builds twenty of these, and a frozen dataclass would cost more than the arithmetic.)
     """
 
@@ -125,6 +126,7 @@ class Op(NamedTuple):
     k: int | None = None
     queries: float | np.ndarray | None = None
     keys: float | np.ndarray | None = None
+    groups: float | np.ndarray | None = None
 
     @property
     def parts(self) -> dict[str, Cost]:

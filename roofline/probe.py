@@ -29,13 +29,18 @@ from typing import Callable, Sequence
 import numpy as np
 
 from ._check import number
-from .measured import parse_measurement
+from .measured import decode_attention_bytes, parse_measurement
 
 __all__ = ["cpu_record", "gpu_record", "measure", "gpu_available", "last_level_cache_bytes", "blas_info",
-           "DEFAULT_SHAPES"]
+           "decode_attention_sweep", "DEFAULT_SHAPES", "DEFAULT_DECODE_ATTENTION", "DEFAULT_ATTENTION_HEADS"]
 
 # (m, n, k): a matrix-vector product up to square products, n = k as in the H200 sweep
 DEFAULT_SHAPES = tuple((m, 1024, 1024) for m in (1, 4, 16, 64, 256, 1024))
+# (batch, context) of the decode attention sweep: the shipped H200 record's decode steps span these
+DEFAULT_DECODE_ATTENTION = tuple((b, c) for b in (1, 2, 4, 8, 16, 32, 64, 128, 256)
+                                 for c in (512, 2048, 8192, 32768, 131072))
+# (query heads, KV heads, head dimension) of that sweep: Llama 3 8B's attention
+DEFAULT_ATTENTION_HEADS = (32, 8, 128)
 
 Progress = Callable[[str], None] | None
 
@@ -194,6 +199,67 @@ def cpu_record(*, buffer_bytes: int | None = None, shapes: Sequence[tuple[int, i
     return record
 
 
+def _check_decode_grid(grid, heads):
+    grid = [tuple(g) for g in grid]
+    for g in grid:
+        if len(g) != 2:
+            raise ValueError(f"decode_attention must be (batch, context) pairs, got {g!r}")
+        for name, v in zip(("batch", "context"), g):
+            number(f"decode_attention {name}", v, integer=True)
+    heads = tuple(heads)
+    if len(heads) != 3:
+        raise ValueError(f"attention_heads must be (query heads, KV heads, head dimension), got {heads!r}")
+    for name, v in zip(("query heads", "KV heads", "head dimension"), heads):
+        number(f"attention_heads {name}", v, integer=True)
+    if heads[0] % heads[1]:
+        raise ValueError(f"attention_heads: {heads[0]} query heads do not share {heads[1]} KV heads evenly")
+    return [tuple(map(int, g)) for g in grid], tuple(map(int, heads))
+
+
+def decode_attention_sweep(torch, device, timed, *, grid=DEFAULT_DECODE_ATTENTION, heads=DEFAULT_ATTENTION_HEADS,
+                           cache_bytes: int = 0, memory_limit: float = math.inf, calls: int = 16, seed: int = 0,
+                           progress: Progress = _print) -> list[dict]:
+    """Time the attention kernel of a decode step alone, for each ``(batch, context)`` of ``grid``:
+    ``batch`` sequences of one query each, ``heads = (query heads, KV heads, head dim)``, through PyTorch's
+    ``scaled_dot_product_attention`` with grouped queries (the kernel a PyTorch decode step runs).
+
+    The keys and values are rotated over copies filling at least ``cache_bytes`` (four times the L2 on
+    a GPU), so that every call reads them from memory; ``timed(fn)`` returns the median and best seconds
+    of ``fn``, which runs ``calls`` kernels back to back (the per-kernel time is the median over
+    ``calls``, launches queued behind the running kernel). Shapes whose copies would pass
+    ``memory_limit`` bytes are left out, and said so. Returns the entries of a record's
+    ``decode_attention`` table.
+    """
+    grid, (h, hkv, d) = _check_decode_grid(grid, heads)
+    sdpa = torch.nn.functional.scaled_dot_product_attention
+    gen = torch.Generator(device=device).manual_seed(seed)
+    out = []
+    for i, (b, c) in enumerate(grid, 1):
+        kv_bytes = 2 * 2 * b * hkv * c * d
+        copies = max(1, min(64, math.ceil(cache_bytes / kv_bytes)))
+        if copies * kv_bytes > memory_limit:
+            _say(progress, f"probe: decode attention {i}/{len(grid)} batch={b} context={c}: left out "
+                           f"({copies * kv_bytes / 1e9:,.1f} GB of keys and values exceed the memory limit)")
+            continue
+        new = lambda *shape: torch.randn(*shape, device=device, dtype=torch.bfloat16, generator=gen)  # noqa: E731
+        q = [new(b, h, 1, d) for _ in range(copies)]
+        kv = [(new(b, hkv, c, d), new(b, hkv, c, d)) for _ in range(copies)]
+
+        def run():
+            for j in range(calls):
+                k, v = kv[j % copies]
+                sdpa(q[j % copies], k, v, enable_gqa=True)
+
+        med, best = timed(run)
+        nbytes = decode_attention_bytes(b, c, h, hkv, d)
+        out.append({"batch": b, "context": c, "heads": h, "kv_heads": hkv, "head_dim": d, "bytes": nbytes,
+                    "seconds": med / calls, "best_seconds": best / calls, "bytes_per_s": nbytes * calls / med})
+        _say(progress, f"probe: decode attention {i}/{len(grid)} batch={b} context={c}: "
+                       f"{nbytes * calls / med / 1e9:,.1f} GB/s")
+        del q, kv
+    return out
+
+
 def gpu_available() -> bool:
     """True when PyTorch is installed and sees a CUDA GPU."""
     try:
@@ -204,12 +270,18 @@ def gpu_available() -> bool:
 
 
 def gpu_record(*, buffer_bytes: int | None = None, shapes: Sequence[tuple[int, int, int]] = DEFAULT_SHAPES,
+               decode_attention: Sequence[tuple[int, int]] = DEFAULT_DECODE_ATTENTION,
+               attention_heads: tuple[int, int, int] = DEFAULT_ATTENTION_HEADS,
                repeats: int = 20, warmup: int = 5, seed: int = 0, progress: Progress = _print) -> dict:
-    """Measure the first CUDA GPU with PyTorch: bandwidth, then bf16 matmuls, timed with CUDA events.
+    """Measure the first CUDA GPU with PyTorch: bandwidth, bf16 matmuls, then the decode attention
+    kernel (:func:`decode_attention_sweep`, skipped when ``decode_attention`` is empty), timed with CUDA
+    events.
 
-    ``buffer_bytes`` defaults to eight times the L2 cache. Weights are rotated over copies filling at
-    least four times the L2, so each product reads them from HBM. Needs ``torch`` with CUDA.
+    ``buffer_bytes`` defaults to eight times the L2 cache. Weights, keys and values are rotated over
+    copies filling at least four times the L2, so each kernel reads them from HBM; attention shapes are
+    kept to half the free memory. Needs ``torch`` with CUDA.
     """
+    decode_attention, attention_heads = _check_decode_grid(decode_attention, attention_heads)
     try:
         import torch
     except ImportError:
@@ -271,6 +343,13 @@ def gpu_record(*, buffer_bytes: int | None = None, shapes: Sequence[tuple[int, i
         _say(progress, f"probe: matmul {i}/{len(shapes)} m={m} n={n} k={k}: {2 * m * n * k / med / 1e12:,.1f} TFLOP/s")
         del weights
     record["gemm_per_call"] = gemms
+    if decode_attention:
+        record["decode_attention"] = decode_attention_sweep(
+            torch, dev, timed, grid=decode_attention, heads=attention_heads, cache_bytes=4 * l2,
+            memory_limit=torch.cuda.mem_get_info()[0] / 2, seed=seed, progress=progress)
+        record["notes"]["decode_attention"] = (
+            "torch.nn.functional.scaled_dot_product_attention(enable_gqa=True), one query per sequence, 16 calls "
+            "back to back per timed call, keys and values rotated over at least 4x the L2")
     record["env"]["seconds_measuring"] = time.perf_counter() - started
     return record
 

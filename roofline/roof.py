@@ -97,8 +97,10 @@ class CalibratedRoof:
     latency, not bandwidth); a kernel that moves ``b`` bytes takes at least the interpolated time.
     ``matmul_rows``/``matmul_flops``: per number format, the FLOP/s a matmul of ``m`` rows reached at
     best in the sweeps (small ``m`` fills the tensor cores' tiles badly). ``attention_tokens``/
-    ``attention_flops``: flash attention's FLOP/s by sequence length. ``launch``: seconds per kernel,
-    ``'graph'`` or ``'eager'``, as chosen by ``mode``.
+    ``attention_flops``: flash attention's FLOP/s by sequence length. ``decode_groups``/``decode_curves``:
+    when the record has them, the bandwidth a decode attention kernel reached, by its sequences x KV heads
+    (one ``(bytes per group, bytes/s)`` curve per group count); a kernel with few groups leaves most of
+    the GPU idle. ``launch``: seconds per kernel, ``'graph'`` or ``'eager'``, as chosen by ``mode``.
 
     Built by :func:`roofline.measured.calibrated_roof` from a measurement record; never fitted to the
     end-to-end decode and prefill times it is tested against.
@@ -114,6 +116,8 @@ class CalibratedRoof:
     mode: str = "graph"
     attention_tokens: tuple = ()
     attention_flops: tuple = ()
+    decode_groups: tuple = ()
+    decode_curves: tuple = ()
     assumption: str = ""  # set when the efficiencies were carried over from another chip
     kind: str = field(default="calibrated", init=False)
 
@@ -123,6 +127,11 @@ class CalibratedRoof:
         object.__setattr__(self, "matmul_rows", MappingProxyType(dict(self.matmul_rows)))
         object.__setattr__(self, "matmul_flops", MappingProxyType(dict(self.matmul_flops)))
         object.__setattr__(self, "launch", MappingProxyType(dict(self.launch)))
+        if len(self.decode_groups) != len(self.decode_curves):
+            raise ValueError(f"decode_curves must hold one (bytes per group, bytes/s) curve per entry of decode_groups: "
+                             f"{len(self.decode_curves)} curves for {len(self.decode_groups)} group counts")
+        if any(b <= a for a, b in zip(self.decode_groups, self.decode_groups[1:])):
+            raise ValueError(f"decode_groups must be increasing, got {self.decode_groups!r}")
 
     @property
     def launch_s(self) -> float:
@@ -172,12 +181,35 @@ class CalibratedRoof:
             return self.matmul_flops_per_s(tokens, dtype)
         return _loglog(np.asarray(tokens, dtype=float), self.attention_tokens, self.attention_flops)
 
+    def decode_attention_bandwidth(self, groups, bytes_per_group):
+        """Bytes/s a decode attention kernel of ``groups`` sequences x KV heads, each moving
+        ``bytes_per_group``, reached in the record's sweep: log-log interpolation along each measured
+        group count, then between group counts; held flat beyond the sweep's ends."""
+        if not self.decode_groups:
+            raise ValueError(f"{self.label} has no decode attention sweep (measure one with roofline.probe)")
+        g, per = np.broadcast_arrays(np.log(np.maximum(np.asarray(groups, dtype=float), 1e-300)),
+                                     np.asarray(bytes_per_group, dtype=float))
+        curves = np.log([_loglog(per, xs, ys) for xs, ys in self.decode_curves])  # (groups measured, *shape)
+        axis = np.log(np.asarray(self.decode_groups, dtype=float))
+        if len(axis) == 1:
+            return np.exp(curves[0])
+        g = np.clip(g, axis[0], axis[-1])
+        j = np.clip(np.searchsorted(axis, g, side="right") - 1, 0, len(axis) - 2)
+        w = (g - axis[j]) / (axis[j + 1] - axis[j])
+        lo = np.take_along_axis(curves, j[None], 0)[0] if curves.ndim > 1 else curves[j]
+        hi = np.take_along_axis(curves, (j + 1)[None], 0)[0] if curves.ndim > 1 else curves[j + 1]
+        return np.exp((1 - w) * lo + w * hi)
+
     def kernel_seconds(self, op: Op):
         """(compute, memory) seconds of an operation's launches: its bytes at the bandwidth a kernel of
         that size reached, its FLOPs at the rate a matmul of its rows (or flash attention of its length)
         reached, else at the measured peak of its format."""
         per = op.count or 1
-        memory = per * self.memory_seconds(op.bytes / per)
+        if (op.kind == "attention" and op.groups is not None and self.decode_groups
+                and np.all(np.asarray(op.queries) == 1)):  # a decode kernel, timed by the decode sweep
+            memory = op.bytes / self.decode_attention_bandwidth(op.groups, op.bytes / per / op.groups)
+        else:
+            memory = per * self.memory_seconds(op.bytes / per)
         if op.kind == "matmul" and op.m is not None:
             rate = self.matmul_flops_per_s(op.m, op.math)
         elif op.kind == "attention" and op.queries is not None:
@@ -202,9 +234,10 @@ class CalibratedRoof:
         for d, fl in self.matmul_flops.items():
             flops[d] = tuple(np.asarray(fl) * (to.peak_flops(d) / frm.peak_flops(d)))
         att = tuple(np.asarray(self.attention_flops) * (to.peak_flops("bf16") / frm.peak_flops("bf16")))
+        decode = tuple((xs, tuple(np.asarray(ys) * bw)) for xs, ys in self.decode_curves)
         return replace(self, label=f"{to.short} (assumed: {frm.short} efficiencies)", bandwidth=self.bandwidth * bw,
                        read_seconds=tuple(np.asarray(self.read_seconds) / bw), matmul_flops=flops,
-                       attention_flops=att,
+                       attention_flops=att, decode_curves=decode,
                        assumption=f"{frm.short}'s measured efficiencies carried over to {to.short}'s datasheet")
 
 

@@ -307,3 +307,26 @@ def test_ceilings_table_prints_measured_over_datasheet(rec):
     assert t.rows[1][-1] == f"{100 * roof.peak_flops / 989.4e12:.0f}%"
     assert t.rows[2][1:] == (f"{989.4e12 / 4.8e12:,.0f}", f"{roof.peak_flops / roof.bandwidth:,.0f}",
                              f"{100 * (roof.peak_flops / roof.bandwidth) / (989.4e12 / 4.8e12):.0f}%")
+
+
+def test_decode_attention_sweep_runs_on_any_torch_device():
+    """The GPU path's decode attention sweep, run on the CPU where PyTorch is installed (skipped otherwise):
+    its entries read back as a record's ``decode_attention`` table."""
+    torch = pytest.importorskip("torch")
+    lines = []
+    timer = lambda fn: probe._time(fn, repeats=2, warmup=1)  # noqa: E731
+    runs = probe.decode_attention_sweep(torch, "cpu", timer, grid=[(1, 64), (2, 256), (4, 4096)], heads=(4, 2, 16),
+                                        cache_bytes=2**20, memory_limit=2**20, calls=2, progress=lines.append)
+    assert [(r["batch"], r["context"]) for r in runs] == [(1, 64), (2, 256)]  # the third passes the memory limit
+    assert "left out" in lines[-1] and "batch=4 context=4096" in lines[-1]
+    raw = {"env": {"cpu": "test", "date_utc": "2026-11-30", "python": "3", "platform": "p"},
+           "bandwidth": {"read": {"bytes": 1e6, "seconds": 1e-4}},
+           "gemm_per_call": [], "decode_attention": runs}
+    raw["gemm_per_call"] = [probe._gemm_entry(2, 8, 8, 4, 1e-6, 1e-6, "fp32")]
+    parsed = M.parse_measurement(raw, "cpu sweep").decode_attention
+    assert [r.groups for r in parsed] == [2, 4]
+    assert all(r.bytes == M.decode_attention_bytes(r.batch, r.context, 4, 2, 16) for r in parsed)
+    with pytest.raises(ValueError, match="do not share 3 KV heads evenly"):
+        probe.decode_attention_sweep(torch, "cpu", timer, heads=(4, 3, 16), progress=None)
+    with pytest.raises(ValueError, match=r"decode_attention must be \(batch, context\) pairs"):
+        probe.decode_attention_sweep(torch, "cpu", timer, grid=[(1, 2, 3)], progress=None)

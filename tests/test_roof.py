@@ -238,3 +238,100 @@ def test_the_package_needs_numpy_only():
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert '"time_s"' in proc.stdout
+
+
+# --- the decode attention sweep (a record from roofline.probe has it; the shipped H200 record does not) ----
+
+def _with_decode_sweep(rec, seconds):
+    """The shipped record's raw JSON plus a decode attention sweep whose kernel takes ``seconds(run)``."""
+    from roofline.measured.records import _read
+
+    raw, name = _read("h200-2026-11-29")
+    runs = []
+    for b in (1, 4, 16, 64):
+        for c in (2048, 8192, 131072):
+            nbytes = M.decode_attention_bytes(b, c, 32, 8, 128)
+            runs.append({"batch": b, "context": c, "heads": 32, "kv_heads": 8, "head_dim": 128, "bytes": nbytes,
+                         "seconds": seconds(b * 8, nbytes)})
+    return M.parse_measurement({**raw, "decode_attention": runs}, name)
+
+
+def _few_groups(groups, nbytes):
+    """A kernel that streams at 4 TB/s once it has 64 groups of work, proportionally less below."""
+    return 2e-6 + nbytes / (4e12 * min(1.0, groups / 64))
+
+
+def test_a_decode_sweep_times_decode_attention_by_its_groups_of_work(rec, cal):
+    swept = _with_decode_sweep(rec, _few_groups)
+    roof = M.calibrated_roof(swept, M.load_layers())
+    assert roof.decode_groups == (8.0, 32.0, 128.0, 512.0)
+    model = M.model_of(rec)
+
+    def attention(batch, context, r=roof):
+        step = rl.decode_step(model, batch, context, accounting="refined", **M.MEASURED_WORKLOAD)
+        op = next(o for o in step.ops if o.name == "attention")
+        return op, r.kernel_seconds(op)[1]
+
+    # at a swept shape, each layer's kernel takes what the sweep measured for its bytes
+    op, t = attention(1, 131072)
+    assert op.groups == 8
+    measured = _few_groups(8, M.decode_attention_bytes(1, 131072, 32, 8, 128))
+    assert t / model.num_layers == pytest.approx(measured, rel=1e-3)
+    # one sequence leaves 7/8 of the streaming rate unused: 8x the read sweep's time over the same bytes
+    assert t > 7 * cal.kernel_seconds(op)[1]
+    # between swept shapes the bandwidth lies between its neighbours'
+    bw = roof.decode_attention_bandwidth
+    per = M.decode_attention_bytes(1, 131072, 32, 8, 128) / 8
+    assert bw(8, per) < bw(16, per) < bw(32, per)
+    # a vectorized sweep gives the same as one call per point
+    batches = np.array([1, 2, 16, 256])
+    many = roof.decode_attention_bandwidth(batches * 8, per)
+    assert many == pytest.approx([float(bw(b * 8, per)) for b in batches])
+    # prefill attention and verify steps are not decode kernels: the sweep leaves them alone
+    for work in (rl.prefill(model, 2048, accounting="refined", **M.MEASURED_WORKLOAD),
+                 rl.verify_step(model, 8, 2048, accounting="refined")):
+        o = next(o for o in work.ops if o.name == "attention")
+        assert roof.kernel_seconds(o) == cal.kernel_seconds(o)
+    # carried to another chip, it scales with the datasheets' bandwidths
+    carried = roof.carried_to("h100-sxm", "h200-sxm")
+    assert carried.decode_attention_bandwidth(8, per) == pytest.approx(bw(8, per) * 3.35 / 4.8)
+
+
+def test_without_a_decode_sweep_nothing_changes(rec, cal):
+    assert rec.decode_attention == () and cal.decode_groups == ()
+    with pytest.raises(ValueError, match="no decode attention sweep"):
+        cal.decode_attention_bandwidth(8, 1e6)
+
+
+def test_a_decode_sweep_that_matches_the_read_benchmark_moves_no_prediction(rec, cal):
+    """A kernel as fast as the read sweep over the same bytes: at the swept shapes the held-out ratios
+    stay where they were (between and beyond them the two interpolations differ a little)."""
+    swept = _with_decode_sweep(rec, lambda groups, nbytes: float(cal.memory_seconds(nbytes)))
+    before = M.calibrated_comparisons(rec, M.load_layers())["decode"]
+    after = M.calibrated_comparisons(swept, M.load_layers())["decode"]
+    shapes = {(r.batch, r.context) for r in swept.decode_attention}
+    pairs = [(b, a) for r, b, a in zip(rec.decode, before, after) if (r.batch, r.context) in shapes]
+    assert len(pairs) == 7
+    for b, a in pairs:
+        assert a.ratio == pytest.approx(b.ratio, rel=1e-3), a.label
+
+
+def test_a_decode_sweep_is_checked_when_read(rec):
+    from roofline.measured.records import _read
+
+    raw, _ = _read("h200-2026-11-29")
+    good = {"batch": 1, "context": 2048, "heads": 32, "kv_heads": 8, "head_dim": 128,
+            "bytes": M.decode_attention_bytes(1, 2048, 32, 8, 128), "seconds": 1e-5}
+    with pytest.raises(M.MeasurementError, match=r"decode_attention\[0\] field 'bytes': expected"):
+        M.parse_measurement({**raw, "decode_attention": [{**good, "bytes": 1e6}]})
+    with pytest.raises(M.MeasurementError, match=r"decode_attention\[0\]: missing 'kv_heads'"):
+        M.parse_measurement({**raw, "decode_attention": [{k: v for k, v in good.items() if k != "kv_heads"}]})
+    with pytest.raises(M.MeasurementError, match="do not share 7 KV heads evenly"):
+        M.parse_measurement({**raw, "decode_attention": [{**good, "kv_heads": 7}]})
+    with pytest.raises(ValueError, match="batch must be a whole number > 0, got 0"):
+        M.decode_attention_bytes(0, 2048, 32, 8, 128)
+    with pytest.raises(ValueError, match="one .* curve per entry of decode_groups: 1 curves for 2 group counts"):
+        rl.CalibratedRoof("c", 1e12, (1.0,), (1e-6,), {}, {}, {"graph": 1e-6}, decode_groups=(8.0, 16.0),
+                          decode_curves=(((1e6,), (1e12,)),))
+    run = M.parse_measurement({**raw, "decode_attention": [good]}).decode_attention[0]
+    assert run.groups == 8 and run.bytes_per_s == pytest.approx(good["bytes"] / 1e-5)

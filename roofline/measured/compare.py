@@ -103,7 +103,10 @@ def calibrated_roof(record: Measurement, layers: "LayersMeasurement | None" = No
       and for fp8 of the per-call sweep (launch-bound at small ``m``: an underestimate there);
     - flash attention's FLOP/s by sequence length from ``layers.attention`` when given (causal FLOPs
       counted exactly, as the refined accounting does);
-    - the launch latency per kernel, eager and CUDA graph, from ``launch_overhead``.
+    - the launch latency per kernel, eager and CUDA graph, from ``launch_overhead``;
+    - when the record has ``decode_attention`` (from :func:`roofline.probe.gpu_record`), the bandwidth a
+      decode attention kernel reached by sequences x KV heads and bytes per group: a kernel with few
+      groups cannot keep every multiprocessor busy. Without it, attention is timed by the read sweep.
 
     The end-to-end decode and prefill times are not used: they are what the roof is tested against.
     """
@@ -136,10 +139,19 @@ def calibrated_roof(record: Measurement, layers: "LayersMeasurement | None" = No
         att_t = tuple(float(r.tokens) for r in runs)
         att_f = tuple(float(attention_flops(r.tokens, r.tokens, r.heads * r.head_dim, causal="exact")) / r.flash_seconds
                       for r in runs)
+    by_groups: dict[int, dict[float, float]] = {}
+    for r in record.decode_attention:  # the best of repeated shapes, per group count and bytes per group
+        curve_ = by_groups.setdefault(r.groups, {})
+        per = r.bytes / r.groups
+        curve_[per] = max(curve_.get(per, 0.0), r.bytes_per_s)
+    groups = tuple(float(g) for g in sorted(by_groups))
+    curves = tuple((tuple(sorted(by_groups[g])), tuple(by_groups[g][x] for x in sorted(by_groups[g])))
+                   for g in sorted(by_groups))
     lo = record.launch_overhead
     return CalibratedRoof(label or f"{record.env.device} calibrated", max(found),
                           tuple(float(r.bytes) for r in reads), tuple(float(r.seconds) for r in reads), rows, flops,
-                          {"graph": lo.graph_s_per_kernel, "eager": lo.eager_s_per_kernel}, mode, att_t, att_f)
+                          {"graph": lo.graph_s_per_kernel, "eager": lo.eager_s_per_kernel}, mode, att_t, att_f,
+                          groups, curves)
 
 
 def calibrated_roof_for(hardware, *, mode: str = "graph", carry: bool = False):
@@ -248,8 +260,8 @@ CALIBRATION_BAND = 1.25
 CALIBRATION_EXCEPTIONS = MappingProxyType({
     "decode batch=1 context=131072": (
         "attention over 131k cached tokens for one sequence: the kernel parallelizes over batch x heads, 32 "
-        "thread blocks for 132 SMs, and reads the cache at about half the bandwidth; no microbenchmark in the "
-        "record measures a kernel with so few blocks"),
+        "thread blocks for 132 SMs, and reads the cache at about half the bandwidth; the record predates the "
+        "probe's decode attention sweep, which measures a kernel with so few blocks"),
 })
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Mapping
 
-from .._check import unknown_name
+from .._check import number, unknown_name
 from ..cost import Cost
 
 __all__ = [
@@ -30,6 +30,8 @@ __all__ = [
     "DecodeOp",
     "DecodeRun",
     "PrefillRun",
+    "DecodeAttentionRun",
+    "decode_attention_bytes",
     "Measurement",
     "VerifyRun",
     "AttentionRun",
@@ -169,6 +171,39 @@ class PrefillRun:
 
 
 @dataclass(frozen=True)
+class DecodeAttentionRun:
+    """One attention kernel of a decode step, alone: ``batch`` sequences of one query each, every query
+    head over ``context`` cached tokens of its KV head. ``bytes`` is what it must move at least: the keys
+    and values read, the queries read and the output written."""
+
+    batch: int
+    context: int
+    heads: int
+    kv_heads: int
+    head_dim: int
+    bytes: float
+    seconds: float
+
+    @property
+    def groups(self) -> int:
+        """Sequences x KV heads: the independent pieces of work a kernel can hand to the GPU's processors."""
+        return self.batch * self.kv_heads
+
+    @property
+    def bytes_per_s(self) -> float:
+        return self.bytes / self.seconds
+
+
+def decode_attention_bytes(batch: int, context: int, heads: int, kv_heads: int, head_dim: int, itemsize: int = 2) -> int:
+    """The least HBM bytes of a decode attention kernel: K and V of every cached token read, one query per
+    head read and one output per head written."""
+    for name, v in (("batch", batch), ("context", context), ("heads", heads), ("kv_heads", kv_heads),
+                    ("head_dim", head_dim), ("itemsize", itemsize)):
+        number(name, v, integer=True)
+    return itemsize * head_dim * batch * (2 * kv_heads * context + 2 * heads)
+
+
+@dataclass(frozen=True)
 class Measurement:
     """One measurement file: the machine, its bandwidths and matmuls, and (on a GPU) model steps."""
 
@@ -186,6 +221,7 @@ class Measurement:
     decode: tuple[DecodeRun, ...] = ()
     prefill: tuple[PrefillRun, ...] = ()
     notes: Mapping[str, str] = field(default_factory=dict, repr=False)
+    decode_attention: tuple[DecodeAttentionRun, ...] = ()
 
     def gemms(self, dtype: str = "bf16") -> tuple[Gemm, ...]:
         """Every matmul of ``dtype`` in the file, graph-timed and per call."""
@@ -347,8 +383,21 @@ def parse_measurement(raw: dict, name: str = "measurement") -> Measurement:
         _get(w, r, "tokens", "count"), _get(w, r, "seconds"), _get(w, r, "best_seconds")))
     if (decode or prefill) and model is None:
         raise MeasurementError(f"{where}: has decode or prefill runs but no 'model' (their shape)")
+    attention = _records(where, raw, "decode_attention", _decode_attention)
     return Measurement(name, str(raw.get("about", "")), env, MappingProxyType(bandwidth), gemm_graph, gemm_per_call,
-                       fp8, sizes, launch, model, ops, decode, prefill, MappingProxyType(dict(raw.get("notes", {}))))
+                       fp8, sizes, launch, model, ops, decode, prefill, MappingProxyType(dict(raw.get("notes", {}))),
+                       attention)
+
+
+def _decode_attention(where: str, r) -> DecodeAttentionRun:
+    shape = [_get(where, r, x, "count") for x in ("batch", "context", "heads", "kv_heads", "head_dim")]
+    if shape[2] % shape[3]:
+        raise MeasurementError(f"{where} field 'heads': {shape[2]} query heads do not share {shape[3]} KV heads evenly")
+    nbytes, least = _get(where, r, "bytes"), decode_attention_bytes(*shape)
+    if nbytes != least:
+        raise MeasurementError(f"{where} field 'bytes': expected 2 x head_dim x batch x (2 x kv_heads x context + "
+                               f"2 x heads) = {least} (bf16), got {nbytes:.0f}")
+    return DecodeAttentionRun(*shape, nbytes, _get(where, r, "seconds"))
 
 
 def parse_layers(raw: dict, name: str = "layers") -> LayersMeasurement:
