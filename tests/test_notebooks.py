@@ -146,6 +146,24 @@ def test_figures_are_captioned_described_and_saved_for_slides(path):
             assert (ROOT / "figures" / f"{saved.group(1)}.{ext}").stat().st_size > 1000
 
 
+def test_every_figure_file_is_whole():
+    """figures/ is course material: a PNG that stops before its end chunk, or an SVG cut off mid-element
+    (a file caught half-written by a commit), must not ship."""
+    from xml.etree import ElementTree
+
+    files = sorted((ROOT / "figures").iterdir())
+    assert files
+    for f in files:
+        if f.suffix == ".png":
+            data = f.read_bytes()
+            assert data[:8] == b"\x89PNG\r\n\x1a\n" and data.endswith(b"IEND\xaeB`\x82"), f"{f.name} is not a whole PNG"
+        elif f.suffix == ".svg":
+            try:
+                ElementTree.parse(f)
+            except ElementTree.ParseError as e:
+                raise AssertionError(f"{f.name} is not a whole SVG: {e}") from None
+
+
 def test_figure_names_are_unique_across_the_book():
     """A {numref} target is global to the site: two chapters naming a figure alike would make the build fail
     (duplicate label) or, worse, link a reader to the other chapter's figure."""
