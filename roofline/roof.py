@@ -203,7 +203,13 @@ class CalibratedRoof:
     def kernel_seconds(self, op: Op):
         """(compute, memory) seconds of an operation's launches: its bytes at the bandwidth a kernel of
         that size reached, its FLOPs at the rate a matmul of its rows (or flash attention of its length)
-        reached, else at the measured peak of its format."""
+        reached, else at the measured peak of its format.
+
+        A matmul below this roof's ridge point (fewer FLOPs per byte than the measured peak over the
+        sustained bandwidth) streams its operands: the sweep timed such products at the speed they read
+        their weights, so its time at the matmul's rows counts as memory time, and its compute time is
+        its FLOPs at the peak. The kernel rule's time is the same either way; the bound is named right.
+        """
         per = op.count or 1
         if (op.kind == "attention" and op.groups is not None and self.decode_groups
                 and np.all(np.asarray(op.queries) == 1)):  # a decode kernel, timed by the decode sweep
@@ -211,8 +217,13 @@ class CalibratedRoof:
         else:
             memory = per * self.memory_seconds(op.bytes / per)
         if op.kind == "matmul" and op.m is not None:
-            rate = self.matmul_flops_per_s(op.m, op.math)
-        elif op.kind == "attention" and op.queries is not None:
+            peak = self.peak(op.math)
+            swept = op.flops / self.matmul_flops_per_s(op.m, op.math)
+            streams = op.flops * self.bandwidth < peak * op.bytes
+            if np.ndim(streams) == 0:
+                return (op.flops / peak, np.maximum(memory, swept)) if streams else (swept, memory)
+            return np.where(streams, op.flops / peak, swept), np.where(streams, np.maximum(memory, swept), memory)
+        if op.kind == "attention" and op.queries is not None:
             rate = self.attention_flops_per_s(op.queries, op.math)
         else:
             rate = self.peak(op.math)

@@ -330,3 +330,15 @@ def test_decode_attention_sweep_runs_on_any_torch_device():
         probe.decode_attention_sweep(torch, "cpu", timer, heads=(4, 3, 16), progress=None)
     with pytest.raises(ValueError, match=r"decode_attention must be \(batch, context\) pairs"):
         probe.decode_attention_sweep(torch, "cpu", timer, grid=[(1, 2, 3)], progress=None)
+
+
+def test_the_fastest_product_at_a_row_count_sets_the_calibrated_rate(rec):
+    cal = M.calibrated_roof(rec)
+    for m in (1, 128, 4096):
+        g = rec.fastest_gemm(m)
+        assert g.m == m and float(cal.matmul_flops_per_s(m)) == pytest.approx(g.flops_per_s)
+        assert g.bytes_per_s == pytest.approx(g.min_bytes / g.seconds)
+    # a batch-1 product reads about one byte per FLOP, so its FLOP/s is its bandwidth in bytes/s
+    assert rec.fastest_gemm(1).flops_per_s == pytest.approx(rec.fastest_gemm(1).bytes_per_s, rel=0.01)
+    with pytest.raises(ValueError, match=r"m must be a row count of the graph-timed sweep \(1, 2, 4"):
+        rec.fastest_gemm(3)

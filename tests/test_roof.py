@@ -335,3 +335,27 @@ def test_a_decode_sweep_is_checked_when_read(rec):
                           decode_curves=(((1e6,), (1e12,)),))
     run = M.parse_measurement({**raw, "decode_attention": [good]}).decode_attention[0]
     assert run.groups == 8 and run.bytes_per_s == pytest.approx(good["bytes"] / 1e-5)
+
+
+def test_a_calibrated_matmul_below_the_ridge_is_bound_by_memory(rec, cal):
+    """The sweeps timed small products at the speed they stream their weights: a batch-1 decode's matmuls
+    are memory-bound on the calibrated roof, a long prefill's are compute-bound, and either way the
+    kernel's time is the sweep's time at its rows."""
+    model = M.model_of(rec)
+    ridge = cal.peak("bf16") / cal.bandwidth
+    for work, bound in ((rl.decode_step(model, 1, 2048, accounting="refined", **M.MEASURED_WORKLOAD), "memory"),
+                        (rl.prefill(model, 8192, accounting="refined", **M.MEASURED_WORKLOAD), "compute")):
+        for op in (o for o in work.ops if o.kind == "matmul"):
+            compute, memory = cal.kernel_seconds(op)
+            assert (compute > memory) == (bound == "compute") == (op.flops / op.bytes > ridge), op.name
+            swept = op.flops / cal.matmul_flops_per_s(op.m)
+            assert max(compute, memory) == pytest.approx(max(swept, op.count * cal.memory_seconds(op.bytes / op.count)))
+    # vectorized over batch, the same split as one call per batch
+    batches = np.array([1, 64, 512, 4096])
+    step = rl.decode_step(model, batches, 2048, accounting="refined", **M.MEASURED_WORKLOAD)
+    qkv = next(o for o in step.ops if o.name == "qkv")
+    many = np.array(cal.kernel_seconds(qkv))
+    for i, b in enumerate(batches):
+        one = next(o for o in rl.decode_step(model, int(b), 2048, accounting="refined", **M.MEASURED_WORKLOAD).ops
+                   if o.name == "qkv")
+        assert many[:, i] == pytest.approx(np.array(cal.kernel_seconds(one), dtype=float))

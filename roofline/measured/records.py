@@ -99,6 +99,11 @@ class Gemm:
         return self.flops / self.min_bytes
 
     @property
+    def bytes_per_s(self) -> float:
+        """The least bytes the product moves over its median time: the bandwidth it streamed at."""
+        return self.min_bytes / self.seconds
+
+    @property
     def cost(self) -> Cost:
         """The product's cost as measured: its FLOPs and the minimum bytes the file records (an fp8
         product writes a bf16 output, which ``rl.matmul(..., 'fp8')`` would count at one byte)."""
@@ -226,6 +231,14 @@ class Measurement:
     def gemms(self, dtype: str = "bf16") -> tuple[Gemm, ...]:
         """Every matmul of ``dtype`` in the file, graph-timed and per call."""
         return tuple(g for g in (*self.gemm_graph, *self.gemm_per_call, *self.gemm_fp8_per_call) if g.dtype == dtype)
+
+    def fastest_gemm(self, m: int) -> Gemm:
+        """The graph-timed product of ``m`` rows that reached the most FLOP/s: the one that sets a
+        calibrated roof's matmul rate at ``m``."""
+        found = [g for g in self.gemm_graph if g.m == m]
+        if not found:
+            raise ValueError(f"m must be a row count of the graph-timed sweep ({', '.join(map(str, sorted({g.m for g in self.gemm_graph})))}), got {m!r}")
+        return max(found, key=lambda g: g.flops_per_s)
 
 
 @dataclass(frozen=True)
