@@ -397,7 +397,7 @@ def calibration_chart(roof, datasheet: Hardware | str, *, title=None):
         right.set_yscale("log")
         right.set_xlabel("rows m (tokens), or sequence length")
         right.set_ylabel("TFLOP/s reached")
-        right.set_title("compute: small shapes fill the tiles badly", fontsize=10)
+        right.set_title("compute: few rows are bound by reading the weights", fontsize=10)
         right.legend(loc="lower right", fontsize=8)
         if title:
             fig.suptitle(title, fontsize=11)

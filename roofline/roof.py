@@ -42,7 +42,7 @@ from .hardware import Hardware, get_hardware
 from .ops import Op
 
 __all__ = [
-    "TIMINGS", "Roof", "CalibratedRoof", "ridge_point", "as_roof", "attainable_flops", "Prediction", "OpTime",
+    "TIMINGS", "KIND_GROUPS", "Roof", "CalibratedRoof", "ridge_point", "as_roof", "attainable_flops", "Prediction", "OpTime",
     "predict",
 ]
 
@@ -315,6 +315,10 @@ class OpTime(NamedTuple):
         return str(out) if out.ndim == 0 else out
 
 
+# How kernels are grouped when a step's time is split by kind (Prediction.time_by_kind)
+KIND_GROUPS = MappingProxyType({"matmul": ("matmul",), "attention": ("attention",), "elementwise": ("elementwise", "lookup")})
+
+
 @dataclass(frozen=True)
 class Prediction:
     """What the roofline says of one piece of work (or a sweep of them) under one roof and timing rule."""
@@ -364,6 +368,16 @@ class Prediction:
     def shortfall(self):
         """How many times below the ridge point the work sits (below 1 means past the ridge)."""
         return _scalar(np.divide(self.roof.ridge_point, self.cost.intensity))
+
+    def time_by_kind(self) -> dict[str, float]:
+        """Seconds of the kernels by kind: 'matmul', 'attention' and 'elementwise' (lookups counted with
+        the elementwise kernels), each the sum of its kernels' own times under the rule (under the step
+        rule those are each kernel's max, which need not add up to the step's time)."""
+        out = {}
+        for group, kinds in KIND_GROUPS.items():
+            out[group] = _scalar(sum((np.asarray(t.time, dtype=float) for t in self.ops if t.op.kind in kinds),
+                                     np.zeros_like(np.asarray(self.time, dtype=float))))
+        return out
 
     def op(self, name: str) -> OpTime:
         """The times of the operation called ``name``."""

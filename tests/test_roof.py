@@ -359,3 +359,20 @@ def test_a_calibrated_matmul_below_the_ridge_is_bound_by_memory(rec, cal):
         one = next(o for o in rl.decode_step(model, int(b), 2048, accounting="refined", **M.MEASURED_WORKLOAD).ops
                    if o.name == "qkv")
         assert many[:, i] == pytest.approx(np.array(cal.kernel_seconds(one), dtype=float))
+
+
+def test_time_by_kind_splits_the_kernel_rule_time(h100):
+    """The kernels' times by kind add up to the kernel rule's time: matmuls, attention, and the
+    elementwise kernels with the embedding lookup."""
+    step = rl.decode_step("llama-3-8b", 1, 2048, accounting="refined")
+    pred = rl.predict(step, h100, timing="kernel")
+    kinds = pred.time_by_kind()
+    assert set(kinds) == {"matmul", "attention", "elementwise"}
+    assert sum(kinds.values()) == pytest.approx(pred.time)
+    assert kinds["attention"] == pytest.approx(float(pred.op("attention").time))
+    # a batch-1 decode on a datasheet: nearly all of it the weight matmuls
+    assert kinds["matmul"] / pred.time > 0.9
+    # vectorized: one split per point
+    many = rl.predict(rl.decode_step("llama-3-8b", np.array([1, 64]), 2048, accounting="refined"), h100,
+                      timing="kernel").time_by_kind()
+    assert many["matmul"].shape == (2,) and many["matmul"][0] == pytest.approx(kinds["matmul"])
