@@ -8,6 +8,8 @@ import html
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
+import numpy as np
+
 from .cost import Breakdown
 from .hardware import get_hardware
 from .memory import (KORTHIKANTI_CONFIGS, RECIPES, RECOMPUTE_POLICIES, activation_bytes, korthikanti_bytes,
@@ -161,17 +163,37 @@ def hardware_table(hardware: Sequence, dtype: str = "bf16", title: str = "", *, 
 
 
 def mfu_table(model, hardware, mfus: Sequence[float], *, attention_context=None, title: str = "") -> Table:
-    """MFU backed out into training throughput: tokens/s per GPU at each MFU."""
+    """MFU backed out into training throughput: tokens/s per GPU at each MFU.
 
+    ``attention_context`` adds a column that counts attention's FLOPs too: one sequence length for
+    every row, or a sequence of them, one per MFU (each report at the length its run trained on), in
+    which case a column names each row's length.
+    """
+
+    mfus = list(mfus)
+    per_row = attention_context is not None and not np.isscalar(attention_context)
+    if per_row:
+        contexts = list(attention_context)
+        if len(contexts) != len(mfus):
+            raise ValueError(f"attention_context must be one sequence length, or one per MFU ({len(mfus)}), "
+                             f"got {len(contexts)} lengths")
+    else:
+        contexts = [attention_context] * len(mfus)
     rows = []
-    for u in mfus:
-        row = [f"{100 * u:.0f}%", f"{tokens_per_s_at_mfu(u, model, hardware):,.0f}"]
-        if attention_context is not None:
-            row.append(f"{tokens_per_s_at_mfu(u, model, hardware, attention_context=attention_context):,.0f}")
+    for u, ctx in zip(mfus, contexts):
+        row = [f"{100 * u:.0f}%"]
+        if per_row:
+            row.append(f"{ctx:,}")
+        row.append(f"{tokens_per_s_at_mfu(u, model, hardware):,.0f}")
+        if ctx is not None:
+            row.append(f"{tokens_per_s_at_mfu(u, model, hardware, attention_context=ctx):,.0f}")
         rows.append(tuple(row))
-    columns = ["MFU", "tokens/s per GPU (6N)"]
-    if attention_context is not None:
-        columns.append(f"with attention at {attention_context:,} tokens")
+    if per_row:
+        columns = ["MFU", "sequence (tokens)", "tokens/s per GPU (6N)", "with attention"]
+    else:
+        columns = ["MFU", "tokens/s per GPU (6N)"]
+        if attention_context is not None:
+            columns.append(f"with attention at {attention_context:,} tokens")
     return Table(tuple(columns), tuple(rows), title)
 
 

@@ -32,6 +32,7 @@ __all__ = [
     "model_state_bytes",
     "gradient_sync_tokens",
     "MFU_REPORTS",
+    "MfuReport",
     "PUBLISHED",
     "PHASES",
     "training_step",
@@ -120,11 +121,28 @@ def model_state_bytes(model, recipe: str = "mixed-adam"):
     return model_state(model, recipe).total
 
 
-# Reported MFU, for calibration: (low, high, source).
+@dataclass(frozen=True)
+class MfuReport:
+    """A published MFU and the run it was measured on: GPUs and the sequence length of that stage."""
+
+    mfu: float
+    gpus: int
+    seq: int
+    source: str
+
+
+_LLAMA3 = "Grattafiori and colleagues, the Llama 3 paper (arXiv:2407.21783, 2024), section 3.3.2, Table 4"
+
+# Reported MFU, one entry per stage of a run, each with the sequence length it ran at: the same MFU
+# implies fewer tokens per second at long sequences, where attention adds FLOPs per token.
 MFU_REPORTS = {
-    "dense pretraining on H100s": (0.35, 0.45, "typical range for large dense runs, as chapter 1 states it"),
-    "Llama 3 405B on 8,192-16,384 H100s": (
-        0.38, 0.43, "Grattafiori and colleagues, the Llama 3 paper (arXiv:2407.21783, 2024), section 3.3.2, Table 4"),
+    "Llama 3 405B, 8,192 H100s, 8,192-token sequences": MfuReport(
+        0.43, 8192, 8192, f"{_LLAMA3}: TP 8, CP 1, PP 16, DP 64, 430 TFLOP/s per GPU, 43% BF16 MFU"),
+    "Llama 3 405B, 16,384 H100s, 8,192-token sequences": MfuReport(
+        0.41, 16384, 8192, f"{_LLAMA3}: TP 8, CP 1, PP 16, DP 128, 400 TFLOP/s per GPU, 41% BF16 MFU"),
+    "Llama 3 405B, 16,384 H100s, 131,072-token sequences": MfuReport(
+        0.38, 16384, 131072, f"{_LLAMA3}: long-context stage, TP 8, CP 16, PP 16, DP 8, 380 TFLOP/s per GPU, "
+                             "38% BF16 MFU"),
 }
 
 
@@ -391,8 +409,8 @@ def offload_hiding_seq(model: Model | str, hardware: Hardware | str, *, recomput
 
 
 def best_plan(model: Model | str, hardware: Hardware | str, *, seq, micro_batch=1, policies=None, **kwargs):
-    """The fastest plan that fits, among ``policies`` (default: none, selective, full, every-2 to
-    every-8, each with and without offloading), for one sequence length and micro-batch (chapter 3).
+    """The fastest plan that fits, among ``policies`` (default: none, selective, full, every-2,
+    every-4 and every-8, each with and without offloading), for one sequence length and micro-batch (chapter 3).
     None when nothing fits. ``kwargs`` go to :func:`plan_training` (gpus, zero_stage, achieved...).
     A tie in time goes to the plan without offloading, then to the smaller footprint."""
     if policies is None:

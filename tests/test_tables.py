@@ -1,5 +1,7 @@
 """The book's tables: each cell a reader sees, checked against the formula it prints."""
 
+import pytest
+
 import roofline as rl
 from roofline import memory as M
 from roofline import tables
@@ -34,6 +36,22 @@ def test_mfu_table_is_tokens_per_second_per_gpu(llama, h100):
     t = tables.mfu_table(llama, h100, [0.4], attention_context=8192)
     assert t.rows == ((
         "40%", f"{0.4 * 989.4e12 / (6 * n):,.0f}", f"{0.4 * 989.4e12 / (6 * n + 6 * 8192 * 4096 * 32):,.0f}"),)
+
+
+def test_mfu_table_takes_each_report_at_its_own_sequence_length(h100):
+    # Llama 3 405B's Table 4: 43% at 8,192 tokens, 38% at 131,072 (context parallelism 16). Attention's
+    # training FLOPs per token are 6 s d L (half the causal square, three passes) on top of 6N.
+    big = rl.load_model("llama-3.1-405b")
+    n, d, layers = big.params, big.num_heads * big.head_dim, big.num_layers
+    t = tables.mfu_table(big, h100, [0.43, 0.38], attention_context=[8192, 131072])
+    assert t.columns == ("MFU", "sequence (tokens)", "tokens/s per GPU (6N)", "with attention")
+    assert t.rows == (
+        ("43%", "8,192", f"{0.43 * 989.4e12 / (6 * n):,.0f}", f"{0.43 * 989.4e12 / (6 * n + 6 * 8192 * d * layers):,.0f}"),
+        ("38%", "131,072", f"{0.38 * 989.4e12 / (6 * n):,.0f}",
+         f"{0.38 * 989.4e12 / (6 * n + 6 * 131072 * d * layers):,.0f}"))
+    assert t.rows[1][2:] == ("154", "93")  # the long-context stage: 93 tokens/s per GPU with attention, not 154
+    with pytest.raises(ValueError, match="attention_context must be one sequence length, or one per MFU"):
+        tables.mfu_table(big, h100, [0.43, 0.38], attention_context=[8192])
 
 
 def test_recipes_table_spells_the_bytes_per_parameter(llama):
