@@ -316,10 +316,17 @@ def tier_ridge(hardware: Hardware | str, tier: str = "scale_up", *, dtype: str =
     return hw.peak_flops(dtype) / hw.interconnect[tier].each_way
 
 
-def hiding_width(model: Model | str, t, hardware: Hardware | str, tier: str = "scale_up", *, dtype: str = "bf16"):
+def hiding_width(model: Model | str, t, hardware: Hardware | str, tier: str = "scale_up", *, dtype: str = "bf16",
+                 tokens=None):
     """The hidden size at which :func:`tp_intensity` reaches :func:`tier_ridge`: the narrowest width, with
     the model's proportions, whose matmuls take as long as its all-reduces' bytes on ``tier``. Below it
-    tensor parallelism of degree ``t`` cannot hide behind the compute even with perfect overlap."""
+    tensor parallelism of degree ``t`` cannot hide behind the compute even with perfect overlap.
+
+    That count has no latency, so the tokens cancel. Given ``tokens`` (per micro-batch), the width is
+    where a block's matmuls take as long as its two all-reduces *with* their latency
+    (:func:`~roofline.collectives.collective_cost` on ``tier``): the positive root of
+    ``2 s c h^2 / (t P) = 2 (lat + 2 (t-1)/t s h a / B)``, with ``c h^2`` the block's matmul weights. It is
+    wider than the latency-free width and falls towards it as ``tokens`` grows."""
     m = load_model(model)
     ridge = tier_ridge(hardware, tier, dtype=dtype)
     per_h2 = m.layer_matmul_params / m.hidden_size ** 2
@@ -327,6 +334,17 @@ def hiding_width(model: Model | str, t, hardware: Hardware | str, tier: str = "s
     a = dtype_bytes(dtype)
     with np.errstate(divide="ignore"):
         out = np.where(np.asarray(t) > 1, ridge * 2 * (np.asarray(t, dtype=float) - 1) * a / per_h2, 0.0)
+    if tokens is not None:
+        s = number("tokens", tokens, integer=True)
+        if np.ndim(t) or np.ndim(s):
+            raise TypeError("hiding_width with tokens takes one degree t and one token count, not arrays")
+        if t > 1:
+            hw = get_hardware(hardware)
+            latency = float(collective_cost("all_reduce", int(t), 1.0, hw, tier=tier).latency)
+            # q h^2 - l h - latency = 0, with q h^2 the compute and l h the transfer of the two all-reduces, halved
+            q = s * per_h2 / (t * hw.peak_flops(dtype))
+            lin = 2 * (t - 1) / t * s * a / hw.interconnect[tier].each_way
+            out = (lin + np.sqrt(lin * lin + 4 * q * latency)) / (2 * q)
     return float(out) if np.ndim(out) == 0 else out
 
 

@@ -100,6 +100,23 @@ def test_hiding_width_is_where_intensity_meets_the_ridge():
         assert tp.tp_intensity(model, 16) < tp.tier_ridge("h100", "network")
 
 
+def test_hiding_width_with_tokens_counts_the_all_reduces_latency():
+    m = rl.load_model("llama-3-70b")
+    h = rl.get_hardware("h100")
+    bare = tp.hiding_width(m, 8, h, "scale_up")
+    w = tp.hiding_width(m, 8, h, "scale_up", tokens=4096)
+    # at that width a block's matmuls take exactly as long as its two all-reduces, latency included
+    compute = 2 * 4096 * m.layer_matmul_params / m.hidden_size ** 2 * w * w / 8 / h.peak_flops("bf16")
+    exchange = 2 * col.collective_cost("all_reduce", 8, 4096 * w * 2, h, tier="scale_up").time
+    assert compute == pytest.approx(exchange, rel=1e-9)
+    # the latency makes it wider than the latency-free width (about 6% at 4,096 tokens), less so with more tokens
+    assert 1.05 * bare < w < 1.07 * bare
+    assert bare < tp.hiding_width(m, 8, h, "scale_up", tokens=65536) < w < tp.hiding_width(m, 8, h, "scale_up", tokens=1024)
+    assert tp.hiding_width(m, 1, h, "scale_up", tokens=4096) == 0.0
+    with pytest.raises(ValueError, match="tokens must be"):
+        tp.hiding_width(m, 8, h, "scale_up", tokens=0)
+
+
 def test_tier_ridge_of_an_h100():
     assert tp.tier_ridge("h100", "scale_up") == pytest.approx(rl.get_hardware("h100").peak_flops("bf16") / 450e9)
 
