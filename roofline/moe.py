@@ -138,11 +138,13 @@ def simulate_experts_touched(num_experts, top_k, tokens, *, trials: int = 2000, 
     return float(counts.mean()), float(counts.std(ddof=1)) if trials > 1 else 0.0
 
 
-def nodes_touched(num_experts, top_k, nodes):
+def nodes_touched(num_experts, top_k, nodes, *, remote: bool = False):
     """Expected distinct nodes one token's ``top_k`` experts sit on, the ``num_experts`` spread evenly over
     ``nodes`` nodes, under uniform routing without a node limit: ``n (1 - C(E - E/n, k) / C(E, k))``
-    (a node is missed when all ``k`` choices fall among the other nodes' experts). Each node reached is
-    one copy of the token's hidden vector across the network; DeepSeek-V3 caps it (:data:`PUBLISHED`)."""
+    (a node is missed when all ``k`` choices fall among the other nodes' experts). With ``remote=True``,
+    only the nodes other than the one the token sits on: ``(n - 1) (1 - C(E - E/n, k) / C(E, k))``. Each
+    remote node reached is one copy of the token's hidden vector across the network (its own node's experts
+    cost NVLink only); DeepSeek-V3 caps the nodes (:data:`PUBLISHED`)."""
     E, k = _experts(num_experts, top_k)
     n = number("nodes", nodes, integer=True)
     if any(np.ndim(x) for x in (E, k, n)):
@@ -150,7 +152,9 @@ def nodes_touched(num_experts, top_k, nodes):
     E, k, n = int(E), int(k), int(n)
     if E % n:
         raise ValueError(f"nodes must divide num_experts ({E}) evenly, got {n}")
-    return n * (1.0 - math.comb(E - E // n, k) / math.comb(E, k))
+    if not isinstance(remote, bool):
+        raise TypeError(f"remote must be True or False, got {remote!r}")
+    return (n - 1 if remote else n) * (1.0 - math.comb(E - E // n, k) / math.comb(E, k))
 
 
 def saturation_batch(model: Model | str, fraction: float = 0.99) -> int:

@@ -44,6 +44,21 @@ def test_nodes_touched_matches_a_seeded_simulation():
     assert moe.nodes_touched(256, 8, 1) == 1 and moe.nodes_touched(8, 8, 8) == 8
 
 
+def test_remote_nodes_leave_out_the_tokens_own_node():
+    # the token sits on node 0; count the other nodes its 8 experts fall on, as a reader would check
+    rng = np.random.default_rng(4)
+    trials = 20000
+    picks = np.argsort(rng.random((trials, 256)), axis=1)[:, :8] // 32
+    remote = np.array([len(set(row) - {0}) for row in picks])
+    expected = moe.nodes_touched(256, 8, 8, remote=True)
+    assert abs(remote.mean() - expected) < 4 * remote.std() / math.sqrt(trials)
+    assert 4.6 < expected < 4.65 < moe.nodes_touched(256, 8, 8)  # 7 (1 - C(224, 8) / C(256, 8)) = 4.633
+    assert moe.nodes_touched(256, 8, 1, remote=True) == 0  # one node: nothing leaves it
+    assert moe.nodes_touched(8, 8, 8, remote=True) == 7
+    with pytest.raises(TypeError, match="remote must be True or False"):
+        moe.nodes_touched(256, 8, 8, remote="yes")
+
+
 def test_saturation_batch_is_the_first_batch_past_the_fraction():
     for m in (MIXTRAL, V3):
         b = moe.saturation_batch(m, 0.99)
