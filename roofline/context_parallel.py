@@ -34,7 +34,7 @@ from .collectives import collective_cost
 from .cost import Breakdown
 from .hardware import Hardware, get_hardware
 from .inference import prefill
-from .memory import Footprint, layer_activations, training_footprint
+from .memory import FitsOnItsHardware, Footprint, layer_activations, training_footprint
 from .model import Model, NotModelledError, load_model
 from .policies import recompute_policy
 from .roof import predict
@@ -296,7 +296,7 @@ def context_parallel_ops(ops, model: Model | str, seq, cp, *, method: str = "rin
 
 
 @dataclass(frozen=True)
-class ContextParallelPlan:
+class ContextParallelPlan(FitsOnItsHardware):
     """One training step of one sequence (per micro-batch sequence) spread over ``cp`` GPUs, seen from the
     busiest GPU: its operations (``step``), memory (``footprint``), compute time, the context-parallel
     traffic's time and the part of it not hidden (``exposed``)."""
@@ -338,14 +338,6 @@ class ContextParallelPlan:
     def tokens_per_s(self) -> float:
         """Tokens per second per GPU."""
         return self.seq * self.micro_batch / self.cp / self.time
-
-    @property
-    def fits(self) -> bool:
-        return bool(self.footprint.fits(self.hardware))
-
-    @property
-    def spare(self) -> float:
-        return float(self.footprint.spare(self.hardware))
 
 
 def _passes(recompute: str) -> float:

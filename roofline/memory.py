@@ -104,6 +104,20 @@ class Footprint:
         return get_hardware(hardware).usable_capacity - np.asarray(self.total)
 
 
+class FitsOnItsHardware:
+    """For a plan that holds a ``footprint`` (a :class:`Footprint`) and the ``hardware`` it runs on:
+    whether it fits, and the usable HBM it leaves (negative: by how much it does not fit)."""
+
+    @property
+    def fits(self) -> bool:
+        return bool(self.footprint.fits(self.hardware))
+
+    @property
+    def spare(self) -> float:
+        """Usable HBM left over (negative: by how much it does not fit)."""
+        return float(self.footprint.spare(self.hardware))
+
+
 def _recipe(recipe: str) -> Mapping[str, float]:
     try:
         return RECIPES[recipe]

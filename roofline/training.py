@@ -16,7 +16,7 @@ from ._check import number
 from .cost import Breakdown
 from .hardware import Hardware, get_hardware
 from .inference import prefill
-from .memory import Footprint, layer_activations, model_state, training_footprint
+from .memory import FitsOnItsHardware, Footprint, layer_activations, model_state, training_footprint
 from .model import Model, NotModelledError, load_model, param_count
 from .network import data_parallel_bytes
 from .ops import attention_flops
@@ -233,7 +233,7 @@ def training_step(model: Model | str, seq, micro_batch=1, *, recompute: str = "n
 
 
 @dataclass(frozen=True)
-class TrainingPlan:
+class TrainingPlan(FitsOnItsHardware):
     """What one GPU does in one training step of one micro-batch under a policy (chapter 3, and the
     ``roofline train`` command): memory by component, FLOPs, the time and the utilizations.
 
@@ -295,15 +295,6 @@ class TrainingPlan:
     def tokens_per_s(self):
         """Tokens per second on this GPU."""
         return self.tokens / self.time
-
-    @property
-    def fits(self) -> bool:
-        return bool(self.footprint.fits(self.hardware))
-
-    @property
-    def spare(self) -> float:
-        """Usable HBM left over (negative: by how much it does not fit)."""
-        return float(self.footprint.spare(self.hardware))
 
 
 def _link(hw: Hardware, gpus: int) -> str:
