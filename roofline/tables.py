@@ -189,7 +189,7 @@ def mfu_table(model, hardware, mfus: Sequence[float], *, attention_context=None,
             row.append(f"{tokens_per_s_at_mfu(u, model, hardware, attention_context=ctx):,.0f}")
         rows.append(tuple(row))
     if per_row:
-        columns = ["MFU", "sequence (tokens)", "tokens/s per GPU (6N)", "with attention"]
+        columns = ["MFU", "sequence", "6N only", "with attention"]  # tokens/s per GPU: the title says so
     else:
         columns = ["MFU", "tokens/s per GPU (6N)"]
         if attention_context is not None:
