@@ -158,6 +158,9 @@ def test_a_chapter_reads_in_jupyterlab_after_run_all(lab, chromium, notebook):
             total = page.locator(f"{PANEL} .jp-Notebook .jp-Cell").count()
             while True:
                 scroller.evaluate(f"e => e.scrollTo(0, {y})")
+                # a cell the window lays out afresh, or that jupyterlab-myst renders again, comes back with its
+                # solution closed: open every dropdown on screen again before reading
+                page.locator(f"{PANEL} .myst details").evaluate_all("ds => ds.forEach(d => d.open = true)")
                 page.wait_for_timeout(200)
                 for cell in page.evaluate(_ON_SCREEN_JS):
                     seen[cell["index"]] = cell
