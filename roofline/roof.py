@@ -189,16 +189,16 @@ class CalibratedRoof:
             raise ValueError(f"{self.label} has no decode attention sweep (measure one with roofline.probe)")
         g, per = np.broadcast_arrays(np.log(np.maximum(np.asarray(groups, dtype=float), 1e-300)),
                                      np.asarray(bytes_per_group, dtype=float))
-        curves = np.log([_loglog(per, xs, ys) for xs, ys in self.decode_curves])  # (groups measured, *shape)
+        shape, g, per = g.shape, g.ravel(), per.ravel()
+        curves = np.log([_loglog(per, xs, ys) for xs, ys in self.decode_curves])  # (group counts, points)
         axis = np.log(np.asarray(self.decode_groups, dtype=float))
         if len(axis) == 1:
-            return np.exp(curves[0])
+            return np.exp(curves[0]).reshape(shape)
         g = np.clip(g, axis[0], axis[-1])
         j = np.clip(np.searchsorted(axis, g, side="right") - 1, 0, len(axis) - 2)
         w = (g - axis[j]) / (axis[j + 1] - axis[j])
-        lo = np.take_along_axis(curves, j[None], 0)[0] if curves.ndim > 1 else curves[j]
-        hi = np.take_along_axis(curves, (j + 1)[None], 0)[0] if curves.ndim > 1 else curves[j + 1]
-        return np.exp((1 - w) * lo + w * hi)
+        point = np.arange(len(g))
+        return np.exp((1 - w) * curves[j, point] + w * curves[j + 1, point]).reshape(shape)
 
     def kernel_seconds(self, op: Op):
         """(compute, memory) seconds of an operation's launches: its bytes at the bandwidth a kernel of
