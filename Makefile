@@ -7,7 +7,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 BOOK   := _build/html/index.html
 
-.PHONY: book test bench lab execute lock vendor clean
+.PHONY: book test check bench lab execute lock vendor clean
 
 $(STAMP): requirements.txt pyproject.toml
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python 3.11 or newer is needed, found " + sys.version.split()[0]'
@@ -25,6 +25,10 @@ book: $(STAMP)
 # Every test: the package, the text's numbers, nbval on the committed notebooks, the book build.
 test: $(STAMP)
 	$(BIN)/python -m pytest
+
+# The package's unit tests alone (tests/unit/, one folder per subpackage): the fast loop while working.
+check: $(STAMP)
+	$(BIN)/python -m pytest tests/unit
 
 # Figures to quote: cold book build, nbval, one vectorized decode sweep.
 bench: $(STAMP)

@@ -12,6 +12,9 @@
   of five cold loads (goals: at most 4 MB stored, 1.5 MB gzipped, 1.5 s);
 - chapter 12's batching simulation, each policy over 512 requests (goal: under 1 s each);
 - chapter 9's layout search for 16,384 GPUs, one call (goal: under 5 s);
+- the package's unit tests (``make check``), in seconds (goal: under 60 s on two cores);
+- the chapters' hidden cells: lines of code, glue calls, lines per glued number, and any ``def`` or
+  ``class`` or line of arithmetic left in a notebook (goal: none; formulas live in the package);
 - nbval over the chapters, in seconds.
 """
 
@@ -78,7 +81,7 @@ def scalar_seconds(n: int = 2000, repeat: int = 5) -> float:
 def batching_seconds(repeat: int = 3) -> dict[str, float]:
     """Best time of chapter 12's batching simulation, per policy: 512 requests in a burst, Llama 3 8B on one
     H200, 64 slots (chunks of 256 prompt tokens for 'chunked')."""
-    from roofline import batching
+    from roofline.serving import batching
 
     requests = batching.make_requests(512, 1000.0, (128, 2048), (16, 512), seed=12)
     out = {}
@@ -174,7 +177,7 @@ def report_page(site: Path) -> None:
 def planner_seconds(repeat: int = 3) -> tuple[float, int]:
     """Best time of chapter 9's whole layout search for Llama 3.1 405B on 16,384 H100s (2,048 nodes of 8), 2,048
     sequences of 8,192 tokens per step, and the number of layouts it priced."""
-    from roofline.planner import plan
+    from roofline.parallel.planner import plan
 
     best, count = float("inf"), 0
     for _ in range(repeat):
@@ -184,12 +187,51 @@ def planner_seconds(repeat: int = 3) -> tuple[float, int]:
     return best, count
 
 
+def hidden_cells(paths=None) -> dict:
+    """What the chapters' hidden (``remove-cell``) code cells hold: lines of code (blank lines and comments
+    left out) and ``glue``/``glue_text`` calls; and in every code cell, the ``def``/``class`` statements and
+    the lines that do arithmetic (an operator between two operands that are not both literals, string
+    formatting aside)."""
+    import ast
+    import json
+
+    paths = sorted((ROOT / "chapters").glob("*.ipynb")) if paths is None else paths
+    lines = glues = arithmetic = 0
+    defs = []
+    for path in paths:
+        for i, cell in enumerate(json.loads(Path(path).read_text(encoding="utf-8"))["cells"]):
+            if cell["cell_type"] != "code":
+                continue
+            source = "".join(cell["source"])
+            code = [line for line in source.splitlines() if line.strip() and not line.lstrip().startswith(("#", "%", "!"))]
+            try:
+                tree = ast.parse("\n".join(line for line in source.splitlines() if not line.lstrip().startswith(("%", "!"))))
+            except SyntaxError:
+                tree = ast.Module(body=[], type_ignores=[])
+            defs += [f"{Path(path).name} cell {i}: {type(n).__name__.replace('Def', '').lower()} {n.name}"
+                     for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.ClassDef, ast.AsyncFunctionDef))]
+            arithmetic += len({n.lineno for n in ast.walk(tree) if isinstance(n, ast.BinOp)
+                               and not (isinstance(n.left, ast.Constant) and isinstance(n.right, ast.Constant))
+                               and not (isinstance(n.op, ast.Mod) and isinstance(n.left, ast.Constant))})
+            if "remove-cell" in cell.get("metadata", {}).get("tags", []):
+                lines += len(code)
+                glues += sum(isinstance(n, ast.Call) and getattr(n.func, "id", getattr(n.func, "attr", "")) in ("glue", "glue_text")
+                             for n in ast.walk(tree))
+    return {"lines": lines, "glues": glues, "defs": defs, "arithmetic": arithmetic}
+
+
 def main(argv: list[str]) -> None:
     """``python -m booktools.bench`` for every figure; ``--site _build/html`` for the page's alone."""
     if argv[:1] == ["--site"] and len(argv) == 2:
         report_page(Path(argv[1]).resolve())
         return
     bin_ = Path(sys.executable).parent
+    check = _seconds([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/unit"], ROOT)
+    print(f"unit tests (make check): {check:.1f} s (goal: under 60 s on two cores)", flush=True)
+    cells = hidden_cells()
+    print(f"hidden cells: {cells['lines']:,} lines of code for {cells['glues']:,} glue calls, "
+          f"{cells['lines'] / max(cells['glues'], 1):.2f} lines per glued number; def/class in notebooks: "
+          f"{len(cells['defs'])} (goal: 0); lines with arithmetic: {cells['arithmetic']} (goal: 0)", flush=True)
     print(f"one scalar decode_step + predict: {1e6 * scalar_seconds():.0f} us (goal: at most 100 us)", flush=True)
     sweep = sweep_seconds()
     print(f"decode sweep, 10^6 (batch, context) pairs, one vectorized call, step rule: {1e3 * sweep:.1f} ms "

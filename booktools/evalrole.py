@@ -3,7 +3,7 @@
 The chapters write a computed number into the prose as ``{eval}`decode_time```. Two readers resolve it:
 
 - JupyterLab, through jupyterlab-myst, evaluates ``decode_time`` against the live kernel, where
-  ``roofline.book.glue`` bound it to the formatted text;
+  ``roofline.present.glue.glue`` bound it to the formatted text;
 - the book build (this module), which reads the text from the glued output of the same name, exactly
   as myst-nb's ``{glue:text}`` does, and renders the same node (so the site is what it was with
   ``{glue:text}``, and shows what nbval compares).
@@ -30,7 +30,7 @@ class GluedEvalRole(PasteTextRole):
         name = self.text.strip()
         if not name.isidentifier():
             return [], [glue_warning(f"{{eval}}`{self.text}`: the book evaluates bare glued names only "
-                                     "(an identifier glued with roofline.book.glue)", self.document, self.line)]
+                                     "(an identifier glued with roofline.present.glue.glue)", self.document, self.line)]
         self.text = name
         return super().run()
 

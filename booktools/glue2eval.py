@@ -5,7 +5,7 @@
 
 Why: JupyterLab's MyST renderer (jupyterlab-myst) evaluates ``{eval}`` against the live kernel but does
 not render glue roles, so a reader running the notebook saw raw ``{glue:text}`...``` in every
-sentence with a number. ``roofline.book.glue`` now binds the formatted text to the name in the kernel
+sentence with a number. ``roofline.present.glue.glue`` now binds the formatted text to the name in the kernel
 as well as gluing it, and the book build resolves ``{eval}`name``` from the glued output
 (``booktools.evalrole``); so the one change a chapter needs is in its markdown.
 
@@ -50,7 +50,7 @@ def _check_name(body: str) -> str | None:
     if "::" in body:
         return "a name glued in another notebook (path::name); glue it in this one"
     if ":" in body:
-        return "a format spec; glue the text already formatted (roofline.book.glue takes digits, unit)"
+        return "a format spec; glue the text already formatted (roofline.present.glue.glue takes digits, unit)"
     if not body.isidentifier() or keyword.iskeyword(body) or hasattr(builtins, body):
         return "not a Python identifier that the kernel can evaluate (or a keyword or builtin)"
     return None
@@ -75,7 +75,7 @@ def convert_source(text: str, where: str = "") -> tuple[str, int]:
 
 def clashes(nb) -> list[str]:
     """Names the notebook's code both glues (a literal name in ``glue``/``glue_text``) and uses as a
-    variable, function or import: ``roofline.book.glue`` refuses to bind those (it would replace the
+    variable, function or import: ``roofline.present.glue.glue`` refuses to bind those (it would replace the
     variable), so the variable needs another name before the chapter is executed."""
     glued, bound = set(), set()
     for cell in nb.cells:

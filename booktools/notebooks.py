@@ -28,7 +28,7 @@ from pathlib import Path
 
 __all__ = ["execute", "clean", "evaluate_prose", "caption_cells", "ProseError", "EVAL_ROLE", "LAB_CAPTION"]
 
-# an inline {eval}`expression` in a markdown cell (the names roofline.book.glue binds)
+# an inline {eval}`expression` in a markdown cell (the names roofline.present.glue.glue binds)
 EVAL_ROLE = re.compile(r"\{eval\}`([^`]+)`")
 USER_EXPRESSIONS = "user_expressions"  # the cell metadata key jupyterlab-myst reads and writes
 LAB_CAPTION = "lab_caption"  # under the cell metadata key "roofline": the figure a caption cell is for
@@ -57,7 +57,7 @@ class ProseError(RuntimeError):
 
 
 def glued_text(cell) -> dict[str, str]:
-    """{name: text} glued by a code cell's outputs (``roofline.book.glue``, through myst-nb)."""
+    """{name: text} glued by a code cell's outputs (``roofline.present.glue.glue``, through myst-nb)."""
     found = {}
     for output in cell.get("outputs", []):
         record = output.get("metadata", {}).get("scrapbook", {})

@@ -2,7 +2,7 @@
 
 The built pages need two things that Sphinx and myst-nb would otherwise take from a CDN: a widget
 manager for the sliders on the static page, and MathJax 3. The book's own ``roofline-widgets.js`` draws
-the explorers (``roofline.widgets.frame_explorer``) by itself, in a few kB; for any other widget it
+the explorers (``roofline.present.widgets.frame_explorer``) by itself, in a few kB; for any other widget it
 loads the ipywidgets 8 embed manager (``@jupyter-widgets/html-manager``'s ``embed.js``, 1.9 MB, which
 needs no RequireJS), vendored here. MathJax comes as separate components (loader, core, TeX input,
 HTML output and its fonts: half the bytes of a combined build, which also carries a menu and MathML

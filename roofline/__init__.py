@@ -8,23 +8,25 @@ The vocabulary of chapter 1, importable from the top level::
     rl.predict(step, h100).time        # 4.79 ms: the weights stream through HBM once per token
 """
 
-from .cost import Breakdown, Cost, arithmetic_intensity
-from .hardware import Hardware, get_hardware, hardware_names, load_catalog
-from .formats import Formats, formats
-from .inference import (ACCOUNTINGS, OPTIONS, PARTS, attention_parity_tokens, compute_bound_batch, decode_step, prefill,
-                        verify_step)
-from .model import Model, NotModelledError, load_model, model_from_config, model_names
-from .network import bandwidth_tiers, data_parallel_bytes, transfer_time
-from .ops import Op, attention_flops, kv_cache_bytes, matmul
-from .roof import TIMINGS, CalibratedRoof, Prediction, Roof, as_roof, attainable_flops, predict, ridge_point
-from .training import (MFU_REPORTS, hfu, mfu, model_state_bytes, plan_training, tokens_per_s_at_mfu,
-                       training_flops_per_token, training_step)
-from .units import Quantity, dtype_bytes, fmt
+from roofline.core.cost import Breakdown, Cost, arithmetic_intensity
+from roofline.core.hardware import Hardware, get_hardware, hardware_names, load_catalog
+from roofline.core.formats import Formats, formats
+from roofline.workloads.inference import (ACCOUNTINGS, OPTIONS, PARTS, attention_parity_tokens, compute_bound_batch,
+                                          decode_step, prefill, verify_step)
+from roofline.core.model import Model, NotModelledError, load_model, model_from_config, model_names
+from roofline.core.network import bandwidth_tiers, data_parallel_bytes, transfer_time
+from roofline.core.ops import Op, attention_flops, kv_cache_bytes, matmul
+from roofline.core.roof import (TIMINGS, CalibratedRoof, Prediction, Roof, as_roof, attainable_flops, predict,
+                                ridge_point)
+from roofline.workloads.training import (MFU_REPORTS, hfu, mfu, model_state_bytes, plan_training,
+                                         tokens_per_s_at_mfu, training_flops_per_token, training_step)
+from roofline.core.checks import UnknownNameError
+from roofline.core.units import Quantity, dtype_bytes, fmt
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "ACCOUNTINGS", "Breakdown", "CalibratedRoof", "Formats", "OPTIONS", "Op", "PARTS", "TIMINGS", "Cost", "Hardware", "MFU_REPORTS", "Model", "NotModelledError", "Prediction",
+    "ACCOUNTINGS", "Breakdown", "UnknownNameError", "CalibratedRoof", "Formats", "OPTIONS", "Op", "PARTS", "TIMINGS", "Cost", "Hardware", "MFU_REPORTS", "Model", "NotModelledError", "Prediction",
     "Quantity", "Roof",
     "arithmetic_intensity", "as_roof", "attainable_flops", "attention_flops", "attention_parity_tokens",
     "bandwidth_tiers", "compute_bound_batch", "data_parallel_bytes", "decode_step", "dtype_bytes", "fmt", "formats",

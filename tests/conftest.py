@@ -30,7 +30,7 @@ def llama():
 @pytest.fixture(scope="session")
 def shape():
     """Llama 3 8B's config.json numbers, typed by hand, so that a test can state a formula in them
-    (``tests/test_model.py`` checks that the shipped config says the same)."""
+    (``tests/unit/core/test_model.py`` checks that the shipped config says the same)."""
     return SimpleNamespace(hidden=4096, layers=32, heads=32, kv_heads=8, head_dim=128, intermediate=14336,
                            vocab=128256)
 
@@ -47,7 +47,7 @@ def site(tmp_path_factory):
     site serves itself are committed under _vendor/."""
     if os.environ.get("ROOFLINE_SITE"):  # a site built already, to iterate on the browser tests quickly
         return Path(os.environ["ROOFLINE_SITE"]).resolve()
-    root, out = Path(__file__).resolve().parent.parent, tmp_path_factory.mktemp("book")
+    root, out = Path(__file__).resolve().parents[1], tmp_path_factory.mktemp("book")
     fake = tmp_path_factory.mktemp("no-npm")
     for name in ("npm", "node", "npx"):
         (fake / name).write_text(f"#!/bin/sh\ntouch '{fake}/called-{name}'\necho '{name} is not here' >&2\nexit 127\n")

@@ -5,7 +5,7 @@ count (chapter 3).
 loss a mean of squares of the last output) at several lengths and micro-batches, once keeping every
 activation and once with ``torch.utils.checkpoint`` around each layer. Its ``peak_extra_bytes`` is the
 peak allocated beyond the weights and their gradients. This module predicts that peak from
-:func:`roofline.memory.layer_activations` and names what the count leaves out, and it turns the timings
+:func:`roofline.workloads.memory.layer_activations` and names what the count leaves out, and it turns the timings
 into MFU and HFU against the GPU's datasheet peak.
 """
 
@@ -13,11 +13,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..hardware import Hardware, get_hardware
-from ..memory import layer_activations
-from ..model import Model, load_model
-from ..ops import attention_flops
-from .records import LayersMeasurement, TrainRun, load_layers
+from roofline.core.hardware import Hardware, get_hardware
+from roofline.workloads.memory import layer_activations
+from roofline.core.model import Model, load_model
+from roofline.core.ops import attention_flops
+from roofline.measured.records import LayersMeasurement, TrainRun, load_layers
 
 __all__ = ["CheckpointRun", "checkpoint_runs"]
 

@@ -1,7 +1,7 @@
 """The roofline held against measurements: measured and calibrated roofs, comparisons (the appendix).
 
-:func:`measured_roof` turns a record into a :class:`~roofline.roof.Roof` of kind 'measured' (the best each
-benchmark reached); :func:`calibrated_roof` into a :class:`~roofline.roof.CalibratedRoof` (what each kind
+:func:`measured_roof` turns a record into a :class:`~roofline.core.roof.Roof` of kind 'measured' (the best each
+benchmark reached); :func:`calibrated_roof` into a :class:`~roofline.core.roof.CalibratedRoof` (what each kind
 of kernel reaches, from the microbenchmarks only). :class:`Comparison` pairs a prediction with the time
 measured for the same work: a datasheet or measured roof is a floor, so ``predicted <= measured`` should
 hold (:func:`bound_violations`); a calibrated roof is an estimate, held within a factor
@@ -16,15 +16,16 @@ from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 
-from .._check import number
-from ..cost import Breakdown, Cost
-from ..formats import Formats
-from ..hardware import get_hardware
-from ..inference import decode_step, prefill
-from ..model import Model
-from ..ops import Op, attention_flops
-from ..roof import CalibratedRoof, Roof, as_roof, predict
-from .records import DecodeRun, Gemm, LayersMeasurement, Measurement, MeasurementError, load_layers, load_measurement
+from roofline.core.checks import number
+from roofline.core.cost import Breakdown, Cost
+from roofline.core.formats import Formats
+from roofline.core.hardware import get_hardware
+from roofline.workloads.inference import decode_step, prefill
+from roofline.core.model import Model
+from roofline.core.ops import Op, attention_flops
+from roofline.core.roof import CalibratedRoof, Roof, as_roof, predict
+from roofline.measured.records import (DecodeRun, Gemm, LayersMeasurement, Measurement, MeasurementError,
+                                       load_layers, load_measurement)
 
 __all__ = [
     "measured_roof",
@@ -95,7 +96,7 @@ MEASURED_WORKLOAD = MappingProxyType({"qkv": "fused", "mlp": "fused", "attention
 
 def calibrated_roof(record: Measurement, layers: "LayersMeasurement | None" = None, *, mode: str = "graph",
                     label: str | None = None):
-    """The :class:`~roofline.roof.CalibratedRoof` of a record's microbenchmarks, and only those:
+    """The :class:`~roofline.core.roof.CalibratedRoof` of a record's microbenchmarks, and only those:
 
     - bandwidth by transfer size from ``read_bandwidth_vs_size`` (latency-bound below a few MB), and the
       sustained bandwidth, the best median of the copy and read benchmarks;
@@ -104,7 +105,7 @@ def calibrated_roof(record: Measurement, layers: "LayersMeasurement | None" = No
     - flash attention's FLOP/s by sequence length from ``layers.attention`` when given (causal FLOPs
       counted exactly, as the refined accounting does);
     - the launch latency per kernel, eager and CUDA graph, from ``launch_overhead``;
-    - when the record has ``decode_attention`` (from :func:`roofline.probe.gpu_record`), the bandwidth a
+    - when the record has ``decode_attention`` (from :func:`roofline.measured.probe.gpu_record`), the bandwidth a
       decode attention kernel reached by sequences x KV heads and bytes per group: a kernel with few
       groups cannot keep every multiprocessor busy. Without it, attention is timed by the read sweep.
 
@@ -172,7 +173,7 @@ def calibrated_roof_for(hardware, *, mode: str = "graph", carry: bool = False):
 
 
 def model_of(record: Measurement, name: str = "measured model") -> Model:
-    """The model shape a record's decode and prefill ran, as a :class:`~roofline.model.Model`."""
+    """The model shape a record's decode and prefill ran, as a :class:`~roofline.core.model.Model`."""
     if record.model is None:
         raise ValueError(f"record {record.name!r} has no 'model'")
     r = record.model
@@ -234,7 +235,7 @@ def _as_measured(accounting: str) -> dict:
 def compare_decode(record: Measurement, roof, *, accounting: str = "refined", graph: bool = True,
                    runs: Sequence[DecodeRun] | None = None, timing: str = "step") -> list[Comparison]:
     """Each measured decode step (CUDA-graph time, or eager with ``graph=False``) against
-    :func:`~roofline.inference.decode_step` under ``roof`` for the record's own model shape and kernels
+    :func:`~roofline.workloads.inference.decode_step` under ``roof`` for the record's own model shape and kernels
     (:data:`MEASURED_WORKLOAD`). ``runs`` picks some of the record's steps (a sweep over batch or
     context), in their order; ``timing`` is the rule (``'kernel'`` for a calibrated estimate)."""
     model = model_of(record)
@@ -245,7 +246,7 @@ def compare_decode(record: Measurement, roof, *, accounting: str = "refined", gr
 
 
 def compare_prefill(record: Measurement, roof, *, accounting: str = "refined", timing: str = "step") -> list[Comparison]:
-    """Each measured prefill against :func:`~roofline.inference.prefill` under ``roof`` (kernels as measured)."""
+    """Each measured prefill against :func:`~roofline.workloads.inference.prefill` under ``roof`` (kernels as measured)."""
     model = model_of(record)
     return [_compare(f"prefill tokens={r.tokens}", prefill(model, r.tokens, accounting=accounting,
                                                            **_as_measured(accounting)), roof, r.seconds, "bf16", timing)

@@ -2,7 +2,7 @@
 
 The files live in ``roofline/data/measured/`` with a README that explains every field (its provenance:
 one NVIDIA H200 SXM, PyTorch 2.11, 2026-11-29). :func:`load_measurement` reads the main file (or one
-that :mod:`roofline.probe` wrote on the reader's machine: same format), :func:`load_layers` the
+that :mod:`roofline.measured.probe` wrote on the reader's machine: same format), :func:`load_layers` the
 layer-level one. Both validate as they read: a missing key, a wrong type or a time that is not a
 positive number fails with a :class:`MeasurementError` naming the file, the record and the key.
 """
@@ -17,8 +17,8 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Mapping
 
-from .._check import number, unknown_name
-from ..cost import Cost
+from roofline.core.checks import number, unknown_name
+from roofline.core.cost import Cost
 
 __all__ = [
     "MeasurementError",

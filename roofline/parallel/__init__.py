@@ -1,0 +1,9 @@
+"""Many GPUs: every way of splitting a model's work, and the planner that chooses among them.
+
+- :mod:`~roofline.parallel.data_parallel`: data parallelism and ZeRO (chapter 7).
+- :mod:`~roofline.parallel.tensor_parallel`: tensor parallelism (chapter 8).
+- :mod:`~roofline.parallel.pipeline`: pipeline schedules and their bubbles (chapter 9).
+- :mod:`~roofline.parallel.planner`: the layout search over tensor, pipeline and data parallelism (chapter 9).
+- :mod:`~roofline.parallel.moe`: mixtures of experts and expert parallelism (chapter 10).
+- :mod:`~roofline.parallel.context_parallel`: one sequence over many GPUs (chapter 11).
+"""

@@ -1,0 +1,270 @@
+"""Mixture of experts on the roofline: experts touched per layer, the weights a step reads, and expert
+parallelism with its two all-to-alls (chapter 10).
+
+A MoE layer sends each token to ``k`` of its ``E`` routed experts (plus any shared expert every token
+uses). The FLOPs per token follow the ``k`` experts (the *active* parameters); the bytes a step reads
+follow the *distinct* experts its ``T`` tokens touch, which depends on the routing: three named choices
+(:data:`ROUTINGS`), counted in :mod:`roofline.core.routing` and re-exported here as the chapter's
+vocabulary.
+
+Expert parallelism (:func:`expert_parallel_step`) puts ``E / ep`` routed experts on each of ``ep`` GPUs.
+The layout, named: attention, the dense layers and the shared expert run data-parallel (each GPU a copy
+of those weights and ``1/ep`` of the batch, as DeepSeek-V3 serves its decode); each MoE layer sends every
+token's hidden vector to the GPUs holding its ``k`` experts and brings the ``k`` results back: two
+all-to-alls per MoE layer, each GPU's buffer ``k x hidden`` numbers per token it holds, priced by
+:func:`roofline.core.collectives.collective_cost`. Load is balanced (the experts' tokens spread evenly; a
+``capacity_factor`` above 1 pads every expert to that multiple of its fair share, FLOPs and all-to-all
+bytes alike).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from roofline.core.checks import broadcast, number
+from roofline.core.collectives import CollectiveCost, collective_cost
+from roofline.core.cost import Breakdown
+from roofline.core.hardware import Hardware, get_hardware
+from roofline.core.model import Model, load_model
+from roofline.core.routing import (ROUTINGS, check_routing, expected_experts, expert_bounds, experts_touched,
+                                   nodes_touched, simulate_experts_touched)
+from roofline.core.roof import predict
+from roofline.core.units import dtype_bytes
+from roofline.workloads.kv_cache import check_context, sequence_kv_bytes
+
+__all__ = ["PUBLISHED", "ROUTINGS", "check_routing", "expected_experts", "expert_bounds", "experts_touched",
+           "simulate_experts_touched", "nodes_touched", "saturation_batch", "routed_expert_params", "expert_weight_bytes",
+           "all_to_all_bytes_per_token", "weights_per_gpu", "dense_equivalent", "expert_parallel_batch", "ExpertParallelStep",
+           "expert_parallel_step"]
+
+_MIXTRAL = "Jiang et al. 2024, Mixtral of Experts (arXiv:2401.04088), abstract"
+_V3 = "DeepSeek-AI 2024, DeepSeek-V3 Technical Report (arXiv:2412.19437)"
+PUBLISHED = {
+    "mixtral_total": (47e9, _MIXTRAL + ": each token has access to 47B parameters"),
+    "mixtral_active": (13e9, _MIXTRAL + ": but only uses 13B active parameters"),
+    "v3_total": (671e9, _V3 + ", abstract: 671B total parameters"),
+    "v3_active": (37e9, _V3 + ", abstract: 37B activated for each token"),
+    "v3_node_limit": (4, _V3 + ", section 4.2: each token sent to at most 4 nodes"),
+    "v3_pretraining_gpu_hours": (2.664e6, _V3 + ", section 1: pre-training 2664K H800 GPU hours"),
+    "v3_gpu_hours": (2.788e6, _V3 + ", section 1: 2.788M H800 GPU hours for its full training"),
+    "v3_tokens": (14.8e12, _V3 + ", abstract: pre-trained on 14.8 trillion tokens"),
+    "v3_cluster_gpus": (2048, _V3 + ", section 3.1: a cluster of 2048 H800 GPUs"),
+    "v3_prefill_ep": (32, _V3 + ", section 3.4.1: prefill units of 32 GPUs, the MoE part EP32"),
+    "v3_decode_ep": (320, _V3 + ", section 3.4.2: decode units of 320 GPUs, the MoE part EP320"),
+}
+"""Published figures chapter 10 quotes beside the package's own counts: (value, source)."""
+
+
+def saturation_batch(model: Model | str, fraction: float = 0.99) -> int:
+    """The smallest number of tokens in a step at which uniform routing touches, in expectation, at
+    least ``fraction`` of the experts of each MoE layer: ``ceil(ln(1 - f) / ln(1 - k/E))``
+    (Mixtral, 2 of 8, 99%: 17 tokens). One token when every expert is used (``k = E``)."""
+    m = load_model(model)
+    if m.moe is None:
+        raise ValueError(f"model {m.name!r} has no experts")
+    f = number("fraction", fraction)
+    if np.ndim(f) or not f < 1:
+        raise ValueError(f"fraction must be one number between 0 and 1 (exclusive), got {fraction!r}")
+    E, k = m.moe.num_experts, m.moe.experts_per_token
+    if k == E:
+        return 1
+    T = int(np.ceil(np.log1p(-f) / np.log1p(-k / E) - 1e-12))
+    return max(T, 1)
+
+
+def routed_expert_params(model: Model | str) -> int:
+    """Parameters of every routed expert of every MoE layer (what expert parallelism spreads)."""
+    m = load_model(model)
+    if m.moe is None:
+        raise ValueError(f"model {m.name!r} has no experts")
+    return m.moe.moe_layers(m.num_layers) * m.moe.num_experts * sum(lin.params for lin in m.expert_linears())
+
+
+def expert_weight_bytes(model: Model | str, tokens, routing: str = "uniform", weights_dtype: str = "bf16"):
+    """Bytes of routed-expert weights one step of ``tokens`` tokens reads, over every MoE layer."""
+    m = load_model(model)
+    per_expert = sum(lin.params for lin in m.expert_linears()) if m.moe is not None else 0
+    touched = experts_touched(m, tokens, routing)
+    return touched * per_expert * m.moe.moe_layers(m.num_layers) * dtype_bytes(weights_dtype)
+
+
+def all_to_all_bytes_per_token(model: Model | str, dtype: str = "bf16") -> float:
+    """Bytes one token sends each way in one MoE layer under expert parallelism: its hidden vector to each
+    of its ``k`` experts (dispatch), and as many back (combine): ``k x hidden x bytes``."""
+    m = load_model(model)
+    if m.moe is None:
+        raise ValueError(f"model {m.name!r} has no experts")
+    return float(m.moe.experts_per_token * m.hidden_size * dtype_bytes(dtype))
+
+
+def weights_per_gpu(model: Model | str, *, ep: int = 1, tp: int = 1, weights_dtype: str = "bf16") -> float:
+    """Weight bytes each GPU holds with the routed experts spread over ``ep`` GPUs (each keeping a copy of
+    everything else) and everything split ``tp`` ways by tensor parallelism: ``(P - P_routed) / tp +
+    P_routed / (ep tp)`` parameters. ``ep=1`` is pure tensor parallelism, ``tp=1`` pure expert parallelism."""
+    m = load_model(model)
+    ep = number("ep", ep, integer=True)
+    tp = number("tp", tp, integer=True)
+    broadcast(ep=ep, tp=tp)
+    routed = routed_expert_params(m) if m.moe is not None else 0
+    if m.moe is not None and np.any(m.moe.num_experts % np.asarray(ep) != 0):
+        raise ValueError(f"ep must divide the {m.moe.num_experts} experts of {m.name}, got {ep!r}")
+    return ((m.params - routed) / tp + routed / (ep * tp)) * dtype_bytes(weights_dtype)
+
+
+def dense_equivalent(model: Model | str, size: str = "active") -> Model:
+    """The dense model a MoE is compared with: the same attention, embeddings and layers, with every MoE
+    layer's experts replaced by one dense MLP as wide as the experts a token uses (``size='active'``:
+    ``k`` routed experts plus the shared ones, so about the active parameters) or as all of them
+    together (``'total'``: about the total parameters). Every layer gets that MLP (DeepSeek-V3's three
+    dense layers too), and the router is gone, so the counts come close without being equal: compare
+    ``params``."""
+    m = load_model(model)
+    if m.moe is None:
+        raise ValueError(f"model {m.name!r} has no experts; it is its own dense equivalent")
+    if size not in ("active", "total"):
+        raise ValueError(f"size must be 'active' or 'total', got {size!r}")
+    e = m.moe
+    routed = e.experts_per_token if size == "active" else e.num_experts
+    width = routed * e.expert_intermediate_size + e.shared_intermediate_size
+    family = "llama" if m.mla is None else m.family
+    return replace(m, name=f"{m.name}-dense-{size}", moe=None, intermediate_size=width, family=family)
+
+
+def expert_parallel_batch(model: Model | str, hardware: Hardware | str, context, *, ep: int,
+                          weights_dtype: str = "bf16", kv_dtype: str | None = None, block_size: int | None = 16) -> int:
+    """The most sequences of ``context`` tokens ``ep`` expert-parallel GPUs serve at once: each GPU holds
+    :func:`weights_per_gpu` and the whole KV cache of its own ``1/ep`` of the batch (attention is
+    data-parallel), so ``ep x floor((usable - weights per GPU) / bytes per sequence)``; paged in blocks of
+    ``block_size`` tokens as :func:`roofline.serving.sequence_kv_bytes` counts them."""
+    m, h = load_model(model), get_hardware(hardware)
+    context = number("context", context, integer=True)
+    if np.ndim(context):
+        raise TypeError("expert_parallel_batch takes one context")
+    check_context(m, int(context))
+    ep = int(number("ep", ep, integer=True))
+    free = h.usable_capacity - weights_per_gpu(m, ep=ep, weights_dtype=weights_dtype)
+    per = float(sequence_kv_bytes(m, int(context), kv_dtype or weights_dtype, block_size=block_size))
+    return ep * int(max(free, 0.0) // per)
+
+
+@dataclass(frozen=True)
+class ExpertParallelStep:
+    """One decode step (or prefill) of a MoE model under expert parallelism, seen from one GPU.
+
+    ``work``: that GPU's FLOPs and HBM bytes (its share of the batch through attention and the shared
+    parts, the routed-expert FLOPs of ``1/ep`` of the tokens, the weights of the experts it holds that
+    the step touches). ``all_to_all``: one of the all-to-alls (dispatch or combine, the same size);
+    ``calls``: how many per step (two per MoE layer). Times in seconds under the step rule.
+    """
+
+    model: str
+    ep: int
+    tokens: float  # tokens of the whole step, across the ep GPUs
+    routing: str
+    capacity_factor: float
+    work: Breakdown
+    all_to_all: CollectiveCost
+    calls: int
+    compute_time: float
+    memory_time: float
+    _hardware: Hardware = None
+
+    @property
+    def moe_layer_time(self) -> float:
+        """One GPU's share of one MoE layer's matmuls (router, shared and routed experts) on the roofline,
+        the step rule: the work the layer's two all-to-alls could hide behind."""
+        from roofline.core.cost import Cost
+
+        parts = [op.cost for op in self.work.ops if op.name.startswith(("expert.", "shared.", "router"))]
+        layers = self.calls // 2
+        return float(predict(sum(parts, Cost(0.0, 0.0)), self._hardware).time) / layers
+
+    @property
+    def all_to_all_pair_time(self) -> float:
+        """The dispatch and the combine of one MoE layer."""
+        return 2 * self.all_to_all.time
+
+    @property
+    def gpu_time(self) -> float:
+        """The GPU's own work on the roofline (the step rule: the larger of compute and memory)."""
+        return max(self.compute_time, self.memory_time)
+
+    @property
+    def communication_time(self) -> float:
+        """Every all-to-all of the step, one after another."""
+        return self.calls * self.all_to_all.time
+
+    @property
+    def time(self) -> float:
+        """The step with no overlap: the GPU's work, then the all-to-alls (the pessimistic count)."""
+        return self.gpu_time + self.communication_time
+
+    @property
+    def overlapped_time(self) -> float:
+        """The step with the all-to-alls hidden behind the work of another micro-batch (DeepSeek-V3's
+        dual micro-batch overlap), the optimistic count: the larger of the two."""
+        return max(self.gpu_time, self.communication_time)
+
+
+def expert_parallel_step(model: Model | str, hardware: Hardware | str, batch, context=0, *, ep: int,
+                         routing: str = "uniform", prompt=None, tier: str | None = None, gpus_per_node: int = 8,
+                         capacity_factor: float = 1.0, dtype: str = "bf16", weights_dtype: str | None = None,
+                         kv_dtype: str | None = None) -> ExpertParallelStep:
+    """Decode (``prompt`` None: ``batch`` sequences, ``context`` cached tokens each) or prefill (``batch``
+    prompts of ``prompt`` tokens) of a MoE model over ``ep`` GPUs, expert-parallel, on ``hardware``.
+
+    ``batch`` must be a multiple of ``ep`` (each GPU holds ``batch / ep`` sequences). The all-to-alls are
+    priced by :func:`roofline.core.collectives.collective_cost` on ``tier`` (None: NVLink inside a node, the
+    network across nodes; 'network' forces InfiniBand). Text accounting, the step rule.
+    """
+    from roofline.workloads.inference import check_modelled, build_step
+
+    m, h = load_model(model), get_hardware(hardware)
+    if m.moe is None:
+        raise ValueError(f"model {m.name!r} has no experts; expert parallelism needs a mixture of experts")
+    routing = check_routing(routing)
+    ep = number("ep", ep, integer=True)
+    batch = number("batch", batch, integer=True)
+    cf = number("capacity_factor", capacity_factor)
+    for name, v in (("ep", ep), ("batch", batch), ("capacity_factor", cf), ("context", context)):
+        if np.ndim(v):
+            raise TypeError(f"expert_parallel_step takes single numbers; {name} is an array")
+    ep, batch = int(ep), int(batch)
+    if cf < 1:
+        raise ValueError(f"capacity_factor must be at least 1 (1: every expert gets exactly its share), got {capacity_factor!r}")
+    if m.moe.num_experts % ep:
+        raise ValueError(f"ep must divide the {m.moe.num_experts} experts of {m.name}, got {ep}")
+    if batch % ep:
+        raise ValueError(f"batch must be a multiple of ep ({ep}): each GPU holds batch / ep sequences, got {batch}")
+    local = batch // ep
+    queries = 1 if prompt is None else int(number("prompt", prompt, integer=True))
+    tokens = batch * queries
+    decode = prompt is None
+    context = number("context", context, integer=True, strict=False)
+    keys = context if decode else queries
+    check_modelled(m, local * queries, "expert_parallel_step", routing, "text")
+    # the experts this GPU holds that the whole step's tokens touch (balanced: 1/ep of all touched)
+    read = experts_touched(m, tokens, routing) / ep
+    work = build_step(f"{'decode step' if decode else 'prefill'} of {m.name}, one GPU of {ep} (expert-parallel)", m,
+                 local, queries, keys, decode=decode, dtype=dtype, weights_dtype=weights_dtype, kv_dtype=kv_dtype,
+                 math_dtype=None, accounting="text", omit=(), options={}, routing=routing, experts_read=read)
+    if cf != 1:
+        from roofline.workloads.inference import PARTS
+        from roofline.core.ops import Op
+        ops = []
+        for op in work.ops:
+            if op.name.startswith("expert."):
+                flops, reads, writes = op.split
+                op = Op.build(op.name, op.kind, count=op.count, math=op.math,
+                              flops={p: v * cf for p, v in flops.items()}, reads=reads, writes=writes,
+                              m=op.m * cf, n=op.n, k=op.k)
+            ops.append(op)
+        work = Breakdown.from_ops(work.name, ops, work.formats, PARTS)
+    a = dtype_bytes(dtype)
+    size = local * queries * m.moe.experts_per_token * m.hidden_size * a * cf  # each GPU's send buffer
+    cost = collective_cost("all_to_all", ep, size, h, gpus_per_node=gpus_per_node, tier=tier)
+    pred = predict(work, h)
+    return ExpertParallelStep(m.name, ep, float(tokens), routing, float(cf), work, cost,
+                              2 * m.moe.moe_layers(m.num_layers), float(pred.compute_time), float(pred.memory_time), h)

@@ -1,0 +1,420 @@
+"""Tensor parallelism: every matmul split over ``t`` GPUs, two all-reduces per block (chapter 8).
+
+Megatron-LM's layout (Shoeybi et al. 2019): in each block the first matmul is split by columns (q, k and v
+by heads; gate and up by the MLP's width) and the second by rows (o_proj, down_proj), so each GPU runs its
+slice of the block with no exchange in between and ends with a partial sum of the block's output, which an
+all-reduce over the ``t`` GPUs completes: one after attention, one after the MLP, in the forward pass; in
+the backward pass the same two, on the gradients of the blocks' inputs. The embedding and the output head
+are split over the vocabulary. Norms and residual adds are not split: every GPU runs them on the whole
+hidden state (sequence parallelism, Korthikanti et al. 2023, splits them along the sequence instead and
+turns each all-reduce into a reduce-scatter and an all-gather of the same bytes).
+
+The per-GPU work is the unsplit workload of a narrower model (:func:`shard_model`): ``num_heads / t`` query
+heads, ``intermediate_size / t``, ``vocab_size / t`` (rounded up: Megatron pads the vocabulary), the same
+hidden size, the same norms. :func:`roofline.workloads.inference.decode_step`, :func:`~roofline.workloads.inference.prefill` and
+:func:`roofline.workloads.training.training_step` count it unchanged, so every accounting of chapters 1 to 6 carries
+over. KV heads: each GPU keeps the KV heads of its query heads, ``num_kv_heads / t`` of them; with more GPUs
+than KV heads each GPU keeps one, and each KV head is stored on ``t / num_kv_heads`` GPUs (vLLM's
+replication); ``t`` must divide the KV heads or be a multiple of them.
+
+The exchanges are :class:`Exchange` records (a collective, its buffer size, how many per step), priced by
+:func:`roofline.core.collectives.collective_cost` when the step is timed (:func:`predict_tp`): hierarchically
+(``gpus_per_node``: NVLink inside a node, the network across nodes) unless ``tier=`` names one tier for every
+byte. They are not overlapped with the compute: each all-reduce sits between a block's last matmul and the
+next norm, which needs its result, so the step time is the per-GPU compute time plus the exchanges' time.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from types import MappingProxyType
+from typing import NamedTuple
+
+import numpy as np
+
+from roofline.core.checks import broadcast, number
+from roofline.core.collectives import collective_cost
+from roofline.core.cost import Breakdown
+from roofline.core.formats import formats as make_formats
+from roofline.core.hardware import Hardware, get_hardware
+from roofline.workloads.inference import decode_step, prefill
+from roofline.core.model import Model, NotModelledError, load_model
+from roofline.core.policies import recompute_policy
+from roofline.core.roof import Prediction, predict
+from roofline.workloads.kv_cache import largest_batch
+from roofline.workloads.training import training_step
+from roofline.core.units import dtype_bytes
+
+__all__ = ["PUBLISHED", "Exchange", "TPStep", "TPPrediction", "check_tp", "shard_model", "kv_heads_per_gpu",
+           "tp_decode_step", "tp_prefill", "tp_training_step", "predict_tp", "tp_intensity", "tier_ridge",
+           "hiding_width", "layer_times", "tp_memory", "DegreePoint", "decode_by_degree", "best_degree"]
+
+PUBLISHED = MappingProxyType({
+    "megatron_scaling_efficiency": (0.76, "Shoeybi et al. 2019, abstract: 15.1 PFLOP/s on 512 V100s for an 8.3B "
+                                          "model, 76% scaling efficiency against one GPU's 39 TFLOP/s"),
+    "megatron_single_gpu_flops": (39e12, "Shoeybi et al. 2019, abstract: the single-GPU baseline, 30% of peak"),
+    "megatron_gpus": (512, "Shoeybi et al. 2019, abstract"),
+    "nvidia_405b_tp_over_pp_min_latency": (5.6, "NVIDIA technical blog, 'Boosting Llama 3.1 405B Throughput by "
+                                                "Another 1.5x on NVIDIA H200 Tensor Core GPUs and NVLink Switch' "
+                                                "(2024): at minimum latency, TP 8 gives 5.6x the output tokens/s "
+                                                "per user of PP 8 on an HGX H200, FP8"),
+})
+"""Published figures the chapter sets beside its predictions: (value, where it was published)."""
+
+
+def _tp(t) -> int:
+    t = number("t", t, integer=True)
+    if np.ndim(t):
+        raise TypeError(f"t (the tensor-parallel degree) must be one whole number, got an array of shape {np.shape(t)}")
+    return int(t)
+
+
+def check_tp(model: Model | str, t, *, gpus_per_node=None) -> Model:
+    """The model, after checking that ``t`` GPUs can split it Megatron's way; a ``ValueError`` naming ``t``
+    otherwise: ``t`` must divide the query heads and the MLP's width, and divide the KV heads or be a
+    multiple of them; with ``gpus_per_node``, ``t`` must not exceed it (the all-reduces would leave NVLink).
+    Mixture-of-experts and latent-attention models raise :class:`~roofline.core.model.NotModelledError`."""
+    m = load_model(model)
+    t = _tp(t)
+    if m.moe is not None or m.mla is not None:
+        raise NotModelledError(f"tensor parallelism of {m.name}: "
+                               f"{'experts' if m.moe is not None else 'latent attention'} are not split here "
+                               "(chapter 10 places experts); dense models only")
+    if gpus_per_node is not None:
+        g = int(number("gpus_per_node", gpus_per_node, integer=True))
+        if t > g:
+            raise ValueError(f"t must be at most the {g} GPUs of a node: tensor parallelism all-reduces twice per "
+                             f"layer and belongs on NVLink; got t={t} (for more GPUs, add pipeline or data "
+                             "parallelism)")
+    if m.num_heads % t:
+        divisors = [d for d in range(1, m.num_heads + 1) if m.num_heads % d == 0 and d <= 64]
+        raise ValueError(f"t must divide {m.name}'s {m.num_heads} query heads, got t={t} "
+                         f"(try {', '.join(map(str, divisors[-6:]))})")
+    if m.intermediate_size % t:
+        raise ValueError(f"t must divide {m.name}'s MLP width ({m.intermediate_size}), got t={t}")
+    kv = m.num_kv_heads
+    if (kv >= t and kv % t) or (kv < t and t % kv):
+        raise ValueError(f"t must divide {m.name}'s {kv} KV heads or be a multiple of them (each KV head then "
+                         f"replicated on t / {kv} GPUs), got t={t}")
+    return m
+
+
+def kv_heads_per_gpu(model: Model | str, t) -> int:
+    """KV heads each GPU keeps: ``num_kv_heads / t``, at least one (replicated when ``t`` exceeds them)."""
+    m = check_tp(model, t)
+    return max(m.num_kv_heads // _tp(t), 1)
+
+
+def shard_model(model: Model | str, t) -> Model:
+    """The slice of ``model`` one of ``t`` tensor-parallel GPUs holds, as a model of its own: a ``t``-th of
+    the query heads, of the MLP's width and of the vocabulary (rounded up), the KV heads of
+    :func:`kv_heads_per_gpu`, the same hidden size, layers and norms. ``shard_model(m, 1)`` is ``m``."""
+    m = check_tp(model, t)
+    t = _tp(t)
+    if t == 1:
+        return m
+    return replace(m, name=f"{m.name}-tp{t}", num_heads=m.num_heads // t, num_kv_heads=kv_heads_per_gpu(m, t),
+                   intermediate_size=m.intermediate_size // t, vocab_size=-(-m.vocab_size // t))
+
+
+class Exchange(NamedTuple):
+    """One kind of collective in a tensor-parallel step: ``count`` calls of ``collective`` over the ``t``
+    GPUs on a ``size``-byte buffer (each GPU's, as nccl-tests counts it), in ``phase``."""
+
+    name: str
+    collective: str
+    size: object
+    count: int
+    phase: str = "forward"
+
+
+@dataclass(frozen=True)
+class TPStep:
+    """A step of ``model`` split over ``t`` GPUs: ``work``, one GPU's kernels (a
+    :class:`~roofline.core.cost.Breakdown` of the shard), and ``exchanges``, the collectives among the ``t``."""
+
+    model: Model
+    t: int
+    work: Breakdown
+    exchanges: tuple
+
+    @property
+    def collectives(self) -> int:
+        """Collective calls per step."""
+        return sum(e.count for e in self.exchanges)
+
+    def exchange(self, name: str) -> Exchange:
+        for e in self.exchanges:
+            if e.name == name:
+                return e
+        raise KeyError(f"no exchange {name!r}; the exchanges are {', '.join(e.name for e in self.exchanges)}")
+
+
+def _layer_exchanges(m: Model, size, phase: str, sequence_parallel: bool) -> list:
+    """The two collectives of every block (four with sequence parallelism: a reduce-scatter where the
+    all-reduce was, and an all-gather before the next block's first matmul)."""
+    n = m.num_layers
+    if not sequence_parallel:
+        return [Exchange("attention all-reduce", "all_reduce", size, n, phase),
+                Exchange("mlp all-reduce", "all_reduce", size, n, phase)]
+    return [Exchange("attention all-gather", "all_gather", size, n, phase),
+            Exchange("attention reduce-scatter", "reduce_scatter", size, n, phase),
+            Exchange("mlp all-gather", "all_gather", size, n, phase),
+            Exchange("mlp reduce-scatter", "reduce_scatter", size, n, phase)]
+
+
+def _activation_bytes(kwargs) -> float:
+    f = make_formats(kwargs.get("dtype", "bf16"), weights_dtype=kwargs.get("weights_dtype"),
+                     kv_dtype=kwargs.get("kv_dtype"), math_dtype=kwargs.get("math_dtype"))
+    return f.bytes("activations")
+
+
+def _inference(kind: str, m: Model, t: int, tokens, out_rows, work: Breakdown, a: float) -> TPStep:
+    h, exchanges = m.hidden_size, []
+    if t > 1:
+        size = tokens * h * a
+        exchanges = [Exchange("embedding all-reduce", "all_reduce", size, 1),  # the vocabulary-split lookup
+                     *_layer_exchanges(m, size, "forward", False),
+                     Exchange("logits all-gather", "all_gather", out_rows * m.vocab_size * a, 1)]
+    return TPStep(m, t, replace(work, name=f"{kind} of {m.name}, one of {t} tensor-parallel GPUs"), tuple(exchanges))
+
+
+def tp_decode_step(model: Model | str, t, batch=1, context=0, *, gpus_per_node=None, **options) -> TPStep:
+    """One decode step of ``model`` split over ``t`` GPUs: each GPU's kernels
+    (:func:`~roofline.workloads.inference.decode_step` of :func:`shard_model`, same ``options``) and the exchanges:
+    one all-reduce of the embedded tokens, two per layer of ``batch x hidden`` activations, and an
+    all-gather of the logits (a ``t``-th of the vocabulary on each GPU). Broadcasts over ``batch`` and
+    ``context``."""
+    m = check_tp(model, t, gpus_per_node=gpus_per_node)
+    t = _tp(t)
+    work = decode_step(shard_model(m, t), batch, context, **options)
+    b = number("batch", batch, integer=True)
+    return _inference("decode step", m, t, b, b, work, _activation_bytes(options))
+
+
+def tp_prefill(model: Model | str, t, tokens, batch=1, *, gpus_per_node=None, **options) -> TPStep:
+    """A prefill of ``batch`` prompts of ``tokens`` tokens split over ``t`` GPUs (see
+    :func:`tp_decode_step`); the logits gathered for every token, or the last with ``lm_head='last'``."""
+    m = check_tp(model, t, gpus_per_node=gpus_per_node)
+    t = _tp(t)
+    work = prefill(shard_model(m, t), tokens, batch, **options)
+    s, b = number("tokens", tokens, integer=True), number("batch", batch, integer=True)
+    rows = b if options.get("lm_head") == "last" else s * b
+    return _inference("prefill", m, t, s * b, rows, work, _activation_bytes(options))
+
+
+def tp_training_step(model: Model | str, t, seq, micro_batch=1, *, recompute: str = "none",
+                     sequence_parallel: bool = False, gpus_per_node=None, **options) -> TPStep:
+    """One micro-batch of training split over ``t`` GPUs: each GPU's kernels
+    (:func:`~roofline.workloads.training.training_step` of :func:`shard_model`) and the exchanges: two per layer in
+    the forward pass, two in the backward pass (the gradients of the blocks' inputs), two more per layer
+    that full recomputation runs again ('full', 'every-K'; 'selective' reruns only the attention core,
+    which exchanges nothing), one on the embedded tokens, one on the output head's input gradient, and the
+    vocabulary-split cross-entropy's three small all-reduces per token (fp32 maximum, sum and target
+    logit). ``sequence_parallel`` turns each block's all-reduce into a reduce-scatter and an all-gather."""
+    m = check_tp(model, t, gpus_per_node=gpus_per_node)
+    t = _tp(t)
+    if not isinstance(sequence_parallel, bool):
+        raise TypeError(f"sequence_parallel must be True or False, got {sequence_parallel!r}")
+    policy = recompute_policy(recompute)
+    work = training_step(shard_model(m, t), seq, micro_batch, recompute=policy.name, **options)
+    s, b = number("seq", seq, integer=True), number("micro_batch", micro_batch, integer=True)
+    broadcast(seq=s, micro_batch=b)
+    a = dtype_bytes(options.get("dtype", "bf16"))
+    size = s * b * m.hidden_size * a
+    exchanges = []
+    if t > 1:
+        exchanges = [Exchange("embedding all-reduce", "all_reduce", size, 1),
+                     *_layer_exchanges(m, size, "forward", sequence_parallel),
+                     Exchange("cross-entropy all-reduce", "all_reduce", s * b * 4.0, 3),
+                     Exchange("lm_head input-gradient all-reduce", "all_reduce", size, 1, "backward"),
+                     *_layer_exchanges(m, size, "backward", sequence_parallel)]
+        if policy.every:  # every layer's forward runs again (training_step's count), its exchanges with it
+            exchanges += _layer_exchanges(m, size, "recompute", sequence_parallel)
+    name = f"training step of {m.title}, one of {t} tensor-parallel GPUs, recompute {policy.name}"
+    return TPStep(m, t, replace(work, name=name), tuple(exchanges))
+
+
+@dataclass(frozen=True)
+class TPPrediction:
+    """A :class:`TPStep` timed: ``compute`` (one GPU's kernels under the roof) plus the ``priced`` exchanges
+    (``(Exchange, CollectiveCost)`` pairs, each cost for one call), not overlapped."""
+
+    step: TPStep
+    compute: Prediction
+    priced: tuple
+
+    @property
+    def compute_time(self):
+        return self.compute.time
+
+    @property
+    def comm_time(self):
+        """Seconds in the collectives per step: every call's latency and transfer."""
+        return sum((e.count * c.time for e, c in self.priced), 0.0)
+
+    @property
+    def comm_latency(self):
+        """The part of :attr:`comm_time` that is latency (overheads and per-step alphas)."""
+        return sum((e.count * c.latency for e, c in self.priced), 0.0)
+
+    @property
+    def comm_bytes(self):
+        """Bytes each GPU sends per step, over every tier."""
+        return sum((e.count * c.bytes for e, c in self.priced), 0.0)
+
+    @property
+    def time(self):
+        return self.compute_time + self.comm_time
+
+    @property
+    def comm_share(self):
+        return self.comm_time / self.time
+
+
+def predict_tp(step: TPStep, hardware: Hardware | str, *, roof=None, timing: str = "step", gpus_per_node=8,
+               tier: str | None = None, algorithm: str = "ring") -> TPPrediction:
+    """Time a :class:`TPStep` on ``hardware``: one GPU's kernels under ``roof`` (the hardware's datasheet
+    when None) by ``timing``, plus every exchange priced by :func:`roofline.core.collectives.collective_cost`
+    over the ``t`` GPUs, hierarchically with ``gpus_per_node`` or on the one ``tier`` given."""
+    if not isinstance(step, TPStep):
+        raise TypeError(f"step must be a TPStep (from tp_decode_step, tp_prefill or tp_training_step), "
+                        f"got {type(step).__name__}")
+    hw = get_hardware(hardware)
+    compute = predict(step.work, hw if roof is None else roof, timing=timing)
+    where = {"tier": tier} if tier is not None else {"gpus_per_node": gpus_per_node}
+    priced = tuple((e, collective_cost(e.collective, step.t, e.size, hw, algorithm=algorithm, **where))
+                   for e in step.exchanges)
+    return TPPrediction(step, compute, priced)
+
+
+def tp_intensity(model: Model | str, t, *, dtype: str = "bf16", hidden=None):
+    """FLOPs each GPU runs per byte it sends, in one block's forward pass: the layer's matmul FLOPs over
+    ``t`` against two all-reduces of the block's activations (ring: ``2 (t-1)/t`` of the buffer each).
+
+    Per token, ``2 P_layer / t`` FLOPs against ``4 (t-1)/t * h * a`` bytes, so the tokens cancel:
+    ``P_layer / (2 (t-1) h a)``. ``hidden`` scales the model's layer to another width, every matrix in
+    proportion (``P_layer`` grows as ``hidden**2``), to ask at which width a degree starts to hide.
+    Infinite for ``t = 1``. Broadcasts over ``t`` and ``hidden``.
+    """
+    m = load_model(model)
+    t = number("t", t, integer=True)
+    a = dtype_bytes(dtype)
+    h = m.hidden_size if hidden is None else number("hidden", hidden)
+    per_layer = m.layer_matmul_params * (np.asarray(h, dtype=float) / m.hidden_size) ** 2
+    with np.errstate(divide="ignore"):
+        out = np.divide(per_layer, 2 * (np.asarray(t, dtype=float) - 1) * h * a)
+    return float(out) if np.ndim(out) == 0 else out
+
+
+def tier_ridge(hardware: Hardware | str, tier: str = "scale_up", *, dtype: str = "bf16") -> float:
+    """FLOPs a GPU can run in the time it sends one byte over ``tier``: the peak over the tier's one-way
+    bandwidth per GPU (H100 SXM, bf16: 989 TFLOP/s over NVLink's 450 GB/s, about 2,200)."""
+    hw = get_hardware(hardware)
+    if tier not in hw.interconnect:
+        raise ValueError(f"tier must be one of {', '.join(map(repr, hw.interconnect))} for the {hw.short}, got {tier!r}")
+    return hw.peak_flops(dtype) / hw.interconnect[tier].each_way
+
+
+def hiding_width(model: Model | str, t, hardware: Hardware | str, tier: str = "scale_up", *, dtype: str = "bf16",
+                 tokens=None):
+    """The hidden size at which :func:`tp_intensity` reaches :func:`tier_ridge`: the narrowest width, with
+    the model's proportions, whose matmuls take as long as its all-reduces' bytes on ``tier``. Below it
+    tensor parallelism of degree ``t`` cannot hide behind the compute even with perfect overlap.
+
+    That count has no latency, so the tokens cancel. Given ``tokens`` (per micro-batch), the width is
+    where a block's matmuls take as long as its two all-reduces *with* their latency
+    (:func:`~roofline.core.collectives.collective_cost` on ``tier``): the positive root of
+    ``2 s c h^2 / (t P) = 2 (lat + 2 (t-1)/t s h a / B)``, with ``c h^2`` the block's matmul weights. It is
+    wider than the latency-free width and falls towards it as ``tokens`` grows."""
+    m = load_model(model)
+    ridge = tier_ridge(hardware, tier, dtype=dtype)
+    per_h2 = m.layer_matmul_params / m.hidden_size ** 2
+    t = number("t", t, integer=True)
+    a = dtype_bytes(dtype)
+    with np.errstate(divide="ignore"):
+        out = np.where(np.asarray(t) > 1, ridge * 2 * (np.asarray(t, dtype=float) - 1) * a / per_h2, 0.0)
+    if tokens is not None:
+        s = number("tokens", tokens, integer=True)
+        if np.ndim(t) or np.ndim(s):
+            raise TypeError("hiding_width with tokens takes one degree t and one token count, not arrays")
+        if t > 1:
+            hw = get_hardware(hardware)
+            latency = float(collective_cost("all_reduce", int(t), 1.0, hw, tier=tier).latency)
+            # q h^2 - l h - latency = 0, with q h^2 the compute and l h the transfer of the two all-reduces, halved
+            q = s * per_h2 / (t * hw.peak_flops(dtype))
+            lin = 2 * (t - 1) / t * s * a / hw.interconnect[tier].each_way
+            out = (lin + np.sqrt(lin * lin + 4 * q * latency)) / (2 * q)
+    return float(out) if np.ndim(out) == 0 else out
+
+
+def layer_times(model: Model | str, t, tokens, hardware: Hardware | str, *, tier: str | None = "scale_up",
+                gpus_per_node=8, dtype: str = "bf16"):
+    """``(compute, communication)`` seconds of one block's forward pass on ``tokens`` tokens per GPU group:
+    the layer's matmul FLOPs over ``t`` at the datasheet peak, against its two all-reduces priced on
+    ``tier`` (flat) or, with ``tier=None``, hierarchically over nodes of ``gpus_per_node``. Broadcasts over
+    ``tokens``."""
+    m = check_tp(model, t)
+    t = _tp(t)
+    hw = get_hardware(hardware)
+    tokens = number("tokens", tokens, integer=True)
+    compute = 2 * tokens * m.layer_matmul_params / t / hw.peak_flops(dtype)
+    where = {"tier": tier} if tier is not None else {"gpus_per_node": gpus_per_node}
+    ar = collective_cost("all_reduce", t, tokens * m.hidden_size * dtype_bytes(dtype), hw, **where)
+    return compute, 2 * ar.time
+
+
+def tp_memory(model: Model | str, t, *, weights_dtype: str = "bf16") -> float:
+    """Bytes of weights one of ``t`` tensor-parallel GPUs holds: its shard's parameters (norms whole on
+    every GPU, the vocabulary padded to a multiple of ``t``)."""
+    return shard_model(model, t).params * dtype_bytes(weights_dtype)
+
+
+@dataclass(frozen=True)
+class DegreePoint:
+    """Decode on ``t`` tensor-parallel GPUs at one batch and context: the step (``time``, the time per
+    output token, split into ``compute`` and ``comm``), tokens per second per GPU, the weights each GPU
+    holds and whether they and the batch's KV cache fit (``fits``), and the largest batch that fits."""
+
+    t: int
+    time: float
+    compute: float
+    comm: float
+    comm_latency: float
+    tokens_per_s_per_gpu: float
+    weights_per_gpu: float
+    kv_per_gpu: float
+    fits: bool
+    max_batch: int
+
+
+def decode_by_degree(model: Model | str, hardware: Hardware | str, degrees=(1, 2, 4, 8), *, batch: int = 1,
+                     context: int = 1024, gpus_per_node=8, tier: str | None = None, dtype: str = "bf16",
+                     accounting: str = "text") -> list[DegreePoint]:
+    """:class:`DegreePoint` for each degree in ``degrees``: a decode step of ``batch`` sequences at
+    ``context`` tokens (:func:`tp_decode_step`, :func:`predict_tp` on the datasheet roof, hierarchical over
+    nodes of ``gpus_per_node`` unless ``tier`` is given), and the memory (chapter 5's
+    :func:`~roofline.serving.largest_batch` with ``gpus=t``)."""
+    m, hw = load_model(model), get_hardware(hardware)
+    batch = int(number("batch", batch, integer=True))
+    context = int(number("context", context, integer=True))
+    if isinstance(degrees, (int, float)) or not len(degrees):
+        raise TypeError(f"degrees must be a sequence of tensor-parallel degrees, got {degrees!r}")
+    out = []
+    for t in degrees:
+        step = tp_decode_step(m, t, batch, context, dtype=dtype, accounting=accounting)
+        pred = predict_tp(step, hw, gpus_per_node=gpus_per_node, tier=tier)
+        t = step.t
+        weights = tp_memory(m, t, weights_dtype=dtype)
+        kv = batch * float(shard_model(m, t).kv_cache_bytes(context, dtype))
+        most = int(largest_batch(m, hw, context, gpus=t, weights_dtype=dtype, block_size=None))
+        time = float(pred.time)
+        out.append(DegreePoint(t, time, float(pred.compute_time), float(pred.comm_time), float(pred.comm_latency),
+                               batch / time / t, weights, kv, weights + kv <= hw.usable_capacity, most))
+    return out
+
+
+def best_degree(model: Model | str, hardware: Hardware | str, degrees=(1, 2, 4, 8, 16, 32), **kwargs) -> DegreePoint:
+    """The :class:`DegreePoint` with the shortest time per output token among ``degrees`` (arguments as
+    :func:`decode_by_degree`; degrees past a node are priced hierarchically unless ``tier`` is given)."""
+    return min(decode_by_degree(model, hardware, degrees, **kwargs), key=lambda p: p.time)

@@ -1,0 +1,641 @@
+"""Tables for the book: plain rows of formatted text, shown as HTML in a page and as aligned text
+elsewhere (a terminal, nbval's comparison). No pandas needed.
+"""
+
+from __future__ import annotations
+
+import html
+from dataclasses import dataclass
+from typing import Mapping, Sequence
+
+import numpy as np
+
+from roofline.core.cost import Breakdown
+from roofline.core.hardware import get_hardware
+from roofline.workloads.memory import (KORTHIKANTI_CONFIGS, RECIPES, RECOMPUTE_POLICIES, activation_bytes,
+                                       korthikanti_bytes, kv_cache_capacity_tokens, layer_activations, model_state,
+                                       saved_tensors)
+from roofline.core.model import load_model
+from roofline.core.ops import matmul
+from roofline.core.network import Tier
+from roofline.workloads.quantization import (FLOAT_LAYOUTS, INTEGER_LEVELS, PUBLISHED, SCHEMES, float_range,
+                                             relative_change, scheme, serving_point)
+from roofline.core.roof import Prediction, predict
+from roofline.workloads.training import best_plan, hfu, mfu, tokens_per_s_at_mfu, training_step
+from roofline.core.roof import Roof
+from roofline.core.units import bits_per_element, fmt, group_format
+from roofline.measured.compare import CALIBRATION_BAND, Comparison
+
+__all__ = ["Table", "workload_table", "breakdown_table", "tiers_table", "hardware_table", "mfu_table", "mfu_calculator",
+           "recipes_table", "saved_tensors_table", "footprint_table", "kv_capacity_table", "korthikanti_table",
+           "matmul_intensity_table", "operations_table", "kv_layout_table", "serving_table", "recompute_table",
+           "checkpoint_runs_table", "best_plan_table", "attention_table", "published_table", "formats_table", "quality_table",
+           "quantized_serving_table", "moe_comparison_table", "moe_memory_table", "collectives_table", "data_parallel_table"]
+
+
+@dataclass(frozen=True)
+class Table:
+    """Rows of cells under a header; the first column names the row."""
+
+    columns: tuple[str, ...]
+    rows: tuple[tuple[str, ...], ...]
+    title: str = ""
+
+    LONG = 40  # rows beyond which the page shows the table in a box that scrolls
+
+    def __post_init__(self):
+        for r in self.rows:
+            if len(r) != len(self.columns):
+                raise ValueError(f"every row needs {len(self.columns)} cells, got {len(r)}: {r!r}")
+
+    def __repr__(self) -> str:
+        cells = [self.columns, *self.rows]
+        widths = [max(len(str(row[i])) for row in cells) for i in range(len(self.columns))]
+        lines = [self.title] if self.title else []
+        for n, row in enumerate(cells):
+            lines.append("  ".join(str(c).ljust(w) if i == 0 else str(c).rjust(w) for i, (c, w) in enumerate(zip(row, widths))))
+            if n == 0:
+                lines.append("  ".join("-" * w for w in widths))
+        return "\n".join(lines)
+
+    def _repr_html_(self) -> str:
+        def cell(tag, text, i):
+            align = "left" if i == 0 else "right"
+            # a number and its unit stay on one line; a table too wide for the page scrolls instead
+            wrap = "white-space:nowrap;" if tag == "td" and i > 0 else ""
+            return f'<{tag} style="text-align:{align};padding:0.25em 0.9em;{wrap}">{html.escape(str(text))}</{tag}>'
+
+        head = "".join(cell("th", c, i) for i, c in enumerate(self.columns))
+        body = "".join("<tr>" + "".join(cell("td", c, i) for i, c in enumerate(row)) + "</tr>" for row in self.rows)
+        caption = f"<caption>{html.escape(self.title)}</caption>" if self.title else ""
+        # The wrapper scrolls sideways when the table is wider than the page, so no column is ever cut
+        # off; a long table also scrolls down inside a box, its header kept in view.
+        tall = len(self.rows) > self.LONG
+        if tall:
+            head = head.replace('<th style="', '<th style="position:sticky;top:0;background:var(--pst-color-background, white);')
+        box = "max-height:36em;overflow-y:auto;" if tall else ""
+        return (f'<div class="roofline-table-wrap" style="overflow-x:auto;{box}max-width:100%">'
+                f'<table class="roofline-table" style="border-collapse:collapse;font-variant-numeric:tabular-nums">'
+                f"{caption}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>")
+
+    def column(self, name: str) -> tuple[str, ...]:
+        i = self.columns.index(name)
+        return tuple(r[i] for r in self.rows)
+
+
+def matmul_intensity_table(ms: Sequence[int], n: int, k: int, dtype: str = "bf16", title: str = "") -> Table:
+    """Chapter 1: the arithmetic intensity of an ``(m x k) @ (k x n)`` product for each ``m``, in one
+    vectorized call, beside the ridge points it would have to pass."""
+    import numpy as np
+
+
+
+    ms = np.asarray(ms)
+    intensity = np.atleast_1d(matmul(ms, n, k, dtype=dtype).intensity)
+    rows = tuple((f"{int(m):,}", f"{n:,} × {k:,}", f"{i:,.2f}") for m, i in zip(ms, intensity))
+    return Table(("m (rows)", "n × k", f"intensity, {dtype} (FLOP/B)"), rows, title)
+
+
+def _time_per(pred: Prediction, per: float) -> str:
+    return fmt(pred.time / per, "s")
+
+
+def workload_table(workloads: Mapping[str, tuple[Breakdown, object, float]], title: str = "") -> Table:
+    """Side-by-side roofline numbers for named workloads: ``{label: (breakdown, roof, tokens)}``."""
+    columns = ("quantity", *workloads)
+    preds = {k: (predict(b, r), b, t) for k, (b, r, t) in workloads.items()}
+    spec: Sequence[tuple[str, callable]] = (
+        ("FLOPs", lambda p, b, t: fmt(b.flops, "FLOP", 4)),
+        ("HBM bytes", lambda p, b, t: fmt(b.bytes, "B", 4)),
+        ("intensity (FLOP/B)", lambda p, b, t: f"{b.intensity:,.4g}"),
+        ("ridge point (FLOP/B)", lambda p, b, t: f"{p.roof.ridge_point:,.0f}"),
+        ("bound", lambda p, b, t: p.bound),
+        ("time for the math", lambda p, b, t: fmt(p.compute_time, "s")),
+        ("time to move the bytes", lambda p, b, t: fmt(p.memory_time, "s")),
+        ("predicted time", lambda p, b, t: fmt(p.time, "s")),
+        ("tokens", lambda p, b, t: f"{t:,.0f}"),
+        ("time per token", lambda p, b, t: _time_per(p, t)),
+        ("utilization of peak", lambda p, b, t: f"{100 * p.utilization:.3g}%"),
+    )
+    rows = tuple((name, *(f(*preds[k]) for k in workloads)) for name, f in spec)
+    return Table(columns, rows, title)
+
+
+def breakdown_table(breakdowns: Mapping[str, Breakdown], title: str = "") -> Table:
+    """Part by part FLOPs and bytes for several breakdowns side by side (e.g. two accountings)."""
+    names = list(breakdowns)
+    parts = list(next(iter(breakdowns.values())).parts)
+    columns = ("part", *(f"{n} {q}" for n in names for q in ("FLOPs", "bytes")))
+    rows = []
+    for part in [*parts, "total"]:
+        cells = []
+        for n in names:
+            c = breakdowns[n].total if part == "total" else breakdowns[n][part]
+            cells += [fmt(c.flops, "FLOP", 4) if c.flops else "0", fmt(c.bytes, "B", 4) if c.bytes else "0"]
+        rows.append((part, *cells))
+    return Table(columns, tuple(rows), title)
+
+
+def tiers_table(tiers: Sequence[Tier], title: str = "") -> Table:
+    """The bandwidth hierarchy: each tier's rate per GPU and direction, how many times slower than the
+    first tier (HBM) it is, and the document it comes from. Every tier is measured against the same
+    first tier, so the chapter can quote any two of them without a second kind of comparison."""
+    rows = []
+    for i, t in enumerate(tiers):
+        step = fmt(tiers[0].each_way / t.each_way, "×", 2)  # as chapter 1 glues its ratios
+        rows.append((f"{t.name} ({t.note})", fmt(t.each_way, "B/s"), step, t.figure.source.title))
+    first = tiers[0].name if tiers else "the first tier"
+    return Table(("tier", "per GPU, one way", f"slower than {first}", "source"), tuple(rows), title)
+
+
+def hardware_table(hardware: Sequence, dtype: str = "bf16", title: str = "", *, fallback: str | None = "fp16") -> Table:
+    """Datasheet roofs side by side: dense peak, HBM bandwidth and capacity, ridge point.
+
+    A chip without ``dtype`` (the V100 has no bf16) shows its ``fallback`` peak, marked as such;
+    with ``fallback=None`` it is an error.
+    """
+
+    rows = []
+    for h in map(get_hardware, hardware):
+        d = dtype if (dtype in h.dense_flops or fallback is None) else fallback
+        mark = "" if d == dtype else f" ({d})"
+        rows.append((h.short, str(h.year), fmt(h.peak_flops(d), "FLOP/s", 4) + mark, fmt(h.hbm_bandwidth, "B/s"),
+                     fmt(h.hbm_capacity, "B"), fmt(h.usable_capacity, "B"), f"{h.ridge_point(d):,.0f}"))
+    return Table(("GPU", "year", f"dense {dtype}", "HBM bandwidth", "HBM (sold as)", "HBM usable", "ridge (FLOP/B)"),
+                 tuple(rows), title)
+
+
+def mfu_table(model, hardware, mfus: Sequence[float], *, attention_context=None, title: str = "") -> Table:
+    """MFU backed out into training throughput: tokens/s per GPU at each MFU.
+
+    ``attention_context`` adds a column that counts attention's FLOPs too: one sequence length for
+    every row, or a sequence of them, one per MFU (each report at the length its run trained on), in
+    which case a column names each row's length.
+    """
+
+    mfus = list(mfus)
+    per_row = attention_context is not None and not np.isscalar(attention_context)
+    if per_row:
+        contexts = list(attention_context)
+        if len(contexts) != len(mfus):
+            raise ValueError(f"attention_context must be one sequence length, or one per MFU ({len(mfus)}), "
+                             f"got {len(contexts)} lengths")
+    else:
+        contexts = [attention_context] * len(mfus)
+    rows = []
+    for u, ctx in zip(mfus, contexts):
+        row = [f"{100 * u:.0f}%"]
+        if per_row:
+            row.append(f"{ctx:,}")
+        row.append(f"{tokens_per_s_at_mfu(u, model, hardware):,.0f}")
+        if ctx is not None:
+            row.append(f"{tokens_per_s_at_mfu(u, model, hardware, attention_context=ctx):,.0f}")
+        rows.append(tuple(row))
+    if per_row:
+        columns = ["MFU", "sequence", "6N only", "with attention"]  # tokens/s per GPU: the title says so
+    else:
+        columns = ["MFU", "tokens/s per GPU (6N)"]
+        if attention_context is not None:
+            columns.append(f"with attention at {attention_context:,} tokens")
+    return Table(tuple(columns), tuple(rows), title)
+
+
+def mfu_calculator(runs: Sequence[tuple], *, recompute: str = "full", title: str = "") -> Table:
+    """MFU and HFU of training runs given as ``(model, gpus, hardware, tokens_per_s)`` tuples.
+
+    ``tokens_per_s`` is the whole job's throughput; HFU assumes the ``recompute`` policy.
+    """
+
+    rows = []
+    for model, gpus, hardware, tps in runs:
+        m, h = load_model(model), get_hardware(hardware)
+        rows.append((m.title, f"{gpus:,} × {h.short}", f"{tps:,.0f}",
+                     f"{100 * mfu(tps, m, gpus, h):.1f}%", f"{100 * hfu(tps, m, gpus, h, recompute=recompute):.1f}%"))
+    return Table(("model", "GPUs", "tokens/s (job)", "MFU", f"HFU ({recompute} recompute)"), tuple(rows), title)
+
+
+def recipes_table(model, title: str = "") -> Table:
+    """Model state per training recipe: bytes per parameter, part by part, and the model's total."""
+
+    m = load_model(model)
+    rows = []
+    for name, parts in RECIPES.items():
+        spelled = " + ".join(f"{v:g} {k}" for k, v in parts.items())
+        rows.append((name, spelled, f"{sum(parts.values()):g}", fmt(model_state(m, name).total, "B", 4)))
+    return Table(("recipe", "bytes per parameter", "total B/param", f"{m.title}"), tuple(rows), title)
+
+
+def saved_tensors_table(tensors, seq: int, title: str = "") -> Table:
+    """What one layer keeps for backward: each tensor's bytes per token (and per sequence of ``seq``)."""
+    rows = []
+    total = 0.0
+    for t in tensors:
+        per_seq = t.nbytes(seq, 1)
+        total += per_seq
+        shape = f"{t.per_token:,.0f} per token" if t.per_token else f"{t.per_score:g} x s x s"
+        rows.append((t.name, shape, f"{t.bytes_per_element:g}", fmt(per_seq, "B", 3)))
+    rows.append(("total", "", "", fmt(total, "B", 4)))
+    return Table(("saved tensor", "elements", "bytes each", f"one sequence of {seq:,}"), tuple(rows), title)
+
+
+def footprint_table(footprints: Mapping, capacities: Sequence[str] = ("h100-sxm", "h200-sxm"), title: str = "") -> Table:
+    """Per-GPU memory of labelled footprints and each one's margin on each GPU, those first.
+
+    The model state (weights, gradients, optimizer) is one column, so the table stays narrow enough
+    for a page; the figure beside it in chapter 2 splits the state part by part. A margin reads
+    '15.8 GB spare' or '48.5 GB over'.
+    """
+
+    hws = [get_hardware(c) for c in capacities]
+    others = ("activations", "recompute working set", "logits")
+    shown = [p for p in others if any(float(f.parts.get(p, 0.0)) > 0 for f in footprints.values())]
+    rows = []
+    for label, f in footprints.items():
+        total = float(f.total)
+        state = sum(float(v) for k, v in f.parts.items() if k not in others)
+        cells = [fmt(state, "B", 3), *(fmt(float(f.parts.get(p, 0.0)), "B", 3) for p in shown)]
+        margins = [f"{fmt(h.usable_capacity - total, 'B', 3)} spare" if total <= h.usable_capacity
+                   else f"{fmt(total - h.usable_capacity, 'B', 3)} over" for h in hws]
+        rows.append((label, fmt(total, "B", 3), *margins, *cells))
+    names = {"recompute working set": "working set"}
+    # the total and the margins, what a reader looks for, come first; the parts follow
+    return Table(("setup", "total", *(h.short for h in hws), "model state", *(names.get(p, p) for p in shown)),
+                 tuple(rows), title)
+
+
+def kv_capacity_table(model, hardware: Sequence[str], contexts: Sequence[int], *, kv_dtype: str | None = None,
+                      title: str = "") -> Table:
+    """How many sequences of each context length fit in the KV cache beside the weights."""
+
+    rows = []
+    for name in hardware:
+        h = get_hardware(name)
+        tokens = kv_cache_capacity_tokens(model, h, kv_dtype=kv_dtype)
+        rows.append((h.short, f"{tokens:,}" if tokens else "weights do not fit",
+                     *(f"{tokens // c:,}" if tokens else "0" for c in contexts)))
+    return Table(("GPU", "KV tokens", *(f"batch at {c:,}" for c in contexts)), tuple(rows), title)
+
+
+def korthikanti_table(seq: int = 2048, micro_batch: int = 1, title: str = "") -> Table:
+    """Activations per GPT layer on the configurations of Korthikanti et al., derived tensor by tensor,
+    for each recompute policy, and whether the derivation equals the paper's closed form to the byte."""
+
+    rows = []
+    for name, (h, a, _, _) in KORTHIKANTI_CONFIGS.items():
+        gpt = saved_tensors(architecture="gpt", hidden=h, heads=a, flash=False)
+        ours = [activation_bytes(gpt, seq, micro_batch, recompute=p) for p in RECOMPUTE_POLICIES]
+        paper = [korthikanti_bytes(seq, micro_batch, h, a, recompute=p) for p in RECOMPUTE_POLICIES]
+        same = all(round(x) == round(y) for x, y in zip(ours, paper))
+        rows.append((name, *(fmt(x, "B", 4) for x in ours), "yes" if same else "no"))
+    return Table(("GPT layer", *RECOMPUTE_POLICIES, "equals the paper"), tuple(rows), title)
+
+
+def operations_table(pred: Prediction, title: str = "") -> Table:
+    """A prediction's kernels, one row each: launches, FLOPs, bytes, intensity, what binds it, its time."""
+    rows = []
+    for t in pred.ops:
+        o = t.op
+        rows.append((o.name, f"{o.count:,}", fmt(float(o.flops), "FLOP"), fmt(float(o.bytes), "B"),
+                     f"{float(o.intensity):,.1f}", str(t.bound), fmt(float(t.time), "s")))
+    return Table(("kernel", "launches", "FLOPs", "bytes", "FLOP/B", "bound", "time"), tuple(rows),
+                 title or f"operations, timed under the {pred.timing} rule on {pred.roof.label}")
+
+
+def kv_layout_table(models: Sequence[str], *, kv_dtype: str = "bf16", context: int = 8192, title: str = "") -> Table:
+    """Chapter 5: each model's attention layout, what one token caches per layer (K and V: 2 x KV heads x
+    head size; MLA: latent + rotary key), the bytes per token, and one sequence of ``context`` tokens (at
+    most the model's trained context, shown beside it), sliding windows counted."""
+    from roofline.serving.capacity import attention_layout, sequence_kv_bytes
+
+    rows = []
+    for name in models:
+        m = load_model(name)
+        if m.mla is not None:
+            per_layer = f"{m.mla.kv_lora_rank} + {m.mla.qk_rope_head_dim}"
+        else:
+            per_layer = f"2 × {m.num_kv_heads} × {m.head_dim}"
+        c = min(context, m.max_position_embeddings or context)
+        rows.append((m.title, attention_layout(m).replace(" + sliding window", ", window"), per_layer,
+                     f"{m.kv_bytes_per_token(kv_dtype):,.0f}",
+                     f"{fmt(float(sequence_kv_bytes(m, c, kv_dtype, block_size=None)), 'B')} at {c:,}"))
+    return Table(("model", "layout", "per layer", "bytes per token", "one sequence"), tuple(rows), title)
+
+
+def serving_table(plans: Mapping, title: str = "") -> Table:
+    """Chapter 5: serving plans side by side (:func:`roofline.serving.serving_plan`): bytes per sequence,
+    the largest batch, and the decode step at that batch."""
+    rows = []
+    for label, p in plans.items():
+        timed = p.step_time is not None
+        rows.append((label, fmt(p.kv_per_sequence, "B"), f"{p.max_batch:,}",
+                     fmt(p.step_time, "s") if timed else "—", fmt(p.tokens_per_s, "tokens/s") if timed else "—",
+                     fmt(100 * p.utilization, "%", 2) if timed else "—"))
+    return Table(("setup", "KV per sequence", "largest batch", "time per output token", "throughput",
+                  "compute busy"), tuple(rows), title)
+def recompute_table(model, seqs: Sequence[int], policies: Sequence[tuple[str, str, str]], *,
+                    micro_batch: int = 1, title: str = "") -> Table:
+    """Chapter 3's policies side by side for one model: for each sequence length, each policy's
+    activations kept through the step, the working set of the layer (or segment) being rebuilt, their sum
+    (the peak), and the FLOPs it runs again as a share of the model's. ``policies`` holds
+    (label, recompute, attention)."""
+    m = load_model(model)
+    rows = []
+    for s in seqs:
+        for label, policy, attention in policies:
+            kept, working = layer_activations(m, s, micro_batch, recompute=policy, flash=attention == "flash")
+            step = training_step(m, s, micro_batch, recompute=policy, attention=attention)
+            extra = step["recompute"].flops / (step["forward"].flops + step["backward"].flops)
+            rows.append((f"{s:,}", label, fmt(float(kept), "B", 3), fmt(float(working), "B", 3),
+                         fmt(float(kept + working), "B", 3), f"{100 * extra:.1f}%"))
+    return Table(("tokens", "policy", "kept", "working set", "peak", "extra FLOPs"), tuple(rows), title)
+
+
+def checkpoint_runs_table(runs, title: str = "") -> Table:
+    """The measured training runs with and without checkpointing beside the count (chapter 3):
+    :func:`roofline.measured.checkpoint_runs`."""
+    rows = []
+    for c in runs:
+        r = c.run
+        rows.append((f"{r.tokens:,} x {r.batch}", "yes" if r.checkpoint else "no", fmt(c.measured, "B", 3),
+                     fmt(c.predicted, "B", 3), fmt(c.gap, "B", 3), fmt(c.model_flops / r.seconds, "FLOP/s", 3),
+                     f"{100 * c.mfu:.1f}%", f"{100 * c.hfu:.1f}%"))
+    return Table(("tokens x batch", "checkpoints", "measured", "count", "gap", "model FLOP/s", "MFU", "HFU"),
+                 tuple(rows), title)
+
+
+def best_plan_table(model, hardware, seqs: Sequence[int], *, micro_batch: int = 1, title: str = "", **kwargs) -> Table:
+    """The fastest policy that fits, sequence length by sequence length (chapter 3):
+    :func:`roofline.workloads.training.best_plan` with ``kwargs`` (gpus, zero_stage, achieved...)."""
+    rows = []
+    for s in seqs:
+        p = best_plan(model, hardware, seq=s, micro_batch=micro_batch, **kwargs)
+        if p is None:
+            rows.append((f"{s:,}", "nothing fits", "", "", "", ""))
+            continue
+        rows.append((f"{s:,}", p.recompute + (" + offload" if p.offload else ""), fmt(float(p.footprint.total), "B", 3),
+                     fmt(p.time, "s", 3), f"{100 * p.mfu:.1f}%", f"{100 * p.hfu:.1f}%"))
+    return Table(("tokens", "fastest policy that fits", "memory per GPU", "step time", "MFU", "HFU"), tuple(rows), title)
+
+
+def attention_table(passes: Mapping[str, object], roof, title: str = "") -> Table:
+    """Chapter 4: attention passes (:class:`roofline.workloads.tiling.AttentionIO`) side by side: FLOPs, HBM
+    traffic, intensity, time under ``roof`` (kernel by kernel), peak memory allocated and what is kept
+    for the backward pass."""
+    rows = []
+    for label, io in passes.items():
+        p = predict(io.breakdown, roof, timing="kernel")
+        rows.append((label, fmt(float(io.flops), "FLOP"), fmt(float(io.bytes), "B"), f"{float(io.intensity):,.0f}",
+                     fmt(float(p.time), "s"), fmt(float(io.peak_bytes), "B"),
+                     fmt(float(io.saved_bytes), "B") if float(io.saved_bytes) else "nothing"))
+    return Table(("pass", "FLOPs", "HBM bytes", "FLOP/B", "time", "peak", "kept"), tuple(rows), title)
+
+
+def published_table(reported: Sequence, title: str = "") -> Table:
+    """Chapter 4: reported kernel throughput (:data:`roofline.workloads.tiling.PUBLISHED`), with FLOP/s turned
+    into a fraction of the catalog's dense peak for the GPU and format it was measured on."""
+    rows = []
+    for r in reported:
+        hw = get_hardware(r.hardware) if r.hardware else None
+        if r.unit == "FLOP/s":
+            shown, share = fmt(r.value, "FLOP/s"), f"{100 * r.value / hw.peak_flops(r.dtype):.0f}%"
+        elif r.unit == "of peak":
+            shown = f"{100 * r.value:.0f}%" + (f" to {100 * r.high:.0f}%" if r.high else "")
+            share = shown
+        else:
+            shown, share = f"{r.value:g}x", "—"
+        rows.append((r.kernel, r.what, f"{hw.short}, {r.dtype}" if hw else "—", shown, share))
+    return Table(("kernel", "what was timed", "GPU, format", "reported, up to", "of peak"), tuple(rows), title)
+
+
+def formats_table(formats=None, catalog=("a100-sxm-80gb", "h100-sxm", "b200"), title: str = "") -> Table:
+    """Chapter 6: each number format's bits per element (scales included), range, and the chips among
+    ``catalog`` whose tensor cores compute in it (their dense peak), in one table."""
+
+    formats = formats or ("bf16", "fp16", "fp8 E4M3", "fp8 E5M2", "int8", "int4", "int4-g128", "int4-g128-zp",
+                          "fp4 E2M1", "mxfp4")
+    chips = [get_hardware(c) for c in catalog]
+    rows = []
+    for name in formats:
+        key = name.split(" ")[0]
+        g = group_format(key)
+        base = g.base if g else key
+        if name in FLOAT_LAYOUTS or (g and base == "fp4"):
+            r = float_range(*FLOAT_LAYOUTS["fp4 E2M1" if base == "fp4" else name])
+            span = (f"±{r.max:.3g}" if r.max >= 1e6 else f"±{r.max:g}"), f"{r.binades:.0f}"
+        else:
+            span = f"±{INTEGER_LEVELS[base]} steps", "—"
+        peaks = [fmt(h.peak_flops(base), "FLOP/s", 3) if base in h.dense_flops else "—" for h in chips]
+        rows.append((name, f"{bits_per_element(key):g}", *span, *peaks))
+    return Table(("format", "bits per element", "largest value", "binades", *(f"{h.short} dense peak" for h in chips)),
+                 tuple(rows), title)
+
+
+def quality_table(rows=None, title: str = "") -> Table:
+    """Chapter 6: the quality each method costs, from the papers' own tables, each beside its own baseline."""
+
+    out = []
+    for r in rows or PUBLISHED:
+        shown = (lambda v: f"{v:.1f}%") if r.metric == "accuracy" else (lambda v: f"{v:.2f}")
+        change = relative_change(r)
+        out.append((r.method, r.scheme, r.model, f"{r.dataset} {r.metric}", shown(r.baseline),
+                    shown(r.value), f"{100 * change:+.1f}%", f"{r.source}, {r.where}"))
+    return Table(("method", "what is quantized", "model", "metric", "baseline", "quantized", "quality lost", "source"),
+                 tuple(out), title)
+
+
+def quantized_serving_table(models, hardware, context: int, schemes=None, title: str = "") -> Table:
+    """Chapter 6: for each model and deployment (:data:`roofline.workloads.quantization.SCHEMES`) on one GPU, the
+    weights held, the largest batch of ``context``-token sequences that fits, the decode step at batch 1
+    (one request's time per output token) and, at that batch, the step divided by the batch (GPU time per
+    token generated; each request still waits a whole step), and the time of one ``context``-token prefill (first-order count, step rule)."""
+
+    h = get_hardware(hardware)
+    rows = []
+    for model in models:
+        m = load_model(model)
+        for name in schemes or SCHEMES:
+            p = serving_point(m, h, context, **scheme(name))
+            if not p.fits:
+                rows.append((m.title, name, fmt(p.weights, "B", 3), "does not fit", "—", "—", "—"))
+                continue
+            rows.append((m.title, name, fmt(p.weights, "B", 3), f"{p.max_batch:,}", fmt(p.decode_time_1, "s", 3),
+                         fmt(p.decode_time_max, "s", 3), fmt(p.prefill_time, "s", 3)))
+    return Table(("model", "formats", "weights", "largest batch", "decode step, batch 1",
+                  "step ÷ batch, largest batch", "prefill"), tuple(rows), title)
+
+
+def collectives_table(hardware, size: float, groups: Sequence[tuple[str, int, int]], title: str = "") -> Table:
+    """Chapter 7: each collective on a ``size``-byte buffer, for each labelled group ``(label, n, gpus_per_node)``:
+    bytes each GPU sends and the time the alpha-beta model gives (:mod:`roofline.core.collectives`)."""
+    from roofline.core.collectives import COLLECTIVES, collective_cost
+
+    columns = ("collective", f"sent per GPU, {groups[0][0]}", *(f"time, {label}" for label, _, _ in groups))
+    rows = []
+    for name in COLLECTIVES:
+        sent = collective_cost(name, groups[0][1], size, hardware, gpus_per_node=groups[0][2]).bytes
+        times = [fmt(collective_cost(name, n, size, hardware, gpus_per_node=g).time, "s") for _, n, g in groups]
+        rows.append((name.replace("_", "-"), fmt(sent, "B"), *times))
+    return Table(columns, tuple(rows), title)
+
+
+def data_parallel_table(steps: Mapping, title: str = "") -> Table:
+    """Chapter 7: labelled :class:`~roofline.parallel.data_parallel.DataParallelStep` results side by side: memory per GPU,
+    bytes each GPU sends (NVLink and network), link time, exposed time and MFU."""
+    columns = ("layout", "memory per GPU", "sent over NVLink", "sent over network", "link busy", "exposed", "MFU")
+    rows = tuple((label, fmt(float(s.footprint.total), "B"), fmt(s.sent_scale_up, "B"), fmt(s.sent_network, "B"),
+                  fmt(s.communication, "s"), fmt(s.exposed, "s"), f"{100 * s.mfu:.1f}%") for label, s in steps.items())
+    return Table(columns, rows, title)
+
+
+def moe_comparison_table(models, hardware, *, batch: int = 64, context: int = 4096, prompt: int = 4096,
+                         routing: str = "uniform", weights_dtype: str = "bf16", title: str = "") -> Table:
+    """Chapter 10: MoE models (a sequence, or a mapping from row label to model) beside their dense
+    equivalents on one GPU's roofline (memory not checked):
+    total and active parameters, weights held, training FLOPs per token, decode at batch 1 and at
+    ``batch`` (``routing`` for the experts read), and one ``prompt``-token prefill (text accounting, step rule)."""
+    from roofline.workloads.inference import decode_step, prefill
+    from roofline.workloads.training import training_flops_per_token
+
+    h = get_hardware(hardware)
+    rows = []
+    named = models.items() if isinstance(models, Mapping) else ((None, m) for m in models)
+    for label, m in named:
+        m = load_model(m)
+        kw = dict(weights_dtype=weights_dtype, routing=routing)
+        one = predict(decode_step(m, 1, context, **kw), h).time
+        many = predict(decode_step(m, batch, context, **kw), h).time
+        pre = predict(prefill(m, prompt, **kw), h).time
+        rows.append((label or m.title, f"{m.params / 1e9:.1f}B", f"{m.active_params / 1e9:.1f}B",
+                     fmt(m.params * bits_per_element(weights_dtype) / 8, "B", 3),
+                     fmt(training_flops_per_token(m), "FLOP", 3), fmt(one, "s", 3), fmt(many, "s", 3), fmt(pre, "s", 3)))
+    return Table(("model", "parameters", "active", f"weights ({weights_dtype})", "training FLOP per token",
+                  "decode, batch 1", f"decode, batch {batch}", f"prefill, {prompt:,} tokens"), tuple(rows), title)
+
+
+def moe_memory_table(rows, hardware, title: str = "") -> Table:
+    """Chapter 10: weights per GPU of MoE models split over GPUs by tensor and by expert parallelism.
+    ``rows`` holds ``(label, model, weights_dtype, gpus)``; each row says what the weights leave of the
+    GPU's usable HBM either way (:func:`roofline.parallel.moe.weights_per_gpu`)."""
+    from roofline.parallel.moe import weights_per_gpu
+
+    h = get_hardware(hardware)
+    out = []
+    for label, model, dtype, gpus in rows:
+        m = load_model(model)
+        tp, ep = weights_per_gpu(m, tp=gpus, weights_dtype=dtype), weights_per_gpu(m, ep=gpus, weights_dtype=dtype)
+        out.append((f"{label}, {dtype}", f"{gpus}", fmt(tp, "B", 3), fmt(ep, "B", 3),
+                    fmt(h.usable_capacity - tp, "B", 3) if tp < h.usable_capacity else "does not fit",
+                    fmt(h.usable_capacity - ep, "B", 3) if ep < h.usable_capacity else "does not fit"))
+    return Table(("model, weights", "GPUs", "weights per GPU, TP", "weights per GPU, EP", "left for KV, TP",
+                  "left for KV, EP"), tuple(out), title)
+
+
+# --- chapter 11: long sequences -----------------------------------------------------------------------------
+__all__ += ["long_context_table"]
+
+
+def long_context_table(models: Sequence[str], seqs: Sequence[int], hardware="h100-sxm", title: str = "") -> Table:
+    """For each model and sequence length: attention's share of a prefill's FLOPs and of its time, the training
+    activations without and with full recomputation, the fp32 logits and the KV cache of one sequence
+    (:func:`roofline.parallel.context_parallel.long_context`). Models of one family are named by their size alone."""
+    from roofline.parallel.context_parallel import long_context  # a workload module; tables sit above it
+
+    rows = []
+    # one family ("Llama 3 8B", "Llama 3 70B"): the title names it, the rows give only the size
+    families = {load_model(name).title.rsplit(" ", 1)[0] for name in models}
+    prefix = families.pop() + " " if len(families) == 1 else ""
+    for name in models:
+        for s in seqs:
+            r = long_context(name, s, hardware)
+            rows.append((r.model.title.removeprefix(prefix), f"{s / 2**20:g}M" if s >= 2**20 else f"{s // 1024:,}k", f"{r.attention_flops_share:.0%}",
+                         f"{r.attention_time_share:.0%}", fmt(r.activations, "B", 3),
+                         fmt(r.activations_full_recompute, "B", 3), fmt(r.logits, "B", 3), fmt(r.kv_cache, "B", 3)))
+    return Table(("model", "tokens", "attention, FLOPs", "attention, time", "activations", "full recompute",
+                  "logits", "KV cache"), tuple(rows), title)
+
+
+def plan_table(layouts, title: str = "") -> Table:
+    """Chapter 9: the planner's layouts (:class:`~roofline.parallel.planner.Layout`), one row each: degrees, micro-batch,
+    schedule, recomputation and ZeRO stage, memory per GPU, the step split into compute, bubble and exposed
+    communication, and MFU."""
+    columns = ("rank", "TP x PP x DP", "micro-batch (m)", "schedule", "recompute", "ZeRO", "memory per GPU",
+               "compute", "bubble", "exposed comm.", "step", "MFU")
+    rows = tuple((str(i), f"{x.tp} x {x.pp} x {x.dp}", f"{x.micro_batch} ({x.micro_batches})",
+                  "1F1B" if x.v == 1 else f"interleaved, v = {x.v}", x.recompute, str(x.zero_stage),
+                  fmt(x.memory, "B"), fmt(x.compute, "s"), fmt(x.bubble, "s"), fmt(x.exposed, "s"), fmt(x.time, "s"),
+                  f"{100 * x.mfu:.1f}%") for i, x in enumerate(layouts, 1))
+    return Table(columns, rows, title)
+
+
+def megatron_table(runs, title: str = "") -> Table:
+    """Chapter 9: published runs beside the planner's best layout for the same model and cluster. ``runs`` holds
+    ``(label, published dict with tp, pp, gpus, tflops, Layout)`` tuples."""
+    columns = ("model", "GPUs", "published TP x PP", "published TFLOP/s per GPU", "planner's layout",
+               "planner's bound, TFLOP/s per GPU", "published / bound")
+    rows = tuple((label, f"{pub['gpus']:,}", f"{pub['tp']} x {pub['pp']}", f"{pub['tflops'] / 1e12:.0f}",
+                  f"{x.tp} x {x.pp} x {x.dp}", f"{x.tflops / 1e12:.0f}", f"{100 * pub['tflops'] / x.tflops:.0f}%")
+                 for label, pub, x in runs)
+    return Table(columns, rows, title)
+
+
+__all__ += ["plan_table", "megatron_table"]
+
+
+# --- measurements (appendices A and B): comparisons side by side, datasheet and measured ceilings ---------------
+
+__all__ += ["comparison_table", "ceilings_table"]
+
+
+def comparison_table(columns: Mapping[str, Sequence[Comparison]], *, key: str = "label", title: str = "",
+                     estimates: Sequence[str] = (), band: float = CALIBRATION_BAND, key_first: str | None = None):
+    """A :class:`~roofline.present.tables.Table` of measured time and predicted/measured under each roof.
+
+    ``columns`` maps a roof's name to the comparisons under it; all lists cover the same points in
+    the same order. A floor's column marks '(!)' where the prediction exceeds the measurement (the bound
+    broken); a column named in ``estimates`` marks '(!)' where the ratio is outside ``1/band .. band``.
+    ``key_first`` names the roof whose ratio is the key column: it comes right after the point's name,
+    the headers shorten to 'ratio, NAME roof' and the measured time goes last, so a long table keeps
+    what matters in view and fits a page.
+    """
+    lists = list(columns.values())
+    first = lists[0]
+    for name, cs in columns.items():
+        if [c.label for c in cs] != [c.label for c in first]:
+            raise ValueError(f"comparisons under {name!r} do not cover the same points as the first column")
+    unknown = [e for e in estimates if e not in columns]
+    if unknown:
+        raise ValueError(f"estimates names columns that are not there: {', '.join(map(repr, unknown))}")
+    if key_first is not None and key_first not in columns:
+        raise ValueError(f"key_first must be one of {', '.join(map(repr, columns))}, got {key_first!r}")
+
+    def mark(name, c):
+        bad = not (1 / band <= c.ratio <= band) if name in estimates else not c.obeys
+        return f"{c.ratio:.2f}" + (" (!)" if bad else "")
+
+    if key_first is not None:
+        names = [key_first, *(n for n in columns if n != key_first)]
+        header = ("point", *(f"ratio, {n} roof" for n in names), "measured time")
+        rows = tuple((c.label, *(mark(n, columns[n][i]) for n in names), fmt(c.measured, "s"))
+                     for i, c in enumerate(first))
+        return Table(header, rows, title)
+    header = ("point", "measured", *(f"predicted/measured, {n}" for n in columns))
+    rows = tuple((c.label, fmt(c.measured, "s"), *(mark(n, cs[i]) for n, cs in columns.items()))
+                 for i, c in enumerate(first))
+    return Table(header, rows, title)
+
+
+def ceilings_table(datasheet: Roof | Sequence[Roof], measured: Roof | Sequence[Roof], title: str = ""):
+    """Datasheet and measured ceilings side by side, with the fraction of each the machine reached."""
+    ds = [datasheet] if isinstance(datasheet, Roof) else list(datasheet)
+    ms = [measured] if isinstance(measured, Roof) else list(measured)
+    if len(ds) != len(ms):
+        raise ValueError(f"datasheet and measured need as many roofs each, got {len(ds)} and {len(ms)}")
+    rows = [("HBM bandwidth", fmt(ds[0].bandwidth, "B/s"), fmt(ms[0].bandwidth, "B/s"), f"{100 * ms[0].bandwidth / ds[0].bandwidth:.0f}%")]
+    for d, m in zip(ds, ms):
+        rows.append((f"dense {d.dtype} matmul", fmt(d.peak_flops, "FLOP/s", 4), fmt(m.peak_flops, "FLOP/s", 4),
+                     f"{100 * m.peak_flops / d.peak_flops:.0f}%"))
+        rows.append((f"ridge point, {d.dtype} (FLOP/B)", f"{d.ridge_point:,.0f}", f"{m.ridge_point:,.0f}",
+                     f"{100 * m.ridge_point / d.ridge_point:.0f}%"))
+    return Table(("ceiling", "datasheet", "measured", "measured / datasheet"), tuple(rows), title)
+
+

@@ -1,0 +1,10 @@
+"""Serving: how many requests fit and how fast they are answered.
+
+- :mod:`~roofline.serving.capacity`: the batch that fits beside the weights and its decode step (chapters 5, 12);
+  its names are importable from here (``from roofline import serving as S; S.serving_plan(...)``).
+- :mod:`~roofline.serving.batching`: static, continuous and chunked batching, simulated (chapter 12).
+- :mod:`~roofline.serving.speculative`: speculative decoding (chapter 12).
+"""
+
+from roofline.serving.capacity import *  # noqa: F401,F403
+from roofline.serving.capacity import __all__

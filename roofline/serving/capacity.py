@@ -1,0 +1,338 @@
+"""Serving: how many requests fit beside the weights, and how fast they decode (chapter 5).
+
+A server holds the weights once and one KV cache per request in flight. The cache is what caps the
+batch: usable HBM less the weights, divided by the bytes one sequence's cache takes, is the largest
+number of requests that fit (:func:`largest_batch`). Decode wants that batch large (chapter 1), so the
+bytes per token of the cache decide throughput as much as the weights do. :func:`serving_plan` puts
+it together: the memory, the largest batch at a context, and the decode step at that batch under a
+roof (:func:`roofline.workloads.inference.decode_step`, :func:`roofline.core.roof.predict`).
+
+Named choices:
+
+- **Layouts.** Multi-head (one K and V per query head), grouped-query (a K and V per group), multi-query
+  (one for all heads) and DeepSeek's multi-head latent attention (one compressed latent and one shared
+  rotary key per token and layer); sliding-window layers keep only their window
+  (:meth:`roofline.core.model.Model.kv_cache_bytes`). :func:`attention_layout` names them.
+- **Paging.** With ``block_size`` B, a sequence of ``c`` tokens holds ``ceil(c / B)`` blocks of B
+  tokens (Kwon et al. 2023); the last one is partly empty, so the waste is under one block per
+  sequence. ``block_size=None`` is an exact, contiguous cache of ``c`` tokens; ``reserve_tokens``
+  is the older practice of reserving a contiguous cache for the longest sequence a request may reach.
+- **Tensor parallelism.** ``gpus`` GPUs serve one copy of the model, pooling their HBM, bandwidth and
+  FLOPs (the all-reduces are not counted: chapter 8). Each GPU keeps the KV heads of its query heads,
+  so a KV head is stored on ``gpus / num_kv_heads`` GPUs when there are fewer KV heads than GPUs, and
+  a latent (MLA) on every GPU (:func:`kv_replicas`).
+- **MLA decode.** The decode step of latent attention is modelled under the text accounting with the
+  absorbed kernel (chapter 10), not kernel by kernel (:class:`~roofline.core.model.NotModelledError` from
+  :func:`~roofline.workloads.inference.decode_step` under ``accounting='refined'``); its attention FLOPs per
+  cached token, absorbed or not, are :func:`mla_attention_flops_per_key`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from types import MappingProxyType
+
+import numpy as np
+
+from roofline.core.checks import number
+from roofline.core.cost import Breakdown
+from roofline.core.hardware import Hardware, get_hardware
+from roofline.workloads.inference import PARTS, decode_step, prefill
+from roofline.core.model import Model, NotModelledError, load_model
+from roofline.core.ops import Op
+from roofline.core.roof import CalibratedRoof, Roof, as_roof, predict
+from roofline.workloads.quantization import check_math
+from roofline.core.units import dtype_bytes, fmt
+from roofline.workloads.kv_cache import (VLLM_BLOCK_SIZE, attention_layout, check_context, kv_bytes_per_token, kv_replicas,
+                                         largest_batch, paged_tokens, paging_waste, sequence_kv_bytes,
+                                         shared_prefix_saving, stored_weight_bytes)
+
+__all__ = [
+    "PUBLISHED",
+    "VLLM_BLOCK_SIZE",
+    "ServingPlan",
+    "attention_layout",
+    "check_context",
+    "kv_replicas",
+    "kv_bytes_per_token",
+    "paged_tokens",
+    "sequence_kv_bytes",
+    "paging_waste",
+    "largest_batch",
+    "mla_attention_flops_per_key",
+    "serving_plan",
+    "shared_prefix_saving",
+    "time_to_first_token",
+    "latency_throughput",
+]
+
+PUBLISHED = MappingProxyType({
+    # (value, unit, bib key, what the source reports)
+    "mqa_quality": ("minor", "", "shazeer2019mqa",
+                    "multi-query attention decodes much faster with only minor quality degradation"),
+    "gqa_uptrain_compute": (5.0, "%", "ainslie2023gqa",
+                            "share of the original pre-training compute spent uptraining a multi-head checkpoint"),
+    "mla_kv_saving": (93.3, "%", "deepseek2024v2",
+                      "KV cache saved by DeepSeek-V2 (MLA) against DeepSeek 67B (multi-head)"),
+    "mla_throughput": (5.76, "×", "deepseek2024v2",
+                       "DeepSeek-V2's maximum generation throughput against DeepSeek 67B's"),
+    "mla_gqa_groups": (2.25, "", "deepseek2024v2",
+                       "MLA's cache equals that of GQA with this many groups, at quality above MHA"),
+    "vllm_used_low": (20.4, "%", "kwon2023vllm",
+                      "least share of KV memory holding real token states in the systems vLLM compared against"),
+    "vllm_used_high": (38.2, "%", "kwon2023vllm",
+                       "largest share of KV memory holding real token states in those systems"),
+    "vllm_gain_low": (2.0, "×", "kwon2023vllm", "throughput gain of vLLM at the same latency, low end"),
+    "vllm_gain_high": (4.0, "×", "kwon2023vllm", "throughput gain of vLLM at the same latency, high end"),
+})
+"""Figures the chapter quotes from its sources, each with its bibliography key: the roofline cannot
+compute quality, nor a real allocator's waste, so these are reported, not derived."""
+
+
+def mla_attention_flops_per_key(model: Model | str, *, absorbed: bool = True) -> float:
+    """FLOPs one decode query spends on one cached token, summed over layers, under latent attention.
+
+    ``absorbed`` (how DeepSeek serves it): the key up-projection is folded into the query and the value
+    up-projection into the output, so each head scores against the cached latent and rotary key
+    (``kv_lora_rank + qk_rope_head_dim`` wide) and sums latents (``kv_lora_rank`` wide):
+    ``2 heads (2 r + d_rope)`` per layer. Not absorbed: every cached latent is first expanded to
+    per-head keys and values (``kv_b_proj``, ``2 r heads (d_nope + d_v)``), then attended to as in
+    multi-head attention (``2 heads (d_nope + d_rope + d_v)``).
+    """
+    m = load_model(model)
+    if m.mla is None:
+        raise ValueError(f"{m.name} does not use multi-head latent attention (no kv_lora_rank in its config)")
+    a, heads = m.mla, m.num_heads
+    if absorbed:
+        per_layer = 2 * heads * (2 * a.kv_lora_rank + a.qk_rope_head_dim)
+    else:
+        expand = 2 * a.kv_lora_rank * heads * (a.qk_nope_head_dim + a.v_head_dim)
+        per_layer = expand + 2 * heads * (a.qk_nope_head_dim + a.qk_rope_head_dim + a.v_head_dim)
+    return float(m.num_layers * per_layer)
+
+
+@dataclass(frozen=True)
+class ServingPlan:
+    """One server: a model on ``gpus`` GPUs at one context, its memory and its decode at the largest batch.
+
+    Memory (bytes, across the server): ``usable`` HBM, ``weights``, ``kv_per_token``, ``kv_per_sequence``
+    (paged or reserved), ``waste_per_sequence`` (held but empty: the end of the last block, or of the
+    reservation) and ``max_batch``. Decode at
+    ``batch`` (``max_batch`` unless asked otherwise): ``step_time`` (also the time per output token, each
+    sequence getting one token a step), ``tokens_per_s``, ``bound``, ``utilization``, ``flops``,
+    ``bytes`` and ``kv_read_share`` (the KV cache's share of the bytes); None where ``not_modelled``
+    says why (a mixture of experts at batch > 1, latent attention) or nothing fits.
+    """
+
+    model: str
+    hardware: str
+    gpus: int
+    context: int
+    weights_dtype: str
+    kv_dtype: str
+    block_size: int | None
+    layout: str
+    usable: float
+    weights: float
+    kv_per_token: float
+    kv_per_sequence: float
+    waste_per_sequence: float
+    max_batch: int
+    batch: int
+    reserve: float = 0.0  # bytes set aside for anything else (activations, the engine's workspace)
+    kv_copies: int = 1  # copies of each token's cache across the GPUs (kv_replicas)
+    roof: str = ""
+    step_time: float | None = None
+    tokens_per_s: float | None = None
+    bound: str | None = None
+    utilization: float | None = None
+    flops: float | None = None
+    bytes: float | None = None
+    kv_read_share: float | None = None
+    not_modelled: str | None = None
+    math_dtype: str | None = None  # the matmuls' format (None: bf16, whatever the weights are stored in)
+
+    @property
+    def fits(self) -> bool:
+        """Whether at least one sequence of this context fits beside the weights."""
+        return self.max_batch >= 1
+
+    @property
+    def kv_total(self) -> float:
+        """KV cache held at ``batch`` sequences."""
+        return self.batch * self.kv_per_sequence
+
+    @property
+    def time_per_output_token(self) -> float | None:
+        """Seconds between two tokens of one request: one decode step."""
+        return self.step_time
+
+    def verdict(self) -> str:
+        """The plan in one sentence, for a reader (computed words, following the catalog)."""
+        where = f"{self.gpus} × {self.hardware}" if self.gpus > 1 else f"one {self.hardware}"
+        if not self.fits:
+            if self.weights + self.reserve >= self.usable:
+                return (f"{self.model} does not fit on {where}: the weights alone take {fmt(self.weights, 'B')} of "
+                        f"{fmt(self.usable, 'B')} usable")
+            return (f"{self.model} leaves {fmt(self.usable - self.weights - self.reserve, 'B')} for the KV cache on {where}, less than "
+                    f"one sequence of {self.context:,} tokens needs ({fmt(self.kv_per_sequence, 'B')})")
+        head = f"{self.max_batch:,} sequences of {self.context:,} tokens fit on {where}"
+        if self.step_time is None:
+            return head + f"; decode not modelled: {self.not_modelled}"
+        return (head + f"; at batch {self.batch:,} a decode step takes {fmt(self.step_time, 's')}, "
+                f"{fmt(self.tokens_per_s, 'tokens/s')} in all, {self.bound}-bound at "
+                f"{fmt(100 * self.utilization, '%')} of peak FLOP/s")
+
+    def as_dict(self) -> dict:
+        """Every field and derived figure, for JSON."""
+        out = {k: getattr(self, k) for k in self.__dataclass_fields__}
+        out.update(fits=self.fits, kv_total=self.kv_total, time_per_output_token=self.time_per_output_token)
+        return out
+
+
+def _server_roof(h: Hardware, gpus: int, roof, math: str = "bf16"):
+    """The roof of ``gpus`` GPUs pooled: the datasheet's in the ``math`` format (bf16 unless the matmuls
+    are asked to run narrower: storage formats are widened before the multiply), or a given roof (one GPU
+    only when calibrated)."""
+    if roof is None:
+        one = as_roof(h, math)
+    elif isinstance(roof, CalibratedRoof):
+        if gpus != 1:
+            raise ValueError("roof: a calibrated roof describes one GPU; use the datasheet roof for gpus > 1")
+        return roof
+    else:
+        one = as_roof(roof)
+    if gpus == 1:
+        return one
+    return Roof(f"{gpus} × {one.label}", gpus * one.peak_flops, gpus * one.bandwidth, kind=one.kind,
+                dtype=one.dtype, launch_s=one.launch_s)
+
+
+def _with_replicas(step: Breakdown, replicas: int) -> Breakdown:
+    """A decode step on tensor-parallel GPUs that keep ``replicas`` copies of the cache: every copy is read
+    by its own GPU, one operation more for the copies beyond the first."""
+    if replicas == 1:
+        return step
+    extra = (replicas - 1) * np.asarray(step.parts["kv_cache"].bytes, dtype=float)
+    extra = float(extra) if extra.ndim == 0 else extra
+    ops = (*step.ops, Op.build("kv_replicas", "attention", math=step.formats.math, reads={"kv_cache": extra}))
+    return Breakdown.from_ops(step.name, ops, step.formats, PARTS)
+
+
+def serving_plan(model: Model | str, hardware: Hardware | str, context: int, *, gpus: int = 1,
+                 weights_dtype: str = "bf16", kv_dtype: str | None = None, math_dtype: str | None = None,
+                 block_size: int | None = VLLM_BLOCK_SIZE, batch: int | None = None, roof=None,
+                 accounting: str = "text", timing: str = "step", reserve: float = 0.0,
+                 reserve_tokens: int | None = None, routing: str | None = None) -> ServingPlan:
+    """Serve ``model`` on ``gpus`` GPUs of ``hardware`` at ``context`` tokens per sequence.
+
+    Returns a :class:`ServingPlan`: the memory, the largest batch (:func:`largest_batch`), and at that
+    batch (or at ``batch``, which must fit) the decode step under ``roof`` (the datasheet when None;
+    a calibrated roof for one GPU) by ``timing`` and ``accounting``. A context past the model's
+    ``max_position_embeddings`` is a ``ValueError``; a model that does not fit gives a plan with
+    ``max_batch`` 0 and no decode figures. ``reserve_tokens`` reserves a contiguous cache of that many
+    tokens per request instead of paging (``block_size`` is then ignored). ``routing`` names how a
+    mixture of experts routes its tokens (:func:`roofline.parallel.moe.experts_touched`; required for its decode
+    at batch > 1, else the plan says the decode is not modelled). The command
+    ``roofline serve`` prints it.
+    """
+    m, h = load_model(model), get_hardware(hardware)
+    g = int(number("gpus", gpus, integer=True))
+    context = number("context", context, integer=True)
+    if np.ndim(context):
+        raise TypeError("serving_plan takes one context; for a sweep call largest_batch with an array")
+    context = int(context)
+    check_context(m, context)
+    kv_dtype = kv_dtype or weights_dtype
+    dtype_bytes(weights_dtype), dtype_bytes(kv_dtype)  # names checked before any arithmetic
+    if math_dtype is not None:
+        check_math(h, math_dtype)  # a math format the chip has no tensor cores for is refused (chapter 6)
+    replicas = kv_replicas(m, g)
+    if reserve_tokens is not None:
+        block_size = None
+    per_seq = float(sequence_kv_bytes(m, context, kv_dtype, block_size=block_size, gpus=g, reserve_tokens=reserve_tokens))
+    waste = per_seq - float(sequence_kv_bytes(m, context, kv_dtype, block_size=None, gpus=g))
+    most = largest_batch(m, h, context, gpus=g, weights_dtype=weights_dtype, kv_dtype=kv_dtype,
+                         block_size=block_size, reserve=reserve, reserve_tokens=reserve_tokens)
+    if batch is not None:
+        batch = int(number("batch", batch, integer=True))
+        if batch > most:
+            raise ValueError(f"batch {batch:,} does not fit: at {context:,} tokens at most {most:,} sequences do")
+    at = most if batch is None else batch
+    base = dict(model=m.name, hardware=h.short or h.name, gpus=g, context=context, weights_dtype=weights_dtype,
+                kv_dtype=kv_dtype, block_size=block_size, layout=attention_layout(m), usable=g * h.usable_capacity,
+                weights=stored_weight_bytes(m, weights_dtype), kv_per_token=kv_bytes_per_token(m, kv_dtype, gpus=g),
+                kv_per_sequence=per_seq, waste_per_sequence=waste, max_batch=most, batch=at,
+                reserve=float(number("reserve", reserve, strict=False)), kv_copies=replicas, math_dtype=math_dtype)
+    server = _server_roof(h, g, roof, math_dtype or "bf16")
+    if at < 1:
+        return ServingPlan(**base, roof=server.label, not_modelled="nothing fits")
+    try:
+        step = decode_step(m, at, context, weights_dtype=weights_dtype, kv_dtype=kv_dtype, math_dtype=math_dtype,
+                           accounting=accounting, routing=routing)
+    except NotModelledError as exc:
+        return ServingPlan(**base, roof=server.label, not_modelled=str(exc))
+    step = _with_replicas(step, replicas)
+    pred = predict(step, server, timing=timing)
+    t = float(pred.time)
+    return ServingPlan(**base, roof=server.label, step_time=t, tokens_per_s=at / t, bound=str(pred.bound),
+                       utilization=float(pred.utilization), flops=float(step.flops), bytes=float(step.bytes),
+                       kv_read_share=float(step.parts["kv_cache"].bytes) / float(step.bytes))
+
+
+def time_to_first_token(model: Model | str, hardware: Hardware | str, prompt, *, gpus: int = 1,
+                        weights_dtype: str = "bf16", kv_dtype: str | None = None, math_dtype: str | None = None,
+                        roof=None, accounting: str = "text", timing: str = "step"):
+    """Seconds from a request's admission to its first token when its prompt of ``prompt`` tokens is
+    prefilled alone (chapter 12): one :func:`~roofline.workloads.inference.prefill` that keeps only the last
+    logits, on ``gpus`` GPUs pooled (all-reduces not counted). Queueing and sharing the step with other
+    requests add to it (:mod:`roofline.serving.batching` simulates both). Broadcasts over ``prompt``."""
+    m, h = load_model(model), get_hardware(hardware)
+    g = int(number("gpus", gpus, integer=True))
+    prompt = number("prompt", prompt, integer=True)
+    check_context(m, prompt)
+    if math_dtype is not None:
+        check_math(h, math_dtype)
+    work = prefill(m, prompt, weights_dtype=weights_dtype, kv_dtype=kv_dtype or weights_dtype, math_dtype=math_dtype,
+                   accounting=accounting, **({"lm_head": "last"} if accounting == "refined" else {}))
+    t = predict(work, _server_roof(h, g, roof, math_dtype or "bf16"), timing=timing).time
+    return float(t) if np.ndim(t) == 0 else np.asarray(t)
+
+
+def latency_throughput(model: Model | str, hardware: Hardware | str, context: int, *, batches=None, prompt=None,
+                       gpus: int = 1, weights_dtype: str = "bf16", kv_dtype: str | None = None,
+                       math_dtype: str | None = None, roof=None, accounting: str = "text",
+                       timing: str = "step") -> dict:
+    """The serving frontier at one context (chapter 12): for each batch that fits, the time per output
+    token (one decode step) and the tokens per second it gives, with the time to first token of a
+    ``prompt``-token prompt alone (default: the context) and the largest batch (chapter 5's wall).
+
+    ``batches`` defaults to the powers of two below the wall and the wall itself. Returns a dict of
+    numpy arrays ``batch``, ``tpot``, ``tokens_per_s``, ``bound`` and the numbers ``ttft`` and
+    ``max_batch``. Raises a ``ValueError`` when nothing fits or a batch asked for does not.
+    """
+    m, h = load_model(model), get_hardware(hardware)
+    g = int(number("gpus", gpus, integer=True))
+    context = int(number("context", context, integer=True))
+    check_context(m, context)
+    kv_dtype = kv_dtype or weights_dtype
+    most = largest_batch(m, h, context, gpus=g, weights_dtype=weights_dtype, kv_dtype=kv_dtype)
+    if most < 1:
+        raise ValueError(f"context: not one sequence of {context:,} tokens fits beside {m.name}'s weights on "
+                         f"{g} × {h.short}")
+    if batches is None:
+        b = 2 ** np.arange(int(np.log2(most)) + 1)
+        batches = np.unique(np.append(b[b < most], most))
+    batches = np.asarray(number("batches", batches, integer=True), dtype=float).reshape(-1)
+    if np.any(batches > most):
+        raise ValueError(f"batches: at {context:,} tokens at most {most:,} sequences fit, asked for "
+                         f"{int(np.max(batches)):,}")
+    step = decode_step(m, batches, context, weights_dtype=weights_dtype, kv_dtype=kv_dtype, math_dtype=math_dtype,
+                       accounting=accounting)
+    step = _with_replicas(step, kv_replicas(m, g))
+    pred = predict(step, _server_roof(h, g, roof, math_dtype or "bf16"), timing=timing)
+    tpot = np.asarray(pred.time, dtype=float)
+    ttft = time_to_first_token(m, h, context if prompt is None else prompt, gpus=g, weights_dtype=weights_dtype,
+                               kv_dtype=kv_dtype, math_dtype=math_dtype, roof=roof, accounting=accounting, timing=timing)
+    return {"batch": batches.astype(int), "tpot": tpot, "tokens_per_s": batches / tpot,
+            "bound": np.broadcast_to(np.asarray(pred.bound), batches.shape), "ttft": float(ttft), "max_batch": int(most)}

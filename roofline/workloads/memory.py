@@ -1,0 +1,464 @@
+"""The memory budget: model state, activations, ZeRO sharding, KV cache (chapter 2).
+
+Sources:
+
+- Rajbhandari et al., "ZeRO: Memory Optimizations Toward Training Trillion Parameter Models", SC 2020
+  (arXiv:1910.02054): 16 bytes per parameter for mixed-precision Adam, and the per-GPU model state of
+  ZeRO stages 1, 2 and 3.
+- Korthikanti et al., "Reducing Activation Recomputation in Large Transformer Models", MLSys 2023
+  (arXiv:2205.05198): a GPT layer stores ``s b h (34 + 5 a s / h)`` bytes of activations, with
+  selective and full recomputation, tensor and sequence parallelism.
+
+Activations are derived tensor by tensor, from what each operation saves for its backward pass
+(:func:`saved_tensors`), for both a GPT layer (which reproduces the paper's closed form exactly) and a
+Llama layer (RMSNorm, grouped-query attention, RoPE, SwiGLU). Sizes are in bytes, decimal.
+
+What this module does not see: the CUDA context and library workspaces, allocator fragmentation,
+temporary buffers inside kernels, communication buffers. Chapter 2 says which is which.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Mapping
+
+import numpy as np
+
+from roofline.core.checks import broadcast, number, unknown_name
+from roofline.core.hardware import Hardware, get_hardware
+from roofline.core.model import Model, load_model, param_count
+from roofline.core.policies import RECOMPUTE, recompute_policy, zero_stage
+from roofline.core.units import dtype_bytes, fmt
+
+__all__ = [
+    "RECIPES",
+    "Footprint",
+    "SavedTensor",
+    "model_state",
+    "zero_model_state",
+    "saved_tensors",
+    "activation_bytes",
+    "korthikanti_bytes",
+    "inference_footprint",
+    "training_footprint",
+    "kv_cache_capacity_tokens",
+    "recompute_working_set",
+    "layer_activations",
+    "checkpoint_memory",
+    "optimal_checkpoint_spacing",
+    "offloaded_bytes",
+    "fit_verdict",
+    "fit_summary",
+    "RECOMPUTE_POLICIES",
+    "KORTHIKANTI_CONFIGS", "FitsOnItsHardware"]
+
+# Bytes per parameter of each training recipe's model state.
+RECIPES: Mapping[str, Mapping[str, float]] = MappingProxyType({
+    # everything in fp32: weights, gradients, Adam momentum and variance
+    "fp32-adam": MappingProxyType({"weights": 4, "gradients": 4, "momentum": 4, "variance": 4}),
+    # the ZeRO paper's mixed precision: bf16 weights and gradients, fp32 master copy and Adam states
+    "mixed-adam": MappingProxyType({"weights": 2, "gradients": 2, "master": 4, "momentum": 4, "variance": 4}),
+    # bf16 throughout, no master copy (needs care: stochastic rounding or Kahan summation)
+    "bf16-adam": MappingProxyType({"weights": 2, "gradients": 2, "momentum": 2, "variance": 2}),
+    # mixed precision with 8-bit Adam states (Dettmers et al., 8-bit Optimizers via Block-wise Quantization, 2022)
+    "mixed-adam-8bit": MappingProxyType({"weights": 2, "gradients": 2, "master": 4, "momentum": 1, "variance": 1}),
+})
+
+RECOMPUTE_POLICIES = tuple(RECOMPUTE)  # the names of roofline.core.policies.RECOMPUTE
+
+# The GPT configurations of Korthikanti et al., Table 3: name -> (hidden, heads, layers, tensor parallel).
+KORTHIKANTI_CONFIGS: Mapping[str, tuple[int, int, int, int]] = MappingProxyType({
+    "22B": (6144, 64, 48, 8), "175B": (12288, 96, 96, 8), "530B": (20480, 128, 105, 8), "1T": (25600, 160, 128, 8),
+})
+
+
+@dataclass(frozen=True)
+class Footprint:
+    """Bytes resident on one GPU, part by part; ``total`` is their sum."""
+
+    parts: Mapping[str, float | np.ndarray]
+
+    def __post_init__(self):
+        checked = {k: number(f"bytes of {k}", v, strict=False) for k, v in self.parts.items()}
+        object.__setattr__(self, "parts", MappingProxyType(checked))
+
+    def __getitem__(self, part: str):
+        try:
+            return self.parts[part]
+        except KeyError:
+            raise unknown_name("part", part, self.parts) from None
+
+    @property
+    def total(self):
+        return sum(self.parts.values())
+
+    def fits(self, hardware: Hardware | str):
+        """True where the total fits in the GPU's usable HBM (:attr:`~roofline.core.hardware.Hardware.usable_capacity`:
+        the device's own total less the CUDA context's reserve); broadcasts over array parts."""
+        return np.asarray(self.total) <= get_hardware(hardware).usable_capacity
+
+    def spare(self, hardware: Hardware | str):
+        """Usable HBM left over (negative: the bytes by which the footprint does not fit)."""
+        return get_hardware(hardware).usable_capacity - np.asarray(self.total)
+
+
+class FitsOnItsHardware:
+    """For a plan that holds a ``footprint`` (a :class:`Footprint`) and the ``hardware`` it runs on:
+    whether it fits, and the usable HBM it leaves (negative: by how much it does not fit)."""
+
+    @property
+    def fits(self) -> bool:
+        return bool(self.footprint.fits(self.hardware))
+
+    @property
+    def spare(self) -> float:
+        """Usable HBM left over (negative: by how much it does not fit)."""
+        return float(self.footprint.spare(self.hardware))
+
+
+def _recipe(recipe: str) -> Mapping[str, float]:
+    try:
+        return RECIPES[recipe]
+    except (KeyError, TypeError):
+        raise unknown_name("recipe", recipe, RECIPES) from None
+
+
+def model_state(model: Model | str | float, recipe: str = "mixed-adam") -> Footprint:
+    """Weights, gradients and optimizer state before any activation: 16 B/param for mixed Adam."""
+    n = param_count(model)
+    return Footprint({k: n * v for k, v in _recipe(recipe).items()})
+
+
+def zero_model_state(model: Model | str | float, gpus, stage: int, recipe: str = "mixed-adam") -> Footprint:
+    """Per-GPU model state under ZeRO ``stage`` over ``gpus`` data-parallel GPUs.
+
+    Stage 1 shards the optimizer state (master weights and Adam moments), stage 2 the gradients as
+    well, stage 3 the weights too. Stage 0 is plain data parallelism: every GPU holds everything.
+    """
+    shards = zero_stage(stage).shards
+    gpus = number("gpus", gpus, integer=True, minimum=1, strict=False)
+    full = model_state(model, recipe).parts
+    return Footprint({k: v / gpus if k in shards else v for k, v in full.items()})
+
+
+# --------------------------------------------------------------------------------------------
+# Activations, tensor by tensor
+
+
+@dataclass(frozen=True)
+class SavedTensor:
+    """One tensor a layer keeps for its backward pass.
+
+    Its size is ``per_token`` elements per token (``s b`` tokens) plus ``per_score`` elements per
+    query-key pair (``s^2 b`` pairs; ``per_score`` is the number of heads for a score-sized tensor),
+    times ``bytes_per_element``. ``where`` is 'attention' or 'mlp' or
+    'norm', for selective recomputation, which drops the attention core's score-sized tensors.
+    """
+
+    name: str
+    per_token: float
+    bytes_per_element: float
+    where: str
+    per_score: float = 0.0
+    sharded_by_tp: bool = True  # False for tensors that tensor parallelism replicates (norm inputs, dropout masks after the block)
+
+    def nbytes(self, seq, micro_batch):
+        """Bytes of this tensor for ``micro_batch`` sequences of ``seq`` tokens (broadcasts)."""
+        return (seq * micro_batch * self.per_token + seq * seq * micro_batch * self.per_score) * self.bytes_per_element
+
+
+def saved_tensors(model: Model | str | None = None, *, architecture: str = "llama", hidden=None, heads=None,
+                  flash: bool = True, act_bytes: float = 2) -> tuple[SavedTensor, ...]:
+    """What one decoder layer saves for backward, per the architecture.
+
+    ``architecture='gpt'`` follows Korthikanti et al. exactly (LayerNorm, 4h GeLU MLP, dropout masks
+    of one byte, explicit softmax); give ``hidden`` and ``heads``. ``architecture='llama'`` reads the
+    shape from ``model``: RMSNorm, grouped-query attention (K and V are narrower than Q), RoPE (whose
+    backward needs only the cached sines and cosines), SwiGLU, no dropout. ``flash`` replaces the
+    score-sized tensors by the output and one fp32 log-sum-exp per query and head.
+    """
+    b = act_bytes
+    if architecture == "gpt":
+        h = number("hidden", hidden, integer=True)
+        number("heads", heads, integer=True)
+        attn = [
+            SavedTensor("layernorm 1 input", h, b, "norm", sharded_by_tp=False),
+            SavedTensor("QKV input", h, b, "attention", sharded_by_tp=False),
+            SavedTensor("Q and K", 2 * h, b, "attention"),
+            SavedTensor("V", h, b, "attention"),
+            SavedTensor("attention output (projection input)", h, b, "attention"),
+            SavedTensor("dropout mask after projection", h, 1, "attention", sharded_by_tp=False),
+        ]
+        if flash:
+            attn.append(SavedTensor("softmax statistics (fp32)", heads, 4, "attention"))
+        else:
+            attn += [
+                SavedTensor("softmax output", 0, b, "attention", per_score=heads),
+                SavedTensor("attention dropout mask", 0, 1, "attention", per_score=heads),
+                SavedTensor("dropout output (PV input)", 0, b, "attention", per_score=heads),
+            ]
+        mlp = [
+            SavedTensor("layernorm 2 input", h, b, "norm", sharded_by_tp=False),
+            SavedTensor("MLP input", h, b, "mlp", sharded_by_tp=False),
+            SavedTensor("GeLU input", 4 * h, b, "mlp"),
+            SavedTensor("second linear input", 4 * h, b, "mlp"),
+            SavedTensor("dropout mask after MLP", h, 1, "mlp", sharded_by_tp=False),
+        ]
+        return tuple(attn + mlp)
+    if architecture != "llama":
+        raise ValueError(f"architecture must be 'llama' or 'gpt', got {architecture!r}")
+    if model is None:
+        raise TypeError("the llama architecture needs a model (a Model or a shipped model's name)")
+    m = load_model(model)
+    h, q, kv, i = m.hidden_size, m.attention_width, m.num_kv_heads * m.head_dim, m.intermediate_size
+    attn = [
+        SavedTensor("RMSNorm 1 input", h, b, "norm", sharded_by_tp=False),
+        SavedTensor("RMSNorm 1 statistics (fp32)", 1, 4, "norm", sharded_by_tp=False),
+        SavedTensor("QKV input", h, b, "attention", sharded_by_tp=False),
+        SavedTensor("Q after RoPE", q, b, "attention"),
+        SavedTensor("K after RoPE and V", 2 * kv, b, "attention"),
+        SavedTensor("attention output (o_proj input)", q, b, "attention"),
+    ]
+    if flash:
+        attn.append(SavedTensor("softmax statistics (fp32)", m.num_heads, 4, "attention"))
+    else:
+        attn.append(SavedTensor("softmax output", 0, b, "attention", per_score=m.num_heads))
+    mlp = [
+        SavedTensor("RMSNorm 2 input", h, b, "norm", sharded_by_tp=False),
+        SavedTensor("RMSNorm 2 statistics (fp32)", 1, 4, "norm", sharded_by_tp=False),
+        SavedTensor("gate/up input", h, b, "mlp", sharded_by_tp=False),
+        SavedTensor("gate output (SiLU input)", i, b, "mlp"),
+        SavedTensor("up output", i, b, "mlp"),
+        SavedTensor("SiLU output", i, b, "mlp"),
+        SavedTensor("down_proj input", i, b, "mlp"),
+    ]
+    return tuple(attn + mlp)
+
+
+def _layer(layer, flash: bool) -> tuple:
+    """The saved tensors of ``layer``: a tuple of :class:`SavedTensor`, or a model (its Llama layer)."""
+    if isinstance(layer, (Model, str)):
+        return saved_tensors(layer, flash=flash)
+    if isinstance(layer, (tuple, list)) and layer and all(isinstance(t, SavedTensor) for t in layer):
+        return tuple(layer)
+    raise TypeError(f"layer must be a model (a Model or a shipped model's name) or the tuple saved_tensors() returns, "
+                    f"got {type(layer).__name__}")
+
+
+def activation_bytes(layer, seq, micro_batch, *, recompute: str = "none", tp: int = 1,
+                     sequence_parallel: bool = False, flash: bool = True):
+    """Bytes of activations one layer keeps, from its saved tensors.
+
+    ``recompute='selective'`` drops the score-sized tensors (recomputed in the backward pass);
+    ``'full'`` keeps only the layer's input (``s b h`` elements; pass it as the first tensor's width).
+    ``layer`` is a model (its layer's tensors, with a flash kernel unless ``flash=False``) or the tuple
+    :func:`saved_tensors` returns (a GPT layer of Korthikanti et al., an explicit-attention layer).
+    With tensor parallelism of degree ``tp`` the sharded tensors divide by ``tp``; sequence
+    parallelism divides the rest too.
+    """
+    if recompute not in RECOMPUTE_POLICIES:
+        raise ValueError(f"recompute must be one of {', '.join(map(repr, RECOMPUTE_POLICIES))}, got {recompute!r}")
+    s = number("seq", seq, integer=True)
+    bsz = number("micro_batch", micro_batch, integer=True)
+    tp = number("tp", tp, integer=True)
+    tensors = _layer(layer, flash)
+    if recompute == "full":  # only the layer's input (a per-token tensor) is kept
+        return tensors[0].nbytes(s, bsz) / (tp if sequence_parallel else 1)
+    total = 0.0
+    for t in tensors:
+        if recompute == "selective" and t.per_score:
+            continue
+        total = total + t.nbytes(s, bsz) / (tp if (t.sharded_by_tp or sequence_parallel) else 1)
+    return total
+
+
+def korthikanti_bytes(seq, micro_batch, hidden, heads, *, recompute: str = "none", tp: int = 1,
+                      sequence_parallel: bool = False):
+    """The paper's closed forms for one GPT layer, in bytes (Korthikanti et al., Table 2).
+
+    none: ``sbh(34 + 5as/h)``; with TP: ``sbh(10 + 24/t + 5as/(ht))``; with TP and SP:
+    ``sbh/t (34 + 5as/h)``; selective drops the ``5as/h`` term; full keeps ``2sbh`` (``2sbh/t`` with SP).
+    """
+    if recompute not in RECOMPUTE_POLICIES:
+        raise ValueError(f"recompute must be one of {', '.join(map(repr, RECOMPUTE_POLICIES))}, got {recompute!r}")
+    s, b = number("seq", seq, integer=True), number("micro_batch", micro_batch, integer=True)
+    h, a = number("hidden", hidden, integer=True), number("heads", heads, integer=True)
+    t = number("tp", tp, integer=True)
+    sbh = s * b * h
+    score = 0 if recompute == "selective" else 5 * a * s / h
+    if recompute == "full":
+        return 2 * sbh / (t if sequence_parallel else 1)
+    if sequence_parallel:
+        return sbh / t * (34 + score)
+    return sbh * (10 + 24 / t + score / t)
+
+
+def recompute_working_set(layer, seq, micro_batch, *, recompute: str = "none", flash: bool = True):
+    """Bytes the backward pass holds on top of the checkpoints while it recomputes one layer (chapter 2).
+
+    Recomputation does not make a layer's activations vanish: when the backward pass reaches a layer it
+    runs that layer's forward again and holds what the forward would have kept, for that one layer,
+    until the layer's gradients are done. The extra is one layer's activations without recomputation
+    minus what the policy keeps anyway: zero for ``'none'``, the score-sized tensors for
+    ``'selective'`` (zero with a flash kernel), nearly a whole layer for ``'full'``.
+    """
+    kept = activation_bytes(layer, seq, micro_batch, recompute=recompute, flash=flash)
+    return activation_bytes(layer, seq, micro_batch, flash=flash) - kept
+
+
+def layer_activations(layer, seq, micro_batch, *, recompute: str = "none", flash: bool = True):
+    """What every layer keeps and what the one being recomputed holds on top, for any policy (chapter 3):
+    ``(kept, working)`` in bytes, summed over the model's layers for ``kept``.
+
+    ``layer`` is a model (its Llama layer). For 'none', 'selective' and 'full' this is
+    :func:`activation_bytes` times the layers and :func:`recompute_working_set`. For 'every-K' (Chen
+    et al.'s segments) the checkpoints are the inputs of ``ceil(L/K)`` layers, and the backward pass
+    rebuilds a whole segment at once: ``K`` layers' activations less the checkpoint it starts from,
+    as :func:`checkpoint_memory` counts them. 'every-1' gives the same bytes as 'full'.
+    """
+    policy = recompute_policy(recompute)
+    m = load_model(layer)
+    tensors = saved_tensors(m, flash=flash)
+    if policy.every <= 1:
+        name = "full" if policy.every == 1 else policy.name
+        return (m.num_layers * activation_bytes(tensors, seq, micro_batch, recompute=name),
+                recompute_working_set(tensors, seq, micro_batch, recompute=name))
+    checkpoint = activation_bytes(tensors, seq, micro_batch, recompute="full")
+    whole = activation_bytes(tensors, seq, micro_batch)
+    k = min(policy.every, m.num_layers)
+    return -(-m.num_layers // k) * checkpoint, k * whole - checkpoint
+
+
+def checkpoint_memory(layers, every, checkpoint, layer):
+    """Chen et al.'s count for checkpoints every ``every`` layers (chapter 3): ``ceil(L/k) c`` bytes of
+    checkpoints kept through the step, plus the segment being rebuilt, ``k A - c`` (its ``k`` layers'
+    activations ``A`` each, less the checkpoint ``c`` it starts from, already counted). Broadcasts over
+    ``every``. With ``c = A`` the minimum over ``k`` is near ``k = sqrt(L)``, about ``2 sqrt(L) A``.
+    """
+    layers = number("layers", layers, integer=True)
+    every = number("every", every, integer=True)
+    checkpoint = number("checkpoint", checkpoint)
+    layer = number("layer", layer)
+    k = np.minimum(every, layers)
+    return -(-layers // k) * checkpoint + k * layer - checkpoint
+
+
+def optimal_checkpoint_spacing(layers, checkpoint, layer) -> int:
+    """The spacing ``k`` (layers per segment, 1 to L) that minimises :func:`checkpoint_memory`.
+
+    The continuous optimum is ``k* = sqrt(L c / A)``: Chen et al.'s square root of L when a checkpoint
+    costs as much as a layer's activations (``c = A``), much less when a layer keeps many times its
+    input (a transformer layer: ``k*`` near 1). Found exactly over the whole numbers; the smallest ``k``
+    wins a tie.
+    """
+    layers = number("layers", layers, integer=True)
+    ks = np.arange(1, int(layers) + 1)
+    return int(ks[np.argmin(checkpoint_memory(layers, ks, checkpoint, layer))])
+
+
+def offloaded_bytes(model: Model | str, seq, micro_batch, *, recompute: str = "none", flash: bool = True):
+    """Bytes per layer that offloading sends to host memory in the forward pass and fetches back in the
+    backward pass (chapter 3): what the policy keeps of one layer (a checkpointed layer's input under
+    'every-K', averaged over the segment's ``K`` layers)."""
+    m = load_model(model)
+    kept, _ = layer_activations(m, seq, micro_batch, recompute=recompute, flash=flash)
+    return kept / m.num_layers
+
+
+def training_footprint(model: Model | str, seq, micro_batch, *, gpus=1, zero_stage: int = 0,
+                       recipe: str = "mixed-adam", recompute: str = "none", flash: bool = True,
+                       offload: bool = False) -> Footprint:
+    """Per-GPU training memory of a Llama-family model at the peak of the backward pass: model state
+    (ZeRO-sharded), the activations every layer keeps, the working set of the one layer being
+    recomputed (:func:`recompute_working_set`, zero without recomputation), and the logits in fp32
+    for the loss.
+
+    ``recompute`` is 'none', 'selective', 'full' or 'every-K' (:func:`layer_activations`). With
+    ``offload`` the kept activations live in host memory and HBM holds two layers' worth in flight
+    (one being written out or fetched while the next is computed; two checkpoints under 'every-K');
+    the working set stays on the GPU.
+    """
+    m = load_model(model)
+    state = zero_model_state(m, gpus, zero_stage, recipe).parts
+    layers, working = layer_activations(m, seq, micro_batch, recompute=recompute, flash=flash)
+    if offload:  # two stored units in flight: layers, or checkpoints under 'every-K'
+        every = recompute_policy(recompute).every
+        units = -(-m.num_layers // min(every, m.num_layers)) if every > 1 else m.num_layers
+        layers = min(2, units) * layers / units
+    s, b = number("seq", seq, integer=True), number("micro_batch", micro_batch, integer=True)
+    logits = s * b * m.vocab_size * 4
+    return Footprint({**state, "activations": layers, "recompute working set": working, "logits": logits})
+
+
+def fit_verdict(nbytes, hardware: Hardware | str, *, digits: int = 3) -> str:
+    """A footprint against one GPU's HBM capacity, as words for a sentence (chapter 2):
+    'fits on the H100 SXM with 15.8 GB to spare' or 'does not fit on the H100 SXM, by 48.5 GB'.
+
+    Computed from the usable capacity the catalog gives (the device's total less the CUDA context's
+    reserve), so the words follow when a capacity changes.
+    """
+    total = float(number("nbytes", nbytes, strict=False))
+    h = get_hardware(hardware)
+    margin = h.usable_capacity - total
+    if margin >= 0:
+        return f"fits on the {h.short} with {fmt(margin, 'B', digits)} to spare"
+    return f"does not fit on the {h.short}, by {fmt(-margin, 'B', digits)}"
+
+
+def fit_summary(nbytes, hardware, *, digits: int = 3) -> str:
+    """A footprint against several GPUs' capacities in one English clause (the chapter 2 explorer):
+    'fits on the H100 SXM and the H200', 'fits on the H200, not on the H100 SXM (over by 12.3 GB)',
+    'fits on neither the H100 SXM nor the H200 (over the larger by 56.1 GB)'."""
+    total = float(number("nbytes", nbytes, strict=False))
+    hws = [get_hardware(h) for h in ([hardware] if isinstance(hardware, (str, Hardware)) else hardware)]
+    if not hws:
+        raise ValueError("hardware must name at least one GPU")
+    if len(hws) == 1:
+        return fit_verdict(total, hws[0], digits=digits)
+    names = [f"the {h.short}" for h in hws]
+    fits = [n for n, h in zip(names, hws) if total <= h.usable_capacity]
+    over = [(n, total - h.usable_capacity) for n, h in zip(names, hws) if total > h.usable_capacity]
+
+    def join(items, word):
+        return items[0] if len(items) == 1 else ", ".join(items[:-1]) + f" {word} " + items[-1]
+
+    if not over:
+        return "fits on " + ("both " if len(hws) == 2 else "all of ") + join(fits, "and")
+    if not fits:
+        lead = "neither " + join(names, "nor") if len(hws) == 2 else "none of " + join(names, "or")
+        return f"fits on {lead} (over the largest by {fmt(min(o for _, o in over), 'B', digits)})"
+    misses = "; ".join(f"over {n}'s capacity by {fmt(o, 'B', digits)}" for n, o in over)
+    return f"fits on {join(fits, 'and')}, not on {join([n for n, _ in over], 'or')} ({misses})"
+
+
+def inference_footprint(model: Model | str, batch=1, context=0, *, dtype: str = "bf16",
+                        kv_dtype: str | None = None) -> Footprint:
+    """What one GPU holds to serve ``batch`` sequences of ``context`` tokens each: the weights and the
+    KV cache (chapter 1). Activations and the runtime's own memory come on top; compare
+    ``fits(hardware)`` with a margin. Broadcasts over ``batch`` and ``context``.
+
+    Llama 3 8B, one sequence of 8,192 tokens in bf16: 16.06 GB of weights and 1.07 GB of KV cache.
+    """
+
+    m = load_model(model)
+    batch = number("batch", batch, integer=True)
+    context = number("context", context, integer=True, strict=False)
+    broadcast(batch=batch, context=context)
+    return Footprint({"weights": m.params * dtype_bytes(dtype),
+                      "kv_cache": batch * m.kv_cache_bytes(context, kv_dtype or dtype)})
+
+
+def kv_cache_capacity_tokens(model: Model | str, hardware: Hardware | str, *, dtype: str = "bf16",
+                             kv_dtype: str | None = None, reserve: float = 0.0):
+    """Tokens of KV cache (batch x context) that fit beside the weights in one GPU's HBM.
+
+    The GPU's usable capacity already leaves out the CUDA context's reserve; ``reserve`` is bytes set
+    aside for anything else (activations, a serving engine's workspace). None if the weights alone do not fit.
+    """
+
+    m, h = load_model(model), get_hardware(hardware)
+    free = h.usable_capacity - m.params * dtype_bytes(dtype) - number("reserve", reserve, strict=False)
+    if free <= 0:
+        return None
+    return int(free // m.kv_bytes_per_token(kv_dtype or dtype))

@@ -1,0 +1,313 @@
+"""The command line, run the way a reader runs it: in a subprocess, through ``python -m roofline``."""
+
+import contextlib
+import io
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import roofline as rl
+from roofline.cli.app import main
+
+
+def run(*args, check_rc=None):
+    proc = subprocess.run([sys.executable, "-m", "roofline", *args], capture_output=True, text=True, timeout=120)
+    if check_rc is not None:
+        assert proc.returncode == check_rc, proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stderr
+    return proc
+
+
+def test_hardware_lists_every_entry():
+    out = run("hardware", check_rc=0).stdout
+    for key in rl.hardware_names():
+        assert key in out
+    assert "3.35 TB/s" in out  # H100 SXM's HBM, as the datasheet gives it
+
+
+def test_one_entry_shows_every_figure_with_its_source():
+    out = run("hardware", "H100", check_rc=0).stdout
+    h = rl.get_hardware("h100-sxm")
+    for path, fig in h.figures.items():
+        assert path in out
+        assert fig.source.url in out
+    assert "989.4 TFLOP/s" in out and "with sparsity" in out
+
+
+def test_hardware_json():
+    data = json.loads(run("hardware", "mi300x", "--json", check_rc=0).stdout)
+    assert data["figures"]["hbm_bandwidth"]["value"] == pytest.approx(5.3e12)
+    assert data["figures"]["dense.bf16"]["source"]["url"].startswith("https://")
+
+
+@pytest.mark.parametrize("name, total, active", [
+    ("llama-3-8b", 8_030_261_248, 8_030_261_248),
+    ("mixtral-8x7b", 46_702_792_704, 12_879_925_248),
+    ("deepseek-v3", 671_026_419_200, 37_552_297_472),
+])
+def test_params_json(name, total, active):
+    data = json.loads(run("params", name, "--json", check_rc=0).stdout)
+    assert data["total"] == total and data["active"] == active
+    assert isinstance(data["total"], int) and isinstance(data["active"], int)
+
+
+def test_params_of_a_config_file(tmp_path):
+    cfg = {"model_type": "llama", "hidden_size": 64, "intermediate_size": 160, "num_hidden_layers": 2,
+           "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 1000}
+    path = tmp_path / "tiny" / "config.json"
+    path.parent.mkdir()
+    path.write_text(json.dumps(cfg))
+    data = json.loads(run("params", str(path), "--json", check_rc=0).stdout)
+    assert data["name"] == "tiny" and data["total"] == rl.model_from_config(cfg).params
+    out = run("params", str(path), check_rc=0).stdout
+    assert f"{data['total']:,}" in out
+
+
+def test_ridge():
+    assert "295.3 FLOP per byte" in run("ridge", "h100-sxm", check_rc=0).stdout
+    data = json.loads(run("ridge", "h100-sxm", "--dtype", "fp8", "--json", check_rc=0).stdout)
+    assert data["ridge_point"] == pytest.approx(rl.ridge_point("h100-sxm", "fp8"))
+
+
+def test_decode_matches_the_package():
+    data = json.loads(run("decode", "llama-3-8b", "--gpu", "h100-sxm", "--batch", "1", "--context", "0", "--json",
+                          check_rc=0).stdout)
+    pred = rl.predict(rl.decode_step("llama-3-8b"), rl.get_hardware("h100-sxm"))
+    assert data["time_s"] == pytest.approx(pred.time)
+    assert data["bound"] == "memory"
+    assert set(data["parts"]) == set(rl.PARTS)
+    table = run("decode", "llama-3-8b", "--gpu", "h100-sxm", check_rc=0).stdout
+    assert "4.79 ms" in table and "weights" in table and "predicted time" in table
+
+
+def test_prefill_and_refined_accounting():
+    data = json.loads(run("prefill", "llama-3-8b", "--gpu", "h100", "--tokens", "2048", "--json", check_rc=0).stdout)
+    assert data["bound"] == "compute" and data["tokens"] == 2048
+    assert data["flops"] == pytest.approx(rl.prefill("llama-3-8b", 2048).flops)
+    refined = run("decode", "llama-3-8b", "--gpu", "h100", "--batch", "4", "--context", "1024",
+                  "--accounting", "refined", check_rc=0).stdout
+    assert "refined FLOPs" in refined
+
+
+@pytest.mark.parametrize("args, expected", [
+    (("hardware", "h100-smx"), "did you mean 'h100-sxm'"),
+    (("params", "lama-3-8b"), "did you mean"),
+    (("decode", "llama-3-8b", "--gpu", "h10"), "unknown hardware 'h10'"),
+    (("ridge", "v100", "--dtype", "bf16"), "no dense bf16 peak"),
+])
+def test_unknown_names_get_close_matches_and_status_2(args, expected):
+    proc = run(*args, check_rc=2)
+    assert expected in proc.stderr and proc.stderr.startswith("roofline: error:")
+
+
+@pytest.mark.parametrize("flag, value", [("--batch", "0"), ("--batch", "abc"), ("--batch", "1.5"), ("--context", "-1")])
+def test_bad_numbers_exit_2_like_argparse(flag, value):
+    proc = run("decode", "llama-3-8b", "--gpu", "h100", flag, value, check_rc=2)
+    assert f"error: argument {flag}: expected a whole number" in proc.stderr
+
+
+def test_missing_arguments_exit_2():
+    assert "--gpu" in run("decode", "llama-3-8b", check_rc=2).stderr
+    assert "--tokens" in run("prefill", "llama-3-8b", "--gpu", "h100", check_rc=2).stderr
+
+
+def test_not_modelled_is_said_plainly():
+    proc = run("decode", "mixtral-8x7b", "--gpu", "h100", "--batch", "8", check_rc=1)
+    assert "not modelled" in proc.stderr and "routing" in proc.stderr
+    assert run("decode", "mixtral-8x7b", "--gpu", "h100", check_rc=0).stdout
+
+
+# --- hostile input: no traceback, a clear message, status 2 -------------------------------------
+
+HUGE = "1" + "0" * 400
+
+
+@pytest.mark.parametrize("args", [
+    ("decode", "llama-3-8b", "--gpu", "h100", "--batch", HUGE),
+    ("decode", "llama-3-8b", "--gpu", "h100", "--context", HUGE),
+    ("prefill", "llama-3-8b", "--gpu", "h100", "--tokens", HUGE),
+])
+def test_huge_numbers_exit_2_with_a_short_message(args):
+    proc = run(*args, check_rc=2)
+    assert "no larger than 9,007,199,254,740,992" in proc.stderr and "(401 characters)" in proc.stderr
+    # the 401 digits are not echoed back: the error line is short, whatever the usage above it (which grows with
+    # every flag a chapter adds)
+    assert HUGE[:30] not in proc.stderr and len(proc.stderr.strip().splitlines()[-1]) < 300
+
+
+def test_a_config_with_a_huge_layer_count_is_refused(tmp_path):
+    cfg = {"model_type": "llama", "hidden_size": 64, "intermediate_size": 160, "num_attention_heads": 4,
+           "vocab_size": 1000}
+    path = tmp_path / "huge.json"
+    path.write_text(json.dumps(cfg)[:-1] + ', "num_hidden_layers": ' + HUGE + "}")
+    proc = run("params", str(path), check_rc=2)
+    assert "'num_hidden_layers' must be a positive integer (at most 2**53), got an integer of 401 digits" in proc.stderr
+
+
+def test_a_closed_pipe_ends_quietly():
+    # the reader of the output goes away before it is written, as `roofline hardware --json | head -c1` does
+    proc = subprocess.Popen([sys.executable, "-m", "roofline", "hardware", "h100", "--json"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdout.close()
+    stderr = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) in (0, 141)  # 141 = 128 + SIGPIPE, as a shell reports `yes | head -1`
+    assert stderr == ""
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full (Linux)")
+def test_a_full_device_is_a_message_not_a_traceback():
+    with open("/dev/full", "w") as full:
+        proc = subprocess.run([sys.executable, "-m", "roofline", "hardware"], stdout=full, stderr=subprocess.PIPE,
+                              text=True, timeout=120)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert proc.stderr.strip() == "roofline: error: cannot write the output: No space left on device"
+
+
+@pytest.mark.parametrize("content, message", [
+    ("[" * 100_000 + "]" * 100_000, "nested too deeply"),
+    ('{"model_type": ["llama"]}', "'model_type' must be a string"),
+])
+def test_malformed_configs_exit_2(tmp_path, content, message):
+    path = tmp_path / "config.json"
+    path.write_text(content)
+    assert message in run("params", str(path), check_rc=2).stderr
+
+
+@pytest.mark.parametrize("args, message", [
+    ((".",), "'.' is a directory with no config.json in it"),
+    (("no/such/config.json",), "not found: its folder does not exist either"),
+])
+def test_path_like_models_say_what_is_wrong_with_the_path(args, message):
+    assert message in run("params", *args, check_rc=2).stderr
+
+
+# --- results that cannot be: said, with the numbers still given ---------------------------------
+
+def test_prefill_json_keeps_the_prompt_length_and_the_step_tokens_apart():
+    data = json.loads(run("prefill", "llama-3-8b", "--gpu", "h100", "--tokens", "2048", "--batch", "4", "--json",
+                          check_rc=0).stdout)
+    assert data["tokens"] == 2048 and data["batch"] == 4 and data["step_tokens"] == 8192
+    assert data["time_per_token_s"] == pytest.approx(data["time_s"] / 8192)
+
+
+def test_a_step_that_cannot_fit_says_so():
+    args = ("decode", "llama-3-8b", "--gpu", "h100", "--context", "100000000", "--batch", "1000")
+    data = json.loads(run(*args, "--json", check_rc=0).stdout)
+    m = rl.load_model("llama-3-8b")
+    assert data["fits"] is False and data["within_trained_context"] is False
+    assert data["kv_cache_bytes"] == 1000 * 100_000_001 * m.kv_bytes_per_token()  # 13.1 PB
+    assert data["max_position_embeddings"] == m.max_position_embeddings == 8192
+    assert data["time_s"] > 0  # the numbers are still given
+    table = run(*args, check_rc=0).stdout
+    assert "DOES NOT FIT" in table and "13.1 PB" in table and "BEYOND THE MODEL'S CONTEXT" in table
+    ok = json.loads(run("decode", "llama-3-8b", "--gpu", "h100", "--context", "4096", "--json", check_rc=0).stdout)
+    assert ok["fits"] is True and ok["within_trained_context"] is True
+    assert ok["resident_bytes"] == m.params * 2 + 4097 * m.kv_bytes_per_token()
+    assert "memory: weights 16.1 GB + KV cache 131 kB = 16.1 GB" in run("decode", "llama-3-8b", "--gpu", "h100", check_rc=0).stdout
+
+
+# --- errors as JSON -------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("args, status, argument, message", [
+    (("decode", "llama-3-8b", "--gpu", "h100", "--batch", "x"), 2, "--batch", "expected a whole number"),
+    (("decode", "llama-3-8b"), 2, "--gpu", "required"),
+    (("ridge", "a100-sxm"), 2, "gpu", "did you mean 'a100-sxm-40gb' or 'a100-sxm-80gb'"),
+    (("ridge", "v100", "--dtype", "bf16"), 2, "--dtype", "no dense bf16 peak"),
+    (("params", "lama-3-8b"), 2, "model", "did you mean"),
+    (("decode", "mixtral-8x7b", "--gpu", "h100", "--batch", "8"), 1, None, "not modelled"),
+])
+def test_json_errors_are_one_object_with_the_argument(args, status, argument, message):
+    proc = run(*args, "--json", check_rc=status)
+    data = json.loads(proc.stdout)
+    assert set(data) == {"error", "argument", "status"}
+    assert data["argument"] == argument and data["status"] == status and message in data["error"]
+    assert proc.stderr == ""
+
+
+# --- a reader's own catalog ---------------------------------------------------------------------
+
+MY_CHIP = """
+[sources.my-sheet]
+title = "My chip's datasheet"
+url = "https://example.com/my-chip.pdf"
+date = "2026-01"
+
+[gpus.my-chip]
+name = "My Chip"
+aliases = ["mine"]
+vendor = "Me"
+architecture = "Mine"
+year = 2026
+form_factor = "card"
+memory_type = "HBM3e"
+hbm_bandwidth = { value = 4, unit = "TB/s", source = "my-sheet" }
+hbm_capacity = { value = 141, unit = "GB", source = "my-sheet" }
+
+[gpus.my-chip.dense]
+bf16 = { value = 1000, unit = "TFLOP/s", source = "my-sheet" }
+"""
+
+
+def test_catalog_flag_and_variable_on_every_command(tmp_path):
+    path = tmp_path / "mine.toml"
+    path.write_text(MY_CHIP)
+    assert json.loads(run("ridge", "mine", "--catalog", str(path), "--json", check_rc=0).stdout)["ridge_point"] == 250
+    assert "my-chip" in run("hardware", "--catalog", str(path), check_rc=0).stdout
+    assert "My Chip" in run("hardware", "my-chip", "--catalog", str(path), check_rc=0).stdout
+    assert run("params", "llama-3-8b", "--catalog", str(path), check_rc=0).stdout
+    for command in (("decode",), ("prefill", "--tokens", "128")):
+        data = json.loads(run(*command, "llama-3-8b", "--gpu", "mine", "--catalog", str(path), "--json", check_rc=0).stdout)
+        assert data["gpu"] == "my-chip" and data["ridge_point"] == 250
+    env = {**os.environ, "ROOFLINE_CATALOG": str(path)}
+    proc = subprocess.run([sys.executable, "-m", "roofline", "ridge", "mine"], capture_output=True, text=True, env=env,
+                          timeout=120)
+    assert proc.returncode == 0 and "250.0 FLOP per byte" in proc.stdout
+
+
+def test_a_bad_catalog_names_the_entry_and_the_field(tmp_path):
+    path = tmp_path / "mine.toml"
+    path.write_text(MY_CHIP.replace("value = 4,", "value = inf,"))
+    proc = run("hardware", "--catalog", str(path), check_rc=2)
+    assert proc.stderr.strip() == "roofline: error: [gpus.my-chip] hbm_bandwidth: expected a positive finite number, got inf"
+    data = json.loads(run("ridge", "mine", "--catalog", str(path), "--json", check_rc=2).stdout)
+    assert data["argument"] == "--catalog" and "[gpus.my-chip] hbm_bandwidth" in data["error"]
+    assert "no such file" in run("ridge", "h100", "--catalog", str(tmp_path / "absent.toml"), check_rc=2).stderr
+
+
+# --- the fuzz: random arguments never give a traceback --------------------------------------------
+
+WORDS = ["hardware", "params", "ridge", "decode", "prefill", "--gpu", "--batch", "--context", "--tokens", "--dtype",
+         "--accounting", "--json", "--catalog", "--help", "h100", "a100-sxm", "mi300x", "v100", "llama-3-8b",
+         "mixtral-8x7b", "deepseek-v3", "qwen2-7b", "bf16", "fp8", "int4", "refined", "text", ".", "/", "-", "--",
+         "0", "1", "-1", "1.5", "1e9", "nan", "inf", "1_000", "1,024", HUGE, "9007199254740993", "\x00", "é", "[]"]
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(argv=st.lists(st.one_of(st.sampled_from(WORDS), st.text(max_size=12),
+                               st.integers(-10**20, 10**20).map(str), st.floats().map(str)), max_size=8))
+def test_fuzz_the_argument_parser(argv):
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            status = main(argv)
+        except SystemExit as exc:  # --help
+            status = exc.code
+    assert status in (0, 1, 2), (argv, status, err.getvalue())
+    assert "Traceback" not in err.getvalue()
+    if status and any(a == "--json" for a in argv) and "-h" not in argv and "--help" not in argv:
+        assert json.loads(out.getvalue())["status"] == status
+
+
+
+def test_params_names_the_attention_layout_of_gemma_2():
+    out = run("params", "gemma-2-9b", check_rc=0).stdout
+    assert "9,241,705,984" in out
+    assert "sliding window     4,096 tokens on 21 of 42 layers (local), 21 global" in out
+    assert "soft-capping       tanh on scores at 50 and final logits at 30" in out
+    data = json.loads(run("params", "gemma-2-9b", "--json", check_rc=0).stdout)
+    assert (data["sliding_window"], data["sliding_layers"]) == (4096, 21)

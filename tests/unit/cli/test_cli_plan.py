@@ -1,0 +1,59 @@
+"""`roofline plan`: chapter 9's search on the command line."""
+
+import json
+
+import pytest
+
+
+from cli_helpers import in_process
+from roofline.parallel.planner import plan
+
+
+def run(*args):
+    return in_process("plan", *args)
+
+
+ARGS = ("llama-3-8b", "--gpu", "h100", "--gpus-per-node", "8", "--nodes", "2", "--seq", "4096",
+        "--global-batch", "64")
+
+
+def test_json_is_the_package_plan():
+    status, out, _ = run(*ARGS, "--top", "3", "--json")
+    assert status == 0
+    got = json.loads(out)
+    want = plan("llama-3-8b", "h100", nodes=2, gpus_per_node=8, seq=4096, global_batch=64).top(3)
+    assert got["gpus"] == 16 and len(got["layouts"]) == 3
+    for g, w in zip(got["layouts"], want):
+        assert (g["tp"], g["pp"], g["dp"], g["micro_batch"], g["recompute"], g["zero_stage"]) == \
+            (w.tp, w.pp, w.dp, w.micro_batch, w.recompute, w.zero_stage)
+        assert g["time_s"] == pytest.approx(w.time) and g["memory_bytes"] == pytest.approx(w.memory)
+        assert g["memory_bytes"] <= got["hbm_usable"]
+    times = [g["time_s"] for g in got["layouts"]]
+    assert times == sorted(times)
+
+
+def test_text_prints_the_layouts_with_time_split_and_mfu():
+    status, out, _ = run(*ARGS, "--top", "2")
+    assert status == 0
+    best = plan("llama-3-8b", "h100", nodes=2, gpus_per_node=8, seq=4096, global_batch=64).best
+    assert f"TP {best.tp} x PP {best.pp} x DP {best.dp}" in out
+    assert "bubble" in out and "exposed communication" in out and f"MFU {best.mfu:.1%}" in out
+    assert out.count("memory ") == 2
+
+
+@pytest.mark.parametrize("args,argument,words", [
+    (("llama-3-8b", "--gpu", "h100", "--nodes", "64", "--seq", "4096", "--global-batch", "1"), "--global-batch",
+     "divisible"),
+    (("llama-3.1-405b", "--gpu", "h100", "--nodes", "1", "--seq", "8192", "--global-batch", "8"), "--nodes",
+     "fits on no layout"),
+    (("llama-3-8b", "--gpu", "h100", "--nodes", "0", "--seq", "4096", "--global-batch", "8"), "--nodes", "whole"),
+    (("llama-3-8b", "--gpu", "h1000", "--nodes", "1", "--seq", "4096", "--global-batch", "8"), "--gpu", "h100"),
+    (("llama-3-8b", "--gpu", "h100", "--nodes", "1", "--seq", "4096"), "--global-batch", "required"),
+    (("mixtral-8x7b", "--gpu", "h100", "--nodes", "1", "--seq", "4096", "--global-batch", "8"), None, "not modelled"),
+])
+def test_bad_input_names_the_argument(args, argument, words):
+    status, out, err = run(*args, "--json")
+    assert status in (1, 2)
+    got = json.loads(out)
+    assert got["argument"] == argument
+    assert words in got["error"]

@@ -1,0 +1,208 @@
+"""The hardware catalog: every figure sourced, validated on load, looked up by name."""
+
+import tomllib
+from importlib import resources
+
+import pytest
+
+import roofline as rl
+from roofline.core.hardware import CatalogError, load_catalog
+from roofline.core.roof import Roof
+
+REQUIRED = ["v100-sxm2", "a100-sxm-80gb", "h100-sxm", "h200-sxm", "b200"]
+
+
+def test_catalog_has_the_chapter_one_chips():
+    names = rl.hardware_names()
+    for key in REQUIRED:
+        assert key in names
+
+
+@pytest.mark.parametrize("key", REQUIRED)
+def test_every_entry_has_sourced_bandwidth_capacity_and_interconnect(key):
+    h = rl.get_hardware(key)
+    assert h.hbm_bandwidth > 0 and h.hbm_capacity > 0
+    for path, fig in h.figures.items():
+        assert fig.source.title and fig.source.url.startswith(("http", "shared/")), path
+    assert "scale_up" in h.interconnect
+
+
+def test_dense_figures_are_dense(h100):
+    # The H100 datasheet's bf16 "1,979 with sparsity" halves to the dense 989.4 used by the text.
+    assert h100.peak_flops("bf16") == pytest.approx(989.4e12)
+    assert h100.peak_flops("fp8") == pytest.approx(2 * h100.peak_flops("bf16"), rel=1e-3)
+    assert "sparsity" in h100.source("dense.bf16").note
+
+
+def test_a_missing_dtype_is_absent_not_zero():
+    v100 = rl.get_hardware("v100-sxm2")
+    assert "bf16" not in v100.dense_flops
+    with pytest.raises(ValueError, match="no dense bf16 peak"):
+        v100.ridge_point("bf16")
+    assert v100.ridge_point("fp16") == pytest.approx(125e12 / 900e9)
+
+
+def test_lookup_by_alias_and_close_matches():
+    assert rl.get_hardware("H100").key == "h100-sxm"
+    with pytest.raises(KeyError, match="did you mean"):
+        rl.get_hardware("h100-smx")
+    with pytest.raises(TypeError, match="hardware must be a name"):
+        rl.get_hardware(3.35)
+
+
+def test_ridge_points_of_the_text():
+    assert rl.ridge_point("h100-sxm") == pytest.approx(295.3, abs=0.05)
+    assert rl.ridge_point("a100-sxm-80gb") == pytest.approx(153.0, abs=0.1)
+    assert rl.ridge_point("h200-sxm") == pytest.approx(206.1, abs=0.1)
+
+
+def test_roof_kinds_are_kept_apart(h100):
+    datasheet = rl.as_roof(h100)
+    measured = Roof("H200 measured", 776e12, 4.08e12, kind="measured")
+    assert datasheet.kind == "datasheet" and measured.kind == "measured"
+    assert datasheet.with_(bandwidth=4e12).kind == "what-if"
+    with pytest.raises(ValueError, match="kind must be"):
+        Roof("x", 1e12, 1e12, kind="guess")
+    with pytest.raises(ValueError, match="bandwidth must be"):
+        Roof("x", 1e12, -1.0)
+
+
+def _catalog_text():
+    return resources.files("roofline").joinpath("data/hardware.toml").read_text()
+
+
+def _write(tmp_path, text):
+    path = tmp_path / "hw.toml"
+    path.write_text(text)
+    return path
+
+
+def test_the_shipped_catalog_parses_through_the_public_loader(tmp_path):
+    assert set(load_catalog(_write(tmp_path, _catalog_text()))) == set(rl.hardware_names())
+
+
+@pytest.mark.parametrize(
+    "edit, message",
+    [
+        (lambda t: t.replace('hbm_bandwidth = { value = 3.35,', 'hbm_bandwidth = { value = -3.35,', 1), r"\[gpus.h100-sxm\] hbm_bandwidth: expected a positive finite number, got -3.35"),
+        (lambda t: t.replace('hbm_bandwidth = { value = 3.35,', 'hbm_bandwidth = { value = 0,', 1), "leave a figure out rather than set it to 0"),
+        (lambda t: t.replace('hbm_bandwidth = { value = 3.35,', 'hbm_bandwidth = { value = "3.35",', 1), "expected a positive finite number, got '3.35'"),
+        (lambda t: t.replace('value = 3.35, unit = "TB/s"', 'value = 3.35, unit = "TB/hour"', 1), "unknown unit 'TB/hour'"),
+        (lambda t: t.replace('value = 3.35, unit = "TB/s"', 'value = 3.35, unit = "TFLOP/s"', 1), "expected B/s"),
+        (lambda t: t.replace('hbm_bandwidth = { value = 3.35, unit = "TB/s", source = "nvidia-h100-datasheet"', 'hbm_bandwidth = { value = 3.35, unit = "TB/s", source = "nowhere"', 1), "source 'nowhere' is not in"),
+        (lambda t: t.replace('bf16 = { value = 989.4, unit = "TFLOP/s",', 'bf16 = { value = 1978.9, unit = "TFLOP/s", sparse = true,', 1), "sparse figure where a dense one belongs"),
+        (lambda t: t.replace('memory_type = "HBM3"\n', '', 1), r"missing field\(s\) memory_type"),
+        (lambda t: t.replace('bf16 = { value = 989.4,', 'bf17 = { value = 989.4,', 1), "dense.bf17: unknown dtype"),
+        (lambda t: t + "\n[gpus.broken\n", "not valid TOML"),
+    ],
+)
+def test_bad_catalog_entries_get_clear_errors(tmp_path, edit, message):
+    text = edit(_catalog_text())
+    assert text != _catalog_text()
+    with pytest.raises(CatalogError, match=message):
+        load_catalog(_write(tmp_path, text))
+
+
+def test_every_source_key_is_used_and_every_entry_cites_existing_sources():
+    raw = tomllib.loads(_catalog_text())
+    used = set()
+    for entry in raw["gpus"].values():
+        for value in [*entry.values(), *entry.get("dense", {}).values(), *entry.get("interconnect", {}).values()]:
+            if isinstance(value, dict) and "source" in value:
+                used.add(value["source"])
+    assert used == set(raw["sources"])
+
+
+def test_network_figures_are_per_gpu():
+    # a DGX-1 shares four 100 Gb/s EDR ports among eight V100s
+    assert rl.get_hardware("v100-sxm2").interconnect["network"].each_way == 50e9 / 8
+    assert rl.get_hardware("h100-sxm").interconnect["network"].each_way == 400e9 / 8
+
+
+def test_hardware_table_marks_a_fallback_format():
+    from roofline.present import tables
+
+    t = tables.hardware_table(["v100-sxm2", "h100-sxm"])
+    assert t.column("dense bf16") == ("125.0 TFLOP/s (fp16)", "989.4 TFLOP/s")
+    with pytest.raises(ValueError, match="no dense bf16 peak"):
+        tables.hardware_table(["v100-sxm2"], fallback=None)
+
+
+def _entry(**fields):
+    """A minimal catalog with one chip, its fields replaced by ``fields`` (TOML source text)."""
+    base = {"name": '"My Chip"', "vendor": '"Me"', "architecture": '"Mine"', "year": "2025",
+            "form_factor": '"card"', "memory_type": '"HBM3"', "aliases": '["mine"]',
+            "hbm_bandwidth": '{ value = 2, unit = "TB/s", source = "sheet" }',
+            "hbm_capacity": '{ value = 96, unit = "GB", source = "sheet" }'}
+    base.update(fields)
+    dense = base.pop("dense", '{ bf16 = { value = 500, unit = "TFLOP/s", source = "sheet", note = "dense" } }')
+    sources = base.pop("sources", '{ sheet = { title = "My datasheet", url = "https://example.com", date = "2025" } }')
+    lines = [f"sources = {sources}", "", "[gpus.my-chip]"] + [f"{k} = {v}" for k, v in base.items()]
+    return "\n".join(lines + [f"dense = {dense}", ""])
+
+
+def test_a_minimal_catalog_loads(tmp_path):
+    h = load_catalog(_write(tmp_path, _entry()))["my-chip"]
+    assert h.hbm_bandwidth == 2e12 and h.ridge_point() == 250 and h.aliases == ("mine",)
+
+
+@pytest.mark.parametrize("fields, message", [
+    (dict(hbm_bandwidth='{ value = inf, unit = "TB/s", source = "sheet" }'),
+     r"^\[gpus.my-chip\] hbm_bandwidth: expected a positive finite number, got inf$"),
+    (dict(hbm_bandwidth='{ value = nan, unit = "TB/s", source = "sheet" }'), "hbm_bandwidth: expected a positive finite number, got nan"),
+    (dict(hbm_bandwidth='{ value = 1e308, unit = "TB/s", source = "sheet" }'), "hbm_bandwidth: .* which overflows"),
+    (dict(hbm_bandwidth="5"), r"hbm_bandwidth: expected a table \{value, unit, source\}, got 5"),
+    (dict(hbm_bandwidth='{ value = { x = 1 }, unit = "TB/s", source = "sheet" }'), "hbm_bandwidth: expected a positive finite number, got a dict"),
+    (dict(aliases='"h100"'), r"aliases: expected a list of strings such as \[\"h100\"\], got 'h100'"),
+    (dict(aliases="[1, 2]"), r"aliases\[0\]: expected a non-empty string, got 1"),
+    (dict(year="-2022"), "year: expected a year between 1990 and 2100, got -2022"),
+    (dict(year="20224"), "year: expected a year between 1990 and 2100, got 20224"),
+    (dict(year='"2024"'), "year: expected an integer, got '2024'"),
+    (dict(name="3"), "name: expected a non-empty string, got 3"),
+    (dict(dense='{ bf16 = { value = 500, unit = "TFLOP/s", source = "sheet", note = 7 } }'), r"dense.bf16.note: expected a string, got 7"),
+    (dict(dense='{ bf16 = { value = 500, unit = 5, source = "sheet" } }'), "dense.bf16: unknown unit 5"),
+    (dict(dense='{ bf16 = { value = 500, unit = "TFLOP/s", source = ["sheet"] } }'), r"dense.bf16: source a list \['sheet'\] is not in \[sources\]"),
+    (dict(dense="[1, 2]"), "dense: expected a table of dense peaks by dtype"),
+    (dict(interconnect='{ scale_up = { value = 900, unit = "GB/s", source = "sheet", direction = "bidirectional", name = 4 } }'),
+     "interconnect.scale_up.name: expected a non-empty string, got 4"),
+    (dict(interconnect="3"), "interconnect: expected a table of links by tier"),
+    (dict(sources="5"), r"\[sources\]: expected a table of \[sources.KEY\] tables, got 5"),
+    (dict(sources="{ sheet = 5 }"), r"\[sources.sheet\]: expected a table \{title, url, date\}, got 5"),
+    (dict(sources='{ sheet = { title = 1, url = "u", date = "2025" } }'), r"\[sources.sheet\] title: expected a non-empty string"),
+])
+def test_malformed_catalog_values_are_catalog_errors_naming_entry_and_field(tmp_path, fields, message):
+    with pytest.raises(CatalogError, match=message):
+        load_catalog(_write(tmp_path, _entry(**fields)))
+
+
+def test_two_entries_may_not_share_a_name(tmp_path):
+    text = _entry() + "\n" + _entry().split("\n", 2)[2].replace("[gpus.my-chip]", "[gpus.other-chip]")
+    with pytest.raises(CatalogError, match=r"\[gpus.other-chip\] aliases: 'mine' already names \[gpus.my-chip\]"):
+        load_catalog(_write(tmp_path, text))
+    clash = _entry(aliases='["other-chip"]') + "\n" + _entry().split("\n", 2)[2].replace(
+        "[gpus.my-chip]", "[gpus.other-chip]").replace('aliases = ["mine"]', "aliases = []")
+    with pytest.raises(CatalogError, match="'other-chip' already names"):
+        load_catalog(_write(tmp_path, clash))
+
+
+@pytest.mark.parametrize("make, message", [
+    (lambda p: p, "is a directory; give the path of a .toml file"),
+    (lambda p: p / "absent.toml", "no such file"),
+    (lambda p: (p / "latin1.toml").write_bytes(b'title = "caf\xe9"') and p / "latin1.toml", r"is not UTF-8 text \(byte 12"),
+    (lambda p: (p / "deep.toml").write_text("a = " + "[" * 100_000 + "]" * 100_000) and p / "deep.toml", "nested too deeply"),
+])
+def test_unreadable_catalog_files_are_named(tmp_path, make, message):
+    with pytest.raises(CatalogError, match=message):
+        load_catalog(make(tmp_path))
+
+
+def test_get_hardware_from_a_readers_catalog(tmp_path):
+    path = _write(tmp_path, _entry())
+    assert rl.get_hardware("mine", catalog=path).name == "My Chip"
+    assert rl.hardware_names(catalog=str(path)) == ["my-chip"]
+    assert rl.get_hardware("MY-CHIP", catalog=load_catalog(path)).key == "my-chip"
+    with pytest.raises(KeyError, match="unknown hardware 'h100'; did you mean 'my-chip' or 'mine'|known: mine, my-chip"):
+        rl.get_hardware("h100", catalog=path)
+    assert rl.get_hardware("h100").key == "h100-sxm"  # the shipped catalog is untouched
+    with pytest.raises(TypeError, match="catalog must be"):
+        rl.get_hardware("h100", catalog=42)

@@ -1,0 +1,199 @@
+"""Model shapes from Hugging Face config.json files."""
+
+import json
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import roofline as rl
+from roofline.core.model import model_from_config
+import roofline.core.model
+
+
+def test_llama_3_8b_counts_exactly(llama):
+    assert llama.params == 8_030_261_248
+    # without the RMSNorm scales, as the measured H200 file states it
+    assert llama.params - llama.norm_params == 8_029_995_008
+    assert llama.kv_bytes_per_token("bf16") == 131_072
+    assert llama.gqa_group == 4 and llama.head_dim == 128
+    assert llama.title == "Llama 3 8B"
+
+
+def test_llama_3_1_405b_counts_exactly():
+    assert rl.load_model("llama-3.1-405b").params == 405_853_388_800
+
+
+def test_layer_linears_are_the_seven_llama_matmuls(llama):
+    names = [lin.name for lin in llama.layer_linears()]
+    assert names == ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
+    assert sum(l.params for l in llama.layer_linears()) == llama.layer_matmul_params == 218_103_808
+
+
+def _config(**changes):
+    base = {"model_type": "llama", "hidden_size": 64, "intermediate_size": 160, "num_hidden_layers": 2,
+            "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 1000}
+    base.update(changes)
+    return {k: v for k, v in base.items() if v is not None}
+
+
+def test_tied_embeddings_are_counted_once():
+    untied = model_from_config(_config())
+    tied = model_from_config(_config(tie_word_embeddings=True))
+    assert untied.params - tied.params == 1000 * 64
+
+
+def test_biases_and_head_dim_given_apart():
+    plain = model_from_config(_config())
+    biased = model_from_config(_config(attention_bias=True))
+    # q, k, v and o biases in each of the two layers: 4*16 + 2*16 + 2*16 + 64
+    assert biased.params - plain.params == 2 * (64 + 32 + 32 + 64)
+    wide = model_from_config(_config(head_dim=32))
+    assert wide.attention_width == 128 and wide.kv_bytes_per_token() == 2 * 2 * 2 * 32 * 2
+
+
+def test_mqa_defaults_and_kv_heads():
+    mha = model_from_config(_config(num_key_value_heads=None))
+    assert mha.num_kv_heads == 4 and mha.gqa_group == 1
+    mqa = model_from_config(_config(num_key_value_heads=1))
+    assert mqa.kv_bytes_per_token() == mha.kv_bytes_per_token() / 4
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ({"hidden_size": None}, "missing 'hidden_size'"),
+        ({"hidden_size": -64}, "'hidden_size' must be a positive integer"),
+        ({"num_hidden_layers": 2.5}, "'num_hidden_layers' must be a positive integer"),
+        ({"vocab_size": True}, "'vocab_size' must be a positive integer"),
+        ({"num_key_value_heads": 3}, "not a multiple of num_key_value_heads"),
+        ({"model_type": "bert"}, "model_type 'bert' is not supported"),
+        ({"num_local_experts": 8}, "mixture-of-experts"),
+    ],
+)
+def test_bad_configs_get_clear_errors(change, message):
+    with pytest.raises(ValueError, match=message):
+        model_from_config(_config(**change), "test")
+
+
+def test_load_by_path_and_by_name(tmp_path):
+    path = tmp_path / "my-model" / "config.json"
+    path.parent.mkdir()
+    path.write_text(json.dumps(_config()))
+    m = rl.load_model(path)
+    assert m.name == "my-model" and m.params == model_from_config(_config()).params
+    (tmp_path / "broken.json").write_text("{")
+    with pytest.raises(ValueError, match="not valid JSON"):
+        rl.load_model(tmp_path / "broken.json")
+    with pytest.raises(KeyError, match="did you mean .*'llama-3-8b'"):
+        rl.load_model("llama-3-8")
+
+
+@given(layers=st.integers(1, 200), hidden=st.sampled_from([64, 128, 4096]), vocab=st.integers(1, 200_000))
+def test_parameters_grow_with_layers(layers, hidden, vocab):
+    cfg = _config(num_hidden_layers=layers, hidden_size=hidden, vocab_size=vocab)
+    one_more = _config(num_hidden_layers=layers + 1, hidden_size=hidden, vocab_size=vocab)
+    a, b = model_from_config(cfg), model_from_config(one_more)
+    assert b.params - a.params == a.layer_matmul_params + 2 * hidden
+
+
+def _fields(**changes):
+    base = dict(name="tiny", hidden_size=64, intermediate_size=160, num_layers=2, num_heads=4, num_kv_heads=2,
+                head_dim=16, vocab_size=1000)
+    return {**base, **changes}
+
+
+@pytest.mark.parametrize("changes, error, message", [
+    (dict(hidden_size=64.5), TypeError, "Model.hidden_size must be a whole number"),
+    (dict(hidden_size=0), ValueError, "Model.hidden_size must be a positive integer"),
+    (dict(num_kv_heads=0), ValueError, "Model.num_kv_heads must be a positive integer"),
+    (dict(num_kv_heads=3), ValueError, r"num_heads \(4\) must be a multiple of num_kv_heads \(3\)"),
+    (dict(vocab_size=True), TypeError, "Model.vocab_size must be a whole number"),
+    (dict(num_layers=2**60), ValueError, "no larger than 2\\*\\*53"),
+    (dict(tie_word_embeddings="yes"), TypeError, "tie_word_embeddings must be True or False"),
+    (dict(moe=rl.core.model.MoE(8, 2, 32, first_dense_layers=2)), ValueError, "no layer of the 2 has experts"),
+    (dict(name=""), TypeError, "Model.name"),
+])
+def test_a_model_built_directly_is_validated(changes, error, message):
+    with pytest.raises(error, match=message):
+        rl.Model(**_fields(**changes))
+
+
+def test_a_valid_model_built_directly_counts_like_its_config():
+    m = rl.Model(**_fields())
+    cfg = {"model_type": "llama", "hidden_size": 64, "intermediate_size": 160, "num_hidden_layers": 2,
+           "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16, "vocab_size": 1000}
+    assert m.params == model_from_config(cfg).params
+    with pytest.raises(ValueError, match=r"MoE.experts_per_token \(9\) exceeds num_experts \(8\)"):
+        rl.core.model.MoE(8, 9, 32)
+
+
+def test_path_like_model_names_say_what_is_wrong_with_the_path(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ValueError, match="is a directory with no config.json in it"):
+        rl.load_model(".")
+    with pytest.raises(ValueError, match="is a directory with no config.json in it"):
+        rl.load_model(tmp_path)
+    with pytest.raises(ValueError, match="not found: there is no such file in '.'"):
+        rl.load_model("missing.json")
+    with pytest.raises(ValueError, match="not found: its folder does not exist either"):
+        rl.load_model("no/such/folder/config.json")
+    # a folder holding a config.json is read through it
+    (tmp_path / "tiny").mkdir()
+    cfg = {"model_type": "llama", "hidden_size": 64, "intermediate_size": 160, "num_hidden_layers": 2,
+           "num_attention_heads": 4, "vocab_size": 1000}
+    (tmp_path / "tiny" / "config.json").write_text(json.dumps(cfg))
+    assert rl.load_model("tiny").name == "tiny"
+    # a plain word is still a shipped-model name, with close matches
+    with pytest.raises(KeyError, match="did you mean 'llama-3-8b'"):
+        rl.load_model("llama-3-8")
+
+
+@pytest.mark.parametrize("content, message", [
+    (b'{"model_type": "llama", "name": "caf\xe9"}', r"bad.json' is not UTF-8 text \(byte 36"),
+    (b"[" * 100_000 + b"]" * 100_000, "nested too deeply"),
+    (b'{"num_hidden_layers": 1' + b"0" * 5000 + b"}", "is not valid JSON"),
+    (b"[1, 2]", "must hold a JSON object"),
+])
+def test_unreadable_config_files_are_named(tmp_path, content, message):
+    path = tmp_path / "bad.json"
+    path.write_bytes(content)
+    with pytest.raises(ValueError, match=message):
+        rl.load_model(path)
+
+
+def test_sliding_layers_are_distinct_layers_with_a_window():
+    with pytest.raises(ValueError, match="tuple of distinct layer numbers from 0 to 1"):
+        rl.Model(**_fields(sliding_window=8, sliding_layers=(0, 0)))
+    with pytest.raises(ValueError, match="tuple of distinct layer numbers"):
+        rl.Model(**_fields(sliding_window=8, sliding_layers=(2,)))
+    with pytest.raises(ValueError, match="needs a sliding_window"):
+        rl.Model(**_fields(sliding_layers=(0,)))
+    m = rl.Model(**_fields(sliding_window=8, sliding_layers=(0,)))
+    assert m.kv_cache_bytes(100) == (100 + 8) * 2 * 2 * 16 * 2  # one full layer, one windowed
+# --- formulas a reader can check by hand, in Llama 3 8B's config numbers (the `shape` fixture) ----
+
+
+def test_the_shape_fixture_is_the_shipped_config(llama, shape):
+    assert (llama.hidden_size, llama.num_layers, llama.num_heads, llama.num_kv_heads, llama.head_dim,
+            llama.intermediate_size, llama.vocab_size) == (shape.hidden, shape.layers, shape.heads, shape.kv_heads,
+                                                           shape.head_dim, shape.intermediate, shape.vocab)
+
+
+def test_parameter_count_is_layers_of_seven_matmuls_plus_embedding_head_and_norms(llama, shape):
+    h, i, v, n = shape.hidden, shape.intermediate, shape.vocab, shape.layers
+    q, kv = shape.heads * shape.head_dim, shape.kv_heads * shape.head_dim  # 4096 and 1024 wide
+    per_layer = h * q + 2 * h * kv + q * h + 3 * h * i  # q, k, v, o; gate, up, down
+    assert llama.layer_matmul_params == per_layer == 218_103_808
+    assert llama.embedding_params == llama.lm_head_params == v * h  # untied: two tables
+    assert llama.norm_params == (2 * n + 1) * h  # two RMSNorms per layer and a final one
+    assert llama.params == n * per_layer + 2 * v * h + (2 * n + 1) * h == 8_030_261_248
+    assert llama.active_params == llama.params  # dense: every token meets every weight
+    assert llama.attention_width == q
+
+
+def test_kv_bytes_per_token_are_k_and_v_for_every_layer_and_kv_head(llama, shape):
+    kv_elements = 2 * shape.layers * shape.kv_heads * shape.head_dim  # 65,536 numbers per token
+    for dtype, size in [("bf16", 2), ("fp8", 1), ("fp32", 4), ("int4", 0.5)]:
+        assert llama.kv_bytes_per_token(dtype) == kv_elements * size
+    assert llama.kv_bytes_per_token() == 131_072  # bf16 by default

@@ -1,0 +1,345 @@
+"""The H200 measurements, their loader and the bound check; the reader's-machine measurement."""
+
+import copy
+import json
+import math
+
+import numpy as np
+import pytest
+
+import roofline as rl
+from roofline.measured import probe
+from roofline import measured as M
+from roofline.present import tables
+
+
+@pytest.fixture(scope="module")
+def rec():
+    return M.load_measurement("h200-2026-11-29")
+
+
+@pytest.fixture(scope="module")
+def raw():
+    from importlib import resources
+    return json.loads(resources.files("roofline").joinpath("data/measured/h200-2026-11-29.json").read_text())
+
+
+def test_shipped_files_and_headlines(rec):
+    assert M.measurement_names() == ["h200-2026-11-29", "h200-2026-11-29-layers"]
+    assert rec.env.device == "NVIDIA H200"
+    assert len(rec.gemm_graph) == len(rec.gemm_per_call) == 30 and len(rec.gemm_fp8_per_call) == 11
+    # the README's headlines: copy 4.26 TB/s, read 4.08 TB/s, batch-1 decode 4.96 ms (201 tokens/s)
+    assert rec.bandwidth["copy"].bytes_per_s == pytest.approx(4.26e12, rel=1e-3)
+    assert rec.bandwidth["read"].bytes_per_s == pytest.approx(4.08e12, rel=1e-3)
+    first = rec.decode[0]
+    assert (first.batch, first.context) == (1, 2048)
+    assert first.seconds_graph == pytest.approx(4.96e-3, rel=1e-3) and first.tokens_per_s == pytest.approx(201.5, abs=0.1)
+    assert rec.launch_overhead.eager_s_per_kernel == pytest.approx(11.5e-6, rel=1e-2)
+
+
+def test_layers_file_loads_with_the_out_of_memory_point():
+    layers = M.load_layers()
+    assert [v.query_tokens for v in layers.verify][:2] == [1, 2]
+    oom = [a for a in layers.attention if a.explicit_seconds is None]
+    assert [a.tokens for a in oom] == [32768] and "out of memory" in oom[0].explicit_error
+    assert {t.checkpoint for t in layers.train} == {True, False}
+
+
+def test_records_agree_with_the_package_formulas(rec):
+    for g in rec.gemm_graph:
+        c = rl.matmul(g.m, g.n, g.k)
+        assert (c.flops, c.bytes) == (g.flops, g.min_bytes)
+    m = M.model_of(rec)
+    assert m.num_layers * m.layer_matmul_params + m.embedding_params + m.lm_head_params == rec.model["params"]
+    # the decode runs' KV bytes are the package's KV-cache bytes
+    for r in rec.decode:
+        assert rl.kv_cache_bytes(r.context, m.kv_bytes_per_token(), r.batch) == r.kv_bytes
+
+
+def test_measured_roof(rec):
+    roof = M.measured_roof(rec)
+    assert roof.kind == "measured" and roof.dtype == "bf16"
+    assert roof.bandwidth == rec.bandwidth["copy"].best_bytes_per_s  # copy beat read
+    assert roof.peak_flops == pytest.approx(786.19e12, rel=1e-4)
+    assert roof.ridge_point == pytest.approx(184.1, abs=0.1)
+    assert M.measured_roof(rec, "fp8").peak_flops == pytest.approx(1385.1e12, rel=1e-4)
+    assert M.measured_roof(rec, bandwidth="read").bandwidth == rec.bandwidth["read"].best_bytes_per_s
+    with pytest.raises(ValueError, match="bandwidth must be one of"):
+        M.measured_roof(rec, bandwidth="fastest")
+    with pytest.raises(ValueError, match="no fp16 matmuls"):
+        M.measured_roof(rec, "fp16")
+    with pytest.raises(TypeError, match="record must be a Measurement"):
+        M.measured_roof({"env": {}})
+
+
+def test_turning_point_matches_the_roofline(rec):
+    for n in (4096, 8192):
+        s = M.sweep(rec.gemm_graph, n)
+        assert M.knee(s) == 256
+        assert M.compute_bound_from(s, rl.get_hardware("h200")) == 256
+    with pytest.raises(ValueError, match="share one"):
+        M.knee(rec.gemm_graph)
+
+
+def _all(rec, roof, roof8):
+    return (M.compare_decode(rec, roof) + M.compare_prefill(rec, roof) + M.compare_decode_ops(rec, roof)
+            + M.compare_reads(rec, roof) + M.compare_gemms(rec.gemm_graph, roof, prefix="graph ")
+            + M.compare_gemms(rec.gemm_per_call, roof, prefix="call ") + M.compare_gemms(rec.gemm_fp8_per_call, roof8))
+
+
+def test_every_point_obeys_the_bound_under_datasheet_and_measured_roofs(rec):
+    h = rl.get_hardware("h200-sxm")
+    for roof, roof8 in ((rl.as_roof(h, "bf16"), rl.as_roof(h, "fp8")), (M.measured_roof(rec), M.measured_roof(rec, "fp8"))):
+        points = _all(rec, roof, roof8)
+        assert len(points) == 136
+        assert M.bound_violations(points) == []
+
+
+def test_a_roof_from_the_read_benchmark_alone_is_broken_only_where_explained(rec):
+    read = M.measured_roof(rec, bandwidth="read")
+    points = _all(rec, read, M.measured_roof(rec, "fp8", bandwidth="read"))
+    assert {c.label for c in points if not c.obeys} == set(M.READ_ROOF_EXCEPTIONS)
+    assert M.bound_violations(points, M.READ_ROOF_EXCEPTIONS) == []
+    with pytest.raises(ValueError, match="obey the bound"):
+        M.bound_violations(points, {"decode batch=1 context=2048": "no reason"})
+    with pytest.raises(ValueError, match="not compared"):
+        M.bound_violations(points, {"nonsense": "x"})
+
+
+def test_ratios_a_reader_would_check(rec):
+    h = rl.get_hardware("h200-sxm")
+    dec = M.compare_decode(rec, h)[0]
+    assert dec.label == "decode batch=1 context=2048" and dec.ratio == pytest.approx(0.642, abs=1e-3)
+    pre = {c.label: c for c in M.compare_prefill(rec, M.measured_roof(rec))}
+    assert pre["prefill tokens=2048"].ratio == pytest.approx(0.833, abs=1e-3)
+    table = tables.comparison_table({"datasheet": M.compare_prefill(rec, h), "measured": list(pre.values())})
+    assert table.rows[4] == ("prefill tokens=2048", "48.6 ms", "0.66", "0.83")
+    keyed = tables.comparison_table({"datasheet": M.compare_prefill(rec, h), "measured": list(pre.values())},
+                               key_first="measured")
+    assert keyed.columns == ("point", "ratio, measured roof", "ratio, datasheet roof", "measured time")
+    assert keyed.rows[4] == ("prefill tokens=2048", "0.83", "0.66", "48.6 ms")
+    with pytest.raises(ValueError, match="key_first must be one of 'datasheet', got"):
+        tables.comparison_table({"datasheet": M.compare_prefill(rec, h)}, key_first="measure")
+
+
+# --- bad files ------------------------------------------------------------------------------
+
+
+def _broken(raw, edit):
+    bad = copy.deepcopy(raw)
+    edit(bad)
+    return bad
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda d: d.pop("env"), r"bad\.json: missing 'env'"),
+    (lambda d: d["env"].pop("gpu"), r"env: missing 'gpu' or 'cpu'"),
+    (lambda d: d.pop("bandwidth"), r"missing 'bandwidth'"),
+    (lambda d: d["gemm_graph"][3].pop("seconds"), r"gemm_graph\[3\]: missing 'seconds'"),
+    (lambda d: d["gemm_graph"][0].update(seconds=-1e-5), r"gemm_graph\[0\] field 'seconds': a time must be a finite number > 0, got -1e-05"),
+    (lambda d: d["decode"][2].update(seconds_graph="fast"), r"decode\[2\] field 'seconds_graph': must be a number"),
+    (lambda d: d["gemm_per_call"][1].update(flops=1.0), r"gemm_per_call\[1\] field 'flops': expected 2mnk"),
+    (lambda d: d["prefill"][0].update(tokens=12.5), r"prefill\[0\] field 'tokens': must be a whole number"),
+    (lambda d: d["bandwidth"]["copy"].update(seconds=0), r"bandwidth\.copy field 'seconds': a time must be"),
+    (lambda d: d.pop("model"), r"has decode or prefill runs but no 'model'"),
+    (lambda d: [d.pop("gemm_graph"), d.pop("gemm_per_call")], r"missing 'gemm_graph' or 'gemm_per_call'"),
+    (lambda d: d.update(decode={"batch": 1}), r"field 'decode': expected list"),
+])
+def test_bad_files_name_the_key(raw, edit, message):
+    with pytest.raises(M.MeasurementError, match=message):
+        M.parse_measurement(_broken(raw, edit), "bad.json")
+
+
+def test_bad_paths_and_json(tmp_path):
+    with pytest.raises(KeyError, match="unknown measurement 'h200-2026-11-30'; did you mean"):
+        M.load_measurement("h200-2026-11-30")
+    bad = tmp_path / "x.json"
+    bad.write_text("{not json")
+    with pytest.raises(M.MeasurementError, match="x.json: not valid JSON"):
+        M.load_measurement(bad)
+    with pytest.raises(TypeError, match="measurement must be a name"):
+        M.load_measurement(42)
+
+
+def test_a_saved_file_round_trips(raw, tmp_path):
+    path = tmp_path / "mine.json"
+    path.write_text(json.dumps(raw))
+    assert M.load_measurement(path).decode == M.load_measurement().decode
+
+
+# --- the reader's machine ------------------------------------------------------------------
+
+TINY = dict(buffer_bytes=2 * 2**20, shapes=[(1, 128, 128), (16, 128, 128), (128, 128, 128)], repeats=3, warmup=1)
+
+
+@pytest.fixture(scope="module")
+def cpu():
+    return probe.cpu_record(progress=None, **TINY)
+
+
+def test_cpu_record_is_finite_positive_and_in_the_h200_format(cpu):
+    rec = M.parse_measurement(json.loads(json.dumps(cpu)), "cpu")
+    assert rec.env.details["threads"] >= 1 and rec.env.details["blas"]
+    assert set(rec.bandwidth) == {"copy", "read", "write"}
+    for b in rec.bandwidth.values():
+        assert math.isfinite(b.bytes_per_s) and b.bytes_per_s > 0 and b.best_bytes_per_s >= b.bytes_per_s
+    assert [(g.m, g.n, g.k) for g in rec.gemm_per_call] == TINY["shapes"]
+    for g in rec.gemm_per_call:
+        assert g.dtype == "fp32" and math.isfinite(g.flops_per_s) and g.flops_per_s > 0
+        assert g.min_bytes == 4 * (g.m * g.k + g.k * g.n + g.m * g.n)
+
+
+def test_cpu_products_obey_their_own_roof(cpu):
+    rec = M.parse_measurement(cpu, "cpu")
+    roof = M.measured_roof(rec)
+    assert roof.kind == "measured" and roof.dtype == "fp32"
+    for g in rec.gemm_per_call:
+        # compute side: the roof's peak is the best product's best run, so no median exceeds it
+        assert g.flops_per_s <= roof.peak_flops
+    # memory side: medians against the best bandwidth run, on tiny cache-resident sizes and a shared
+    # machine; a product may beat the benchmark by noise, never by an order of magnitude
+    attainable = np.array([rl.attainable_flops(g.intensity, roof) for g in rec.gemm_per_call])
+    assert (np.array([g.flops_per_s for g in rec.gemm_per_call]) <= 10 * attainable).all()
+
+
+def test_progress_lines_and_bad_sizes():
+    lines = []
+    probe.cpu_record(progress=lines.append, **{**TINY, "shapes": [(2, 64, 64)]})
+    assert lines[0].startswith("probe: bandwidth over") and "matmul 1/1 m=2 n=64 k=64" in lines[-1]
+    with pytest.raises(ValueError, match="buffer_bytes must be a whole number > 0"):
+        probe.cpu_record(progress=None, buffer_bytes=-1)
+    with pytest.raises(ValueError, match=r"shapes must be \(m, n, k\) triples"):
+        probe.cpu_record(progress=None, buffer_bytes=2**20, shapes=[(1, 2)])
+    with pytest.raises(ValueError, match="dtype must be 'fp32' or 'fp64'"):
+        probe.cpu_record(progress=None, dtype="bf16")
+    with pytest.raises(ValueError, match="device must be 'cpu' or 'gpu'"):
+        probe.measure("tpu")
+
+
+def test_gpu_record():
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA GPU")
+    rec = probe.measure("gpu", buffer_bytes=256 * 2**20, shapes=[(1, 4096, 4096), (4096, 4096, 4096)],
+                          repeats=5, warmup=2, progress=None)
+    roof = M.measured_roof(rec)
+    assert roof.dtype == "bf16" and roof.bandwidth > 0 and roof.peak_flops > 0
+    assert all(g.flops_per_s <= roof.peak_flops for g in rec.gemm_per_call)
+
+
+# --- formulas a reader can check by hand --------------------------------------------------------
+
+
+def test_the_measured_model_is_llama_3_8b_without_its_norm_scales(rec, shape):
+    m = M.model_of(rec)
+    assert (m.hidden_size, m.num_layers, m.num_heads, m.num_kv_heads, m.head_dim, m.intermediate_size,
+            m.vocab_size) == (shape.hidden, shape.layers, shape.heads, shape.kv_heads, shape.head_dim,
+                              shape.intermediate, shape.vocab)
+    assert rec.model["params"] == rl.load_model("llama-3-8b").params - (2 * shape.layers + 1) * shape.hidden
+
+
+def test_a_comparison_is_the_roofline_time_over_the_measured_time(rec):
+    peak, bw = 989.4e12, 4.8e12  # the H200's datasheet roof
+    h = rl.get_hardware("h200-sxm")
+    run, model = rec.decode[0], M.model_of(rec)
+    # the kernels the measurement ran: fused projections, no norms, RoPE or sampling
+    step = rl.decode_step(model, run.batch, run.context, accounting="refined", **M.MEASURED_WORKLOAD)
+    c = M.compare_decode(rec, h)[0]
+    assert c.predicted == pytest.approx(max(step.flops / peak, step.bytes / bw))
+    assert c.measured == run.seconds_graph and c.ratio == pytest.approx(c.predicted / run.seconds_graph)
+    assert c.obeys == (c.predicted <= c.measured) and c.bound == "memory"
+    assert M.compare_decode(rec, h, graph=False)[0].measured == run.seconds_eager
+    i = [r.tokens for r in rec.prefill].index(2048)
+    pre = rl.prefill(model, 2048, accounting="refined", **M.MEASURED_WORKLOAD)
+    p = M.compare_prefill(rec, h)[i]
+    assert p.predicted == pytest.approx(max(pre.flops / peak, pre.bytes / bw)) and p.bound == "compute"
+    assert p.ratio == pytest.approx(p.predicted / rec.prefill[i].seconds)
+
+
+def test_matmuls_reads_and_layer_ops_are_timed_at_the_roof(rec):
+    peak, bw = 989.4e12, 4.8e12
+    h = rl.get_hardware("h200-sxm")
+    for g, c in zip(rec.gemm_graph, M.compare_gemms(rec.gemm_graph, h)):
+        flops, nbytes = 2 * g.m * g.n * g.k, 2 * (g.m * g.k + g.k * g.n + g.m * g.n)
+        assert c.predicted == pytest.approx(max(flops / peak, nbytes / bw)) and c.measured == g.seconds
+    for r, c in zip(rec.read_bandwidth_vs_size, M.compare_reads(rec, h)):
+        assert c.predicted == pytest.approx(r.bytes / bw) and c.label == f"read {r.bytes / 2**20:g} MiB"
+    for o, c in zip(rec.decode_ops, M.compare_decode_ops(rec, h)):
+        assert c.predicted == pytest.approx(max(o.flops / peak, o.min_bytes / bw))
+    assert list(M.ratios(M.compare_reads(rec, h))) == [c.predicted / c.measured for c in M.compare_reads(rec, h)]
+
+
+def test_the_measured_roof_is_the_best_matmul_and_the_best_bandwidth(rec):
+    roof = M.measured_roof(rec)
+    assert roof.peak_flops == max(g.best_flops_per_s for g in (*rec.gemm_graph, *rec.gemm_per_call) if g.dtype == "bf16")
+    assert roof.bandwidth == max(rec.bandwidth["copy"].best_bytes_per_s, rec.bandwidth["read"].best_bytes_per_s)
+    assert roof.ridge_point == roof.peak_flops / roof.bandwidth
+    assert M.measured_roof(rec, "fp8").peak_flops == max(g.best_flops_per_s for g in rec.gemm_fp8_per_call)
+    g = rec.gemm_graph[0]
+    assert g.intensity == g.flops / g.min_bytes and g.flops_per_s == g.flops / g.seconds
+    copy = rec.bandwidth["copy"]
+    assert copy.bytes_per_s == copy.bytes / copy.seconds
+    run = rec.decode[-1]
+    assert run.tokens_per_s == run.batch / run.seconds_graph
+
+
+def _gemm(m, seconds, n=4096, k=4096):
+    return M.Gemm(m, n, k, 2 * m * n * k, 2 * (m * k + k * n + m * n), seconds, 2 * m * n * k / seconds)
+
+
+def test_knee_and_compute_bound_from_on_a_sweep_by_hand():
+    times = {1: 10e-6, 16: 11e-6, 64: 12e-6, 128: 12.6e-6, 256: 20e-6}
+    sweep = [_gemm(m, t) for m, t in times.items()]
+    assert M.knee(sweep) == 128  # the first time above 1.25 x 10 us
+    assert M.knee(sweep, factor=1.5) == 256
+    # a (m x 4096) @ (4096 x 4096) product in bf16 has intensity 2 m 4096^2 / (2 (2 m 4096 + 4096^2)),
+    # 4096 m / (2 m + 4096): it reaches a ridge of 206 at m = 206 x 4096 / (4096 - 2 x 206) = 229.04
+    roof = rl.Roof("ridge 206", 206 * 4.8e12, 4.8e12)
+    ms = [1, 64, 128, 229, 230, 256, 512]
+    assert M.compute_bound_from([_gemm(m, 1e-3) for m in ms], roof) == 230
+    assert M.compute_bound_from([_gemm(m, 1e-3) for m in ms[:4]], roof) is None
+
+
+def test_ceilings_table_prints_measured_over_datasheet(rec):
+    h = rl.get_hardware("h200-sxm")
+    sheet, roof = rl.as_roof(h, "bf16"), M.measured_roof(rec)
+    t = tables.ceilings_table(sheet, roof)
+    assert t.rows[0][-1] == f"{100 * roof.bandwidth / 4.8e12:.0f}%"
+    assert t.rows[1][-1] == f"{100 * roof.peak_flops / 989.4e12:.0f}%"
+    assert t.rows[2][1:] == (f"{989.4e12 / 4.8e12:,.0f}", f"{roof.peak_flops / roof.bandwidth:,.0f}",
+                             f"{100 * (roof.peak_flops / roof.bandwidth) / (989.4e12 / 4.8e12):.0f}%")
+
+
+def test_decode_attention_sweep_runs_on_any_torch_device():
+    """The GPU path's decode attention sweep, run on the CPU where PyTorch is installed (skipped otherwise):
+    its entries read back as a record's ``decode_attention`` table."""
+    torch = pytest.importorskip("torch")
+    lines = []
+    timer = lambda fn: probe._time(fn, repeats=2, warmup=1)  # noqa: E731
+    runs = probe.decode_attention_sweep(torch, "cpu", timer, grid=[(1, 64), (2, 256), (4, 4096)], heads=(4, 2, 16),
+                                        cache_bytes=2**20, memory_limit=2**20, calls=2, progress=lines.append)
+    assert [(r["batch"], r["context"]) for r in runs] == [(1, 64), (2, 256)]  # the third passes the memory limit
+    assert "left out" in lines[-1] and "batch=4 context=4096" in lines[-1]
+    raw = {"env": {"cpu": "test", "date_utc": "2026-11-30", "python": "3", "platform": "p"},
+           "bandwidth": {"read": {"bytes": 1e6, "seconds": 1e-4}},
+           "gemm_per_call": [], "decode_attention": runs}
+    raw["gemm_per_call"] = [probe._gemm_entry(2, 8, 8, 4, 1e-6, 1e-6, "fp32")]
+    parsed = M.parse_measurement(raw, "cpu sweep").decode_attention
+    assert [r.groups for r in parsed] == [2, 4]
+    assert all(r.bytes == M.decode_attention_bytes(r.batch, r.context, 4, 2, 16) for r in parsed)
+    with pytest.raises(ValueError, match="do not share 3 KV heads evenly"):
+        probe.decode_attention_sweep(torch, "cpu", timer, heads=(4, 3, 16), progress=None)
+    with pytest.raises(ValueError, match=r"decode_attention must be \(batch, context\) pairs"):
+        probe.decode_attention_sweep(torch, "cpu", timer, grid=[(1, 2, 3)], progress=None)
+
+
+def test_the_fastest_product_at_a_row_count_sets_the_calibrated_rate(rec):
+    cal = M.calibrated_roof(rec)
+    for m in (1, 128, 4096):
+        g = rec.fastest_gemm(m)
+        assert g.m == m and float(cal.matmul_flops_per_s(m)) == pytest.approx(g.flops_per_s)
+        assert g.bytes_per_s == pytest.approx(g.min_bytes / g.seconds)
+    # a batch-1 product reads about one byte per FLOP, so its FLOP/s is its bandwidth in bytes/s
+    assert rec.fastest_gemm(1).flops_per_s == pytest.approx(rec.fastest_gemm(1).bytes_per_s, rel=0.01)
+    with pytest.raises(ValueError, match=r"m must be a row count of the graph-timed sweep \(1, 2, 4"):
+        rec.fastest_gemm(3)

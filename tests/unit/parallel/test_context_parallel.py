@@ -1,0 +1,154 @@
+"""Context parallelism (chapter 11): the causal split, the ring's hiding law, the all-to-all's head limit,
+and the per-GPU step against the unsplit one."""
+
+import numpy as np
+import pytest
+
+from roofline import attention_flops, load_model, prefill, training_step
+from roofline.core.collectives import collective_cost
+from roofline.parallel.context_parallel import (all_to_all_sizes, check_all_to_all, chunk_owners,
+                                                context_parallel_prefill, kv_block_bytes, longest_sequence,
+                                                pair_matrix, pairs_per_gpu, plan_context_parallel, ring_balance,
+                                                ring_hiding_block, ring_layer_times, ring_schedule, smallest_cp)
+from roofline.core.hardware import get_hardware
+
+
+def brute_pairs(seq, cp, layout):
+    """Count the causal pairs GPU by GPU, position by position."""
+    owner = np.repeat(chunk_owners(cp, layout), seq // (2 * cp))
+    q, k = np.meshgrid(np.arange(seq), np.arange(seq), indexing="ij")
+    kept = k <= q
+    out = np.zeros((cp, cp))
+    np.add.at(out, (owner[q[kept]], owner[k[kept]]), 1)
+    return out
+
+
+@pytest.mark.parametrize("cp", [1, 2, 3, 4, 8])
+@pytest.mark.parametrize("layout", ["zigzag", "contiguous"])
+def test_pair_matrix_counts_every_kept_pair_once(cp, layout):
+    seq = 48 * cp
+    assert np.array_equal(pair_matrix(seq, cp, layout), brute_pairs(seq, cp, layout))
+    assert pair_matrix(seq, cp, layout).sum() == seq * (seq + 1) / 2
+
+
+@pytest.mark.parametrize("cp", [2, 4, 8, 16])
+def test_zigzag_gives_every_gpu_the_same_attention_and_they_add_up_to_the_unsplit_flops(cp):
+    m = load_model("llama-3-8b")
+    seq = 1024 * cp
+    per_gpu = pairs_per_gpu(seq, cp, "zigzag")
+    assert np.allclose(per_gpu, per_gpu[0])
+    flops = per_gpu[0] * 4 * m.attention_width * m.num_layers
+    whole = attention_flops(seq, seq, m.attention_width, m.num_layers, causal="exact")
+    assert flops * cp == pytest.approx(whole, rel=1e-12)
+
+
+def test_contiguous_causal_ring_keeps_about_half_the_gpus_busy():
+    assert ring_balance(2**17, 16, "zigzag") == pytest.approx(1.0)
+    balance = ring_balance(2**17, 16, "contiguous")
+    assert 0.5 < balance < 0.55  # (cp/2) / (cp - 1/2) = 0.516 for 16
+    # every step but the first, some GPU holds a whole block: the step costs a full square
+    c = 2**17 // 16
+    assert np.all(ring_schedule(2**17, 16, "contiguous")[1:] == c * c)
+    # zig-zag: every off-diagonal step costs half a square on every GPU
+    assert np.all(ring_schedule(2**17, 16, "zigzag")[1:] == c * c / 2)
+
+
+@pytest.mark.parametrize("model", ["llama-3-8b", "llama-3-70b", "llama-3.1-405b"])
+@pytest.mark.parametrize("tier", ["scale_up", "network"])
+def test_at_the_hiding_block_the_transfer_takes_as_long_as_the_block_attention(model, tier):
+    m, hw = load_model(model), get_hardware("h100-sxm")
+    block = ring_hiding_block(m, hw, tier=tier)
+    attention = 4 * m.attention_width * block * block / 2 / hw.peak_flops("bf16")
+    transfer = collective_cost("send_recv", 2, kv_block_bytes(m, 1) * block, hw, tier=tier).transfer
+    assert attention == pytest.approx(transfer, rel=1e-12)
+
+
+def test_hiding_block_scales_with_the_ratio_of_peak_to_link():
+    hw = get_hardware("h100-sxm")
+    nvlink = ring_hiding_block("llama-3-8b", hw, tier="scale_up")
+    ib = ring_hiding_block("llama-3-8b", hw, tier="network")
+    assert ib / nvlink == pytest.approx(hw.interconnect["scale_up"].each_way / hw.interconnect["network"].each_way)
+    # no mask: twice the work per block, half the block length; half the peak: half the length again
+    assert ring_hiding_block("llama-3-8b", hw, causal=False) == pytest.approx(ib / 2)
+    assert ring_hiding_block("llama-3-8b", hw, achieved=0.5) == pytest.approx(ib / 2)
+    # grouped-query attention: 70B's K and V are 8 of 64 heads against 8B's 8 of 32: half the bytes per FLOP
+    assert ring_hiding_block("llama-3-70b", hw) == pytest.approx(ib / 2)
+
+
+def test_ring_hides_past_the_threshold_and_not_before():
+    hw = get_hardware("h100-sxm")
+    block = ring_hiding_block("llama-3-8b", hw, tier="network")
+    cp = 16  # two nodes: the ring crosses the network
+    short = ring_layer_times("llama-3-8b", hw, int(block // 2) // 32 * 32 * cp, cp)
+    long = ring_layer_times("llama-3-8b", hw, int(block * 2) // 32 * 32 * cp, cp)
+    assert short.exposed > 0 and short.transfer > short.compute[1]
+    assert long.exposed == 0 and long.transfer < long.compute[1]
+    assert long.time == pytest.approx(long.compute.sum())
+
+
+def test_all_to_all_degree_is_limited_by_the_kv_heads_and_sends_q_k_v_and_the_output():
+    for cp in (1, 2, 4, 8):
+        check_all_to_all("llama-3-70b", cp)
+    with pytest.raises(ValueError, match="must not exceed llama-3-70b's 8 key/value heads"):
+        check_all_to_all("llama-3-70b", 16)
+    with pytest.raises(ValueError, match="must not exceed"):
+        plan_context_parallel("llama-3-8b", "h100", seq=2**17, cp=16, method="all-to-all")
+    m = load_model("llama-3-8b")
+    qkv, out = all_to_all_sizes(m, 8192, 4)
+    assert qkv == 2048 * (4096 + 2 * 1024) * 2 and out == 2048 * 4096 * 2
+    # the ring has no such limit
+    assert plan_context_parallel("llama-3-8b", "h100", seq=2**17, cp=16).cp == 16
+
+
+@pytest.mark.parametrize("method", ["ring", "all-to-all"])
+def test_per_gpu_training_step_is_the_unsplit_one_over_cp(method):
+    seq, cp = 32768, 4
+    plan = plan_context_parallel("llama-3-8b", "h100-sxm", seq=seq, cp=cp, method=method, recompute="none")
+    whole = training_step("llama-3-8b", seq, recompute="none")
+    # every FLOP of the unsplit step is done once, a quarter on each GPU (zig-zag and heads split evenly)
+    assert float(plan.step.flops) * cp == pytest.approx(float(whole.flops), rel=1e-9)
+    assert plan.model_flops == pytest.approx(plan.useful_flops, rel=1e-9)
+    # activations per GPU are those of seq / cp tokens
+    one = plan_context_parallel("llama-3-8b", "h100-sxm", seq=seq, cp=1, recompute="none")
+    assert float(plan.footprint["activations"]) == pytest.approx(float(one.footprint["activations"]) / cp, rel=1e-9)
+    assert float(plan.footprint["logits"]) == pytest.approx(float(one.footprint["logits"]) / cp, rel=1e-9)
+
+
+def test_contiguous_layout_pays_the_busiest_gpu():
+    zig = plan_context_parallel("llama-3-8b", "h100-sxm", seq=2**17, cp=8, recompute="none")
+    flat = plan_context_parallel("llama-3-8b", "h100-sxm", seq=2**17, cp=8, layout="contiguous", recompute="none")
+    assert flat.step["forward"].flops > zig.step["forward"].flops
+    assert flat.time > zig.time
+
+
+def test_prefill_over_cp_gpus_is_faster_and_does_the_same_work():
+    one = context_parallel_prefill("llama-3-8b", "h100-sxm", 2**17, 1)
+    eight = context_parallel_prefill("llama-3-8b", "h100-sxm", 2**17, 8)
+    whole = prefill("llama-3-8b", 2**17, accounting="refined")
+    assert float(one.step.flops) == pytest.approx(float(whole.flops))
+    assert float(eight.step.flops) == pytest.approx(float(whole.flops) / 8, rel=0.01)  # the lm_head of each 1/8
+    assert eight.time < one.time / 7
+
+
+def test_longest_sequence_and_smallest_cp_agree():
+    hw = get_hardware("h100-sxm")
+    longest = longest_sequence("llama-3-70b", hw, cp=1, gpus=64)
+    assert 0 < longest < 2**17
+    cp = smallest_cp("llama-3-70b", hw, 2**17, gpus=64)
+    assert cp > 1
+    assert not plan_context_parallel("llama-3-70b", hw, seq=2**17, cp=cp // 2, gpus=64).fits
+    assert plan_context_parallel("llama-3-70b", hw, seq=2**17, cp=cp, gpus=64).fits
+    assert longest_sequence("llama-3-70b", hw, cp=cp, gpus=64) >= 2**17
+
+
+def test_long_context_attention_share_grows_towards_one_and_memory_is_linear():
+    from roofline.parallel.context_parallel import long_context
+    rows = [long_context("llama-3-8b", s) for s in (8192, 32768, 131072, 2**20)]
+    shares = [r.attention_flops_share for r in rows]
+    assert shares == sorted(shares) and shares[0] < 0.2 and shares[-1] > 0.8
+    # forward attention 2 s^2 width L (causal) against 2 s N for the matmuls: the share is s w L / (s w L + N)
+    m = load_model("llama-3-8b")
+    assert rows[2].kv_cache == pytest.approx(4 * rows[1].kv_cache)
+    assert rows[2].activations_full_recompute < rows[2].activations
+    assert rows[3].logits == pytest.approx(2**20 * m.vocab_size * 4)
+    assert all(0 < r.attention_time_share < 1 for r in rows)

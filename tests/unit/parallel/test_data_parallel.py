@@ -1,0 +1,132 @@
+"""The data-parallel step of chapter 7: ZeRO's traffic, memory reused from chapter 2, overlap, the hiding law."""
+
+import dataclasses
+from types import MappingProxyType
+
+import pytest
+
+from roofline.parallel import data_parallel as dp
+from roofline.workloads import memory, training
+from roofline.core import network
+
+
+def step(**kw):
+    base = dict(seq=4096, achieved=0.5, recompute="full")
+    return dp.data_parallel_step("llama-3-8b", "h100-sxm", **{**base, **kw})
+
+
+@pytest.mark.parametrize("nodes", [1, 4])
+def test_zero3_sends_one_and_a_half_times_plain_data_parallelism(nodes):
+    plain, z1, z2, z3 = (step(nodes=nodes, zero_stage=s) for s in range(4))
+    assert z1.sent == pytest.approx(plain.sent) and z2.sent == pytest.approx(plain.sent)
+    assert z3.sent == pytest.approx(1.5 * plain.sent)
+    # and plain data parallelism sends what the seed counts: the bytes of one all-reduce of the gradients
+    assert plain.sent == pytest.approx(network.data_parallel_bytes(plain.model.params, plain.gpus))
+
+
+def test_memory_is_chapter_twos_footprint():
+    for stage in range(4):
+        s = step(nodes=2, zero_stage=stage)
+        want = memory.training_footprint("llama-3-8b", 4096, 1, gpus=16, zero_stage=stage, recompute="full")
+        assert float(s.footprint.total) == pytest.approx(float(want.total))
+    hybrid = step(nodes=4, zero_stage=3, hybrid=True)
+    inside = memory.training_footprint("llama-3-8b", 4096, 1, gpus=8, zero_stage=3, recompute="full")
+    assert float(hybrid.footprint.total) == pytest.approx(float(inside.total))
+    assert float(hybrid.footprint.total) > float(step(nodes=4, zero_stage=3).footprint.total)
+
+
+def test_compute_is_the_training_step():
+    s = step(nodes=2)
+    t = training.training_step("llama-3-8b", 4096, recompute="full")
+    assert s.compute == pytest.approx(float(t.flops) / (0.5 * s.peak))
+    assert s.model_flops == pytest.approx(float(t["forward"].flops + t["backward"].flops))
+    assert s.mfu == pytest.approx(s.model_flops / (s.time * s.peak))
+    assert s.time == pytest.approx(s.compute + s.exposed) and s.exposed <= s.communication
+
+
+def test_exposed_time_law():
+    # link faster than compute: only the last unit shows; slower: all the excess plus one unit's share
+    assert dp.exposed_time(1.0, 10, 0.05) == pytest.approx(0.05)
+    assert dp.exposed_time(1.0, 10, 0.2) == pytest.approx(0.1 + 2.0 - 1.0)
+    assert dp.exposed_time(1.0, 1, 0.3) == pytest.approx(0.3)  # one bucket: nothing overlaps
+    assert dp.exposed_time(1.0, 10, 0.0) == 0
+    # more buckets of the same total traffic never expose more, while the link keeps up
+    total = 0.5
+    exposed = [dp.exposed_time(1.0, k, total / k) for k in (1, 2, 4, 8, 16)]
+    assert exposed == sorted(exposed, reverse=True)
+
+
+def test_buckets_trade_latency_for_overlap():
+    one = step(nodes=4, bucket=32e9)  # one bucket: the whole all-reduce after the backward pass
+    many = step(nodes=4)
+    tiny = step(nodes=4, bucket=64e3)  # so many buckets the latency terms pile up
+    assert one.exposed > 100 * many.exposed
+    assert tiny.communication > 2 * many.communication
+    assert many.sent == pytest.approx(one.sent)
+
+
+def test_one_gpu_sends_nothing():
+    s = step(nodes=1, gpus_per_node=1)
+    assert s.sent == 0 and s.exposed == 0 and s.communication == 0
+
+
+def test_exposed_time_grows_as_tokens_per_gpu_shrink():
+    seqs = [256, 512, 1024, 2048, 4096]
+    exposed = [step(nodes=16, seq=s, recompute="none").exposed for s in seqs]
+    assert exposed == sorted(exposed, reverse=True) and exposed[0] > exposed[-1]
+
+
+def test_hiding_threshold_is_the_links_ridge_and_scales_as_one_over_its_bandwidth(h100):
+    t = dp.hiding_tokens("llama-3-8b", h100, nodes=1, gpus_per_node=8)
+    nvlink = h100.interconnect["scale_up"].each_way
+    assert t == pytest.approx(7 / 8 * h100.peak_flops("bf16") / nvlink)
+    # the model's size cancels
+    assert dp.hiding_tokens("llama-3-70b", h100) == pytest.approx(t)
+    # a network twice as fast halves the threshold on it
+    flat = dp.hiding_tokens("llama-3-8b", h100, nodes=16, tier="network")
+    link = h100.interconnect["network"]
+    faster = h100.with_(interconnect=MappingProxyType({**h100.interconnect, "network": dataclasses.replace(
+        link, bytes_per_s=2 * link.bytes_per_s)}))
+    assert dp.hiding_tokens("llama-3-8b", faster, nodes=16, tier="network") == pytest.approx(flat / 2)
+    # ZeRO-3 needs half as many tokens again; a GPU at half its peak needs half as many
+    assert dp.hiding_tokens("llama-3-8b", h100, zero_stage=3) == pytest.approx(1.5 * t)
+    assert dp.hiding_tokens("llama-3-8b", h100, achieved=0.5) == pytest.approx(t / 2)
+
+
+def test_hiding_threshold_marks_where_exposed_time_appears(h100):
+    t = dp.hiding_tokens("llama-3-8b", h100, nodes=16, achieved=0.5)
+    below = dp.data_parallel_step("llama-3-8b", h100, nodes=16, seq=int(t / 2), achieved=0.5, recompute="none")
+    above = dp.data_parallel_step("llama-3-8b", h100, nodes=16, seq=int(2 * t), achieved=0.5, recompute="none")
+    assert below.exposed > 0.2 * below.communication
+    assert above.exposed < 0.05 * above.communication
+
+
+def test_hybrid_sharding_keeps_accumulated_steps_off_the_network():
+    full = step(nodes=4, zero_stage=3, accumulation=8)
+    hybrid = step(nodes=4, zero_stage=3, hybrid=True, accumulation=8)
+    assert hybrid.sent_network < full.sent_network / 8
+    assert hybrid.sent_scale_up == pytest.approx(full.sent_scale_up)
+
+
+def test_strategy_names():
+    assert [dp.strategy_name(s) for s in range(4)] == ["DDP", "ZeRO-1", "ZeRO-2", "ZeRO-3 (FSDP full)"]
+    assert dp.strategy_name(3, hybrid=True) == "FSDP hybrid"
+
+
+@pytest.mark.parametrize("call, error, message", [
+    (lambda: step(nodes=0), ValueError, "nodes must be"),
+    (lambda: step(zero_stage=4), ValueError, "stage must be 0, 1, 2 or 3"),
+    (lambda: step(zero_stage=2, hybrid=True), ValueError, "zero_stage must be 3 with hybrid=True"),
+    (lambda: step(hybrid="yes"), TypeError, "hybrid must be True or False"),
+    (lambda: step(achieved=1.5), ValueError, "cannot exceed 1"),
+    (lambda: step(bucket=0), ValueError, "bucket must be"),
+    (lambda: step(accumulation=0.5), ValueError, "accumulation must be"),
+    (lambda: dp.data_parallel_step("mixtral-8x7b", "h100"), Exception, "experts"),
+    (lambda: dp.exposed_time(1.0, 0, 0.1), ValueError, "units must be"),
+    (lambda: dp.hiding_tokens("llama-3-8b", "h100", achieved=2), ValueError, "cannot exceed 1"),
+    (lambda: dp.hiding_tokens("llama-3-8b", "h100", tier="ib"), KeyError, "unknown tier 'ib'"),
+    (lambda: dp.strategy_name(5), ValueError, "stage must be"),
+])
+def test_bad_input(call, error, message):
+    with pytest.raises(error, match=__import__("re").escape(message)):
+        call()

@@ -1,0 +1,228 @@
+"""roofline.parallel.moe and the mixture-of-experts branch of roofline.workloads.inference (chapter 10)."""
+
+import math
+import re
+
+import numpy as np
+import pytest
+
+import roofline as rl
+from roofline.core import collectives as col
+from roofline.parallel import moe
+
+MIXTRAL, V3 = rl.load_model("mixtral-8x7b"), rl.load_model("deepseek-v3")
+
+
+@pytest.mark.parametrize("E, k, T", [(8, 2, 1), (8, 2, 3), (8, 2, 12), (64, 6, 16), (256, 8, 32), (256, 8, 300)])
+def test_expected_count_matches_a_seeded_random_routing(E, k, T):
+    trials = 4000
+    mean, sd = moe.simulate_experts_touched(E, k, T, trials=trials, seed=7)
+    expected = moe.expected_experts(E, k, T)
+    error = sd / math.sqrt(trials)
+    assert abs(mean - expected) <= 4 * error + 1e-9  # within four standard errors of the simulated mean
+    low, high = moe.expert_bounds(E, k, T)
+    assert low <= expected <= high and low <= mean <= high
+
+
+def test_bounds_and_expectation_meet_at_one_token_and_part_as_tokens_grow():
+    T = np.arange(1, 200)
+    exp = moe.expected_experts(256, 8, T)
+    low, high = moe.expert_bounds(256, 8, T)
+    assert exp[0] == low[0] == high[0] == 8
+    assert np.all(low <= exp) and np.all(exp <= high) and np.all(np.diff(exp) > 0)
+    assert high[-1] == 256 and 255 < exp[-1] < 256
+    assert moe.expected_experts(8, 8, 5) == 8  # every expert used by every token
+
+
+def test_nodes_touched_matches_a_seeded_simulation():
+    rng = np.random.default_rng(3)
+    trials = 20000
+    picks = np.argsort(rng.random((trials, 256)), axis=1)[:, :8] // 32  # the node of each of 8 experts
+    counts = np.array([len(set(row)) for row in picks])
+    expected = moe.nodes_touched(256, 8, 8)
+    assert abs(counts.mean() - expected) < 4 * counts.std() / math.sqrt(trials)
+    assert moe.nodes_touched(256, 8, 1) == 1 and moe.nodes_touched(8, 8, 8) == 8
+
+
+def test_remote_nodes_leave_out_the_tokens_own_node():
+    # the token sits on node 0; count the other nodes its 8 experts fall on, as a reader would check
+    rng = np.random.default_rng(4)
+    trials = 20000
+    picks = np.argsort(rng.random((trials, 256)), axis=1)[:, :8] // 32
+    remote = np.array([len(set(row) - {0}) for row in picks])
+    expected = moe.nodes_touched(256, 8, 8, remote=True)
+    assert abs(remote.mean() - expected) < 4 * remote.std() / math.sqrt(trials)
+    assert 4.6 < expected < 4.65 < moe.nodes_touched(256, 8, 8)  # 7 (1 - C(224, 8) / C(256, 8)) = 4.633
+    assert moe.nodes_touched(256, 8, 1, remote=True) == 0  # one node: nothing leaves it
+    assert moe.nodes_touched(8, 8, 8, remote=True) == 7
+    with pytest.raises(TypeError, match="remote must be True or False"):
+        moe.nodes_touched(256, 8, 8, remote="yes")
+
+
+def test_saturation_batch_is_the_first_batch_past_the_fraction():
+    for m in (MIXTRAL, V3):
+        b = moe.saturation_batch(m, 0.99)
+        E = m.moe.num_experts
+        assert moe.experts_touched(m, b) >= 0.99 * E > moe.experts_touched(m, b - 1)
+    assert moe.saturation_batch(MIXTRAL) == 17  # 0.75^16 = 1.0%, 0.75^17 = 0.75%
+
+
+def test_decode_at_batch_one_reads_the_active_weights_plus_the_cache():
+    for m in (MIXTRAL, V3, rl.load_model("qwen1.5-moe-a2.7b"), rl.load_model("qwen3-30b-a3b")):
+        for context in (0, 4096):
+            step = rl.decode_step(m, 1, context)
+            assert step.bytes == 2 * m.active_params + m.kv_cache_bytes(context)  # exactly: k experts, not E(1-(1-k/E))
+            # any routing names the same step at one token
+            assert rl.decode_step(m, 1, context, routing="worst").bytes == step.bytes
+
+
+def test_mla_decode_attention_is_the_absorbed_kernel_of_chapter_5():
+    from roofline import serving as S
+
+    a = rl.decode_step(V3, 1, 1000)
+    b = rl.decode_step(V3, 1, 0)
+    assert a.flops - b.flops == pytest.approx(1000 * S.mla_attention_flops_per_key(V3, absorbed=True))
+    with pytest.raises(rl.NotModelledError, match="accounting='text'"):
+        rl.decode_step(V3, 1, 10, accounting="refined")
+
+
+def test_weight_bytes_follow_the_experts_touched():
+    B = np.array([1, 2, 8, 64, 512])
+    for routing in moe.ROUTINGS:
+        step = rl.decode_step(MIXTRAL, B, 0, routing=routing)
+        one = rl.decode_step(MIXTRAL, 1, 0)
+        extra = (moe.experts_touched(MIXTRAL, B, routing) - 2) * sum(l.params for l in MIXTRAL.expert_linears()) \
+            * MIXTRAL.moe.moe_layers(MIXTRAL.num_layers) * 2
+        assert np.allclose(step.bytes - one.bytes, extra)
+        # FLOPs do not depend on the routing: k experts per token
+        assert np.allclose(step.flops, B * one.flops)
+    best, uni, worst = (rl.decode_step(MIXTRAL, 4, 0, routing=r).bytes for r in ("best", "uniform", "worst"))
+    assert best < uni < worst
+    # past the saturation batch every routing reads nearly all the weights
+    assert rl.decode_step(MIXTRAL, 64, 0, routing="uniform").bytes == pytest.approx(2 * MIXTRAL.params, rel=1e-6)
+
+
+def test_prefill_of_a_moe_reads_all_its_experts_and_multiplies_k():
+    p = rl.prefill(MIXTRAL, 2048, routing="uniform")
+    assert p.flops == pytest.approx(2048 * 2 * MIXTRAL.active_params + p["attention"].flops, rel=1e-9)
+    assert p.subtotal("weights", "embedding", "lm_head", "norms").bytes == pytest.approx(2 * MIXTRAL.params, rel=1e-9)
+
+
+def test_a_moe_step_of_many_tokens_needs_its_routing_named():
+    with pytest.raises(rl.NotModelledError, match="routing='uniform'"):
+        rl.decode_step(MIXTRAL, 8)
+    with pytest.raises(rl.NotModelledError, match="routing"):
+        rl.prefill(V3, 128)
+    with pytest.raises(KeyError, match="unknown routing 'unifrom'; did you mean 'uniform'"):
+        rl.decode_step(MIXTRAL, 8, routing="unifrom")
+    # a dense model accepts a routing and ignores it
+    assert rl.decode_step("llama-3-8b", 8, routing="best").bytes == rl.decode_step("llama-3-8b", 8).bytes
+
+
+def test_weights_per_gpu_under_expert_and_tensor_parallelism():
+    routed = moe.routed_expert_params(MIXTRAL)
+    assert routed == 32 * 8 * 3 * 4096 * 14336
+    assert moe.weights_per_gpu(MIXTRAL, ep=1) == 2 * MIXTRAL.params
+    assert moe.weights_per_gpu(MIXTRAL, tp=8) == pytest.approx(2 * MIXTRAL.params / 8)
+    ep8 = moe.weights_per_gpu(MIXTRAL, ep=8)
+    assert ep8 == pytest.approx(2 * (MIXTRAL.params - routed + routed / 8))
+    assert moe.weights_per_gpu(MIXTRAL, tp=8) < ep8  # EP keeps a copy of attention on every GPU
+
+
+def test_expert_parallel_all_to_alls_are_chapter_7s():
+    s = moe.expert_parallel_step(V3, "h200", 256, 4096, ep=32, routing="uniform")
+    size = 8 * 8 * 7168 * 2  # 8 tokens per GPU, k = 8, hidden 7168, bf16
+    assert s.all_to_all == col.collective_cost("all_to_all", 32, size, "h200")
+    assert s.calls == 2 * 58  # two per MoE layer; DeepSeek-V3's first three layers are dense
+    assert moe.all_to_all_bytes_per_token(V3) == 8 * 7168 * 2
+    assert s.time == pytest.approx(s.gpu_time + s.communication_time)
+    assert s.overlapped_time <= s.time
+    ib = moe.expert_parallel_step(V3, "h200", 64, 4096, ep=8, tier="network")
+    nv = moe.expert_parallel_step(V3, "h200", 64, 4096, ep=8)
+    assert ib.all_to_all.time > nv.all_to_all.time and ib.gpu_time == nv.gpu_time
+    # one GPU's expert FLOPs are its tokens' share; the capacity factor pads them and the buffers
+    padded = moe.expert_parallel_step(V3, "h200", 64, 4096, ep=8, capacity_factor=1.25)
+    assert padded.all_to_all.size == pytest.approx(1.25 * nv.all_to_all.size)
+    assert padded.work.flops > nv.work.flops
+
+
+def test_expert_parallel_batch_counts_each_gpus_own_sequences():
+    from roofline import serving as S
+
+    h = rl.get_hardware("h200")
+    per = S.sequence_kv_bytes(V3, 4096, "fp8")
+    free = h.usable_capacity - moe.weights_per_gpu(V3, ep=32, weights_dtype="fp8")
+    assert moe.expert_parallel_batch(V3, h, 4096, ep=32, weights_dtype="fp8") == 32 * int(free // per)
+    assert moe.expert_parallel_batch(V3, h, 4096, ep=8) == 0  # 671B in bf16: 198 GB a GPU over 8 GPUs
+
+
+def test_dense_equivalents_come_within_the_router_of_the_moe():
+    a, t = moe.dense_equivalent(MIXTRAL, "active"), moe.dense_equivalent(MIXTRAL, "total")
+    router = MIXTRAL.num_layers * MIXTRAL.router().params
+    assert a.params == MIXTRAL.active_params - router and t.params == MIXTRAL.params - router
+    assert a.moe is None and a.intermediate_size == 2 * 14336
+    # DeepSeek-V3: one token's MLP is 8 routed + 1 shared experts of 2,048, the width of its dense layers
+    assert moe.dense_equivalent(V3).intermediate_size == V3.intermediate_size == 18432
+    # a decode step of the active equivalent at batch 1 reads what the MoE reads, less the router
+    assert rl.decode_step(a, 1, 0).bytes == rl.decode_step(MIXTRAL, 1, 0).bytes - 2 * router
+
+
+def test_moe_layer_time_is_the_expert_ops_on_the_roof():
+    s = moe.expert_parallel_step(V3, "h200", 64, 0, ep=8)
+    ops = [op for op in s.work.ops if op.name.startswith(("expert.", "shared.", "router"))]
+    flops, nbytes = sum(op.flops for op in ops), sum(op.bytes for op in ops)
+    h = rl.get_hardware("h200")
+    assert s.moe_layer_time == pytest.approx(max(flops / h.peak_flops("bf16"), nbytes / h.hbm_bandwidth) / 58)
+    assert s.all_to_all_pair_time == 2 * s.all_to_all.time
+
+
+def test_expert_parallel_at_ep_one_is_the_plain_step():
+    s = moe.expert_parallel_step(MIXTRAL, "h100", 16, 512, ep=1, routing="uniform")
+    plain = rl.decode_step(MIXTRAL, 16, 512, routing="uniform")
+    assert s.work.bytes == pytest.approx(plain.bytes) and s.work.flops == pytest.approx(plain.flops)
+    assert s.communication_time == 0
+
+
+MOE_BAD_INPUT = {
+    "check_routing": (lambda: moe.check_routing("wrost"), KeyError, "did you mean 'worst'"),
+    "expected_experts": (lambda: moe.expected_experts(8, 9, 4), ValueError, "top_k must not exceed num_experts"),
+    "expert_bounds": (lambda: moe.expert_bounds(8, 2, 0), ValueError, "tokens must be"),
+    "experts_touched": (lambda: moe.experts_touched("llama-3-8b", 4), ValueError, "has no experts"),
+    "simulate_experts_touched": (lambda: moe.simulate_experts_touched(8, 2, [1, 2]), TypeError, "single numbers"),
+    "nodes_touched": (lambda: moe.nodes_touched(256, 8, 3), ValueError, "nodes must divide num_experts (256)"),
+    "saturation_batch": (lambda: moe.saturation_batch(MIXTRAL, 1.0), ValueError, "fraction must be"),
+    "routed_expert_params": (lambda: moe.routed_expert_params("qwen2-7b"), ValueError, "has no experts"),
+    "expert_weight_bytes": (lambda: moe.expert_weight_bytes(MIXTRAL, 4, weights_dtype="fp7"), KeyError, "fp7"),
+    "all_to_all_bytes_per_token": (lambda: moe.all_to_all_bytes_per_token(MIXTRAL, "bf61"), KeyError,
+                                   "did you mean 'bf16'"),
+    "weights_per_gpu": (lambda: moe.weights_per_gpu(MIXTRAL, ep=3), ValueError, "ep must divide the 8 experts"),
+    "dense_equivalent": (lambda: moe.dense_equivalent(MIXTRAL, "half"), ValueError, "size must be 'active' or 'total'"),
+    "expert_parallel_batch": (lambda: moe.expert_parallel_batch(V3, "h200", 200_000, ep=8), ValueError,
+                              "context 200,000 tokens is beyond"),
+    "ExpertParallelStep": None,  # a record built by expert_parallel_step
+    "expert_parallel_step": (lambda: moe.expert_parallel_step(MIXTRAL, "h100", 6, ep=4), ValueError,
+                             "batch must be a multiple of ep (4)"),
+}
+
+
+def test_every_moe_function_has_a_bad_input_case():
+    public = {name for name in moe.__all__ if callable(getattr(moe, name))}
+    assert public == set(MOE_BAD_INPUT)
+
+
+@pytest.mark.parametrize("name", [n for n, case in MOE_BAD_INPUT.items() if case is not None])
+def test_moe_bad_input_fails_at_the_edge(name):
+    call, error, message = MOE_BAD_INPUT[name]
+    with pytest.raises(error, match=re.escape(message)):
+        call()
+
+
+def test_more_bad_input():
+    with pytest.raises(ValueError, match="capacity_factor must be at least 1"):
+        moe.expert_parallel_step(MIXTRAL, "h100", 8, ep=8, capacity_factor=0.9)
+    with pytest.raises(ValueError, match="ep must divide the 8 experts"):
+        moe.expert_parallel_step(MIXTRAL, "h100", 6, ep=3)
+    with pytest.raises(ValueError, match="no experts"):
+        moe.expert_parallel_step("llama-3-8b", "h100", 8, ep=8)
+    with pytest.raises(TypeError, match="routing must be one of"):
+        rl.decode_step(MIXTRAL, 4, routing=2)

@@ -1,0 +1,111 @@
+"""The planner of chapter 9: every layout it returns fits, the best is the fastest that fits, the grid is
+priced the way the pieces it is made of price one layout."""
+
+import numpy as np
+import pytest
+
+from roofline.core.hardware import get_hardware
+from roofline.core.model import param_count
+from roofline.parallel.pipeline import bubble_fraction
+from roofline.parallel.planner import plan
+
+
+@pytest.fixture(scope="module")
+def seventy():
+    return plan("llama-3-70b", "h100", nodes=8, gpus_per_node=8, seq=8192, global_batch=512)
+
+
+def test_returned_layouts_fit(seventy):
+    usable = get_hardware("h100").usable_capacity
+    for x in seventy.top(20):
+        assert x.fits and x.memory <= usable
+    assert np.all(seventy.grid["memory"][seventy.ranked] <= usable)
+    assert not np.all(seventy.grid["fits"])  # some layouts were rejected for memory
+
+
+def test_best_is_at_least_as_fast_as_every_other_fitting_layout(seventy):
+    best = seventy.best
+    fits = seventy.grid["fits"]
+    assert best.time <= seventy.grid["time"][fits].min() + 1e-12
+    # and the rejected layouts faster than it were rejected for memory alone
+    faster = seventy.grid["time"] < best.time
+    assert not np.any(faster & fits)
+
+
+def test_degrees_multiply_to_the_cluster_and_divide_the_batch(seventy):
+    g = seventy.grid
+    assert np.all(g["tp"] * g["pp"] * g["dp"] == 64)
+    assert np.all(g["dp"] * g["micro_batch"] * g["micro_batches"] == 512)
+    assert np.all(g["tp"] <= 8)
+
+
+def test_time_is_the_sum_of_its_parts_and_the_bubble_follows_the_schedule(seventy):
+    for x in seventy.top(10):
+        assert x.time == pytest.approx(x.compute + x.bubble + x.pipeline_comm + x.data_comm)
+        schedule = "1f1b" if x.v == 1 else "interleaved"
+        assert x.bubble / x.compute == pytest.approx(bubble_fraction(x.pp, x.micro_batches, x.v, schedule))
+
+
+def test_mfu_counts_the_model_flops(seventy):
+    x = seventy.best
+    # 6 N per token and attention: between 6 N and 1.5 x 6 N per token at 8k
+    tokens = 512 * 8192
+    flops = x.tflops * x.time * 64
+    assert 6 * param_count("llama-3-70b") * tokens < flops < 1.5 * 6 * param_count("llama-3-70b") * tokens
+    assert x.mfu == pytest.approx(x.tflops / get_hardware("h100").peak_flops("bf16"))
+
+
+def test_more_memory_saved_costs_time(seventy):
+    f = seventy.frontier()
+    assert len(f) >= 2
+    assert all(a.time <= b.time and a.memory > b.memory for a, b in zip(f, f[1:]))
+
+
+def test_405b_on_16k_gpus_uses_a_full_node_of_tensor_parallelism():
+    p = plan("llama-3.1-405b", "h100", nodes=2048, gpus_per_node=8, seq=8192, global_batch=2048)
+    best = p.best
+    assert best.tp * best.pp * best.dp == 16384
+    assert best.tp == 8 and best.pp > 1  # the model state alone needs several nodes' worth of GPUs
+    assert 0 < best.mfu < 1
+
+
+def test_bad_input():
+    with pytest.raises(ValueError, match="global_batch"):
+        plan("llama-3-8b", "h100", nodes=64, seq=4096, global_batch=1)
+    with pytest.raises(ValueError, match="fits on no layout") as err:
+        plan("llama-3.1-405b", "h100", nodes=1, seq=8192, global_batch=8)
+    # the leanest layout still holds 16 bytes a parameter over the node's 8 GPUs
+    assert err.value.needed > 16 * param_count("llama-3.1-405b") / 8
+    with pytest.raises(ValueError, match="nodes"):
+        plan("llama-3-8b", "h100", nodes=0, seq=4096, global_batch=8)
+    with pytest.raises(KeyError, match="recomputes"):
+        plan("llama-3-8b", "h100", nodes=1, seq=4096, global_batch=8, recomputes=("sometimes",))
+    with pytest.raises(ValueError, match="achieved"):
+        plan("llama-3-8b", "h100", nodes=1, seq=4096, global_batch=8, achieved=1.5)
+
+
+def test_megatron_configurations_have_the_published_parameter_counts():
+    from roofline.parallel.planner import PUBLISHED, gpt_model
+
+    for run in PUBLISHED["megatron_gpt"][0]:
+        m = gpt_model(run["hidden"], run["heads"], run["layers"])
+        assert param_count(m) == pytest.approx(run["params"], rel=1e-3)
+        assert run["gpus"] % (run["tp"] * run["pp"]) == 0
+
+
+def test_one_stage_compute_is_the_tensor_parallel_step_of_chapter_8():
+    from roofline.parallel.tensor_parallel import predict_tp, tp_training_step
+
+    p = plan("llama-3-8b", "h100", nodes=1, gpus_per_node=8, seq=4096, global_batch=8)
+    g = p.grid
+    sel = np.flatnonzero((g["tp"] == 8) & (g["pp"] == 1) & (g["micro_batch"] == 1) & (g["recompute"] == 0))
+    assert len(sel) == 1
+    x = p.layout(int(sel[0]))
+    step = predict_tp(tp_training_step("llama-3-8b", 8, 4096, 1, sequence_parallel=True), "h100", gpus_per_node=8)
+    assert x.compute == pytest.approx(8 * step.time)
+    # two stages: the slower stage runs half the layers and the output head, so more than half the step
+    sel2 = np.flatnonzero((g["tp"] == 4) & (g["pp"] == 2) & (g["micro_batch"] == 1) & (g["recompute"] == 0)
+                          & (g["v"] == 1))
+    two = p.layout(int(sel2[0]))
+    one4 = predict_tp(tp_training_step("llama-3-8b", 4, 4096, 1, sequence_parallel=True), "h100", gpus_per_node=8)
+    assert 0.5 * 8 * one4.time < two.compute < 8 * one4.time

@@ -1,0 +1,177 @@
+"""Tensor parallelism (chapter 8): the split, the exchanges, their price, and the limits of t."""
+
+import numpy as np
+import pytest
+
+import roofline as rl
+from roofline.core import collectives as col
+from roofline.workloads import memory
+from roofline.parallel import tensor_parallel as tp
+
+SMALL = rl.Model("small", hidden_size=64, intermediate_size=128, num_layers=2, num_heads=4, num_kv_heads=2,
+                 head_dim=16, vocab_size=256)
+
+
+@pytest.mark.parametrize("model", ["llama-3-8b", "llama-3-70b"])
+@pytest.mark.parametrize("t", [2, 4, 8])
+def test_per_gpu_flops_times_t_are_the_unsplit_flops_and_the_norms_are_replicated(model, t):
+    whole = rl.decode_step(model, 4, 1024)
+    one = tp.tp_decode_step(model, t, 4, 1024).work
+    for part in ("weights", "attention", "embedding", "lm_head"):
+        assert one[part].flops * t == pytest.approx(whole[part].flops, rel=1e-12), part
+    assert one["norms"].flops == pytest.approx(whole["norms"].flops)  # every GPU normalizes the whole hidden state
+    assert one["kv_cache"].bytes * t == pytest.approx(whole["kv_cache"].bytes)  # 8 KV heads: t <= 8 divides them
+
+
+def test_prefill_and_training_split_the_same_way():
+    whole, one = rl.prefill("llama-3-8b", 2048), tp.tp_prefill("llama-3-8b", 4, 2048).work
+    assert one["weights"].flops * 4 == pytest.approx(whole["weights"].flops)
+    whole = rl.training_step("llama-3-8b", 2048)
+    one = tp.tp_training_step("llama-3-8b", 4, 2048).work
+    # matmuls and attention split by 4; the norms' and residuals' elementwise work (no FLOPs counted) is whole
+    assert one.flops * 4 == pytest.approx(whole.flops, rel=1e-9)
+
+
+def test_all_reduce_bytes_per_layer_by_hand_for_a_small_model():
+    step = tp.tp_decode_step(SMALL, 2, batch=3)
+    # batch 3 x hidden 64 x 2 bytes = 384 bytes per all-reduce; a ring over 2 GPUs sends 2 (2-1)/2 of it each
+    ar = step.exchange("attention all-reduce")
+    assert (ar.collective, ar.size, ar.count) == ("all_reduce", 3 * 64 * 2, 2)
+    assert step.exchange("mlp all-reduce").count == 2
+    pred = tp.predict_tp(step, "h100")
+    per_layer = sum(c.bytes * e.count for e, c in pred.priced if e.name.endswith("all-reduce") and e.name != "embedding all-reduce")
+    assert per_layer / SMALL.num_layers == 2 * 384
+    # the embedding's all-reduce and the gather of 3 x 256 logits of 2 bytes (each GPU sends its half)
+    assert pred.comm_bytes == 2 * 2 * 384 + 384 + 3 * 256 * 2 / 2
+
+
+def test_kv_heads_are_replicated_beyond_their_number():
+    assert tp.kv_heads_per_gpu("llama-3-8b", 4) == 2
+    assert tp.kv_heads_per_gpu("llama-3.1-405b", 16) == 1  # 8 KV heads over 16 GPUs: each kept twice
+    one = tp.tp_decode_step("llama-3.1-405b", 16, 1, 4096).work
+    whole = rl.decode_step("llama-3.1-405b", 1, 4096)
+    assert one["kv_cache"].bytes * 8 == pytest.approx(whole["kv_cache"].bytes)
+    assert one["attention"].flops * 16 == pytest.approx(whole["attention"].flops)
+
+
+def test_refusals_name_t():
+    with pytest.raises(ValueError, match="t must divide llama-3-8b's 32 query heads, got t=6"):
+        tp.check_tp("llama-3-8b", 6)
+    odd = rl.Model("odd", 96, 192, 2, 12, 6, 8, 100)
+    with pytest.raises(ValueError, match="t must divide odd's 6 KV heads or be a multiple of them"):
+        tp.check_tp(odd, 4)
+    with pytest.raises(ValueError, match="at most the 8 GPUs of a node"):
+        tp.check_tp("llama-3-70b", 16, gpus_per_node=8)
+    with pytest.raises(rl.NotModelledError, match="dense models only"):
+        tp.tp_decode_step("mixtral-8x7b", 2)
+
+
+def test_shard_model_holds_a_t_th_of_the_weights_plus_whole_norms():
+    m = rl.load_model("llama-3-8b")
+    for t in (2, 8):
+        s = tp.shard_model(m, t)
+        assert s.params * t == m.params + (t - 1) * m.norm_params
+    assert tp.shard_model(m, 1) is m
+    assert tp.tp_memory(m, 8) == pytest.approx(tp.shard_model(m, 8).params * 2)
+
+
+def test_the_shards_saved_tensors_are_chapter_twos_tensor_parallel_count():
+    for t in (2, 4, 8):
+        assert memory.activation_bytes(tp.shard_model("llama-3-8b", t), 4096, 1) == pytest.approx(
+            memory.activation_bytes("llama-3-8b", 4096, 1, tp=t))
+
+
+def test_intensity_is_layer_params_over_2_t_minus_1_h_a_and_independent_of_tokens():
+    m = rl.load_model("llama-3-70b")
+    assert tp.tp_intensity(m, 8) == pytest.approx(m.layer_matmul_params / (2 * 7 * m.hidden_size * 2))
+    assert tp.tp_intensity(m, 1) == np.inf
+    compute, comm = tp.layer_times(m, 8, np.array([1024, 4096]), "h100", tier="scale_up")
+    # without latency the ratio of compute to transfer would be intensity / ridge for every token count
+    assert compute[1] / compute[0] == pytest.approx(4)
+
+
+def test_hiding_width_is_where_intensity_meets_the_ridge():
+    for model in ("llama-3-8b", "llama-3.1-405b"):
+        for tier in ("scale_up", "network"):
+            w = tp.hiding_width(model, 8, "h100", tier)
+            assert tp.tp_intensity(model, 8, hidden=w) == pytest.approx(tp.tier_ridge("h100", tier))
+    # across InfiniBand no Llama 3 is wide enough for any t that leaves a node
+    for model in ("llama-3-8b", "llama-3-70b", "llama-3.1-405b"):
+        assert tp.tp_intensity(model, 16) < tp.tier_ridge("h100", "network")
+
+
+def test_hiding_width_with_tokens_counts_the_all_reduces_latency():
+    m = rl.load_model("llama-3-70b")
+    h = rl.get_hardware("h100")
+    bare = tp.hiding_width(m, 8, h, "scale_up")
+    w = tp.hiding_width(m, 8, h, "scale_up", tokens=4096)
+    # at that width a block's matmuls take exactly as long as its two all-reduces, latency included
+    compute = 2 * 4096 * m.layer_matmul_params / m.hidden_size ** 2 * w * w / 8 / h.peak_flops("bf16")
+    exchange = 2 * col.collective_cost("all_reduce", 8, 4096 * w * 2, h, tier="scale_up").time
+    assert compute == pytest.approx(exchange, rel=1e-9)
+    # the latency makes it wider than the latency-free width (about 6% at 4,096 tokens), less so with more tokens
+    assert 1.05 * bare < w < 1.07 * bare
+    assert bare < tp.hiding_width(m, 8, h, "scale_up", tokens=65536) < w < tp.hiding_width(m, 8, h, "scale_up", tokens=1024)
+    assert tp.hiding_width(m, 1, h, "scale_up", tokens=4096) == 0.0
+    with pytest.raises(ValueError, match="tokens must be"):
+        tp.hiding_width(m, 8, h, "scale_up", tokens=0)
+
+
+def test_tier_ridge_of_an_h100():
+    assert tp.tier_ridge("h100", "scale_up") == pytest.approx(rl.get_hardware("h100").peak_flops("bf16") / 450e9)
+
+
+def test_decode_latency_floor_at_large_t():
+    """At batch 1 the exchanges are tiny: their time is nearly all latency, at least 2L calls' overhead,
+    and it grows with t while the weight reads shrink, so the step stops falling."""
+    m = rl.load_model("llama-3-70b")
+    times = {}
+    for t in (1, 2, 4, 8):
+        pred = tp.predict_tp(tp.tp_decode_step(m, t, 1, 1024), "h100")
+        times[t] = pred.time
+        if t > 1:
+            floor = 2 * m.num_layers * col.collective_cost("all_reduce", t, 1.0, "h100").latency
+            assert pred.comm_time >= floor
+            assert pred.comm_latency / pred.comm_time > 0.9
+    assert times[2] < times[1] and times[4] < times[2]
+    # the weight reads fall as 1/t, the latency floor does not: halving 4 -> 8 gains less than 1 -> 2 did
+    assert times[4] / times[8] < times[1] / times[2]
+
+
+def test_sequence_parallel_sends_the_same_bytes_as_the_all_reduces():
+    plain = tp.predict_tp(tp.tp_training_step("llama-3-8b", 4, 2048), "h100")
+    sp = tp.predict_tp(tp.tp_training_step("llama-3-8b", 4, 2048, sequence_parallel=True), "h100")
+    assert sp.comm_bytes == pytest.approx(plain.comm_bytes)
+    counts = {e.phase: 0 for e in plain.step.exchanges}
+    for e in plain.step.exchanges:
+        if e.name in ("attention all-reduce", "mlp all-reduce"):
+            counts[e.phase] += e.count
+    assert counts == {"forward": 64, "backward": 64}
+    full = tp.tp_training_step("llama-3-8b", 4, 2048, recompute="full")
+    assert sum(e.count for e in full.exchanges if e.phase == "recompute") == 64
+
+
+def test_hierarchical_pricing_across_two_nodes_uses_the_network():
+    step = tp.tp_decode_step("llama-3.1-405b", 16, 1, 1024)
+    flat = tp.predict_tp(step, "h100", tier="network")
+    two_nodes = tp.predict_tp(step, "h100", gpus_per_node=8)
+    assert all(c.tiers == ("scale_up", "network") for _, c in two_nodes.priced)
+    assert two_nodes.comm_time < flat.comm_time
+
+
+def test_one_gpu_is_the_unsplit_step():
+    step = tp.tp_decode_step("llama-3-8b", 1, 8, 512)
+    assert step.exchanges == ()
+    assert tp.predict_tp(step, "h100").time == pytest.approx(rl.predict(rl.decode_step("llama-3-8b", 8, 512), "h100").time)
+
+
+def test_decode_by_degree_frees_memory_for_the_kv_cache_and_finds_the_fastest_degree():
+    rows = tp.decode_by_degree("llama-3-70b", "h100", (1, 2, 4, 8), batch=1, context=8192)
+    assert [r.t for r in rows] == [1, 2, 4, 8]
+    assert not rows[0].fits and rows[1].fits  # 141 GB of weights need two 80 GB GPUs
+    assert all(a.max_batch < b.max_batch for a, b in zip(rows[1:], rows[2:]))
+    assert rows[3].weights_per_gpu == pytest.approx(tp.tp_memory("llama-3-70b", 8))
+    best = tp.best_degree("llama-3-8b", "h100", (1, 2, 4, 8), context=1024)
+    assert best.time == min(r.time for r in tp.decode_by_degree("llama-3-8b", "h100", (1, 2, 4, 8), context=1024))
+    # throughput per GPU at batch 1 falls with t: each GPU runs a t-th of the step but waits the whole of it
+    assert all(a.tokens_per_s_per_gpu > b.tokens_per_s_per_gpu for a, b in zip(rows, rows[1:]))

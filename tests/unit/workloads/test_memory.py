@@ -1,0 +1,295 @@
+"""Chapter 2's memory accounting: model state, ZeRO, activations against Korthikanti et al."""
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import roofline as rl
+from roofline.workloads import memory as M
+
+# GPT-3 style configurations of Korthikanti et al., Table 3: (hidden, heads, layers, tensor parallel)
+PAPER = M.KORTHIKANTI_CONFIGS
+
+
+def test_mixed_precision_adam_is_16_bytes_per_parameter(llama):
+    state = M.model_state(llama)
+    assert dict(state.parts) == {k: v * llama.params for k, v in
+                                 {"weights": 2, "gradients": 2, "master": 4, "momentum": 4, "variance": 4}.items()}
+    assert round(state.total / 1e9, 1) == 128.5
+    assert not state.fits("h100-sxm") and state.fits("h200-sxm")
+
+
+def test_recipes_by_bytes_per_parameter():
+    per_param = {r: M.model_state(1.0, r).total for r in M.RECIPES}
+    assert per_param == {"fp32-adam": 16, "mixed-adam": 16, "bf16-adam": 8, "mixed-adam-8bit": 10}
+    with pytest.raises(KeyError, match="did you mean 'mixed-adam'"):
+        M.model_state(1.0, "mixed-adm")
+
+
+@given(gpus=st.integers(1, 4096))
+def test_zero_stages_follow_the_paper(gpus):
+    psi = 1e9
+    per_gpu = [M.zero_model_state(psi, gpus, stage).total for stage in range(4)]
+    assert per_gpu[0] == pytest.approx(16 * psi)
+    assert per_gpu[1] == pytest.approx(4 * psi + 12 * psi / gpus)
+    assert per_gpu[2] == pytest.approx(2 * psi + 14 * psi / gpus)
+    assert per_gpu[3] == pytest.approx(16 * psi / gpus)
+    assert per_gpu == sorted(per_gpu, reverse=True)
+
+
+@pytest.mark.parametrize("name", PAPER)
+@pytest.mark.parametrize("recompute", M.RECOMPUTE_POLICIES)
+@pytest.mark.parametrize("tp, sp", [(1, False), (8, False), (8, True)])
+def test_gpt_layer_tensors_reproduce_the_paper(name, recompute, tp, sp):
+    h, a, _, _ = PAPER[name]
+    tensors = M.saved_tensors(architecture="gpt", hidden=h, heads=a, flash=False)
+    for s, b in [(2048, 1), (2048, 4), (8192, 1)]:
+        ours = M.activation_bytes(tensors, s, b, recompute=recompute, tp=tp, sequence_parallel=sp)
+        paper = M.korthikanti_bytes(s, b, h, a, recompute=recompute, tp=tp, sequence_parallel=sp)
+        assert ours == pytest.approx(paper, rel=1e-12)
+
+
+def test_paper_closed_form_values():
+    # sbh(34 + 5as/h) for the 175B model at s = 2048, one sequence: 2.87 GB per layer
+    h, a, layers, t = PAPER["175B"]
+    assert M.korthikanti_bytes(2048, 1, h, a) == 2048 * h * (34 + 5 * a * 2048 / h)
+    # with tensor and sequence parallelism of 8 and selective recompute, 34 sbh / t
+    assert M.korthikanti_bytes(2048, 1, h, a, recompute="selective", tp=t, sequence_parallel=True) == 34 * 2048 * h / 8
+
+
+def test_llama_flash_attention_removes_the_square(llama):
+    flash = M.saved_tensors(llama, flash=True)
+    plain = M.saved_tensors(llama, flash=False)
+    at = {s: M.activation_bytes(plain, s, 1) - M.activation_bytes(flash, s, 1) for s in (1024, 4096)}
+    # the explicit form's extra memory grows with s^2 (a*s^2 bf16 scores), the flash form's does not
+    assert at[4096] / at[1024] == pytest.approx(16, rel=0.01)
+    per_token = M.activation_bytes(flash, 1, 1)
+    assert M.activation_bytes(flash, 8192, 1) == pytest.approx(8192 * per_token)
+
+
+def test_activations_dominate_at_long_sequences(llama):
+    fp = M.training_footprint(llama, 8192, 1)
+    assert fp["activations"] > fp["weights"]
+    full = M.training_footprint(llama, 8192, 1, recompute="full")
+    assert full["activations"] == llama.num_layers * 8192 * llama.hidden_size * 2
+
+
+def test_kv_cache_capacity(llama):
+    tokens = M.kv_cache_capacity_tokens(llama, "h100-sxm")
+    # an "80 GB" H100 reports 85,045,477,376 bytes; 1 GiB is kept for the CUDA context
+    assert tokens == (85_045_477_376 - 2**30 - 2 * llama.params) // 131_072
+    assert M.kv_cache_capacity_tokens("llama-3.1-405b", "h100-sxm") is None
+
+
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        (lambda: M.activation_bytes(M.saved_tensors("llama-3-8b"), 4096, -1), "micro_batch must be"),
+        (lambda: M.activation_bytes(M.saved_tensors("llama-3-8b"), 4096, 1, recompute="some"), "recompute must be one of"),
+        (lambda: M.training_footprint("llama-3-8b", 0, 1), "seq must be"),
+        (lambda: M.zero_model_state(1e9, 8, 4), "stage must be"),
+        (lambda: M.saved_tensors(architecture="mamba"), "architecture must be"),
+    ],
+)
+def test_bad_input(call, message):
+    with pytest.raises(ValueError, match=message):
+        call()
+
+
+def test_korthikanti_table_says_yes_for_every_configuration():
+    from roofline.present import tables
+
+    t = tables.korthikanti_table()
+    assert t.column("equals the paper") == ("yes",) * len(M.KORTHIKANTI_CONFIGS)
+
+
+# --- verdicts in words (chapter 2 glues them, so they must follow the catalog's capacity) ---------
+
+
+def test_fit_verdict_states_the_margin_the_capacity_gives(llama):
+    h100 = rl.get_hardware("h100-sxm")
+    bf16 = M.model_state(llama, "bf16-adam").total
+    mixed = M.model_state(llama, "mixed-adam").total
+    assert M.fit_verdict(bf16, h100) == f"fits on the H100 SXM with {rl.fmt(h100.usable_capacity - bf16, 'B')} to spare"
+    assert M.fit_verdict(mixed, h100) == f"does not fit on the H100 SXM, by {rl.fmt(mixed - h100.usable_capacity, 'B')}"
+    # the words follow the capacity: a card one byte too small flips the verdict
+    # a card one byte too small for the state: the verdict flips
+    assert M.fit_verdict(bf16, h100.with_(hbm_total=bf16 - 1 + h100.reserve)).startswith("does not fit")
+
+
+def test_fit_summary_is_one_english_clause(llama):
+    h100, h200 = rl.get_hardware("h100-sxm"), rl.get_hardware("h200-sxm")
+    between = (h100.usable_capacity + h200.usable_capacity) / 2
+    assert M.fit_summary(between, [h100, h200]).startswith("fits on the H200, not on the H100 SXM (over the H100 SXM")
+    assert M.fit_summary(1e9, [h100, h200]) == "fits on both the H100 SXM and the H200"
+    too_big = 2 * h200.usable_capacity
+    assert M.fit_summary(too_big, [h100, h200]) == (
+        f"fits on neither the H100 SXM nor the H200 (over the largest by {rl.fmt(too_big - h200.usable_capacity, 'B')})")
+    with pytest.raises(ValueError, match="nbytes"):
+        M.fit_verdict(-1, h100)
+
+
+# --- recomputation keeps a working set -------------------------------------------------------------
+
+
+def test_recompute_working_set_is_one_layer_less_what_the_policy_keeps(llama):
+    tensors = M.saved_tensors(llama, flash=True)
+    whole = M.activation_bytes(tensors, 8192, 1)
+    checkpoint = M.activation_bytes(tensors, 8192, 1, recompute="full")
+    assert M.recompute_working_set(tensors, 8192, 1) == 0
+    assert M.recompute_working_set(tensors, 8192, 1, recompute="selective") == 0  # flash keeps no scores
+    assert M.recompute_working_set(tensors, 8192, 1, recompute="full") == whole - checkpoint
+    explicit = M.saved_tensors(llama, flash=False)
+    scores = sum(t.nbytes(8192, 1) for t in explicit if t.per_score)
+    assert M.recompute_working_set(explicit, 8192, 1, recompute="selective") == pytest.approx(scores)
+
+
+def test_full_recompute_footprint_counts_the_layer_being_recomputed(llama):
+    """The case the issue found: ten 8,192-token sequences looked like they fit on eight H100s under
+    ZeRO-3 with full recomputation; the recomputed layer's working set does not leave room."""
+    fp = M.training_footprint(llama, 8192, 10, gpus=8, zero_stage=3, recompute="full")
+    tensors = M.saved_tensors(llama, flash=True)
+    assert fp["recompute working set"] == pytest.approx(M.activation_bytes(tensors, 8192, 10)
+                                                        - M.activation_bytes(tensors, 8192, 10, recompute="full"))
+    assert fp["recompute working set"] > 10e9
+    assert M.training_footprint(llama, 8192, 10, gpus=8, zero_stage=3)["recompute working set"] == 0
+
+
+def test_footprint_table_margins_follow_the_capacity(llama):
+    from roofline.present import tables
+
+    h100 = rl.get_hardware("h100-sxm")
+    one = M.training_footprint(llama, 4096, 1)
+    z3 = M.training_footprint(llama, 4096, 1, gpus=8, zero_stage=3, recompute="full")
+    t = tables.footprint_table({"1 GPU": one, "ZeRO-3": z3}, capacities=("h100-sxm",))
+    assert t.column("H100 SXM") == (f"{rl.fmt(one.total - h100.usable_capacity, 'B')} over",
+                                    f"{rl.fmt(h100.usable_capacity - z3.total, 'B')} spare")
+    assert t.column("working set") == (rl.fmt(0.0, "B"), rl.fmt(z3["recompute working set"], "B"))
+    state = one.total - one["activations"] - one["logits"] - one["recompute working set"]
+    assert t.column("model state")[0] == rl.fmt(state, "B")
+# --- formulas a reader can check by hand, in Llama 3 8B's config numbers (the `shape` fixture) ----
+
+
+def _llama_layer_bytes_per_token(shape, kv_heads=None):
+    """One Llama layer's saved tensors for one token, flash attention, no recomputation, bf16."""
+    h, i = shape.hidden, shape.intermediate
+    q = shape.heads * shape.head_dim  # 4096
+    kv = (shape.kv_heads if kv_heads is None else kv_heads) * shape.head_dim  # 8 x 128 = 1024
+    return (2 * (h  # RMSNorm 1 input
+                 + h  # QKV input
+                 + q  # Q after RoPE
+                 + 2 * kv  # K after RoPE, and V: the KV heads' width, not the query width
+                 + q  # attention output
+                 + h  # RMSNorm 2 input
+                 + h  # gate/up input
+                 + 4 * i)  # gate output, up output, SiLU output, down_proj input
+            + 4 * 2  # the two RMSNorms' statistics, fp32, one per token
+            + 4 * shape.heads)  # flash attention's log-sum-exp, fp32, one per token and head
+
+
+def test_llama_layer_saves_k_and_v_at_the_kv_width(llama, shape):
+    per_token = _llama_layer_bytes_per_token(shape)
+    assert per_token == 168_072
+    saved = M.saved_tensors(llama, flash=True)
+    assert M.activation_bytes(saved, 1, 1) == per_token
+    assert M.activation_bytes(saved, 8192, 2) == 8192 * 2 * per_token
+    # the whole model, as the training footprint counts it
+    fp = M.training_footprint(llama, 4096, 1)
+    assert fp["activations"] == shape.layers * 4096 * per_token
+
+
+def test_grouped_query_attention_saves_less_than_multi_head_of_the_same_width(llama, shape):
+    # a multi-head twin: 32 KV heads instead of 8, everything else the same
+    mha = replace(llama, name="llama-3-8b-mha", num_kv_heads=shape.heads)
+    s = 4096
+    gqa_bytes = M.activation_bytes(M.saved_tensors(llama), s, 1)
+    mha_bytes = M.activation_bytes(M.saved_tensors(mha), s, 1)
+    # K and V for 24 more heads of 128, in bf16: 12,288 B per token per layer
+    assert mha_bytes - gqa_bytes == s * 2 * (shape.heads - shape.kv_heads) * shape.head_dim * 2
+    assert mha_bytes == s * _llama_layer_bytes_per_token(shape, kv_heads=shape.heads)
+
+
+@given(fewer=st.sampled_from([1, 2, 4, 8, 16]), seq=st.integers(1, 32_768), micro_batch=st.integers(1, 16))
+def test_fewer_kv_heads_never_save_more(fewer, seq, micro_batch):
+    m = rl.load_model("llama-3-8b")
+    grouped, full = replace(m, num_kv_heads=fewer), replace(m, num_kv_heads=m.num_heads)
+    a = M.activation_bytes(M.saved_tensors(grouped), seq, micro_batch)
+    b = M.activation_bytes(M.saved_tensors(full), seq, micro_batch)
+    assert b - a == seq * micro_batch * 2 * (m.num_heads - fewer) * m.head_dim * 2 > 0
+
+
+def test_explicit_attention_adds_the_bf16_scores_and_drops_the_log_sum_exp(llama, shape):
+    s = 4096
+    flash = M.activation_bytes(M.saved_tensors(llama, flash=True), s, 1)
+    plain = M.activation_bytes(M.saved_tensors(llama, flash=False), s, 1)
+    # a heads x s x s softmax output in bf16 instead of heads fp32 statistics per token
+    assert plain - flash == shape.heads * s * s * 2 - s * shape.heads * 4
+
+
+def test_full_recompute_keeps_each_layers_bf16_input(llama, shape):
+    saved = M.saved_tensors(llama)
+    assert M.activation_bytes(saved, 8192, 2, recompute="full") == 8192 * 2 * shape.hidden * 2
+    # flash attention has no score-sized tensor: selective recomputation has nothing to drop
+    assert M.activation_bytes(saved, 8192, 2, recompute="selective") == 8192 * 2 * _llama_layer_bytes_per_token(shape)
+
+
+def test_training_footprint_counts_the_logits_in_fp32(llama, shape):
+    # the loss reads the last layer's logits in fp32: tokens x vocabulary x 4 B (4,096 tokens: 2.10 GB)
+    for s, b in [(4096, 1), (8192, 4)]:
+        fp = M.training_footprint(llama, s, b)
+        assert fp["logits"] == s * b * shape.vocab * 4
+    assert M.training_footprint(llama, 4096, 1)["logits"] == pytest.approx(2.10e9, rel=2e-3)
+
+
+def test_training_footprint_is_sharded_state_plus_activations_plus_logits(llama, shape):
+    n, s = llama.params, 4096
+    acts = shape.layers * s * _llama_layer_bytes_per_token(shape)
+    logits = s * shape.vocab * 4
+    one = M.training_footprint(llama, s, 1)
+    assert one.total == 16 * n + acts + logits
+    z3 = M.training_footprint(llama, s, 1, gpus=8, zero_stage=3)
+    assert z3.total == pytest.approx(16 * n / 8 + acts + logits)
+    z1 = M.training_footprint(llama, s, 1, gpus=8, zero_stage=1)
+    assert z1.total == pytest.approx((2 + 2) * n + 12 * n / 8 + acts + logits)
+    full = M.training_footprint(llama, s, 1, gpus=8, zero_stage=3, recompute="full")
+    assert full["activations"] == shape.layers * s * shape.hidden * 2
+
+
+def test_kv_cache_capacity_follows_the_caches_format_not_the_weights(llama, shape):
+    h200 = rl.get_hardware("h200-sxm")
+    free_bf16 = h200.usable_capacity - 2 * llama.params  # bf16 weights resident in the usable HBM
+    free_fp8 = h200.usable_capacity - 1 * llama.params  # fp8 weights resident
+    token_bf16 = 2 * shape.layers * shape.kv_heads * shape.head_dim * 2  # 131,072 B
+    token_fp8 = token_bf16 / 2
+    assert M.kv_cache_capacity_tokens(llama, h200) == free_bf16 // token_bf16
+    assert M.kv_cache_capacity_tokens(llama, h200, kv_dtype="fp8") == free_bf16 // token_fp8
+    assert M.kv_cache_capacity_tokens(llama, h200, dtype="fp8") == free_fp8 // token_fp8
+    assert M.kv_cache_capacity_tokens(llama, h200, dtype="fp8", kv_dtype="bf16") == free_fp8 // token_bf16
+    assert M.kv_cache_capacity_tokens(llama, h200, reserve=10e9) == (free_bf16 - 10e9) // token_bf16
+
+
+@given(gpu=st.sampled_from(["h100-sxm", "h200-sxm", "a100-sxm-80gb", "b200", "mi300x"]),
+       weights=st.sampled_from(["bf16", "fp8"]), reserve=st.floats(0, 40e9))
+def test_in_the_same_free_memory_an_fp8_cache_holds_twice_the_tokens_of_bf16(gpu, weights, reserve):
+    bf16 = M.kv_cache_capacity_tokens("llama-3-8b", gpu, dtype=weights, kv_dtype="bf16", reserve=reserve)
+    fp8 = M.kv_cache_capacity_tokens("llama-3-8b", gpu, dtype=weights, kv_dtype="fp8", reserve=reserve)
+    assert (bf16 is None) == (fp8 is None)
+    if bf16 is not None:
+        assert fp8 in (2 * bf16, 2 * bf16 + 1)  # floor(2x) is 2 floor(x) or one more
+
+
+def test_fits_sweeps_micro_batches_against_the_gpus_capacity(llama, shape):
+    # ZeRO-3 over 8 GPUs, 8,192-token sequences: a fixed 16N/8 of state, then per sequence its
+    # activations (flash attention) and its fp32 logits
+    h100 = rl.get_hardware("h100-sxm")
+    mb = np.arange(1, 65)
+    s = 8192
+    per_sequence = shape.layers * s * _llama_layer_bytes_per_token(shape) + s * shape.vocab * 4  # 48.3 GB
+    need = 16 * llama.params / 8 + mb * per_sequence
+    fp = M.training_footprint(llama, s, mb, gpus=8, zero_stage=3)
+    assert np.allclose(fp.total, need, rtol=1e-12)
+    assert (fp.fits(h100) == (need <= h100.hbm_capacity)).all()
+    assert mb[fp.fits(h100)].max() == 1  # 64.3 GB fits an H100, 112.6 GB does not
