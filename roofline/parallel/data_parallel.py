@@ -29,17 +29,19 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
 from roofline.core.checks import number
-from roofline.core.collectives import collective_cost
+from roofline.core.collectives import bytes_sent, collective_cost, collective_time
 from roofline.core.hardware import Hardware, get_hardware
 from roofline.workloads.memory import Footprint, training_footprint
 from roofline.core.model import Model, load_model, param_count
 from roofline.core.network import ZERO_COLLECTIVES
 from roofline.core.policies import recompute_policy, zero_stage as zero_stage_of
 from roofline.core.roof import predict
+from roofline.parallel.tensor_parallel import tier_ridge
 from roofline.workloads.training import training_flops_per_token, training_step, check_dense
 from roofline.core.units import dtype_bytes
 
@@ -266,3 +268,180 @@ PUBLISHED.update({
                                     "8 x H100 SXM5 on NVLink 4"),
     "busbw_a100_8": ((230e9, 250e9), "same page: 8 x A100 SXM4 on NVLink 3"),
 })
+
+
+# Chapter 7's quantities that the prose quotes, each one call for the notebook.
+
+def gradient_bytes(model: Model | str, grad_dtype: str = "bf16") -> float:
+    """Chapter 7: ``Psi``, the bytes of one copy of the gradients: parameters times bytes per element
+    (``2 N`` in bf16; 16.06 GB for Llama 3 8B)."""
+    return float(param_count(load_model(model)) * dtype_bytes(grad_dtype))
+
+
+__all__ += ["gradient_bytes"]
+
+
+def bucket_count(model: Model | str, bucket=DEFAULT_BUCKET, grad_dtype: str = "bf16") -> int:
+    """Chapter 7: how many gradient buckets DDP launches per step, ``ceil(Psi / bucket)`` (at least one)."""
+    bucket = float(number("bucket", bucket))
+    return max(1, math.ceil(gradient_bytes(model, grad_dtype) / bucket))
+
+
+__all__ += ["bucket_count"]
+
+
+def exchange_intensity(model: Model | str, tokens, n: int = 8, grad_dtype: str = "bf16"):
+    """Chapter 7: the backward pass's FLOPs (``4 N`` a token) per byte each GPU sends in a ring all-reduce
+    of the gradients over ``n`` GPUs: ``4 N t / (2 (n-1)/n Psi)``, the point's intensity on the network
+    roofline (``t`` tokens per GPU; broadcasts over arrays of ``tokens``)."""
+    m = load_model(model)
+    tokens = number("tokens", tokens, strict=False)
+    n = int(number("n", n, integer=True, minimum=1))
+    return 4 * param_count(m) * tokens / bytes_sent("all_reduce", n, gradient_bytes(m, grad_dtype))
+
+
+__all__ += ["exchange_intensity"]
+
+
+def exposure_sweep(model: Model | str, hardware: Hardware | str, seqs, *, nodes=1, achieved=0.5,
+                   recompute: str = "none") -> dict:
+    """Chapter 7's exposure figure, one panel: DDP steps at ``seqs`` tokens per GPU on ``nodes`` nodes;
+    ``{'compute': [...], 'exposed': [...], 'threshold': hiding_tokens(...)}`` (seconds, and tokens)."""
+    steps = [data_parallel_step(model, hardware, nodes=nodes, seq=int(t), achieved=achieved, recompute=recompute)
+             for t in seqs]
+    return {"compute": [s.compute for s in steps], "exposed": [s.exposed for s in steps],
+            "threshold": hiding_tokens(model, hardware, nodes=nodes, achieved=achieved)}
+
+
+__all__ += ["exposure_sweep"]
+
+
+def layer_gather_time(step: DataParallelStep, grad_dtype: str = "bf16") -> float:
+    """Chapter 7: seconds to all-gather one layer's weights (``Psi / L`` bytes) over all of ``step``'s GPUs,
+    the unit of traffic ZeRO-3 sends before each layer's forward pass."""
+    if not isinstance(step, DataParallelStep):
+        raise TypeError(f"step must be a DataParallelStep (from data_parallel_step), got {type(step).__name__}")
+    layer = gradient_bytes(step.model, grad_dtype) / step.model.num_layers
+    return float(collective_cost("all_gather", step.gpus, layer, step.hardware, gpus_per_node=step.gpus_per_node).time)
+
+
+__all__ += ["layer_gather_time"]
+
+
+def layer_forward_time(step: DataParallelStep) -> float:
+    """Chapter 7: one layer's share of ``step``'s forward pass (seconds), the compute that hides the next
+    layer's gather under ZeRO-3."""
+    if not isinstance(step, DataParallelStep):
+        raise TypeError(f"step must be a DataParallelStep (from data_parallel_step), got {type(step).__name__}")
+    return step.forward_time / step.model.num_layers
+
+
+__all__ += ["layer_forward_time"]
+
+
+@dataclass(frozen=True)
+class PublishedExchange:
+    """Chapter 7: Llama 3 405B's published run (:data:`PUBLISHED`, the paper's Table 4) read on the chapter's
+    model: the data-parallel degree the other degrees leave, the compute each GPU does per step, and the
+    gradient exchange its replicas make. Times in seconds, bytes per GPU."""
+
+    gpus: int
+    tp: int
+    pp: int
+    dp: int
+    seq: int
+    tokens: int  # per step, all replicas
+    flops_per_gpu: float  # 6 N tokens / gpus
+    published_step: float  # flops_per_gpu at the published TFLOP/s per GPU
+    floor: float  # flops_per_gpu at peak
+    shard: float  # the gradient bytes one GPU holds: Psi / (tp pp)
+    sync: float  # reduce-scatter plus all-gather of the shard over the dp replicas, on the network
+    backward: float  # the backward pass (4 N a token) at peak
+
+    @property
+    def nodes(self) -> int:
+        """Nodes of eight GPUs."""
+        return self.gpus // 8
+
+    @property
+    def global_batch(self) -> int:
+        """Sequences per step."""
+        return self.tokens // self.seq
+
+    @property
+    def tokens_per_replica(self) -> float:
+        return self.tokens / self.dp
+
+    @property
+    def floor_share(self) -> float:
+        """The peak-rate floor as a fraction of the published step."""
+        return self.floor / self.published_step
+
+    def window(self, micro_batches: int) -> float:
+        """The backward pass of one micro-batch when the step holds ``micro_batches`` per pipeline: the
+        compute each bucket of the exchange can hide behind."""
+        return self.backward / int(number("micro_batches", micro_batches, integer=True))
+
+
+__all__ += ["PublishedExchange"]
+
+
+def published_exchange(hardware: Hardware | str = "h100-sxm", model: Model | str = "llama-3.1-405b") -> PublishedExchange:
+    """Chapter 7: :class:`PublishedExchange` for Llama 3's published 8,192-GPU layout on ``hardware``:
+    ``dp = gpus / (tp pp cp)``, ``6 N tokens / gpus`` FLOPs per GPU, the gradient shard ``2 N / (tp pp)``
+    reduce-scattered and all-gathered over the ``dp`` replicas on the network, and the backward pass
+    ``4 N tokens / gpus / P``."""
+    m, hw = load_model(model), get_hardware(hardware)
+    pub = {k: PUBLISHED[k][0] for k in ("llama3_gpus", "llama3_tp", "llama3_pp", "llama3_cp", "llama3_tokens",
+                                        "llama3_seq", "llama3_tflops")}
+    gpus, tp, pp = pub["llama3_gpus"], pub["llama3_tp"], pub["llama3_pp"]
+    dpn = gpus // (tp * pp * pub["llama3_cp"])
+    tokens, n, peak = pub["llama3_tokens"], param_count(m), hw.peak_flops("bf16")
+    flops = 6 * n * tokens / gpus
+    shard = gradient_bytes(m) / (tp * pp)
+    sync = sum(collective_time(c, dpn, shard, hw, tier="network") for c in ("reduce_scatter", "all_gather"))
+    return PublishedExchange(gpus, tp, pp, dpn, pub["llama3_seq"], tokens, flops, flops / pub["llama3_tflops"],
+                             flops / peak, shard, float(sync), 4 * n * tokens / gpus / peak)
+
+
+__all__ += ["published_exchange"]
+
+
+def published_per_gpu(hardware: Hardware | str = "v100-sxm2", dtype: str = "fp16") -> tuple[float, float]:
+    """Chapter 7: ZeRO's published throughput per GPU (15 PFLOP/s over 400 V100s: 37.5 TFLOP/s) and that
+    rate as a fraction of ``hardware``'s ``dtype`` peak."""
+    per_gpu = PUBLISHED["zero_pflops"][0] / PUBLISHED["zero_gpus"][0]
+    return per_gpu, per_gpu / get_hardware(hardware).peak_flops(dtype)
+
+
+__all__ += ["published_per_gpu"]
+
+
+class TierThreshold(NamedTuple):
+    """Chapter 7, exercise 1: one tier's share of the hierarchical all-reduce's traffic (``factor``, bytes
+    each GPU sends over that tier per byte of Psi, over 2), the tier's ridge point, and their product:
+    the tokens per GPU that hide that tier's transfer."""
+
+    factor: float
+    ridge: float
+    tokens: float
+
+
+__all__ += ["TierThreshold"]
+
+
+def tier_thresholds(hardware: Hardware | str, *, nodes: int, gpus_per_node: int = 8,
+                    dtype: str = "bf16") -> dict[str, TierThreshold]:
+    """Chapter 7, exercise 1: for a hierarchical all-reduce over ``nodes`` nodes of ``g`` GPUs, NVLink
+    carries ``(g-1)/g`` of the buffer per GPU and each GPU's network port ``(nodes-1)/nodes / g`` of it;
+    each factor times its tier's :func:`~roofline.parallel.tensor_parallel.tier_ridge` is the tokens per GPU that hide that tier."""
+    nodes = int(number("nodes", nodes, integer=True, minimum=1))
+    g = int(number("gpus_per_node", gpus_per_node, integer=True))
+    out = {}
+    for tier, factor in (("scale_up", (g - 1) / g), ("network", (nodes - 1) / nodes / g)):
+        ridge = tier_ridge(hardware, tier, dtype=dtype)
+        out[tier] = TierThreshold(factor, ridge, factor * ridge)
+    return out
+
+
+__all__ += ["tier_thresholds"]

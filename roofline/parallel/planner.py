@@ -370,3 +370,38 @@ def plan(model: Model | str, hardware: Hardware | str, *, nodes, gpus_per_node=8
     idx = np.flatnonzero(fits)
     ranked = idx[np.lexsort((memory[idx], time[idx]))]
     return Plan(m, hw, nodes, g, seq, B, grid, ranked)
+
+
+def where(plan: Plan, *, fitting: bool = False, **fields) -> np.ndarray:
+    """Chapters 7 and 9: the indices of ``plan``'s layouts whose ``fields`` (any of :class:`Layout`'s grid
+    fields: ``tp=8, pp=16, v=1, recompute='full'``...) take the values given; in grid order, or with
+    ``fitting=True`` only the layouts that fit, fastest first (``plan.ranked``'s order)."""
+    if not isinstance(plan, Plan):
+        raise TypeError(f"plan must be a Plan (from planner.plan), got {type(plan).__name__}")
+    bad = sorted(set(fields) - set(plan.grid))
+    if bad:
+        raise unknown_name("field", bad[0], sorted(plan.grid))
+    idx = np.asarray(plan.ranked) if fitting else np.arange(plan.count)
+    for name, value in fields.items():
+        if name == "recompute":
+            if value not in RECOMPUTES:
+                raise unknown_name("recompute", value, RECOMPUTES)
+            value = RECOMPUTES.index(value)
+        idx = idx[plan.grid[name][idx] == value]
+    return idx
+
+
+__all__ += ["where"]
+
+
+def first_layout(plan: Plan, *, fitting: bool = True, **fields) -> Layout:
+    """Chapters 7 and 9: the first layout :func:`where` finds (with ``fitting=True``, the fastest fitting
+    layout with those ``fields``: the published Llama 3 degrees, say); a ValueError when none has them."""
+    idx = where(plan, fitting=fitting, **fields)
+    if idx.size == 0:
+        raise ValueError(f"no {'fitting ' if fitting else ''}layout of the plan has "
+                         + ", ".join(f"{k}={v!r}" for k, v in fields.items()))
+    return plan.layout(int(idx[0]))
+
+
+__all__ += ["first_layout"]

@@ -130,3 +130,75 @@ def test_strategy_names():
 def test_bad_input(call, error, message):
     with pytest.raises(error, match=__import__("re").escape(message)):
         call()
+
+
+def test_gradient_bytes_and_buckets_by_hand():
+    n = 8_030_261_248  # Llama 3 8B's parameters
+    assert dp.gradient_bytes("llama-3-8b") == 2 * n
+    assert dp.gradient_bytes("llama-3-8b", "fp32") == 4 * n
+    assert dp.bucket_count("llama-3-8b") == 613  # 16.06 GB / 25 MiB = 612.7, rounded up
+    assert dp.bucket_count("llama-3-8b", bucket=1e12) == 1
+
+
+def test_exchange_intensity_is_eight_sevenths_of_the_tokens_on_eight_gpus():
+    # 4 N t / (2 * 7/8 * 2 N) = 8 t / 7: the N cancels
+    assert dp.exchange_intensity("llama-3-8b", 4096, 8) == pytest.approx(8 * 4096 / 7)
+    assert dp.exchange_intensity("llama-3-70b", 4096, 8) == pytest.approx(8 * 4096 / 7)
+
+
+def test_exposure_sweep_is_the_steps_and_the_threshold():
+    sweep = dp.exposure_sweep("llama-3-8b", "h100-sxm", [512, 8192], nodes=16)
+    s = dp.data_parallel_step("llama-3-8b", "h100-sxm", nodes=16, seq=8192, achieved=0.5, recompute="none")
+    assert sweep["compute"][1] == s.compute and sweep["exposed"][1] == s.exposed
+    assert sweep["threshold"] == dp.hiding_tokens("llama-3-8b", "h100-sxm", nodes=16, achieved=0.5)
+    assert sweep["exposed"][0] > 0
+
+
+def test_zero3_layer_times():
+    from roofline.core.collectives import collective_time
+
+    s = dp.data_parallel_step("llama-3-70b", "h100-sxm", nodes=8, zero_stage=3,
+                              seq=4096, achieved=0.5)
+    n = 70_553_706_496
+    assert dp.layer_gather_time(s) == pytest.approx(collective_time("all_gather", 64, 2 * n / 80, "h100-sxm"))
+    assert dp.layer_forward_time(s) * 80 == pytest.approx(s.forward_time)
+
+
+def test_published_exchange_reads_the_llama3_table():
+    e = dp.published_exchange("h100-sxm")
+    n = 405_853_388_800  # Llama 3.1 405B's parameters
+    assert (e.dp, e.nodes, e.global_batch) == (64, 1024, 2048)  # 8,192 / (8 x 16); 16M tokens / 8,192
+    assert e.flops_per_gpu == pytest.approx(6 * n * 2**24 / 8192)
+    assert e.shard == pytest.approx(2 * n / 128)
+    assert e.floor_share == pytest.approx(430e12 / 989.4e12)  # the published rate over peak
+    assert e.backward == pytest.approx(2 / 3 * e.floor)
+    assert e.window(4) == pytest.approx(e.backward / 4)
+    assert e.tokens_per_replica == 2**24 / 64
+
+
+def test_published_per_gpu_of_zero():
+    per_gpu, share = dp.published_per_gpu("v100-sxm2", "fp16")
+    assert per_gpu == 15e15 / 400 == 37.5e12
+    assert share == pytest.approx(0.3)  # 37.5 of the V100's 125 TFLOP/s
+
+
+def test_tier_thresholds_by_hand():
+    t = dp.tier_thresholds("a100-sxm-80gb", nodes=16)
+    assert t["scale_up"] == pytest.approx((7 / 8, 1040.0, 910.0))  # 312 TFLOP/s over 300 GB/s
+    assert t["network"] == pytest.approx((15 / 16 / 8, 12480.0, 1462.5))  # over 25 GB/s
+
+
+@pytest.mark.parametrize("call, error, message", [
+    (lambda: dp.gradient_bytes("llama-3-8b", "fp7"), KeyError, "unknown dtype"),
+    (lambda: dp.bucket_count("llama-3-8b", bucket=0), ValueError, "bucket must be"),
+    (lambda: dp.tier_thresholds("h100-pcie", nodes=2), ValueError, "tier must be one of"),
+    (lambda: dp.exchange_intensity("llama-3-8b", 4096, n=1), ValueError, "n must be"),
+    (lambda: dp.exchange_intensity("llama-3-8b", -1), ValueError, "tokens must be"),
+    (lambda: dp.layer_gather_time("step"), TypeError, "step must be a DataParallelStep"),
+    (lambda: dp.layer_forward_time(None), TypeError, "step must be a DataParallelStep"),
+    (lambda: dp.published_exchange().window(0), ValueError, "micro_batches must be"),
+    (lambda: dp.tier_thresholds("a100-sxm-80gb", nodes=1), ValueError, "nodes must be"),
+])
+def test_chapter_helpers_bad_input(call, error, message):
+    with pytest.raises(error, match=__import__("re").escape(message)):
+        call()

@@ -109,3 +109,37 @@ def test_one_stage_compute_is_the_tensor_parallel_step_of_chapter_8():
     two = p.layout(int(sel2[0]))
     one4 = predict_tp(tp_training_step("llama-3-8b", 4, 4096, 1, sequence_parallel=True), "h100", gpus_per_node=8)
     assert 0.5 * 8 * one4.time < two.compute < 8 * one4.time
+
+
+def test_where_picks_the_layouts_with_the_fields_asked(seventy):
+    from roofline.parallel import planner
+
+    idx = planner.where(seventy, tp=8, pp=2, recompute="full")
+    g = seventy.grid
+    assert idx.size > 0
+    assert (g["tp"][idx] == 8).all() and (g["pp"][idx] == 2).all()
+    assert (g["recompute"][idx] == planner.RECOMPUTES.index("full")).all()
+    # every layout of the grid with those degrees, counted by hand
+    assert idx.size == sum(1 for i in range(seventy.count) if g["tp"][i] == 8 and g["pp"][i] == 2 and g["recompute"][i] == 2)
+    fast = planner.where(seventy, fitting=True, tp=8)
+    assert list(fast) == [i for i in seventy.ranked if g["tp"][i] == 8]
+
+
+def test_first_layout_with_no_fields_is_the_best(seventy):
+    from roofline.parallel import planner
+
+    assert planner.first_layout(seventy) == seventy.best
+    lay = planner.first_layout(seventy, tp=4)
+    assert lay.tp == 4
+    assert all(lay.time <= seventy.layout(int(i)).time for i in seventy.ranked if seventy.grid["tp"][i] == 4)
+
+
+@pytest.mark.parametrize("call, error, message", [
+    (lambda p: __import__("roofline.parallel.planner", fromlist=["x"]).where("plan", tp=8), TypeError, "plan must be a Plan"),
+    (lambda p: __import__("roofline.parallel.planner", fromlist=["x"]).where(p, tensor=8), KeyError, "unknown field 'tensor'"),
+    (lambda p: __import__("roofline.parallel.planner", fromlist=["x"]).where(p, recompute="some"), KeyError, "unknown recompute"),
+    (lambda p: __import__("roofline.parallel.planner", fromlist=["x"]).first_layout(p, tp=3), ValueError, "no fitting layout of the plan has tp=3"),
+])
+def test_where_bad_input(seventy, call, error, message):
+    with pytest.raises(error, match=__import__("re").escape(message)):
+        call(seventy)
