@@ -25,12 +25,17 @@ receives the same size of gradient back: point to point, once per boundary per m
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
 from roofline.core.checks import number, unknown_name
+from roofline.core.collectives import collective_cost
+from roofline.core.hardware import Hardware, get_hardware
 from roofline.core.model import Model, load_model, param_count
+from roofline.parallel.tensor_parallel import tier_ridge
 from roofline.core.units import dtype_bytes
 
 __all__ = ["SCHEDULES", "PUBLISHED", "Slot", "Timeline", "bubble_fraction", "in_flight", "schedule_order",
@@ -238,3 +243,115 @@ def boundary_intensity(model: Model | str, p, *, dtype: str = "bf16"):
     m = load_model(model)
     p = number("p", p, integer=True)
     return 6 * param_count(m) / p / (2 * m.hidden_size * dtype_bytes(dtype))
+
+
+# Chapter 9's quantities that the prose quotes, each one call for the notebook.
+
+def head_layers(model: Model | str) -> float:
+    """Chapter 9: the output head's weights in decoder layers' worth, ``lm_head / ((N - embedding - lm_head)
+    / L)``: how much heavier the last stage is when it carries the head (about two thirds of a layer for Llama 3.1 405B: its 2.1B-parameter head against 3.2B a layer)."""
+    m = load_model(model)
+    layer = (param_count(m) - m.embedding_params - m.lm_head_params) / m.num_layers
+    return m.lm_head_params / layer
+
+
+__all__ += ["head_layers"]
+
+
+class BoundaryShare(NamedTuple):
+    """Chapter 9: one boundary send (seconds, one way), one stage's compute for the same micro-batch
+    (seconds), and the share the two sends (activations out, gradients back) take of that compute."""
+
+    send: float
+    stage: float
+    share: float
+
+
+__all__ += ["BoundaryShare"]
+
+
+def boundary_share(model: Model | str, hardware: Hardware | str, seq, p, *, tp=1, tier: str = "network",
+                   dtype: str = "bf16") -> BoundaryShare:
+    """Chapter 9: a micro-batch of ``seq`` tokens crossing one stage boundary on ``tier``
+    (:func:`boundary_bytes`, a point-to-point send), against the stage's ``6 N seq / (p t) / P`` seconds
+    of compute at peak; ``share = 2 send / stage``."""
+    hw = get_hardware(hardware)
+    p = number("p", p, integer=True)
+    t = number("tp", tp, integer=True)
+    send = float(collective_cost("send_recv", 2, boundary_bytes(model, seq, tp=tp, dtype=dtype), hw, tier=tier).time)
+    stage = 6 * param_count(load_model(model)) * number("seq", seq, integer=True) / p / t / hw.peak_flops(dtype)
+    return BoundaryShare(send, stage, 2 * send / stage)
+
+
+__all__ += ["boundary_share"]
+
+
+def hiding_stages(model: Model | str, hardware: Hardware | str, tier: str = "network", *, dtype: str = "bf16") -> float:
+    """Chapter 9: the most stages whose boundary traffic the compute still hides on ``tier``:
+    :func:`boundary_intensity` falls as ``1/p``, so it meets the tier's ridge at ``p = intensity(1) / ridge``."""
+    return boundary_intensity(model, 1, dtype=dtype) / tier_ridge(hardware, tier, dtype=dtype)
+
+
+__all__ += ["hiding_stages"]
+
+
+def micro_batches_for(p, target, v=1, schedule: str = "1f1b") -> int:
+    """Chapter 9: the fewest micro-batches whose bubble (:func:`bubble_fraction`) is at most ``target``:
+    ``ceil((p-1)/target)`` for GPipe and 1F1B; for interleaved 1F1B ``(p-1)/(target v)`` rounded up to a
+    whole multiple of ``p`` (Megatron-LM's interleaved schedule takes ``m`` in multiples of ``p``)."""
+    p, _, v, schedule = _pmv(p, 1, v, schedule)
+    target = number("target", target)
+    if target >= 1:
+        raise ValueError(f"target is a bubble fraction and must be below 1, got {target!r}")
+    if schedule == "interleaved":
+        return int(math.ceil((p - 1) / (target * v) / p) * p)
+    return int(math.ceil((p - 1) / target))
+
+
+__all__ += ["micro_batches_for"]
+
+
+def pipeline_messages(p, m, v=1):
+    """Chapter 9: point-to-point sends on a step's critical path, ``2 (m v + p - 1)`` (forward and backward:
+    each of the ``m v`` chunk passes, and the ``p - 1`` hops of filling and draining the pipeline)."""
+    p, m, v, _ = _pmv(p, m, v, "interleaved")
+    return 2 * (m * v + p - 1)
+
+
+__all__ += ["pipeline_messages"]
+
+
+def stage_activation_bytes(layers, p, m, layer_bytes, v=1, schedule: str = "1f1b"):
+    """Chapter 9: the activations the first (fullest) stage holds at once: :func:`in_flight` micro-batches
+    times its ``ceil(L/p)`` layers (:func:`stage_layers`) times ``layer_bytes`` per layer and micro-batch."""
+    per_stage = max(stage_layers(layers, p))
+    return in_flight(p, m, v, schedule) * per_stage * number("layer_bytes", layer_bytes)
+
+
+__all__ += ["stage_activation_bytes"]
+
+
+class StageBalance(NamedTuple):
+    """Chapter 9: layers per stage when ``L`` does not divide by ``p``: the mean, the most and the least, the
+    throughput lost to the fullest stage (``1 - mean/most``) and the idle share of the shortest
+    (``1 - least/most``)."""
+
+    mean: float
+    most: int
+    least: int
+    loss: float
+    short_idle: float
+
+
+__all__ += ["StageBalance"]
+
+
+def stage_balance(layers, p) -> StageBalance:
+    """Chapter 9: :class:`StageBalance` of :func:`stage_layers` (126 layers on 16 stages: 7.875 on average,
+    8 on the fullest, a 1.6% loss)."""
+    lay = stage_layers(layers, p)
+    mean = int(layers) / len(lay)
+    return StageBalance(mean, max(lay), min(lay), 1 - mean / max(lay), 1 - min(lay) / max(lay))
+
+
+__all__ += ["stage_balance"]

@@ -405,3 +405,33 @@ def first_layout(plan: Plan, *, fitting: bool = True, **fields) -> Layout:
 
 
 __all__ += ["first_layout"]
+
+
+def megatron_runs(hardware: Hardware | str = "a100-sxm-80gb", *, seq: int = 2048) -> list[tuple]:
+    """Chapter 9: each of Megatron-LM's published GPT runs (:data:`PUBLISHED` ``'megatron_gpt'``) beside the
+    planner's best layout for the same model, cluster (nodes of eight GPUs) and batch:
+    ``(label 'GPT 146B', published dict, Layout)`` tuples, as :func:`~roofline.present.tables.megatron_table`
+    takes them."""
+    hw = get_hardware(hardware)
+    out = []
+    for run in PUBLISHED["megatron_gpt"][0]:
+        m = gpt_model(run["hidden"], run["heads"], run["layers"])
+        best = plan(m, hw, nodes=run["gpus"] // 8, gpus_per_node=8, seq=seq, global_batch=run["batch"]).best
+        out.append((f"GPT {run['params'] / 1e9:.0f}B", run, best))
+    return out
+
+
+__all__ += ["megatron_runs"]
+
+
+def published_over_bound(runs) -> list[float]:
+    """Chapter 9: each run's published TFLOP/s per GPU over the planner's bound for it (:func:`megatron_runs`'s
+    tuples): how close the published runs come to the model's floor."""
+    try:
+        return [pub["tflops"] / best.tflops for _, pub, best in runs]
+    except (TypeError, ValueError, KeyError, AttributeError):
+        raise TypeError("runs must be (label, published dict with 'tflops', Layout) tuples, as megatron_runs "
+                        f"returns them, got {runs!r}"[:200]) from None
+
+
+__all__ += ["published_over_bound"]

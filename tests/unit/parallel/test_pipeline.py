@@ -92,3 +92,81 @@ def test_bad_input():
         stage_layers(4, 8)
     with pytest.raises(ValueError, match="m"):
         bubble_fraction(4, 0)
+
+
+def test_head_layers_by_hand():
+    from roofline.parallel import pipeline as pp
+
+    head = 128_256 * 16_384  # Llama 3.1 405B: vocabulary x hidden, untied
+    layer = (405_853_388_800 - 2 * head) / 126
+    assert pp.head_layers("llama-3.1-405b") == pytest.approx(head / layer)
+    assert pp.head_layers("llama-3.1-405b") == pytest.approx(0.659, abs=1e-3)
+
+
+def test_boundary_share_is_two_sends_over_the_stages_compute():
+    from roofline.core.collectives import collective_time
+    from roofline.parallel import pipeline as pp
+
+    b = pp.boundary_share("llama-3.1-405b", "h100-sxm", 8192, 16, tp=8)
+    assert b.stage == pytest.approx(6 * 405_853_388_800 * 8192 / 16 / 8 / 989.4e12)
+    assert b.send == pytest.approx(collective_time("send_recv", 2, 8192 * 16384 * 2 / 8, "h100-sxm", tier="network"))
+    assert b.share == pytest.approx(2 * b.send / b.stage)
+
+
+def test_hiding_stages_is_where_the_boundary_intensity_meets_the_ridge():
+    from roofline.parallel import pipeline as pp
+
+    # 6 N / (2 h 2) FLOP/B at p = 1, against 989.4 TFLOP/s over 50 GB/s of InfiniBand per GPU
+    expected = 6 * param_count(load_model("llama-3-70b")) / (4 * 8192) / (989.4e12 / 50e9)
+    p = pp.hiding_stages("llama-3-70b", "h100-sxm", "network")
+    assert p == pytest.approx(expected)
+    assert boundary_intensity("llama-3-70b", 652) > 989.4e12 / 50e9 > boundary_intensity("llama-3-70b", 653)
+
+
+def test_micro_batches_for_a_target_bubble():
+    from roofline.parallel import pipeline as pp
+
+    assert pp.micro_batches_for(16, 0.05) == 300  # 15 / 0.05
+    assert bubble_fraction(16, 300) <= 0.05 < bubble_fraction(16, 299)
+    m = pp.micro_batches_for(16, 0.05, 4, "interleaved")
+    assert m == 80 and m % 16 == 0  # 15 / 0.2 = 75, up to a multiple of 16
+    assert bubble_fraction(16, 80, 4, "interleaved") <= 0.05 < bubble_fraction(16, 64, 4, "interleaved")
+
+
+def test_pipeline_messages_and_first_stage_activations():
+    from roofline.parallel import pipeline as pp
+
+    assert pp.pipeline_messages(16, 64, 4) == 2 * (64 * 4 + 15) == 542
+    assert pp.pipeline_messages(2, 1) == 4
+    # 126 layers on 16 stages: 8 on the first; 1F1B holds min(16, 64) micro-batches, GPipe all 64
+    assert pp.stage_activation_bytes(126, 16, 64, 1.0) == 16 * 8
+    assert pp.stage_activation_bytes(126, 16, 64, 2.0, schedule="gpipe") == 64 * 8 * 2
+    assert pp.stage_activation_bytes(126, 16, 64, 1.0, 4, "interleaved") == pytest.approx((16 + 15 / 4) * 8)
+
+
+def test_stage_balance_of_126_layers_on_16_stages():
+    from roofline.parallel import pipeline as pp
+
+    b = pp.stage_balance(126, 16)
+    assert (b.mean, b.most, b.least) == (7.875, 8, 7)
+    assert b.loss == pytest.approx(1 / 64) and b.short_idle == pytest.approx(1 / 8)
+    assert pp.stage_balance(128, 16).loss == 0
+
+
+@pytest.mark.parametrize("call, error, message", [
+    (lambda pp: pp.head_layers("no-such-model"), KeyError, "no-such-model"),
+    (lambda pp: pp.boundary_share("llama-3-70b", "h100-sxm", 8192, 0), ValueError, "p must be"),
+    (lambda pp: pp.boundary_share("llama-3-70b", "h100-sxm", 8192, 8, tier="ib"), KeyError, "unknown tier 'ib'"),
+    (lambda pp: pp.hiding_stages("llama-3-70b", "h100-pcie", "network"), ValueError, "tier must be one of"),
+    (lambda pp: pp.micro_batches_for(16, 1.5), ValueError, "target is a bubble fraction and must be below 1"),
+    (lambda pp: pp.micro_batches_for(16, 0), ValueError, "target must be"),
+    (lambda pp: pp.micro_batches_for(16, 0.05, 2), ValueError, "v (model chunks per GPU) must be 1"),
+    (lambda pp: pp.pipeline_messages(16, 0), ValueError, "m must be"),
+    (lambda pp: pp.stage_activation_bytes(126, 16, 64, -1.0), ValueError, "layer_bytes must be"),
+    (lambda pp: pp.stage_balance(8, 16), ValueError, "p (pipeline stages) must be at most"),
+])
+def test_chapter_helpers_bad_input(call, error, message):
+    from roofline.parallel import pipeline as pp
+
+    with pytest.raises(error, match=__import__("re").escape(message)):
+        call(pp)

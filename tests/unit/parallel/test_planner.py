@@ -143,3 +143,25 @@ def test_first_layout_with_no_fields_is_the_best(seventy):
 def test_where_bad_input(seventy, call, error, message):
     with pytest.raises(error, match=__import__("re").escape(message)):
         call(seventy)
+
+
+def test_megatron_runs_price_each_published_cluster():
+    from roofline.parallel import planner
+
+    runs = planner.megatron_runs()
+    assert [label for label, _, _ in runs] == ["GPT 146B", "GPT 310B", "GPT 530B", "GPT 1008B"]
+    for _, pub, best in runs:
+        assert best.tp * best.pp * best.dp == pub["gpus"]  # the same cluster, nodes of eight
+    ratios = planner.published_over_bound(runs)
+    assert ratios == [pub["tflops"] / best.tflops for _, pub, best in runs]
+    assert all(0 < r < 1 for r in ratios)  # published runs sit below the model's bound
+
+
+def test_published_over_bound_by_hand():
+    from types import SimpleNamespace
+
+    from roofline.parallel import planner
+
+    assert planner.published_over_bound([("x", {"tflops": 150e12}, SimpleNamespace(tflops=200e12))]) == [0.75]
+    with pytest.raises(TypeError, match="runs must be"):
+        planner.published_over_bound([("x", 3)])
