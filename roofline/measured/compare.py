@@ -353,3 +353,126 @@ READ_ROOF_EXCEPTIONS = MappingProxyType({
     "read 4096 MiB": "the same",
     "gate_up batch=1": "a matrix-vector product over 235 MB of weights reads memory faster than torch.sum does",
 })
+
+
+# ---------------------------------------------------------------------------------------------
+# The appendices' quantities that the prose quotes, each one call for the notebook
+
+def predictions(comparisons: Sequence[Comparison]) -> np.ndarray:
+    """Appendices A and B: the predicted seconds of each comparison, as an array (beside :func:`ratios`)."""
+    return np.array([c.predicted for c in comparisons])
+
+
+def within_band(comparisons: Iterable[Comparison], factor: float = CALIBRATION_BAND) -> list[Comparison]:
+    """Appendix B: the comparisons whose ratio lies between ``1/factor`` and ``factor``."""
+    factor = number("factor", factor, minimum=1)
+    return [c for c in comparisons if 1 / factor <= c.ratio <= factor]
+
+
+def worst_factor(comparisons: Iterable[Comparison]) -> float:
+    """Appendix B: the largest factor by which any comparison is off, too fast or too slow:
+    ``max(max(r, 1/r))`` over the ratios (1 for a perfect prediction)."""
+    r = [c.ratio for c in comparisons]
+    if not r:
+        raise ValueError("comparisons must hold at least one Comparison")
+    return max(max(x, 1 / x) for x in r)
+
+
+def idle_sm_share(record: Measurement) -> float:
+    """Appendix B: the share of the GPU's SMs a decode attention kernel with one thread block per query
+    head leaves idle for one sequence: ``1 - heads / SMs`` (32 heads on the H200's 132 SMs: 76%)."""
+    return 1 - model_of(record).num_heads / record.env.details["sm_count"]
+
+
+def half_bandwidth_read(record: Measurement, bandwidth: float):
+    """Appendix B: the smallest read of the size sweep that streams at half of ``bandwidth`` or more
+    (:class:`~roofline.measured.records.ReadSize`): below it, a read is mostly latency."""
+    bandwidth = number("bandwidth", bandwidth)
+    try:
+        return next(r for r in record.read_bandwidth_vs_size if r.bytes_per_s >= 0.5 * bandwidth)
+    except StopIteration:
+        raise ValueError(f"no read of the sweep reaches half of bandwidth ({bandwidth:g} B/s)") from None
+
+
+def time_shares(prediction) -> dict[str, float]:
+    """Appendix B: each kind of kernel's share of a prediction's time (``time_by_kind`` over ``time``:
+    'matmul', 'attention', 'elementwise')."""
+    return {k: v / prediction.time for k, v in prediction.time_by_kind().items()}
+
+
+def gap_shares(before, after) -> dict[str, float]:
+    """Appendix B: where the time ``after`` adds over ``before`` goes, by kind of kernel: each kind's
+    difference over the sum of the differences (two predictions of the same step)."""
+    a, b = before.time_by_kind(), after.time_by_kind()
+    gap = {k: b[k] - a[k] for k in b}
+    total = sum(gap.values())
+    if total == 0:
+        raise ValueError("the two predictions take the same time by kind: there is no gap to share")
+    return {k: v / total for k, v in gap.items()}
+
+
+def launch_total(step, roof: CalibratedRoof, mode: str = "eager") -> float:
+    """Appendix B: the launch time of every kernel of ``step`` (its ops' counts) at ``roof``'s per-kernel
+    launch cost for ``mode`` ('eager' or 'graph')."""
+    if mode not in roof.launch:
+        raise ValueError(f"mode must be one of {', '.join(map(repr, roof.launch))}, got {mode!r}")
+    return sum(o.count for o in step.ops) * roof.launch[mode]
+
+
+def layer_kv_read(model: Model, context: int, roof: CalibratedRoof):
+    """Appendix B, exercise 4: one layer's KV cache for one sequence of ``context`` tokens (bytes), the
+    bandwidth ``roof``'s size curve gives a read of that size, and that as a fraction of its sustained
+    bandwidth: ``(bytes, bytes_per_s, fraction)``."""
+    context = number("context", context, integer=True)
+    nbytes = context * model.kv_bytes_per_token() / model.num_layers
+    rate = nbytes / float(roof.memory_seconds(nbytes))
+    return nbytes, rate, rate / roof.bandwidth
+
+
+def slower_op_time(prediction, op: str = "attention") -> float:
+    """Appendix B, exercise 6: the step's time if kernel ``op`` read memory at half the rate: its memory
+    time counted twice (``time + memory(op)``)."""
+    return prediction.time + float(prediction.op(op).memory)
+
+
+def achieved(cost, seconds) -> tuple[float, float]:
+    """Appendix A: the FLOP/s and bytes/s a measured run of ``cost`` reached in ``seconds``."""
+    seconds = number("seconds", seconds)
+    return float(cost.flops) / seconds, float(cost.bytes) / seconds
+
+
+def eager_tokens_per_s(runs: Sequence[DecodeRun]) -> list[float]:
+    """Appendix A: tokens per second of each decode run launched eagerly (``batch / seconds_eager``)."""
+    return [r.batch / r.seconds_eager for r in runs]
+
+
+def implied_launches(run: DecodeRun, record: Measurement) -> float:
+    """Appendix A, exercise 2: the kernel launches a decode step's eager-over-graph time implies, at the
+    record's launch costs: ``(eager - graph) / (eager per kernel - graph per kernel)``."""
+    lo = record.launch_overhead
+    return (run.seconds_eager - run.seconds_graph) / (lo.eager_s_per_kernel - lo.graph_s_per_kernel)
+
+
+def weights_over_kv(step: Breakdown) -> float:
+    """Appendix A, exercises 3 and 5: the weights' bytes (output head included) over one sequence's KV
+    cache bytes in a decode step: the batch at which the KV cache reads as much as the weights."""
+    return (step["weights"].bytes + step["lm_head"].bytes) / step["kv_cache"].bytes
+
+
+def seconds_per_token(runs) -> list[float]:
+    """Appendix A: each prefill run's seconds per prompt token."""
+    return [r.seconds / r.tokens for r in runs]
+
+
+__all__ += ["predictions", "within_band", "worst_factor", "idle_sm_share", "half_bandwidth_read", "time_shares",
+            "gap_shares", "launch_total", "layer_kv_read", "slower_op_time", "achieved", "eager_tokens_per_s",
+            "implied_launches", "weights_over_kv", "seconds_per_token"]
+
+
+def predicted_tokens_per_s(record: Measurement, roof, runs: Sequence[DecodeRun]) -> np.ndarray:
+    """Appendix A: the tokens per second ``roof`` predicts for each decode run, ``batch / predicted``
+    (:func:`compare_decode` over ``runs``)."""
+    return np.divide([r.batch for r in runs], predictions(compare_decode(record, roof, runs=runs)))
+
+
+__all__ += ["predicted_tokens_per_s"]

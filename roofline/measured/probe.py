@@ -370,3 +370,15 @@ if __name__ == "__main__":  # python -m roofline.measured.probe > mine.json
     rec = gpu_record(progress=lambda s: print(s, file=sys.stderr)) if gpu_available() else \
         cpu_record(progress=lambda s: print(s, file=sys.stderr))
     json.dump(rec, sys.stdout, indent=1)
+
+
+def page_buffer_bytes(llc: int | None) -> int:
+    """Appendix A's probe of the machine that builds the page: a read buffer of four times the last-level
+    cache ``llc`` (bytes), and at least 64 MiB; 64 MiB when the cache size is unknown (None)."""
+    floor = 64 * 2**20
+    if llc is None:
+        return floor
+    return max(4 * int(number("llc", llc, integer=True)), floor)
+
+
+__all__ += ["page_buffer_bytes"]

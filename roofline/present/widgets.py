@@ -843,3 +843,39 @@ def pipeline_explorer(stages: Sequence[int] = (2, 4, 8), micro_batches: Sequence
                           f"m {micro_batches[0]}..{micro_batches[-1]}, "
                           f"{len(schedules) * len(stages) * len(micro_batches)} frames")
 __all__ += ["pipeline_explorer"]
+
+
+def calibrated_decode_explorer(model: Model | str, hardware: Hardware | str, calibrated, *,
+                               batches: Sequence[int] = (1, 4, 16, 64, 256),
+                               contexts: Sequence[int] = (512, 2048, 8192, 32768),
+                               summary: str = "Decode time by rule and roof, for a batch and a context") -> FrameExplorer:
+    """Appendix B's sliders: batch and context. Each frame draws one decode step's time under the datasheet's
+    three timing rules and the ``calibrated`` roof's kernel rule (:func:`roofline.present.plot.timing_bars`, one
+    x-axis for all frames: 1.2 times the slowest calibrated estimate) and reads out the estimate, its tokens per
+    second and the datasheet floor."""
+    from roofline.present.plot import timing_bars
+
+    m, hw = load_model(model), get_hardware(hardware)
+    if not hasattr(calibrated, "kernel_seconds"):
+        raise TypeError(f"calibrated must be a CalibratedRoof (measured.calibrated_roof), got {type(calibrated).__name__}")
+    top = max(float(predict(decode_step(m, b, c, accounting="refined"), calibrated, timing="kernel").time)
+              for b in batches for c in contexts)
+
+    def frame(b, c):
+        step = decode_step(m, b, c, accounting="refined")
+        preds = {"datasheet, step": predict(step, hw), "datasheet, kernel": predict(step, hw, timing="kernel"),
+                 "datasheet, serial": predict(step, hw, timing="serial"),
+                 "calibrated, kernel": predict(step, calibrated, timing="kernel")}
+        fig = timing_bars(preds, xmax=top * 1e3 * 1.2,
+                          title=f"{m.title} decode on one {hw.short}: batch {b}, {c:,} tokens of context")
+        png = png_bytes(fig)
+        plt.close(fig)
+        est = preds["calibrated, kernel"]
+        html = (f"<b>batch {b}, context {c:,}</b>: estimated {fmt(est.time, 's')} per step, "
+                f"{fmt(b / est.time, 'tokens/s')}; the datasheet floor is {fmt(preds['datasheet, step'].time, 's')}")
+        return png, html
+
+    return frame_explorer([("batch", batches), ("context", contexts)], frame, summary)
+
+
+__all__ += ["calibrated_decode_explorer"]

@@ -343,3 +343,98 @@ def test_the_fastest_product_at_a_row_count_sets_the_calibrated_rate(rec):
     assert rec.fastest_gemm(1).flops_per_s == pytest.approx(rec.fastest_gemm(1).bytes_per_s, rel=0.01)
     with pytest.raises(ValueError, match=r"m must be a row count of the graph-timed sweep \(1, 2, 4"):
         rec.fastest_gemm(3)
+
+
+# --- the appendices' helpers -------------------------------------------------------------------
+
+def _cmp(*ratios):
+    return [M.Comparison(f"p{i}", r, 1.0, "memory") for i, r in enumerate(ratios)]
+
+
+@pytest.fixture(scope="module")
+def cal():
+    return M.calibrated_roof(M.load_measurement("h200-2026-11-29"), M.load_layers("h200-2026-11-29-layers"))
+
+
+def test_predictions_band_and_worst_factor_by_hand():
+    cs = _cmp(0.5, 0.9, 1.2, 1.3)
+    assert list(M.predictions(cs)) == [0.5, 0.9, 1.2, 1.3]
+    assert [c.ratio for c in M.within_band(cs, 1.25)] == [0.9, 1.2]
+    assert M.worst_factor(cs) == 2.0  # 0.5 is off by a factor of two, more than 1.3
+    assert M.worst_factor(_cmp(1.0)) == 1.0
+
+
+def test_idle_sms_and_half_bandwidth_read(rec):
+    assert M.model_of(rec).num_heads == 32 and rec.env.details["sm_count"] == 132
+    assert M.idle_sm_share(rec) == pytest.approx(1 - 32 / 132)
+    half = M.half_bandwidth_read(rec, 4e12)
+    sizes = rec.read_bandwidth_vs_size
+    assert half.bytes_per_s >= 2e12
+    assert all(r.bytes_per_s < 2e12 for r in sizes[:sizes.index(half)])
+
+
+def test_time_and_gap_shares_add_up(cal):
+    step = rl.decode_step("llama-3-8b", 1, 2048, accounting="refined")
+    sheet = rl.predict(step, "h200-sxm", timing="kernel")
+    shares = M.time_shares(sheet)
+    assert shares["matmul"] == pytest.approx(sheet.time_by_kind()["matmul"] / sheet.time)
+    assert sum(shares.values()) == pytest.approx(1)  # under the kernel rule the kernels' times add up
+    gap = M.gap_shares(sheet, rl.predict(step, cal, timing="kernel"))
+    assert sum(gap.values()) == pytest.approx(1)
+
+
+def test_launch_total_and_one_layers_kv_read(cal):
+    step = rl.decode_step("llama-3-8b", 1, 2048, accounting="refined")
+    assert M.launch_total(step, cal, "eager") == pytest.approx(sum(o.count for o in step.ops) * cal.launch["eager"])
+    nbytes, rate, fraction = M.layer_kv_read(rl.load_model("llama-3-8b"), 2048, cal)
+    assert nbytes == 2048 * 2 * 8 * 128 * 2  # K and V, 8 KV heads of 128, bf16: 8 MiB a layer
+    assert rate == pytest.approx(nbytes / float(cal.memory_seconds(nbytes)))
+    assert fraction == pytest.approx(rate / cal.bandwidth) and 0 < fraction < 1
+
+
+def test_slower_op_time_adds_the_ops_memory_time(cal):
+    p = rl.predict(rl.decode_step("llama-3-8b", 1, 32768, accounting="refined"), cal, timing="kernel")
+    assert M.slower_op_time(p, "attention") == pytest.approx(p.time + float(p.op("attention").memory))
+
+
+def test_achieved_rates_launches_and_weights_over_kv(rec):
+    assert M.achieved(rl.Cost(1e12, 1e9), 0.5) == (2e12, 2e9)
+    run = rec.decode[0]
+    assert M.eager_tokens_per_s([run]) == [run.batch / run.seconds_eager]
+    lo = rec.launch_overhead
+    launches = M.implied_launches(run, rec)
+    assert run.seconds_graph + launches * (lo.eager_s_per_kernel - lo.graph_s_per_kernel) == pytest.approx(run.seconds_eager)
+    step = rl.decode_step("llama-3-8b", 1, 2048)
+    assert step["kv_cache"].bytes == 2048 * 32 * 4096  # 32 layers of 4 KiB a token
+    assert M.weights_over_kv(step) == pytest.approx((step["weights"].bytes + step["lm_head"].bytes) / (2048 * 32 * 4096))
+    assert M.seconds_per_token(rec.prefill)[0] == rec.prefill[0].seconds / rec.prefill[0].tokens
+
+
+def test_predicted_tokens_per_s_is_batch_over_predicted(rec):
+    runs = [r for r in rec.decode if r.context == 2048]
+    roof = M.measured_roof(rec, "bf16")
+    got = M.predicted_tokens_per_s(rec, roof, runs)
+    want = [r.batch / c.predicted for r, c in zip(runs, M.compare_decode(rec, roof, runs=runs))]
+    assert list(got) == pytest.approx(want)
+
+
+def test_page_buffer_bytes():
+    assert probe.page_buffer_bytes(None) == 64 * 2**20
+    assert probe.page_buffer_bytes(32 * 2**20) == 128 * 2**20  # four times the cache
+    assert probe.page_buffer_bytes(2**20) == 64 * 2**20  # at least 64 MiB
+
+
+@pytest.mark.parametrize("call, error, message", [
+    (lambda rec, cal: M.within_band(_cmp(1.0), 0.5), ValueError, "factor must be"),
+    (lambda rec, cal: M.worst_factor([]), ValueError, "comparisons must hold at least one"),
+    (lambda rec, cal: M.half_bandwidth_read(rec, 1e15), ValueError, "no read of the sweep reaches half"),
+    (lambda rec, cal: M.gap_shares(*[rl.predict(rl.decode_step("llama-3-8b", 1, 512), "h200-sxm")] * 2), ValueError,
+     "there is no gap to share"),
+    (lambda rec, cal: M.launch_total(rl.decode_step("llama-3-8b", 1, 512), cal, "lazy"), ValueError, "mode must be one of"),
+    (lambda rec, cal: M.layer_kv_read(rl.load_model("llama-3-8b"), -1, cal), ValueError, "context must be"),
+    (lambda rec, cal: M.achieved(rl.Cost(1.0, 1.0), 0), ValueError, "seconds must be"),
+    (lambda rec, cal: probe.page_buffer_bytes(-5), ValueError, "llc must be"),
+])
+def test_appendix_helpers_bad_input(rec, cal, call, error, message):
+    with pytest.raises(error, match=__import__("re").escape(message)):
+        call(rec, cal)

@@ -248,3 +248,18 @@ def test_memory_readout_is_state_plus_activations_plus_logits():
     total = state + acts + working + logits  # about 20 GB: fits on both GPUs the explorer marks
     assert all(total <= h.usable_capacity for h in map(rl.get_hardware, ("h100-sxm", "h200-sxm")))
     assert "fits on both the H100 SXM and the H200" in text
+
+
+def test_calibrated_decode_explorer_reads_out_the_calibrated_estimate():
+    import roofline as rl
+    from roofline import measured as M
+
+    cal = M.calibrated_roof(M.load_measurement("h200-2026-11-29"), M.load_layers("h200-2026-11-29-layers"))
+    ex = widgets.calibrated_decode_explorer("llama-3-8b", "h200-sxm", cal, batches=(1, 16), contexts=(512,))
+    assert sorted(ex.frames) == [(0, 0), (1, 0)]
+    est = rl.predict(rl.decode_step("llama-3-8b", 16, 512, accounting="refined"), cal, timing="kernel")
+    text = ex.text((1, 0))
+    assert "batch 16, context 512" in text and rl.fmt(est.time, "s") in text
+    assert rl.fmt(16 / est.time, "tokens/s") in text
+    with pytest.raises(TypeError, match="calibrated must be a CalibratedRoof"):
+        widgets.calibrated_decode_explorer("llama-3-8b", "h200-sxm", "h200-sxm")
