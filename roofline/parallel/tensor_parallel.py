@@ -42,6 +42,7 @@ from roofline.core.model import Model, NotModelledError, load_model
 from roofline.core.policies import recompute_policy
 from roofline.core.roof import Prediction, predict
 from roofline.workloads.kv_cache import largest_batch
+from roofline.workloads.memory import activation_bytes, saved_tensors
 from roofline.workloads.training import training_step
 from roofline.core.units import dtype_bytes
 
@@ -418,3 +419,125 @@ def best_degree(model: Model | str, hardware: Hardware | str, degrees=(1, 2, 4, 
     """The :class:`DegreePoint` with the shortest time per output token among ``degrees`` (arguments as
     :func:`decode_by_degree`; degrees past a node are priced hierarchically unless ``tier`` is given)."""
     return min(decode_by_degree(model, hardware, degrees, **kwargs), key=lambda p: p.time)
+
+
+# Chapter 8's quantities that the prose quotes, each one call for the notebook.
+
+def norm_share(model: Model | str) -> float:
+    """Chapter 8: the norm scales' share of the parameters, the part every tensor-parallel GPU keeps whole."""
+    m = load_model(model)
+    return m.norm_params / m.params
+
+
+__all__ += ["norm_share"]
+
+
+def message_bytes(model: Model | str, tokens=1, *, dtype: str = "bf16", hidden=None):
+    """Chapter 8: the buffer of one tensor-parallel all-reduce, ``tokens x h x a`` bytes (one token's
+    activations in decode: 16 KB for Llama 3 70B in bf16); ``hidden`` asks at another width."""
+    m = load_model(model)
+    h = m.hidden_size if hidden is None else number("hidden", hidden)
+    return number("tokens", tokens, integer=True) * h * dtype_bytes(dtype)
+
+
+__all__ += ["message_bytes"]
+
+
+def width_constant(model: Model | str) -> float:
+    """Chapter 8: ``c = P_layer / h**2``, a layer's matmul weights in units of the hidden size squared (about
+    12 for a plain transformer; Llama 3 70B: 2 + 2/8 for attention, its K and V h/8 wide (8 KV heads of 128), 3 x 3.5 for its MLP:
+    12.75)."""
+    m = load_model(model)
+    return m.layer_matmul_params / m.hidden_size ** 2
+
+
+__all__ += ["width_constant"]
+
+
+def width_layer_times(model: Model | str, t, tokens, hardware: Hardware | str, hidden, *, dtype: str = "bf16"):
+    """Chapter 8, exercise 1: :func:`layer_times` for ``model`` scaled to width ``hidden`` (every matrix in
+    proportion, ``P_layer = c h**2``): ``2 tokens c hidden**2 / t / P`` seconds of matmuls against two
+    all-reduces of ``tokens x hidden`` activations inside a node."""
+    m = check_tp(model, t)
+    t = _tp(t)
+    hw = get_hardware(hardware)
+    tokens = number("tokens", tokens, integer=True)
+    w = number("hidden", hidden)
+    compute = 2 * tokens * m.layer_matmul_params / m.hidden_size ** 2 * w ** 2 / t / hw.peak_flops(dtype)
+    ar = collective_cost("all_reduce", t, tokens * w * dtype_bytes(dtype), hw)
+    return compute, 2 * ar.time
+
+
+__all__ += ["width_layer_times"]
+
+
+def kv_room(hardware: Hardware | str, weights_per_gpu):
+    """Chapter 8: the HBM left for the KV cache on each GPU once it holds ``weights_per_gpu`` bytes of
+    weights: usable capacity less the weights (broadcasts over a list of degrees' weights)."""
+    w = number("weights_per_gpu", weights_per_gpu, strict=False)
+    return get_hardware(hardware).usable_capacity - w
+
+
+__all__ += ["kv_room"]
+
+
+def batch_per_gpu(point: DegreePoint) -> float:
+    """Chapter 8: the largest batch of a :class:`DegreePoint` per GPU of its degree, ``max_batch / t``."""
+    if not isinstance(point, DegreePoint):
+        raise TypeError(f"point must be a DegreePoint (from decode_by_degree), got {type(point).__name__}")
+    return point.max_batch / point.t
+
+
+__all__ += ["batch_per_gpu"]
+
+
+def stack_time(model: Model | str, t, tokens, hardware: Hardware | str, *, pp: int = 1, tier: str | None = None,
+               gpus_per_node=8, dtype: str = "bf16") -> float:
+    """Chapter 8, exercise 2: the forward pass of one pipeline stage's ``L / pp`` layers, each its
+    :func:`layer_times` compute plus communication (no overlap): ``L / pp (c + k)``."""
+    m = load_model(model)
+    pp = number("pp", pp, integer=True)
+    c, k = layer_times(m, t, tokens, hardware, tier=tier, gpus_per_node=gpus_per_node, dtype=dtype)
+    return m.num_layers / pp * (c + k) if pp != 1 else m.num_layers * (c + k)
+
+
+__all__ += ["stack_time"]
+
+
+def kv_head_copies(model: Model | str, t) -> int:
+    """Chapter 8, exercise 4: how many GPUs hold a copy of each KV head when the degree ``t`` exceeds the
+    model's KV heads (``t // kv_heads``; 1 when the heads split evenly)."""
+    m = load_model(model)
+    t = _tp(t)
+    return max(1, t // m.num_kv_heads)
+
+
+__all__ += ["kv_head_copies"]
+
+
+def wait_share(model: Model | str, t, hardware: Hardware | str, tier: str = "scale_up", *, dtype: str = "bf16") -> float:
+    """Chapter 8, exercise 7: the share of the link's time the compute cannot cover when the degree's
+    :func:`tp_intensity` is below the tier's :func:`tier_ridge`: ``1 - intensity / ridge`` (0 above it)."""
+    return max(0.0, 1 - float(tp_intensity(model, t, dtype=dtype)) / tier_ridge(hardware, tier, dtype=dtype))
+
+
+__all__ += ["wait_share"]
+
+
+def stack_activations(model: Model | str, seq, t: int = 1, *, sequence_parallel: bool = False, micro_batch=1) -> float:
+    """Chapter 8: the activations all ``L`` layers save for the backward pass on each of ``t`` GPUs
+    (:func:`~roofline.workloads.memory.activation_bytes` per layer, times ``L``)."""
+    m = load_model(model)
+    return activation_bytes(m, seq, micro_batch, tp=t, sequence_parallel=sequence_parallel) * m.num_layers
+
+
+__all__ += ["stack_activations"]
+
+
+def replicated_activations(model: Model | str, seq, micro_batch=1) -> float:
+    """Chapter 8: the bytes per layer of the saved tensors tensor parallelism does not shard (the norms'
+    and residuals' inputs, whole on every GPU): what sequence parallelism splits."""
+    return sum(x.nbytes(seq, micro_batch) for x in saved_tensors(load_model(model)) if not x.sharded_by_tp)
+
+
+__all__ += ["replicated_activations"]

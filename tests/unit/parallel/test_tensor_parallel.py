@@ -175,3 +175,60 @@ def test_decode_by_degree_frees_memory_for_the_kv_cache_and_finds_the_fastest_de
     assert best.time == min(r.time for r in tp.decode_by_degree("llama-3-8b", "h100", (1, 2, 4, 8), context=1024))
     # throughput per GPU at batch 1 falls with t: each GPU runs a t-th of the step but waits the whole of it
     assert all(a.tokens_per_s_per_gpu > b.tokens_per_s_per_gpu for a, b in zip(rows, rows[1:]))
+
+
+def test_chapter_8_sizes_by_hand():
+    m = rl.load_model("llama-3-70b")
+    assert tp.norm_share(m) == pytest.approx((2 * 80 + 1) * 8192 / m.params)  # two norms a layer and a final one
+    assert tp.message_bytes(m) == 8192 * 2  # one token's activations in bf16: 16 KB
+    assert tp.message_bytes(m, 4096) == 4096 * 8192 * 2
+    assert tp.message_bytes(m, 4096, hidden=1000, dtype="fp8") == 4096 * 1000
+    # attention: q and o h x h, k and v h x h/8; MLP: three h x 3.5 h
+    assert tp.width_constant(m) == pytest.approx(2 + 2 / 8 + 3 * 3.5) == 12.75
+
+
+def test_width_layer_times_at_the_models_own_width_are_layer_times():
+    m = rl.load_model("llama-3-70b")
+    assert tp.width_layer_times(m, 8, 4096, "h100-sxm", m.hidden_size) == pytest.approx(
+        tp.layer_times(m, 8, 4096, "h100-sxm"))
+    c, k = tp.width_layer_times(m, 8, 4096, "h100-sxm", 2 * m.hidden_size)
+    assert c == pytest.approx(4 * tp.layer_times(m, 8, 4096, "h100-sxm")[0])  # compute grows as h**2
+
+
+def test_kv_room_batch_per_gpu_and_kv_head_copies():
+    h100 = rl.get_hardware("h100-sxm")
+    assert tp.kv_room(h100, 40e9) == pytest.approx(h100.usable_capacity - 40e9)
+    point = tp.decode_by_degree("llama-3-70b", h100, (8,), context=8192)[0]
+    assert tp.batch_per_gpu(point) == point.max_batch / 8
+    assert tp.kv_head_copies("llama-3.1-405b", 16) == 2  # 16 GPUs, 8 KV heads
+    assert tp.kv_head_copies("llama-3.1-405b", 4) == 1
+
+
+def test_stack_time_and_activations_over_layers():
+    c, k = tp.layer_times("llama-3.1-405b", 8, 4096, "h100-sxm", tier=None)
+    assert tp.stack_time("llama-3.1-405b", 8, 4096, "h100-sxm", pp=2) == pytest.approx(126 / 2 * (c + k))
+    assert tp.stack_activations("llama-3-8b", 8192, 4) == pytest.approx(32 * memory.activation_bytes("llama-3-8b", 8192, 1, tp=4))
+    a_tp = memory.activation_bytes("llama-3-70b", 8192, 1, tp=8)
+    a_sp = memory.activation_bytes("llama-3-70b", 8192, 1, tp=8, sequence_parallel=True)
+    # sequence parallelism splits the replicated tensors over the eight GPUs
+    assert a_tp - a_sp == pytest.approx(tp.replicated_activations("llama-3-70b", 8192) * 7 / 8)
+
+
+def test_wait_share_is_one_less_intensity_over_ridge():
+    i, r = tp.tp_intensity("llama-3-8b", 8), tp.tier_ridge("h100-sxm", "scale_up")
+    assert tp.wait_share("llama-3-8b", 8, "h100-sxm") == pytest.approx(1 - i / r)
+    assert tp.wait_share("llama-3.1-405b", 2, "h100-sxm") == 0.0  # wide enough to hide
+
+
+@pytest.mark.parametrize("call, error, message", [
+    (lambda: tp.message_bytes("llama-3-70b", -1), ValueError, "tokens must be"),
+    (lambda: tp.width_layer_times("llama-3-70b", 8, 4096, "h100-sxm", 0), ValueError, "hidden must be"),
+    (lambda: tp.kv_room("h100-sxm", -1.0), ValueError, "weights_per_gpu must be"),
+    (lambda: tp.batch_per_gpu(3), TypeError, "point must be a DegreePoint"),
+    (lambda: tp.stack_time("llama-3-70b", 8, 4096, "h100-sxm", pp=0), ValueError, "pp must be"),
+    (lambda: tp.kv_head_copies("llama-3-70b", 0), ValueError, "t must be"),
+    (lambda: tp.wait_share("llama-3-8b", 8, "h100-pcie", "network"), ValueError, "tier must be one of"),
+])
+def test_chapter_8_helpers_bad_input(call, error, message):
+    with pytest.raises(error, match=__import__("re").escape(message)):
+        call()
