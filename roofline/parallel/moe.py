@@ -20,6 +20,7 @@ bytes alike).
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import NamedTuple
 
 import numpy as np
 
@@ -32,7 +33,9 @@ from roofline.core.routing import (ROUTINGS, check_routing, expected_experts, ex
                                    nodes_touched, simulate_experts_touched)
 from roofline.core.roof import predict
 from roofline.core.units import dtype_bytes
+from roofline.workloads.inference import compute_bound_batch
 from roofline.workloads.kv_cache import check_context, sequence_kv_bytes
+from roofline.workloads.training import training_flops_per_token
 
 __all__ = ["PUBLISHED", "ROUTINGS", "check_routing", "expected_experts", "expert_bounds", "experts_touched",
            "simulate_experts_touched", "nodes_touched", "saturation_batch", "routed_expert_params", "expert_weight_bytes",
@@ -268,3 +271,216 @@ def expert_parallel_step(model: Model | str, hardware: Hardware | str, batch, co
     pred = predict(work, h)
     return ExpertParallelStep(m.name, ep, float(tokens), routing, float(cf), work, cost,
                               2 * m.moe.moe_layers(m.num_layers), float(pred.compute_time), float(pred.memory_time), h)
+
+
+# Chapter 10's quantities that the prose quotes, each one call for the notebook.
+
+def _moe_model(model) -> Model:
+    m = load_model(model)
+    if m.moe is None:
+        raise ValueError(f"model {m.name!r} has no experts")
+    return m
+
+
+def expert_params(model: Model | str) -> int:
+    """Chapter 10: the parameters of one routed expert in one layer (its gate, up and down matrices)."""
+    return sum(lin.params for lin in _moe_model(model).expert_linears())
+
+
+__all__ += ["expert_params"]
+
+
+def shared_experts(model: Model | str) -> int:
+    """Chapter 10: the shared expert's width in routed experts' widths (DeepSeek-V3: 1; 0 without one)."""
+    e = _moe_model(model).moe
+    return (e.shared_intermediate_size or 0) // e.expert_intermediate_size
+
+
+__all__ += ["shared_experts"]
+
+
+def sparsity(model: Model | str) -> float:
+    """Chapter 10: ``E / k``, experts per expert a token uses (Mixtral: 8 / 2 = 4; DeepSeek-V3: 256 / 8 = 32):
+    the factor by which a MoE layer needs more tokens than a dense one to reach the same intensity."""
+    e = _moe_model(model).moe
+    return e.num_experts / e.experts_per_token
+
+
+__all__ += ["sparsity"]
+
+
+def total_over_active(model: Model | str) -> float:
+    """Chapter 10: parameters stored per parameter a token uses (Mixtral 8x7B: 46.7B / 12.9B, 3.6x)."""
+    m = _moe_model(model)
+    return m.params / m.active_params
+
+
+__all__ += ["total_over_active"]
+
+
+def dense_training_ratio(model: Model | str) -> float:
+    """Chapter 10: the training FLOPs per token of a dense model of the MoE's total size over the MoE's own
+    (:func:`~roofline.workloads.training.training_flops_per_token` of :func:`dense_equivalent` 'total')."""
+    m = _moe_model(model)
+    return training_flops_per_token(dense_equivalent(m, "total")) / training_flops_per_token(m)
+
+
+__all__ += ["dense_training_ratio"]
+
+
+def compute_bound_ratio(model: Model | str, hardware: Hardware | str, routing: str = "uniform") -> float:
+    """Chapter 10: the batch at which the MoE's decode turns compute-bound over that of a dense model of its
+    active size (:func:`~roofline.workloads.inference.compute_bound_batch`); near :func:`sparsity`."""
+    m = _moe_model(model)
+    return compute_bound_batch(m, hardware, routing=routing) / compute_bound_batch(dense_equivalent(m, "active"), hardware)
+
+
+__all__ += ["compute_bound_ratio"]
+
+
+def tokens_per_expert(model: Model | str, tokens, routing: str = "uniform"):
+    """Chapter 10: the tokens each expert a step reads sees, ``T k / experts_touched(T)`` (the rows of
+    its matmuls; :func:`experts_touched` under ``routing``)."""
+    m = _moe_model(model)
+    t = number("tokens", tokens, integer=True)
+    return t * m.moe.experts_per_token / experts_touched(m, t, routing)
+
+
+__all__ += ["tokens_per_expert"]
+
+
+def token_all_to_all_bytes(model: Model | str, dtype: str = "bf16") -> float:
+    """Chapter 10: the bytes one token sends over a whole forward pass under expert parallelism:
+    dispatch and combine (:func:`all_to_all_bytes_per_token` each) on every MoE layer."""
+    m = _moe_model(model)
+    return 2 * all_to_all_bytes_per_token(m, dtype) * m.moe.moe_layers(m.num_layers)
+
+
+__all__ += ["token_all_to_all_bytes"]
+
+
+def per_gpu_step(model: Model | str, hardware: Hardware | str, per_gpu, context=0, *, ep: int, **options) -> ExpertParallelStep:
+    """Chapter 10: :func:`expert_parallel_step` with ``per_gpu`` sequences on each of the ``ep`` GPUs
+    (``ep x per_gpu`` in all); ``options`` as there."""
+    per_gpu = int(number("per_gpu", per_gpu, integer=True))
+    ep = int(number("ep", ep, integer=True))
+    return expert_parallel_step(model, hardware, ep * per_gpu, context, ep=ep, **options)
+
+
+__all__ += ["per_gpu_step"]
+
+
+class PublishedTraining(NamedTuple):
+    """Chapter 10: DeepSeek-V3's published pre-training on the chapter's model: FLOPs (``6 N_active`` a
+    token plus attention, :func:`~roofline.workloads.training.training_flops_per_token`, times the tokens),
+    the FLOP/s each GPU sustained over the published GPU hours, and a dense model of the total size's
+    FLOPs over them."""
+
+    flops: float
+    sustained: float
+    dense_ratio: float
+
+
+__all__ += ["PublishedTraining"]
+
+
+def published_training(model: Model | str = "deepseek-v3") -> PublishedTraining:
+    """Chapter 10: :class:`PublishedTraining` from :data:`PUBLISHED`'s tokens and pre-training GPU hours."""
+    m = _moe_model(model)
+    tokens, hours = PUBLISHED["v3_tokens"][0], PUBLISHED["v3_pretraining_gpu_hours"][0]
+    flops = training_flops_per_token(m) * tokens
+    dense = training_flops_per_token(dense_equivalent(m, "total")) * tokens / flops
+    return PublishedTraining(flops, flops / (hours * 3600), dense)
+
+
+__all__ += ["published_training"]
+
+
+def mha_kv_bytes(model: Model | str, context=1, dtype: str = "fp8") -> float:
+    """Chapter 10: the KV cache bytes a plain multi-head attention with the model's heads would keep for
+    ``context`` tokens: ``L x heads x (d_k + d_v)`` elements a token (MLA's keys are ``head_dim`` wide,
+    values ``v_head_dim``), against MLA's compressed latent."""
+    m = load_model(model)
+    if m.mla is None:
+        raise ValueError(f"model {m.name!r} has no multi-head latent attention to compare plain attention with")
+    per_token = m.num_layers * m.num_heads * (m.head_dim + m.mla.v_head_dim) * dtype_bytes(dtype)
+    return per_token * number("context", context, integer=True)
+
+
+__all__ += ["mha_kv_bytes"]
+
+
+def miss_probability(model: Model | str) -> float:
+    """Chapter 10, exercise 1: the chance one token's routing leaves a given expert out, ``1 - k/E``."""
+    e = _moe_model(model).moe
+    return 1 - e.experts_per_token / e.num_experts
+
+
+__all__ += ["miss_probability"]
+
+
+def saturation_tokens(model: Model | str, fraction: float = 0.99) -> float:
+    """Chapter 10, exercise 1: :func:`saturation_batch` before rounding up, ``ln(1 - f) / ln(1 - k/E)``."""
+    f = number("fraction", fraction)
+    if not f < 1:
+        raise ValueError(f"fraction must be between 0 and 1 (exclusive), got {fraction!r}")
+    return float(np.log(1 - f) / np.log(miss_probability(model)))
+
+
+__all__ += ["saturation_tokens"]
+
+
+def touched_share(model: Model | str, tokens, routing: str = "uniform"):
+    """Chapter 10: the share of a layer's experts a step of ``tokens`` reads, ``experts_touched / E``."""
+    m = _moe_model(model)
+    return experts_touched(m, tokens, routing) / m.moe.num_experts
+
+
+__all__ += ["touched_share"]
+
+
+def ridge_tokens(model: Model | str, hardware: Hardware | str, dtype: str = "bf16") -> float:
+    """Chapter 10, exercise 2: the tokens a step needs for its experts' matmuls to reach the ridge point,
+    ``ridge x E / k`` (a dense layer needs the ridge alone)."""
+    return get_hardware(hardware).ridge_point(dtype) * sparsity(model)
+
+
+__all__ += ["ridge_tokens"]
+
+
+class TokenExchange(NamedTuple):
+    """Chapter 10, exercise 3: one token in one MoE layer under expert parallelism: bytes it sends (dispatch
+    and combine), their seconds on a link, the FLOPs of its ``k`` routed experts and the shared one, their
+    seconds at peak."""
+
+    bytes: float
+    seconds: float
+    flops: float
+    compute: float
+
+
+__all__ += ["TokenExchange"]
+
+
+def token_exchange(model: Model | str, hardware: Hardware | str, tier: str = "network", *, dtype: str = "fp8") -> TokenExchange:
+    """Chapter 10, exercise 3: :class:`TokenExchange` on ``tier``: ``2 k h a`` bytes of bf16 activations over
+    the tier's bandwidth against ``2 (k P_expert + P_shared)`` FLOPs at the ``dtype`` peak the experts run at."""
+    m, hw = _moe_model(model), get_hardware(hardware)
+    if tier not in hw.interconnect:
+        raise ValueError(f"tier must be one of {', '.join(map(repr, hw.interconnect))} for the {hw.short}, got {tier!r}")
+    sent = 2 * all_to_all_bytes_per_token(m)
+    flops = 2 * (expert_params(m) * m.moe.experts_per_token + sum(lin.params for lin in m.shared_expert_linears()))
+    return TokenExchange(sent, sent / hw.interconnect[tier].each_way, flops, flops / hw.peak_flops(dtype))
+
+
+__all__ += ["token_exchange"]
+
+
+def non_routed_params(model: Model | str) -> int:
+    """Chapter 10, exercise 4: the parameters outside the routed experts (attention, shared experts, dense
+    layers, embeddings), which expert parallelism keeps whole on every GPU."""
+    m = _moe_model(model)
+    return m.params - routed_expert_params(m)
+
+
+__all__ += ["non_routed_params"]

@@ -226,3 +226,117 @@ def test_more_bad_input():
         moe.expert_parallel_step("llama-3-8b", "h100", 8, ep=8)
     with pytest.raises(TypeError, match="routing must be one of"):
         rl.decode_step(MIXTRAL, 4, routing=2)
+
+
+def test_chapter_10_counts_by_hand():
+    from roofline.parallel import moe
+
+    assert moe.expert_params("mixtral-8x7b") == 3 * 4096 * 14336  # gate, up and down, 4,096 x 14,336
+    assert moe.shared_experts("deepseek-v3") == 1
+    assert moe.sparsity("mixtral-8x7b") == 4.0 and moe.sparsity("deepseek-v3") == 32.0
+    mix = rl.load_model("mixtral-8x7b")
+    assert moe.total_over_active(mix) == pytest.approx(mix.params / mix.active_params)
+    assert moe.miss_probability("mixtral-8x7b") == 0.75
+    assert moe.non_routed_params("deepseek-v3") == rl.load_model("deepseek-v3").params - moe.routed_expert_params("deepseek-v3")
+
+
+def test_saturation_and_touched_share():
+    from roofline.parallel import moe
+
+    exact = moe.saturation_tokens("mixtral-8x7b", 0.99)
+    assert exact == pytest.approx(math.log(0.01) / math.log(0.75))  # 16.0
+    assert moe.saturation_batch("mixtral-8x7b", 0.99) == math.ceil(exact)
+    # 1 - 0.75**T of the experts in expectation
+    assert moe.touched_share("mixtral-8x7b", 4) == pytest.approx(1 - 0.75 ** 4)
+
+
+def test_tokens_per_expert_and_ridge_tokens():
+    from roofline.parallel import moe
+
+    assert moe.tokens_per_expert("mixtral-8x7b", 64) == pytest.approx(64 * 2 / moe.experts_touched("mixtral-8x7b", 64))
+    assert moe.tokens_per_expert("mixtral-8x7b", 2048, "worst") == 2048 * 2 / 8  # every expert busy
+    assert moe.ridge_tokens("deepseek-v3", "h100-sxm") == pytest.approx(989.4e12 / 3.35e12 * 32)
+
+
+def test_all_to_all_and_the_token_exchange():
+    from roofline.parallel import moe
+
+    v3 = rl.load_model("deepseek-v3")
+    assert moe.token_all_to_all_bytes(v3) == 2 * 8 * 7168 * 2 * 58  # k x h x bf16, both ways, 58 MoE layers
+    x = moe.token_exchange(v3, "h200-sxm", "network")
+    assert x.bytes == 2 * 8 * 7168 * 2
+    assert x.seconds == pytest.approx(x.bytes / 50e9)
+    assert x.flops == 2 * 9 * 3 * 7168 * 2048  # eight routed experts and one shared, each three 7,168 x 2,048
+    assert x.compute == pytest.approx(x.flops / rl.get_hardware("h200-sxm").peak_flops("fp8"))
+
+
+def test_mha_kv_bytes_and_published_training():
+    from roofline.parallel import moe
+
+    # 61 layers x 128 heads x (192 + 128) elements, one byte each in fp8
+    assert moe.mha_kv_bytes("deepseek-v3", 1, "fp8") == 61 * 128 * (192 + 128)
+    assert moe.mha_kv_bytes("deepseek-v3", 4096, "fp8") == 4096 * 61 * 128 * 320
+    t = moe.published_training()
+    tokens, hours = moe.PUBLISHED["v3_tokens"][0], moe.PUBLISHED["v3_pretraining_gpu_hours"][0]
+    assert t.flops == pytest.approx(rl.training_flops_per_token("deepseek-v3") * tokens)
+    assert t.sustained == pytest.approx(t.flops / (hours * 3600))
+    assert t.dense_ratio == pytest.approx(moe.dense_training_ratio("deepseek-v3"))
+
+
+def test_per_gpu_step_and_compute_bound_ratio():
+    from roofline.parallel import moe
+
+    a = moe.per_gpu_step("deepseek-v3", "h200-sxm", 16, 0, ep=8, weights_dtype="fp8")
+    b = moe.expert_parallel_step("deepseek-v3", "h200-sxm", 128, 0, ep=8, weights_dtype="fp8")
+    assert a.time == b.time
+    mix = rl.load_model("mixtral-8x7b")
+    assert moe.compute_bound_ratio(mix, "h200-sxm") == pytest.approx(
+        rl.compute_bound_batch(mix, "h200-sxm", routing="uniform")
+        / rl.compute_bound_batch(moe.dense_equivalent(mix, "active"), "h200-sxm"))
+
+
+@pytest.mark.parametrize("call, error, message", [
+    (lambda moe: moe.expert_params("llama-3-8b"), ValueError, "has no experts"),
+    (lambda moe: moe.sparsity("llama-3-8b"), ValueError, "has no experts"),
+    (lambda moe: moe.saturation_tokens("mixtral-8x7b", 1.0), ValueError, "fraction must be between 0 and 1"),
+    (lambda moe: moe.tokens_per_expert("mixtral-8x7b", -3), ValueError, "tokens must be"),
+    (lambda moe: moe.per_gpu_step("deepseek-v3", "h200-sxm", 0.5, ep=8), ValueError, "per_gpu must be"),
+    (lambda moe: moe.mha_kv_bytes("llama-3-8b"), ValueError, "has no multi-head latent attention"),
+    (lambda moe: moe.token_exchange("deepseek-v3", "h100-pcie", "network"), ValueError, "tier must be one of"),
+])
+def test_chapter_10_helpers_bad_input(call, error, message):
+    from roofline.parallel import moe
+
+    with pytest.raises(error, match=__import__("re").escape(message)):
+        call(moe)
+
+
+CHAPTER_10_BAD_INPUT = {
+    "expert_params": (lambda: moe.expert_params("llama-3-8b"), ValueError, "has no experts"),
+    "shared_experts": (lambda: moe.shared_experts("qwen2-7b"), ValueError, "has no experts"),
+    "sparsity": (lambda: moe.sparsity("llama-3-8b"), ValueError, "has no experts"),
+    "total_over_active": (lambda: moe.total_over_active("llama-3-8b"), ValueError, "has no experts"),
+    "dense_training_ratio": (lambda: moe.dense_training_ratio("llama-3-8b"), ValueError, "has no experts"),
+    "compute_bound_ratio": (lambda: moe.compute_bound_ratio(MIXTRAL, "h200", "wrost"), KeyError, "did you mean 'worst'"),
+    "tokens_per_expert": (lambda: moe.tokens_per_expert(MIXTRAL, -3), ValueError, "tokens must be"),
+    "token_all_to_all_bytes": (lambda: moe.token_all_to_all_bytes(MIXTRAL, "bf61"), KeyError, "did you mean 'bf16'"),
+    "per_gpu_step": (lambda: moe.per_gpu_step(V3, "h200", 0.5, ep=8), ValueError, "per_gpu must be"),
+    "PublishedTraining": None,  # a record built by published_training
+    "published_training": (lambda: moe.published_training("llama-3-8b"), ValueError, "has no experts"),
+    "mha_kv_bytes": (lambda: moe.mha_kv_bytes("llama-3-8b"), ValueError, "has no multi-head latent attention"),
+    "miss_probability": (lambda: moe.miss_probability("llama-3-8b"), ValueError, "has no experts"),
+    "saturation_tokens": (lambda: moe.saturation_tokens(MIXTRAL, 1.0), ValueError, "fraction must be between 0 and 1"),
+    "touched_share": (lambda: moe.touched_share("llama-3-8b", 4), ValueError, "has no experts"),
+    "ridge_tokens": (lambda: moe.ridge_tokens(V3, "h200", "fp7"), KeyError, "fp7"),
+    "TokenExchange": None,  # a record built by token_exchange
+    "token_exchange": (lambda: moe.token_exchange(V3, "h100-pcie", "network"), ValueError, "tier must be one of"),
+    "non_routed_params": (lambda: moe.non_routed_params("llama-3-8b"), ValueError, "has no experts"),
+}
+MOE_BAD_INPUT.update(CHAPTER_10_BAD_INPUT)
+
+
+@pytest.mark.parametrize("name", [n for n, case in CHAPTER_10_BAD_INPUT.items() if case is not None])
+def test_chapter_10_bad_input_fails_at_the_edge(name):
+    call, error, message = CHAPTER_10_BAD_INPUT[name]
+    with pytest.raises(error, match=re.escape(message)):
+        call()
