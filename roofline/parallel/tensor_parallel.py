@@ -537,6 +537,7 @@ __all__ += ["stack_activations"]
 def replicated_activations(model: Model | str, seq, micro_batch=1) -> float:
     """Chapter 8: the bytes per layer of the saved tensors tensor parallelism does not shard (the norms'
     and residuals' inputs, whole on every GPU): what sequence parallelism splits."""
+    seq, micro_batch = number("seq", seq, integer=True), number("micro_batch", micro_batch, integer=True)
     return sum(x.nbytes(seq, micro_batch) for x in saved_tensors(load_model(model)) if not x.sharded_by_tp)
 
 

@@ -364,3 +364,69 @@ def test_pipeline_and_planner_bad_input_fails_at_the_edge(name):
     call, error, message = {**PIPELINE_BAD_INPUT, **PLANNER_BAD_INPUT}[name]
     with pytest.raises(error, match=re.escape(message)):
         call()
+
+
+# Chapters 7 to 9's helpers for their notebooks (appended so that each registry above stays complete).
+CHAPTERS_7_TO_9_BAD_INPUT = {
+    "data_parallel": {
+        "gradient_bytes": (lambda: _dp().gradient_bytes("llama-3-8b", "fp7"), KeyError, "unknown dtype"),
+        "bucket_count": (lambda: _dp().bucket_count("llama-3-8b", bucket=0), ValueError, "bucket must be"),
+        "exchange_intensity": (lambda: _dp().exchange_intensity("llama-3-8b", 4096, n=1), ValueError, "n must be"),
+        "exposure_sweep": (lambda: _dp().exposure_sweep("llama-3-8b", "h100", [512], nodes=0), ValueError, "nodes must be"),
+        "layer_gather_time": (lambda: _dp().layer_gather_time("step"), TypeError, "step must be a DataParallelStep"),
+        "layer_forward_time": (lambda: _dp().layer_forward_time(None), TypeError, "step must be a DataParallelStep"),
+        "PublishedExchange": None,  # a record built by published_exchange
+        "published_exchange": (lambda: _dp().published_exchange("h100-pcie"), ValueError, "tier must be one of"),
+        "published_per_gpu": (lambda: _dp().published_per_gpu("v100-sxm2", "fp7"), KeyError, "fp7"),
+        "TierThreshold": None,  # a record built by tier_thresholds
+        "tier_thresholds": (lambda: _dp().tier_thresholds("a100-sxm-80gb", nodes=1), ValueError, "nodes must be"),
+    },
+    "tensor_parallel": {
+        "norm_share": (lambda: rl.parallel.tensor_parallel.norm_share("no-such-model"), KeyError, "no-such-model"),
+        "message_bytes": (lambda: rl.parallel.tensor_parallel.message_bytes("llama-3-70b", -1), ValueError, "tokens must be"),
+        "width_constant": (lambda: rl.parallel.tensor_parallel.width_constant("mixtral-8x7b"), rl.NotModelledError, "experts"),
+        "width_layer_times": (lambda: rl.parallel.tensor_parallel.width_layer_times("llama-3-70b", 8, 4096, "h100", 0),
+                              ValueError, "hidden must be"),
+        "kv_room": (lambda: rl.parallel.tensor_parallel.kv_room("h100", -1.0), ValueError, "weights_per_gpu must be"),
+        "batch_per_gpu": (lambda: rl.parallel.tensor_parallel.batch_per_gpu(3), TypeError, "point must be a DegreePoint"),
+        "stack_time": (lambda: rl.parallel.tensor_parallel.stack_time("llama-3-70b", 8, 4096, "h100", pp=0), ValueError,
+                       "pp must be"),
+        "kv_head_copies": (lambda: rl.parallel.tensor_parallel.kv_head_copies("llama-3-70b", 0), ValueError, "t must be"),
+        "wait_share": (lambda: rl.parallel.tensor_parallel.wait_share("llama-3-8b", 8, "h100-pcie", "network"), ValueError,
+                       "tier must be one of"),
+        "stack_activations": (lambda: rl.parallel.tensor_parallel.stack_activations("llama-3-8b", 0), ValueError, "seq must be"),
+        "replicated_activations": (lambda: rl.parallel.tensor_parallel.replicated_activations("llama-3-8b", 0), ValueError,
+                                   "seq must be"),
+    },
+    "pipeline": {
+        "head_layers": (lambda: _pp()[0].head_layers("no-such-model"), KeyError, "no-such-model"),
+        "BoundaryShare": None, "StageBalance": None,  # records
+        "boundary_share": (lambda: _pp()[0].boundary_share("llama-3-70b", "h100", 8192, 0), ValueError, "p must be"),
+        "hiding_stages": (lambda: _pp()[0].hiding_stages("llama-3-70b", "h100-pcie", "network"), ValueError,
+                          "tier must be one of"),
+        "micro_batches_for": (lambda: _pp()[0].micro_batches_for(16, 1.5), ValueError, "target is a bubble fraction"),
+        "pipeline_messages": (lambda: _pp()[0].pipeline_messages(16, 0), ValueError, "m must be"),
+        "stage_activation_bytes": (lambda: _pp()[0].stage_activation_bytes(126, 16, 64, -1.0), ValueError,
+                                   "layer_bytes must be"),
+        "stage_balance": (lambda: _pp()[0].stage_balance(8, 16), ValueError, "p (pipeline stages) must be at most"),
+    },
+    "planner": {
+        "where": (lambda: _pp()[1].where("plan", tp=8), TypeError, "plan must be a Plan"),
+        "first_layout": (lambda: _pp()[1].first_layout(None), TypeError, "plan must be a Plan"),
+        "megatron_runs": (lambda: _pp()[1].megatron_runs("a100-sxm-80gb", seq=0), ValueError, "seq must be"),
+        "published_over_bound": (lambda: _pp()[1].published_over_bound([("x", 3)]), TypeError, "runs must be"),
+    },
+}
+DATA_PARALLEL_BAD_INPUT.update(CHAPTERS_7_TO_9_BAD_INPUT["data_parallel"])
+TENSOR_PARALLEL_BAD_INPUT.update(CHAPTERS_7_TO_9_BAD_INPUT["tensor_parallel"])
+PIPELINE_BAD_INPUT.update(CHAPTERS_7_TO_9_BAD_INPUT["pipeline"])
+PLANNER_BAD_INPUT.update(CHAPTERS_7_TO_9_BAD_INPUT["planner"])
+
+
+@pytest.mark.parametrize("name", [f"{module}.{n}" for module, cases in CHAPTERS_7_TO_9_BAD_INPUT.items()
+                                  for n, c in cases.items() if c is not None])
+def test_chapters_7_to_9_helpers_bad_input_fails_at_the_edge(name):
+    module, function = name.split(".")
+    call, error, message = CHAPTERS_7_TO_9_BAD_INPUT[module][function]
+    with pytest.raises(error, match=re.escape(message)):
+        call()
