@@ -30,11 +30,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from roofline.core.checks import number, unknown_name
-from roofline.core.collectives import collective_cost
+from roofline.core.collectives import bytes_sent, collective_cost
 from roofline.core.cost import Breakdown
 from roofline.core.hardware import Hardware, get_hardware
 from roofline.workloads.inference import prefill
-from roofline.workloads.memory import FitsOnItsHardware, Footprint, layer_activations, training_footprint
+from roofline.workloads.memory import FitsOnItsHardware, Footprint, activation_bytes, layer_activations, training_footprint
 from roofline.core.model import Model, NotModelledError, load_model
 from roofline.core.policies import recompute_policy
 from roofline.core.roof import predict
@@ -538,3 +538,101 @@ def long_context(model: Model | str, seq, hardware: Hardware | str = "h100-sxm",
     full, working = layer_activations(m, seq, 1, recompute="full")
     return LongContext(m, seq, float(step.share("attention")), attention / float(pred.time), float(none),
                        float(full + working), seq * m.vocab_size * 4.0, float(m.kv_cache_bytes(seq, dtype)))
+
+
+# Chapter 11's quantities that the prose quotes, each one call for the notebook.
+
+def sequence_parallel_saving(model: Model | str, seq, tp: int, micro_batch=1) -> float:
+    """Chapter 11: the activation bytes sequence parallelism saves each of ``tp`` GPUs over all ``L`` layers:
+    ``L (a_tp - a_sp)`` (:func:`~roofline.workloads.memory.activation_bytes` with and without it)."""
+    m = load_model(model)
+    return m.num_layers * (activation_bytes(m, seq, micro_batch, tp=tp)
+                           - activation_bytes(m, seq, micro_batch, tp=tp, sequence_parallel=True))
+
+
+__all__ += ["sequence_parallel_saving"]
+
+
+def block_attention_time(model: Model | str, hardware: Hardware | str, block, *, causal: bool = True,
+                         dtype: str = "bf16"):
+    """Chapter 11: one ring step's attention on a block of ``block`` tokens at peak, ``4 x width x pairs / P``
+    with ``pairs = block**2 / 2`` off the diagonal under a causal zig-zag (``block**2`` without a mask), as
+    :func:`ring_hiding_block` counts it. Broadcasts over ``block``."""
+    m, hw = load_model(model), get_hardware(hardware)
+    if not isinstance(causal, bool):
+        raise TypeError(f"causal must be True or False, got {causal!r}")
+    b = np.asarray(number("block", block, integer=True), dtype=float)
+    out = 4 * m.attention_width * b ** 2 / (2 if causal else 1) / hw.peak_flops(dtype)
+    return float(out) if np.ndim(out) == 0 else out
+
+
+__all__ += ["block_attention_time"]
+
+
+def pair_imbalance(seq, cp, layout: str = "zigzag") -> float:
+    """Chapter 11: the busiest GPU's causal pairs over the idlest's over a whole ring pass
+    (:func:`pairs_per_gpu`): 1 under zig-zag, about ``2 cp - 1`` for a contiguous split."""
+    rows = pairs_per_gpu(seq, cp, layout)
+    return float(rows.max() / rows.min())
+
+
+__all__ += ["pair_imbalance"]
+
+
+def contiguous_balance_limit(cp) -> float:
+    """Chapter 11, exercise 2: :func:`ring_balance` of a contiguous split as the sequence grows: every ring
+    step but the first lasts a full block square ``B**2`` on its busiest GPU, the first half of one, against
+    ``cp B**2 / 2`` pairs per GPU split evenly: ``(cp / 2) / (cp - 1/2)``."""
+    cp = _cp(cp)
+    return (cp / 2) / (cp - 0.5)
+
+
+__all__ += ["contiguous_balance_limit"]
+
+
+def block_tokens(seq, cp) -> int:
+    """Chapter 11: the tokens each of ``cp`` GPUs holds of a ``seq``-token sequence, ``seq // cp``."""
+    return int(number("seq", seq, integer=True)) // _cp(cp)
+
+
+__all__ += ["block_tokens"]
+
+
+def hiding_margin(model: Model | str, hardware: Hardware | str, seq, cp, *, tier: str | None = "network") -> float:
+    """Chapter 11: each GPU's block (:func:`block_tokens`) over the block at which the ring's transfer hides
+    (:func:`ring_hiding_block` on ``tier``): above 1 the ring's sends hide behind the attention."""
+    return block_tokens(seq, cp) / ring_hiding_block(model, hardware, tier=tier)
+
+
+__all__ += ["hiding_margin"]
+
+
+def ring_transfer_total(times: RingLayerTimes) -> float:
+    """Chapter 11: the ring's ``cp - 1`` block transfers of one layer, back to back (the last step sends
+    nothing): ``(cp - 1) x transfer``."""
+    if not isinstance(times, RingLayerTimes):
+        raise TypeError(f"times must be RingLayerTimes (from ring_layer_times), got {type(times).__name__}")
+    return times.transfer * (len(times.compute) - 1)
+
+
+__all__ += ["ring_transfer_total"]
+
+
+def ulysses_published_bytes(model: Model | str, seq, cp, dtype: str = "bf16") -> float:
+    """Chapter 11: DeepSpeed-Ulysses' count of one layer's all-to-all traffic per GPU, ``4 N h / P`` elements
+    (Jacobs et al. 2023: Q, K, V and the output, each ``N h``, over ``P`` GPUs; no grouped KV heads)."""
+    m = load_model(model)
+    return 4 * number("seq", seq, integer=True) * m.hidden_size * dtype_bytes(dtype) / _cp(cp)
+
+
+__all__ += ["ulysses_published_bytes"]
+
+
+def all_to_all_leaving_bytes(model: Model | str, seq, cp, dtype: str = "bf16") -> float:
+    """Chapter 11: the bytes that leave each GPU in one layer's two all-to-alls, ``(cp-1)/cp`` of each buffer
+    (:func:`all_to_all_sizes`; a GPU keeps its own share)."""
+    qkv, out = all_to_all_sizes(model, seq, cp, dtype)
+    return bytes_sent("all_to_all", cp, qkv) + bytes_sent("all_to_all", cp, out)
+
+
+__all__ += ["all_to_all_leaving_bytes"]

@@ -430,3 +430,31 @@ def test_chapters_7_to_9_helpers_bad_input_fails_at_the_edge(name):
     call, error, message = CHAPTERS_7_TO_9_BAD_INPUT[module][function]
     with pytest.raises(error, match=re.escape(message)):
         call()
+
+
+# Chapter 11's helpers for its notebook (appended so that the context-parallel registry stays complete).
+CHAPTER_11_BAD_INPUT = {
+    "sequence_parallel_saving": (lambda: rl.parallel.context_parallel.sequence_parallel_saving("llama-3-70b", 0, 8),
+                                 ValueError, "seq must be"),
+    "block_attention_time": (lambda: rl.parallel.context_parallel.block_attention_time("llama-3-70b", "h100", -1),
+                             ValueError, "block must be"),
+    "pair_imbalance": (lambda: rl.parallel.context_parallel.pair_imbalance(4096, 4, "striped"), KeyError, "unknown layout"),
+    "contiguous_balance_limit": (lambda: rl.parallel.context_parallel.contiguous_balance_limit(0), ValueError, "cp must be"),
+    "block_tokens": (lambda: rl.parallel.context_parallel.block_tokens(131072, 2.5), ValueError, "cp must be a whole number"),
+    "hiding_margin": (lambda: rl.parallel.context_parallel.hiding_margin("llama-3-70b", "h100", 131072, 16, tier="ib"),
+                      KeyError, "unknown tier 'ib'"),
+    "ring_transfer_total": (lambda: rl.parallel.context_parallel.ring_transfer_total(1.0), TypeError,
+                            "times must be RingLayerTimes"),
+    "ulysses_published_bytes": (lambda: rl.parallel.context_parallel.ulysses_published_bytes("llama-2-7b", 131072, 0),
+                                ValueError, "cp must be"),
+    "all_to_all_leaving_bytes": (lambda: rl.parallel.context_parallel.all_to_all_leaving_bytes("llama-2-7b", 4097, 4),
+                                 ValueError, "seq must be a multiple of cp (4)"),
+}
+CONTEXT_PARALLEL_BAD_INPUT.update(CHAPTER_11_BAD_INPUT)
+
+
+@pytest.mark.parametrize("name", [n for n, c in CHAPTER_11_BAD_INPUT.items() if c is not None])
+def test_chapter_11_helpers_bad_input_fails_at_the_edge(name):
+    call, error, message = CHAPTER_11_BAD_INPUT[name]
+    with pytest.raises(error, match=re.escape(message)):
+        call()

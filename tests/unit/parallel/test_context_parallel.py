@@ -152,3 +152,52 @@ def test_long_context_attention_share_grows_towards_one_and_memory_is_linear():
     assert rows[2].activations_full_recompute < rows[2].activations
     assert rows[3].logits == pytest.approx(2**20 * m.vocab_size * 4)
     assert all(0 < r.attention_time_share < 1 for r in rows)
+
+
+def test_chapter_11_helpers_by_hand():
+    from roofline.core.collectives import bytes_sent
+    from roofline.parallel import context_parallel as cp
+    from roofline.workloads import memory
+
+    a_tp = memory.activation_bytes("llama-3-70b", 8192, 1, tp=8)
+    a_sp = memory.activation_bytes("llama-3-70b", 8192, 1, tp=8, sequence_parallel=True)
+    assert cp.sequence_parallel_saving("llama-3-70b", 8192, 8) == pytest.approx(80 * (a_tp - a_sp))
+    # 4 x 8,192 (the attention width) x 4,096**2 / 2 pairs at 989.4 TFLOP/s
+    assert cp.block_attention_time("llama-3-70b", "h100-sxm", 4096) == pytest.approx(4 * 8192 * 4096**2 / 2 / 989.4e12)
+    assert cp.block_attention_time("llama-3-70b", "h100-sxm", 4096, causal=False) == pytest.approx(
+        2 * cp.block_attention_time("llama-3-70b", "h100-sxm", 4096))
+    assert cp.pair_imbalance(4096, 4, "zigzag") == 1.0
+    rows = cp.pairs_per_gpu(4096, 4, "contiguous")
+    assert cp.pair_imbalance(4096, 4, "contiguous") == pytest.approx(rows.max() / rows.min())
+    assert cp.contiguous_balance_limit(16) == pytest.approx(8 / 15.5)
+    assert cp.ring_balance(2**20, 4, "contiguous") == pytest.approx(cp.contiguous_balance_limit(4), rel=1e-3)
+    assert cp.block_tokens(131072, 16) == 8192
+    assert cp.hiding_margin("llama-3.1-405b", "h100-sxm", 131072, 16) == pytest.approx(
+        8192 / cp.ring_hiding_block("llama-3.1-405b", "h100-sxm", tier="network"))
+    r = cp.ring_layer_times("llama-3-70b", "h100-sxm", 131072, 8)
+    assert cp.ring_transfer_total(r) == pytest.approx(7 * r.transfer)
+    # DeepSpeed-Ulysses: 4 N h / P elements of two bytes
+    assert cp.ulysses_published_bytes("llama-2-7b", 131072, 8) == 4 * 131072 * 4096 * 2 / 8
+    qkv, out = cp.all_to_all_sizes("llama-2-7b", 131072, 8)
+    assert cp.all_to_all_leaving_bytes("llama-2-7b", 131072, 8) == pytest.approx(7 / 8 * (qkv + out))
+    assert cp.all_to_all_leaving_bytes("llama-2-7b", 131072, 8) == pytest.approx(
+        bytes_sent("all_to_all", 8, qkv) + bytes_sent("all_to_all", 8, out))
+
+
+@pytest.mark.parametrize("call, error, message", [
+    (lambda cp: cp.sequence_parallel_saving("llama-3-70b", 0, 8), ValueError, "seq must be"),
+    (lambda cp: cp.block_attention_time("llama-3-70b", "h100", -1), ValueError, "block must be"),
+    (lambda cp: cp.block_attention_time("llama-3-70b", "h100", 16, causal="yes"), TypeError, "causal must be True or False"),
+    (lambda cp: cp.pair_imbalance(4096, 4, "striped"), KeyError, "unknown layout"),
+    (lambda cp: cp.contiguous_balance_limit(0), ValueError, "cp must be"),
+    (lambda cp: cp.block_tokens(131072, 2.5), ValueError, "cp must be a whole number"),
+    (lambda cp: cp.hiding_margin("llama-3-70b", "h100", 131072, 16, tier="infiniband"), KeyError, "unknown tier 'infiniband'"),
+    (lambda cp: cp.ring_transfer_total(1.0), TypeError, "times must be RingLayerTimes"),
+    (lambda cp: cp.ulysses_published_bytes("llama-2-7b", 131072, 0), ValueError, "cp must be"),
+    (lambda cp: cp.all_to_all_leaving_bytes("llama-2-7b", 4097, 4), ValueError, "seq must be a multiple of cp (4)"),
+])
+def test_chapter_11_helpers_bad_input(call, error, message):
+    from roofline.parallel import context_parallel as cp
+
+    with pytest.raises(error, match=__import__("re").escape(message)):
+        call(cp)
