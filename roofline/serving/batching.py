@@ -28,6 +28,7 @@ coefficients are read off :func:`roofline.workloads.inference.decode_step` (:met
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -307,3 +308,96 @@ def simulate(requests: Requests, model: Model | str, hardware: Hardware | Roof |
     if policy == "static":
         return _static(requests, cost, B)
     return _continuous(requests, cost, B, chunk, policy)
+
+
+# Chapter 12's quantities that the prose quotes, each one call for the notebook.
+
+def _requests(requests) -> Requests:
+    if not isinstance(requests, Requests):
+        raise TypeError(f"requests must be Requests (from make_requests), got {type(requests).__name__}")
+    return requests
+
+
+def arrival_span(requests: Requests) -> float:
+    """Chapter 12: seconds from the first request's arrival to the last's."""
+    r = _requests(requests)
+    return float(r.arrival[-1] - r.arrival[0])
+
+
+__all__ += ["arrival_span"]
+
+
+def since_first_arrival(result: SimResult, requests: Requests) -> np.ndarray:
+    """Chapter 12: each simulated step's start, in seconds after the first request arrived."""
+    if not isinstance(result, SimResult):
+        raise TypeError(f"result must be a SimResult (from simulate), got {type(result).__name__}")
+    return result.step_start - _requests(requests).arrival[0]
+
+
+__all__ += ["since_first_arrival"]
+
+
+def offered_tokens_per_s(rate, requests: Requests) -> float:
+    """Chapter 12: the output tokens per second ``requests`` arriving at ``rate`` per second ask of a server:
+    the rate times their mean output length."""
+    return number("rate", rate) * float(_requests(requests).output.mean())
+
+
+__all__ += ["offered_tokens_per_s"]
+
+
+def chunk_join_time(cost: StepCost, batch, context, chunk) -> float:
+    """Chapter 12: a decode step of ``batch`` sequences at ``context`` tokens with a ``chunk``-token prompt
+    chunk (from the prompt's start) riding along: ``batch + chunk`` tokens, ``batch context + chunk**2 / 2``
+    query-key pairs, ``batch context + chunk`` tokens of cache (:meth:`StepCost.time`)."""
+    if not isinstance(cost, StepCost):
+        raise TypeError(f"cost must be a StepCost (StepCost.of), got {type(cost).__name__}")
+    b = number("batch", batch, integer=True)
+    c = number("context", context, integer=True, strict=False)
+    k = number("chunk", chunk, integer=True, strict=False)
+    return cost.time(b + k, b * c + k ** 2 / 2, b * c + k)
+
+
+__all__ += ["chunk_join_time"]
+
+
+class StaticWaste(NamedTuple):
+    """Chapter 12, exercise 5: a static batch's mean output length, its longest (every slot is held until
+    the longest sequence ends), and the share of slot-steps wasted, ``1 - mean / longest``."""
+
+    mean: float
+    longest: float
+    waste: float
+
+
+__all__ += ["StaticWaste"]
+
+
+def expected_static_waste(outputs=(16, 512), slots: int = 64) -> StaticWaste:
+    """Chapter 12, exercise 5: :class:`StaticWaste` in expectation, for ``slots`` output lengths drawn
+    uniformly from the whole numbers ``outputs = (lo, hi)``: the longest is ``sum o (F(o) - F(o-1))`` with
+    ``F(o) = ((o - lo + 1) / n)**slots`` the chance that all ``slots`` draws are at most ``o``."""
+    lo, hi = _range("outputs", outputs)
+    slots = int(number("slots", slots, integer=True))
+    o = np.arange(lo, hi + 1, dtype=float)
+    cdf = ((o - o[0] + 1) / len(o)) ** slots
+    longest = float(np.sum(o * np.diff(np.concatenate(([0.0], cdf)))))
+    return StaticWaste(float(o.mean()), longest, float(1 - o.mean() / longest))
+
+
+__all__ += ["expected_static_waste"]
+
+
+def drawn_static_waste(requests: Requests, slots: int = 64) -> StaticWaste:
+    """Chapter 12, exercise 5: :class:`StaticWaste` of the groups of ``slots`` requests a static server forms
+    in order of arrival (the mean output, the mean of each group's longest)."""
+    r = _requests(requests)
+    slots = int(number("slots", slots, integer=True))
+    if len(r) % slots:
+        raise ValueError(f"slots must divide the {len(r)} requests into whole groups, got {slots}")
+    groups = r.output.reshape(-1, slots).astype(float)
+    mean, longest = float(groups.mean()), float(groups.max(axis=1).mean())
+    return StaticWaste(mean, longest, 1 - mean / longest)
+
+
+__all__ += ["drawn_static_waste"]

@@ -336,3 +336,27 @@ def latency_throughput(model: Model | str, hardware: Hardware | str, context: in
                                kv_dtype=kv_dtype, math_dtype=math_dtype, roof=roof, accounting=accounting, timing=timing)
     return {"batch": batches.astype(int), "tpot": tpot, "tokens_per_s": batches / tpot,
             "bound": np.broadcast_to(np.asarray(pred.bound), batches.shape), "ttft": float(ttft), "max_batch": int(most)}
+
+
+# Chapter 12's quantities that the prose quotes, each one call for the notebook.
+
+def compute_roof_tokens_per_s(model: Model | str, hardware: Hardware | str, dtype: str = "bf16") -> float:
+    """Chapter 12: the tokens per second no batch can pass on one GPU, its peak over one token's decode FLOPs
+    (:func:`~roofline.workloads.inference.decode_step` at batch 1, no context): the frontier's compute roof."""
+    return get_hardware(hardware).peak_flops(dtype) / float(decode_step(load_model(model), 1, 0).flops)
+
+
+__all__ += ["compute_roof_tokens_per_s"]
+
+
+def prefill_in_decode_steps(model: Model | str, hardware: Hardware | str, prompt, *, batch=1, context=None) -> float:
+    """Chapter 12: a prompt's time to first token (:func:`time_to_first_token`) in decode steps of ``batch``
+    sequences at ``context`` tokens (default: the prompt's length) on the datasheet roof: how many steps
+    of the running batch one arriving prompt costs."""
+    m, h = load_model(model), get_hardware(hardware)
+    prompt = int(number("prompt", prompt, integer=True))
+    context = prompt if context is None else int(number("context", context, integer=True, strict=False))
+    return time_to_first_token(m, h, prompt) / float(predict(decode_step(m, batch, context), h).time)
+
+
+__all__ += ["prefill_in_decode_steps"]

@@ -283,3 +283,27 @@ def stops_paying_batch(target, draft, hardware="h200-sxm", alpha=0.8, gamma: int
     plan = speculate(target, draft, hardware, alpha, gamma, batch=batches, **kwargs)
     hits = np.flatnonzero(np.asarray(plan.speedup) <= 1.0)
     return int(batches[hits[0]]) if hits.size else None
+
+
+# Chapter 12's quantities that the prose quotes, each one call for the notebook.
+
+def cost_ratio(plan: SpeculativePlan):
+    """Chapter 12: ``c``, one draft step's time over one plain decode step of the target (Leviathan et al.'s
+    cost coefficient)."""
+    if not isinstance(plan, SpeculativePlan):
+        raise TypeError(f"plan must be a SpeculativePlan (from speculate), got {type(plan).__name__}")
+    return plan.draft_time / plan.decode_time
+
+
+__all__ += ["cost_ratio"]
+
+
+def breakeven_tokens(plan: SpeculativePlan):
+    """Chapter 12, exercise 1: the tokens a speculative step must yield to pay for itself, ``(gamma t_draft +
+    t_verify) / t_decode`` (its step time in plain decode steps)."""
+    if not isinstance(plan, SpeculativePlan):
+        raise TypeError(f"plan must be a SpeculativePlan (from speculate), got {type(plan).__name__}")
+    return plan.step_time / plan.decode_time
+
+
+__all__ += ["breakeven_tokens"]

@@ -121,3 +121,45 @@ def test_memory_bound_chunk_is_where_the_step_meets_the_ridge():
     # with no context the weights set it: the ridge point in tokens (the chunk's own attention takes a token)
     assert int(cost.compute_bound_tokens()) - 2 <= cost.memory_bound_chunk(0, 0) <= cost.compute_bound_tokens()
     assert cost.memory_bound_chunk(4096, 0) == 0
+
+
+def test_chapter_12_batching_helpers_by_hand():
+    req = BT.make_requests(128, 10.0, (128, 2048), (16, 512), seed=3)
+    assert BT.arrival_span(req) == pytest.approx(req.arrival[-1] - req.arrival[0])
+    assert BT.offered_tokens_per_s(15.0, req) == pytest.approx(15.0 * req.output.mean())
+    run = BT.simulate(req, "llama-3-8b", "h200-sxm", policy="static", max_batch=64)
+    rel = BT.since_first_arrival(run, req)
+    assert rel[0] >= 0 and list(rel) == pytest.approx(list(run.step_start - req.arrival[0]))
+    cost = BT.StepCost.of("llama-3-8b", "h200-sxm")
+    assert BT.chunk_join_time(cost, 32, 1024, 0) == pytest.approx(cost.decode(32, 1024))
+    assert BT.chunk_join_time(cost, 32, 1024, 256) == pytest.approx(cost.time(288, 32 * 1024 + 256**2 / 2, 32 * 1024 + 256))
+
+
+def test_static_waste_in_expectation_and_drawn():
+    # one slot: the longest is the mean, nothing is wasted
+    one = BT.expected_static_waste((16, 512), 1)
+    assert one.longest == pytest.approx(264) and one.mean == 264 and one.waste == pytest.approx(0)
+    # two draws from {1, 2}: the longest is 2 unless both are 1 (probability 1/4): 1.75
+    two = BT.expected_static_waste((1, 2), 2)
+    assert (two.mean, two.longest) == (1.5, pytest.approx(1.75)) and two.waste == pytest.approx(1 - 1.5 / 1.75)
+    req = BT.make_requests(128, 10.0, (128, 2048), (16, 512), seed=3)
+    drawn = BT.drawn_static_waste(req, 64)
+    groups = req.output.reshape(2, 64)
+    assert drawn.longest == pytest.approx(groups.max(axis=1).mean())
+    run = BT.simulate(req, "llama-3-8b", "h200-sxm", policy="static", max_batch=64)
+    assert drawn.waste == pytest.approx(run.summary()["wasted_slots"])
+
+
+@pytest.mark.parametrize("call, error, message", [
+    (lambda: BT.arrival_span([0.0, 1.0]), TypeError, "requests must be Requests"),
+    (lambda: BT.since_first_arrival(None, None), TypeError, "result must be a SimResult"),
+    (lambda: BT.offered_tokens_per_s(0, BT.make_requests(4, 1.0)), ValueError, "rate must be"),
+    (lambda: BT.chunk_join_time("cost", 32, 1024, 256), TypeError, "cost must be a StepCost"),
+    (lambda: BT.chunk_join_time(BT.StepCost.of("llama-3-8b", "h200-sxm"), 32, 1024, -1), ValueError, "chunk must be"),
+    (lambda: BT.expected_static_waste((512, 16), 64), ValueError, "shortest <= longest"),
+    (lambda: BT.expected_static_waste((16, 512), 0), ValueError, "slots must be"),
+    (lambda: BT.drawn_static_waste(BT.make_requests(10, 1.0), 4), ValueError, "slots must divide the 10 requests"),
+])
+def test_chapter_12_batching_bad_input(call, error, message):
+    with pytest.raises(error, match=re.escape(message)):
+        call()

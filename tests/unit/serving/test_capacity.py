@@ -1,6 +1,7 @@
 """Chapter 5's serving planner: KV bytes per layout, capacity, paging, decode at the largest batch."""
 
 import json
+import re
 import math
 from importlib import resources
 
@@ -208,3 +209,23 @@ def test_largest_batch_needs_a_context():
     with pytest.raises(ValueError, match="context"):
         S.largest_batch("llama-3-8b", "h100-sxm", [0, 1024])
     assert S.largest_batch("llama-3-8b", "h200-sxm", 8192) == 123  # the docstring's example
+
+
+def test_compute_roof_and_prefill_in_decode_steps():
+    step = rl.decode_step("llama-3-8b", 1, 0)
+    assert S.compute_roof_tokens_per_s("llama-3-8b", "h200-sxm") == pytest.approx(989.4e12 / float(step.flops))
+    ttft = S.time_to_first_token("llama-3-8b", "h100-sxm", 4096)
+    dec = rl.predict(rl.decode_step("llama-3-8b", 64, 4096), "h100-sxm").time
+    assert S.prefill_in_decode_steps("llama-3-8b", "h100-sxm", 4096, batch=64, context=4096) == pytest.approx(ttft / dec)
+    assert S.prefill_in_decode_steps("llama-3-8b", "h100-sxm", 4096) == pytest.approx(
+        ttft / rl.predict(rl.decode_step("llama-3-8b", 1, 4096), "h100-sxm").time)
+
+
+@pytest.mark.parametrize("call, error, message", [
+    (lambda: S.compute_roof_tokens_per_s("llama-3-8b", "h200-sxm", "fp7"), KeyError, "fp7"),
+    (lambda: S.prefill_in_decode_steps("llama-3-8b", "h100-sxm", 0), ValueError, "prompt must be"),
+    (lambda: S.prefill_in_decode_steps("llama-3-8b", "h100-sxm", 512, context=-1), ValueError, "context must be"),
+])
+def test_chapter_12_capacity_bad_input(call, error, message):
+    with pytest.raises(error, match=re.escape(message)):
+        call()

@@ -125,3 +125,19 @@ def test_a_sweep_over_queries_may_start_at_a_plain_decode_step():
     sweep = verify_step(TARGET, np.array([1, 2, 4]), np.array([0, 0, 5]))
     singles = [verify_step(TARGET, q, c).flops for q, c in ((1, 0), (2, 0), (4, 5))]
     assert np.allclose(np.asarray(sweep.flops), singles)
+
+
+def test_cost_ratio_and_breakeven_tokens():
+    p = SP.speculate("llama-3-70b", SP.load_draft("llama-3.2-1b"), "h200-sxm", 0.8, 4, context=2048)
+    assert SP.cost_ratio(p) == pytest.approx(p.draft_time / p.decode_time)
+    need = SP.breakeven_tokens(p)
+    assert need == pytest.approx((4 * p.draft_time + p.verify_time) / p.decode_time)
+    # speculation pays exactly when a step yields more tokens than it costs in plain steps
+    assert (p.speedup > 1) == (p.tokens_per_step > need)
+    assert p.speedup == pytest.approx(p.tokens_per_step / need)
+
+
+@pytest.mark.parametrize("fn", ["cost_ratio", "breakeven_tokens"])
+def test_chapter_12_speculative_bad_input(fn):
+    with pytest.raises(TypeError, match="plan must be a SpeculativePlan"):
+        getattr(SP, fn)(0.5)
