@@ -542,3 +542,48 @@ def replicated_activations(model: Model | str, seq, micro_batch=1) -> float:
 
 
 __all__ += ["replicated_activations"]
+
+
+def degree_speedup(points, t: int, base: int = 1) -> float:
+    """Chapter 8: how much faster a decode step runs at degree ``t`` than at ``base``, from
+    :func:`decode_by_degree`'s points: ``time(base) / time(t)``."""
+    by_t = {p.t: p for p in points if isinstance(p, DegreePoint)}
+    for name, d in (("t", t), ("base", base)):
+        if d not in by_t:
+            raise ValueError(f"{name} must be one of the points' degrees {sorted(by_t)}, got {d!r}")
+    return by_t[base].time / by_t[t].time
+
+
+__all__ += ["degree_speedup"]
+
+
+class AgainstPipeline(NamedTuple):
+    """Chapter 8: one token's decode on ``t`` tensor-parallel GPUs against a ``t``-stage pipeline (the token
+    walks the stages in turn, so the pipeline's step is the whole model on one GPU): both times, the
+    pipeline's over tensor parallelism's, the tensor-parallel time a published ratio implies
+    (``pipeline / published``, a floor: a real pipeline is no faster than ours) and how far that lies
+    above our tensor-parallel time, ``implied / tp - 1``."""
+
+    tp_time: float
+    pp_time: float
+    ratio: float
+    implied_tp_time: float
+    implied_over: float
+
+
+__all__ += ["AgainstPipeline"]
+
+
+def against_pipeline(model: Model | str, hardware: Hardware | str, t: int = 8, *, context: int = 2048,
+                     dtype: str = "bf16", published=None) -> AgainstPipeline:
+    """Chapter 8: :class:`AgainstPipeline` at batch 1 and ``context``, priced on the datasheet roof;
+    ``published`` defaults to NVIDIA's TP-over-PP ratio at minimum latency (:data:`PUBLISHED`)."""
+    hw = get_hardware(hardware)
+    published = PUBLISHED["nvidia_405b_tp_over_pp_min_latency"][0] if published is None else number("published", published)
+    tp_time = float(predict_tp(tp_decode_step(model, t, 1, context, dtype=dtype), hw).time)
+    pp_time = float(predict(decode_step(load_model(model), 1, context, dtype=dtype), hw).time)
+    implied = pp_time / published
+    return AgainstPipeline(tp_time, pp_time, pp_time / tp_time, implied, implied / tp_time - 1)
+
+
+__all__ += ["against_pipeline"]

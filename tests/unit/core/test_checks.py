@@ -397,6 +397,10 @@ CHAPTERS_7_TO_9_BAD_INPUT = {
         "stack_activations": (lambda: rl.parallel.tensor_parallel.stack_activations("llama-3-8b", 0), ValueError, "seq must be"),
         "replicated_activations": (lambda: rl.parallel.tensor_parallel.replicated_activations("llama-3-8b", 0), ValueError,
                                    "seq must be"),
+        "degree_speedup": (lambda: rl.parallel.tensor_parallel.degree_speedup([], 8), ValueError, "t must be one of the points"),
+        "AgainstPipeline": None,  # a record built by against_pipeline
+        "against_pipeline": (lambda: rl.parallel.tensor_parallel.against_pipeline("llama-3-70b", "h100", 8, published=0),
+                             ValueError, "published must be"),
     },
     "pipeline": {
         "head_layers": (lambda: _pp()[0].head_layers("no-such-model"), KeyError, "no-such-model"),

@@ -232,3 +232,24 @@ def test_wait_share_is_one_less_intensity_over_ridge():
 def test_chapter_8_helpers_bad_input(call, error, message):
     with pytest.raises(error, match=__import__("re").escape(message)):
         call()
+
+
+def test_degree_speedup_and_the_pipeline_comparison():
+    pts = tp.decode_by_degree("llama-3-70b", "h100-sxm", (1, 2, 8), context=1024)
+    assert tp.degree_speedup(pts, 8) == pytest.approx(pts[0].time / pts[2].time)
+    assert tp.degree_speedup(pts, 8, base=2) == pytest.approx(pts[1].time / pts[2].time)
+    x = tp.against_pipeline("llama-3.1-405b", "h200-sxm", 8, context=2048, dtype="fp8", published=1.5)
+    assert x.pp_time == pytest.approx(float(rl.predict(rl.decode_step("llama-3.1-405b", 1, 2048, dtype="fp8"), "h200-sxm").time))
+    assert x.ratio == pytest.approx(x.pp_time / x.tp_time) and x.ratio > 1  # eight GPUs read the weights at once
+    assert x.implied_tp_time == pytest.approx(x.pp_time / 1.5)
+    assert x.implied_over == pytest.approx(x.implied_tp_time / x.tp_time - 1)
+
+
+@pytest.mark.parametrize("call, error, message", [
+    (lambda: tp.degree_speedup(tp.decode_by_degree("llama-3-8b", "h100", (1, 2)), 8), ValueError,
+     "t must be one of the points' degrees [1, 2], got 8"),
+    (lambda: tp.against_pipeline("llama-3-70b", "h100", 8, published=0), ValueError, "published must be"),
+])
+def test_chapter_8_comparisons_bad_input(call, error, message):
+    with pytest.raises(error, match=__import__("re").escape(message)):
+        call()
