@@ -636,3 +636,12 @@ def all_to_all_leaving_bytes(model: Model | str, seq, cp, dtype: str = "bf16") -
 
 
 __all__ += ["all_to_all_leaving_bytes"]
+
+
+def rs_ag_bytes(n, size=1.0) -> float:
+    """Chapter 11: the bytes each of ``n`` GPUs sends for a reduce-scatter and an all-gather of ``size`` bytes,
+    sequence parallelism's pair in place of one all-reduce: ``2 (n-1)/n size``, the all-reduce's own."""
+    return bytes_sent("reduce_scatter", n, size) + bytes_sent("all_gather", n, size)
+
+
+__all__ += ["rs_ag_bytes"]

@@ -34,7 +34,7 @@ from typing import NamedTuple
 import numpy as np
 
 from roofline.core.checks import number
-from roofline.core.collectives import bytes_sent, collective_cost, collective_time
+from roofline.core.collectives import bytes_sent, collective_cost, collective_time, latency_steps
 from roofline.core.hardware import Hardware, get_hardware
 from roofline.workloads.memory import Footprint, training_footprint
 from roofline.core.model import Model, load_model, param_count
@@ -445,3 +445,17 @@ def tier_thresholds(hardware: Hardware | str, *, nodes: int, gpus_per_node: int 
 
 
 __all__ += ["tier_thresholds"]
+
+
+def hierarchical_latency_steps(n: int, gpus_per_node: int = 8, collective: str = "all_reduce") -> float:
+    """Chapter 7, exercise 3: the latency steps of a hierarchical ``collective`` over ``n`` GPUs in nodes of
+    ``gpus_per_node``: a ring inside the node plus a ring across the ``n / g`` nodes
+    (:func:`~roofline.core.collectives.latency_steps` of each): ``2 (g-1) + 2 (n/g - 1)`` for an all-reduce."""
+    n = int(number("n", n, integer=True))
+    g = int(number("gpus_per_node", gpus_per_node, integer=True))
+    if n % g:
+        raise ValueError(f"n must be a whole number of nodes of gpus_per_node ({g}), got {n}")
+    return latency_steps(collective, g) + latency_steps(collective, n // g)
+
+
+__all__ += ["hierarchical_latency_steps"]

@@ -33,8 +33,8 @@ from roofline.core.routing import (ROUTINGS, check_routing, expected_experts, ex
                                    nodes_touched, simulate_experts_touched)
 from roofline.core.roof import predict
 from roofline.core.units import dtype_bytes
-from roofline.workloads.inference import compute_bound_batch
-from roofline.workloads.kv_cache import check_context, sequence_kv_bytes
+from roofline.workloads.inference import compute_bound_batch, decode_step
+from roofline.workloads.kv_cache import check_context, kv_bytes_per_token, sequence_kv_bytes
 from roofline.workloads.training import training_flops_per_token
 
 __all__ = ["PUBLISHED", "ROUTINGS", "check_routing", "expected_experts", "expert_bounds", "experts_touched",
@@ -458,6 +458,11 @@ class TokenExchange(NamedTuple):
     flops: float
     compute: float
 
+    @property
+    def ratio(self) -> float:
+        """The link's seconds over the experts' seconds: above 1 the exchange cannot hide behind the work."""
+        return self.seconds / self.compute
+
 
 __all__ += ["TokenExchange"]
 
@@ -484,3 +489,36 @@ def non_routed_params(model: Model | str) -> int:
 
 
 __all__ += ["non_routed_params"]
+
+
+def mla_saving(model: Model | str, dtype: str = "fp8") -> float:
+    """Chapter 10: the KV cache a plain multi-head attention with the model's heads would keep per token
+    (:func:`mha_kv_bytes`) over what its multi-head latent attention keeps
+    (:func:`~roofline.workloads.kv_cache.kv_bytes_per_token`)."""
+    return mha_kv_bytes(model, 1, dtype) / kv_bytes_per_token(model, dtype)
+
+
+__all__ += ["mla_saving"]
+
+
+def against_dense(model: Model | str, hardware: Hardware | str, batch, context=0, *, size: str = "active",
+                  routing: str = "uniform") -> float:
+    """Chapter 10: a MoE decode step's time over that of its dense equivalent of ``size`` ('active' or
+    'total', :func:`dense_equivalent`) at the same ``batch`` and ``context``, on the datasheet roof."""
+    m, hw = _moe_model(model), get_hardware(hardware)
+    mine = predict(decode_step(m, batch, context, routing=routing), hw).time
+    return mine / predict(decode_step(dense_equivalent(m, size), batch, context, routing=routing), hw).time
+
+
+__all__ += ["against_dense"]
+
+
+def exchange_over_work(step: ExpertParallelStep) -> float:
+    """Chapter 10: an expert-parallel step's dispatch-and-combine time per MoE layer over the layer's
+    expert work: above 1 the all-to-all cannot hide behind the experts."""
+    if not isinstance(step, ExpertParallelStep):
+        raise TypeError(f"step must be an ExpertParallelStep (from expert_parallel_step), got {type(step).__name__}")
+    return step.all_to_all_pair_time / step.moe_layer_time
+
+
+__all__ += ["exchange_over_work"]

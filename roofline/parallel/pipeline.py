@@ -355,3 +355,12 @@ def stage_balance(layers, p) -> StageBalance:
 
 
 __all__ += ["stage_balance"]
+
+
+def boundary_margin(model: Model | str, p, hardware: Hardware | str, tier: str = "network", *, dtype: str = "bf16") -> float:
+    """Chapter 9: :func:`boundary_intensity` at ``p`` stages over the tier's ridge point: how many times over
+    the compute hides the boundary traffic (below 1 it cannot)."""
+    return boundary_intensity(model, p, dtype=dtype) / tier_ridge(hardware, tier, dtype=dtype)
+
+
+__all__ += ["boundary_margin"]

@@ -587,3 +587,12 @@ def against_pipeline(model: Model | str, hardware: Hardware | str, t: int = 8, *
 
 
 __all__ += ["against_pipeline"]
+
+
+def width_margin(model: Model | str, t, hardware: Hardware | str, tier: str = "scale_up", *, dtype: str = "bf16") -> float:
+    """Chapter 8: :func:`hiding_width` over the model's own hidden size: how many times wider the model would
+    have to be for degree ``t``'s all-reduces on ``tier`` to hide behind its matmuls (below 1 they already do)."""
+    return hiding_width(model, t, hardware, tier, dtype=dtype) / load_model(model).hidden_size
+
+
+__all__ += ["width_margin"]

@@ -401,3 +401,15 @@ def drawn_static_waste(requests: Requests, slots: int = 64) -> StaticWaste:
 
 
 __all__ += ["drawn_static_waste"]
+
+
+def throughput_gain(result: SimResult, baseline: SimResult) -> float:
+    """Chapter 12: how many times the output tokens per second of ``baseline`` a policy's run reaches
+    (:meth:`SimResult.summary`'s throughput; continuous over static batching, say)."""
+    for name, r in (("result", result), ("baseline", baseline)):
+        if not isinstance(r, SimResult):
+            raise TypeError(f"{name} must be a SimResult (from simulate), got {type(r).__name__}")
+    return result.summary()["throughput"] / baseline.summary()["throughput"]
+
+
+__all__ += ["throughput_gain"]

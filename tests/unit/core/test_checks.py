@@ -380,6 +380,8 @@ CHAPTERS_7_TO_9_BAD_INPUT = {
         "published_per_gpu": (lambda: _dp().published_per_gpu("v100-sxm2", "fp7"), KeyError, "fp7"),
         "TierThreshold": None,  # a record built by tier_thresholds
         "tier_thresholds": (lambda: _dp().tier_thresholds("a100-sxm-80gb", nodes=1), ValueError, "nodes must be"),
+        "hierarchical_latency_steps": (lambda: _dp().hierarchical_latency_steps(12, 8), ValueError,
+                                       "n must be a whole number of nodes"),
     },
     "tensor_parallel": {
         "norm_share": (lambda: rl.parallel.tensor_parallel.norm_share("no-such-model"), KeyError, "no-such-model"),
@@ -399,6 +401,8 @@ CHAPTERS_7_TO_9_BAD_INPUT = {
                                    "seq must be"),
         "degree_speedup": (lambda: rl.parallel.tensor_parallel.degree_speedup([], 8), ValueError, "t must be one of the points"),
         "AgainstPipeline": None,  # a record built by against_pipeline
+        "width_margin": (lambda: rl.parallel.tensor_parallel.width_margin("llama-3-8b", 8, "h100-pcie", "network"), ValueError,
+                         "tier must be one of"),
         "against_pipeline": (lambda: rl.parallel.tensor_parallel.against_pipeline("llama-3-70b", "h100", 8, published=0),
                              ValueError, "published must be"),
     },
@@ -413,6 +417,7 @@ CHAPTERS_7_TO_9_BAD_INPUT = {
         "stage_activation_bytes": (lambda: _pp()[0].stage_activation_bytes(126, 16, 64, -1.0), ValueError,
                                    "layer_bytes must be"),
         "stage_balance": (lambda: _pp()[0].stage_balance(8, 16), ValueError, "p (pipeline stages) must be at most"),
+        "boundary_margin": (lambda: _pp()[0].boundary_margin("llama-3-70b", 0, "h100"), ValueError, "p must be"),
     },
     "planner": {
         "where": (lambda: _pp()[1].where("plan", tp=8), TypeError, "plan must be a Plan"),
@@ -453,6 +458,7 @@ CHAPTER_11_BAD_INPUT = {
                                 ValueError, "cp must be"),
     "all_to_all_leaving_bytes": (lambda: rl.parallel.context_parallel.all_to_all_leaving_bytes("llama-2-7b", 4097, 4),
                                  ValueError, "seq must be a multiple of cp (4)"),
+    "rs_ag_bytes": (lambda: rl.parallel.context_parallel.rs_ag_bytes(0), ValueError, "n must be"),
 }
 CONTEXT_PARALLEL_BAD_INPUT.update(CHAPTER_11_BAD_INPUT)
 

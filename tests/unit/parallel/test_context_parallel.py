@@ -201,3 +201,13 @@ def test_chapter_11_helpers_bad_input(call, error, message):
 
     with pytest.raises(error, match=__import__("re").escape(message)):
         call(cp)
+
+
+def test_reduce_scatter_and_all_gather_send_what_an_all_reduce_sends():
+    from roofline.core.collectives import bytes_sent
+    from roofline.parallel import context_parallel as cp
+
+    assert cp.rs_ag_bytes(8, 1.0) == pytest.approx(2 * 7 / 8)
+    assert cp.rs_ag_bytes(8, 1e9) == pytest.approx(bytes_sent("all_reduce", 8, 1e9))
+    with pytest.raises(ValueError, match="n must be"):
+        cp.rs_ag_bytes(0)

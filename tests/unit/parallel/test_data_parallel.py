@@ -202,3 +202,11 @@ def test_tier_thresholds_by_hand():
 def test_chapter_helpers_bad_input(call, error, message):
     with pytest.raises(error, match=__import__("re").escape(message)):
         call()
+
+
+def test_hierarchical_latency_steps_by_hand():
+    assert dp.hierarchical_latency_steps(256, 8) == 2 * 7 + 2 * 31  # a ring of 8 inside, of 32 nodes across
+    assert dp.hierarchical_latency_steps(8, 8) == 14
+    assert dp.hierarchical_latency_steps(64, 8, "all_gather") == 7 + 7
+    with pytest.raises(ValueError, match=r"n must be a whole number of nodes of gpus_per_node \(8\)"):
+        dp.hierarchical_latency_steps(12, 8)

@@ -340,3 +340,29 @@ def test_chapter_10_bad_input_fails_at_the_edge(name):
     call, error, message = CHAPTER_10_BAD_INPUT[name]
     with pytest.raises(error, match=re.escape(message)):
         call()
+
+
+def test_mla_saving_against_dense_and_exchange_over_work():
+    assert moe.mla_saving("deepseek-v3", "fp8") == pytest.approx(61 * 128 * 320 / __import__("roofline.workloads.kv_cache", fromlist=["x"]).kv_bytes_per_token("deepseek-v3", "fp8"))
+    a = moe.dense_equivalent(MIXTRAL, "active")
+    t = rl.predict(rl.decode_step(MIXTRAL, 64, 4096, routing="uniform"), "h200").time
+    assert moe.against_dense(MIXTRAL, "h200", 64, 4096) == pytest.approx(t / rl.predict(rl.decode_step(a, 64, 4096), "h200").time)
+    s = moe.expert_parallel_step(V3, "h200", 64, 0, ep=8)
+    assert moe.exchange_over_work(s) == pytest.approx(s.all_to_all_pair_time / s.moe_layer_time)
+    x = moe.token_exchange(V3, "h200", "network")
+    assert x.ratio == pytest.approx(x.seconds / x.compute)
+
+
+CHAPTER_10_MORE_BAD_INPUT = {
+    "mla_saving": (lambda: moe.mla_saving("llama-3-8b"), ValueError, "has no multi-head latent attention"),
+    "against_dense": (lambda: moe.against_dense(MIXTRAL, "h200", 64, size="half"), ValueError, "size must be 'active' or 'total'"),
+    "exchange_over_work": (lambda: moe.exchange_over_work(3), TypeError, "step must be an ExpertParallelStep"),
+}
+MOE_BAD_INPUT.update(CHAPTER_10_MORE_BAD_INPUT)
+
+
+@pytest.mark.parametrize("name", sorted(CHAPTER_10_MORE_BAD_INPUT))
+def test_chapter_10_more_bad_input(name):
+    call, error, message = CHAPTER_10_MORE_BAD_INPUT[name]
+    with pytest.raises(error, match=re.escape(message)):
+        call()

@@ -170,3 +170,13 @@ def test_chapter_helpers_bad_input(call, error, message):
 
     with pytest.raises(error, match=__import__("re").escape(message)):
         call(pp)
+
+
+def test_boundary_margin_is_intensity_over_ridge():
+    from roofline.parallel import pipeline as pp
+
+    # 6 N / 8 / (2 h 2) against 989.4 TFLOP/s over 50 GB/s
+    expected = 6 * param_count(load_model("llama-3-70b")) / 8 / (4 * 8192) / (989.4e12 / 50e9)
+    assert pp.boundary_margin("llama-3-70b", 8, "h100-sxm", "network") == pytest.approx(expected)
+    with pytest.raises(ValueError, match="p must be"):
+        pp.boundary_margin("llama-3-70b", 0, "h100-sxm")

@@ -253,3 +253,10 @@ def test_degree_speedup_and_the_pipeline_comparison():
 def test_chapter_8_comparisons_bad_input(call, error, message):
     with pytest.raises(error, match=__import__("re").escape(message)):
         call()
+
+
+def test_width_margin_is_hiding_width_over_hidden():
+    w = tp.hiding_width("llama-3.1-405b", 16, "h100-sxm", "network")
+    assert tp.width_margin("llama-3.1-405b", 16, "h100-sxm", "network") == pytest.approx(w / 16384)
+    with pytest.raises(ValueError, match="tier must be one of"):
+        tp.width_margin("llama-3-8b", 8, "h100-pcie", "network")

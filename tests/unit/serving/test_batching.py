@@ -163,3 +163,14 @@ def test_static_waste_in_expectation_and_drawn():
 def test_chapter_12_batching_bad_input(call, error, message):
     with pytest.raises(error, match=re.escape(message)):
         call()
+
+
+def test_throughput_gain_is_the_ratio_of_throughputs():
+    req = BT.make_requests(64, 100.0, (128, 1024), (16, 256), seed=5)
+    st = BT.simulate(req, "llama-3-8b", "h200-sxm", policy="static", max_batch=32)
+    co = BT.simulate(req, "llama-3-8b", "h200-sxm", policy="continuous", max_batch=32)
+    gain = BT.throughput_gain(co, st)
+    assert gain == pytest.approx(co.summary()["throughput"] / st.summary()["throughput"])
+    assert BT.throughput_gain(st, st) == 1.0
+    with pytest.raises(TypeError, match="baseline must be a SimResult"):
+        BT.throughput_gain(co, {"throughput": 1.0})
