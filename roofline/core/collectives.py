@@ -306,3 +306,16 @@ def break_even_size(collective, n, hardware: Hardware | str, **kwargs):
     per_byte, latency = np.asarray(one.transfer, dtype=float), np.asarray(one.latency, dtype=float)
     out = np.divide(latency, per_byte, out=np.full(per_byte.shape, np.inf), where=per_byte > 0)
     return float(out) if out.ndim == 0 else out
+
+
+def latency_share(cost: CollectiveCost):
+    """Chapter 7: the share of a collective's time that is latency (the per-call overhead and every step's
+    alpha) rather than bytes on the wire: ``latency / time`` (0 for a collective that takes no time)."""
+    if not isinstance(cost, CollectiveCost):
+        raise TypeError(f"cost must be a CollectiveCost (from collective_cost), got {type(cost).__name__}")
+    if np.ndim(cost.time):
+        return np.divide(cost.latency, cost.time, out=np.zeros(np.shape(cost.time)), where=np.asarray(cost.time) > 0)
+    return cost.latency / cost.time if cost.time > 0 else 0.0
+
+
+__all__ += ["latency_share"]

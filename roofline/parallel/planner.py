@@ -435,3 +435,14 @@ def published_over_bound(runs) -> list[float]:
 
 
 __all__ += ["published_over_bound"]
+
+
+def bubble_share(layout: Layout) -> float:
+    """Chapter 9: a layout's pipeline bubble as a share of its compute, ``bubble / compute`` (0 without a
+    pipeline)."""
+    if not isinstance(layout, Layout):
+        raise TypeError(f"layout must be a Layout (from a Plan), got {type(layout).__name__}")
+    return layout.bubble / layout.compute
+
+
+__all__ += ["bubble_share"]

@@ -596,3 +596,23 @@ def width_margin(model: Model | str, t, hardware: Hardware | str, tier: str = "s
 
 
 __all__ += ["width_margin"]
+
+
+def comm_share(point: DegreePoint) -> float:
+    """Chapter 8: the share of a :class:`DegreePoint`'s decode step spent in its all-reduces, ``comm / time``."""
+    if not isinstance(point, DegreePoint):
+        raise TypeError(f"point must be a DegreePoint (from decode_by_degree), got {type(point).__name__}")
+    return point.comm / point.time
+
+
+__all__ += ["comm_share"]
+
+
+def comm_latency_share(point: DegreePoint) -> float:
+    """Chapter 8: the share of a :class:`DegreePoint`'s all-reduce time that is latency, ``comm_latency / comm``."""
+    if not isinstance(point, DegreePoint):
+        raise TypeError(f"point must be a DegreePoint (from decode_by_degree), got {type(point).__name__}")
+    return point.comm_latency / point.comm
+
+
+__all__ += ["comm_latency_share"]

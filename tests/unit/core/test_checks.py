@@ -401,6 +401,9 @@ CHAPTERS_7_TO_9_BAD_INPUT = {
                                    "seq must be"),
         "degree_speedup": (lambda: rl.parallel.tensor_parallel.degree_speedup([], 8), ValueError, "t must be one of the points"),
         "AgainstPipeline": None,  # a record built by against_pipeline
+        "comm_share": (lambda: rl.parallel.tensor_parallel.comm_share(None), TypeError, "point must be a DegreePoint"),
+        "comm_latency_share": (lambda: rl.parallel.tensor_parallel.comm_latency_share(None), TypeError,
+                               "point must be a DegreePoint"),
         "width_margin": (lambda: rl.parallel.tensor_parallel.width_margin("llama-3-8b", 8, "h100-pcie", "network"), ValueError,
                          "tier must be one of"),
         "against_pipeline": (lambda: rl.parallel.tensor_parallel.against_pipeline("llama-3-70b", "h100", 8, published=0),
@@ -424,6 +427,7 @@ CHAPTERS_7_TO_9_BAD_INPUT = {
         "first_layout": (lambda: _pp()[1].first_layout(None), TypeError, "plan must be a Plan"),
         "megatron_runs": (lambda: _pp()[1].megatron_runs("a100-sxm-80gb", seq=0), ValueError, "seq must be"),
         "published_over_bound": (lambda: _pp()[1].published_over_bound([("x", 3)]), TypeError, "runs must be"),
+        "bubble_share": (lambda: _pp()[1].bubble_share(None), TypeError, "layout must be a Layout"),
     },
 }
 DATA_PARALLEL_BAD_INPUT.update(CHAPTERS_7_TO_9_BAD_INPUT["data_parallel"])
@@ -466,5 +470,16 @@ CONTEXT_PARALLEL_BAD_INPUT.update(CHAPTER_11_BAD_INPUT)
 @pytest.mark.parametrize("name", [n for n, c in CHAPTER_11_BAD_INPUT.items() if c is not None])
 def test_chapter_11_helpers_bad_input_fails_at_the_edge(name):
     call, error, message = CHAPTER_11_BAD_INPUT[name]
+    with pytest.raises(error, match=re.escape(message)):
+        call()
+
+
+# Chapter 7's collective helper (appended so that the collectives registry stays complete).
+COLLECTIVES_BAD_INPUT["latency_share"] = (lambda: rl.core.collectives.latency_share(1.0), TypeError,
+                                          "cost must be a CollectiveCost")
+
+
+def test_latency_share_bad_input_fails_at_the_edge():
+    call, error, message = COLLECTIVES_BAD_INPUT["latency_share"]
     with pytest.raises(error, match=re.escape(message)):
         call()

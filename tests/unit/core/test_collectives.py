@@ -204,3 +204,17 @@ def test_zero_stages_run_collectives_that_add_up_to_the_seeds_count(llama):
 def test_bad_input_names_the_argument(call, error, message):
     with pytest.raises(error, match=__import__("re").escape(message)):
         call()
+
+
+def test_latency_share_is_latency_over_time():
+    from roofline.core import collectives as col
+
+    c = col.collective_cost("all_reduce", 8, 64e3, "h100-sxm")
+    assert col.latency_share(c) == pytest.approx(c.latency / (c.latency + c.transfer))
+    big = col.collective_cost("all_reduce", 8, 8e9, "h100-sxm")
+    assert col.latency_share(big) < 0.01 < col.latency_share(c)  # bytes dominate a big buffer, latency a small one
+    assert col.latency_share(col.collective_cost("all_reduce", 1, 1e6, "h100-sxm")) == 0.0  # a group of one
+    arr = col.latency_share(col.collective_cost("all_reduce", 8, [64e3, 8e9], "h100-sxm"))
+    assert arr == pytest.approx([col.latency_share(c), col.latency_share(big)])
+    with pytest.raises(TypeError, match="cost must be a CollectiveCost"):
+        col.latency_share(1.0)

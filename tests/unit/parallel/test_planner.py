@@ -165,3 +165,14 @@ def test_published_over_bound_by_hand():
     assert planner.published_over_bound([("x", {"tflops": 150e12}, SimpleNamespace(tflops=200e12))]) == [0.75]
     with pytest.raises(TypeError, match="runs must be"):
         planner.published_over_bound([("x", 3)])
+
+
+def test_bubble_share_follows_the_schedule(seventy):
+    from roofline.parallel import planner
+
+    for x in seventy.top(10):
+        assert planner.bubble_share(x) == pytest.approx(x.bubble / x.compute)
+        if x.pp == 1:
+            assert planner.bubble_share(x) == 0
+    with pytest.raises(TypeError, match="layout must be a Layout"):
+        planner.bubble_share(seventy)

@@ -260,3 +260,12 @@ def test_width_margin_is_hiding_width_over_hidden():
     assert tp.width_margin("llama-3.1-405b", 16, "h100-sxm", "network") == pytest.approx(w / 16384)
     with pytest.raises(ValueError, match="tier must be one of"):
         tp.width_margin("llama-3-8b", 8, "h100-pcie", "network")
+
+
+def test_comm_shares_of_a_degree_point():
+    p = tp.decode_by_degree("llama-3-70b", "h100-sxm", (8,), context=1024)[0]
+    assert tp.comm_share(p) == pytest.approx(p.comm / p.time) and 0 < tp.comm_share(p) < 1
+    assert tp.comm_latency_share(p) == pytest.approx(p.comm_latency / p.comm)
+    for fn in (tp.comm_share, tp.comm_latency_share):
+        with pytest.raises(TypeError, match="point must be a DegreePoint"):
+            fn(None)
