@@ -40,12 +40,13 @@ from roofline.core.hardware import Hardware, get_hardware
 from roofline.workloads.inference import PARTS, decode_step, prefill
 from roofline.core.model import Model, NotModelledError, load_model
 from roofline.core.ops import Op
-from roofline.core.roof import CalibratedRoof, Roof, as_roof, predict
+from roofline.core.roof import CalibratedRoof, as_roof, predict
 from roofline.workloads.quantization import check_math
 from roofline.core.units import dtype_bytes, fmt
 from roofline.workloads.kv_cache import (VLLM_BLOCK_SIZE, attention_layout, check_context, kv_bytes_per_token, kv_replicas,
                                          largest_batch, paged_tokens, paging_waste, sequence_kv_bytes,
-                                         shared_prefix_saving, stored_weight_bytes)
+                                         shared_prefix_saving)
+from roofline.workloads.memory import weight_bytes
 
 __all__ = [
     "PUBLISHED",
@@ -202,10 +203,7 @@ def _server_roof(h: Hardware, gpus: int, roof, math: str = "bf16"):
         return roof
     else:
         one = as_roof(roof)
-    if gpus == 1:
-        return one
-    return Roof(f"{gpus} × {one.label}", gpus * one.peak_flops, gpus * one.bandwidth, kind=one.kind,
-                dtype=one.dtype, launch_s=one.launch_s)
+    return one.pooled(gpus)
 
 
 def _with_replicas(step: Breakdown, replicas: int) -> Breakdown:
@@ -261,7 +259,7 @@ def serving_plan(model: Model | str, hardware: Hardware | str, context: int, *, 
     at = most if batch is None else batch
     base = dict(model=m.name, hardware=h.short or h.name, gpus=g, context=context, weights_dtype=weights_dtype,
                 kv_dtype=kv_dtype, block_size=block_size, layout=attention_layout(m), usable=g * h.usable_capacity,
-                weights=stored_weight_bytes(m, weights_dtype), kv_per_token=kv_bytes_per_token(m, kv_dtype, gpus=g),
+                weights=weight_bytes(m, weights_dtype=weights_dtype), kv_per_token=kv_bytes_per_token(m, kv_dtype, gpus=g),
                 kv_per_sequence=per_seq, waste_per_sequence=waste, max_batch=most, batch=at,
                 reserve=float(number("reserve", reserve, strict=False)), kv_copies=replicas, math_dtype=math_dtype)
     server = _server_roof(h, g, roof, math_dtype or "bf16")

@@ -293,3 +293,47 @@ def test_fits_sweeps_micro_batches_against_the_gpus_capacity(llama, shape):
     assert np.allclose(fp.total, need, rtol=1e-12)
     assert (fp.fits(h100) == (need <= h100.hbm_capacity)).all()
     assert mb[fp.fits(h100)].max() == 1  # 64.3 GB fits an H100, 112.6 GB does not
+
+
+# --- one home for the weights a server holds, and for "fits" ------------------------------------------------
+
+def test_weight_bytes_counts_every_parameter_in_its_format(shape):
+    """Llama 3 8B from its config's numbers: bf16 is two bytes a parameter; int4 in groups of 128 is half a
+    byte plus a 2-byte scale per 128 (0.515625 B) for the linear layers, with the embedding table, the head
+    and the norms left in bf16 when the embeddings are asked for in bf16."""
+    embed = shape.vocab * shape.hidden  # untied: once in, once out
+    norms = (2 * shape.layers + 1) * shape.hidden
+    attention = shape.hidden * (shape.heads + 2 * shape.kv_heads) * shape.head_dim + shape.heads * shape.head_dim * shape.hidden
+    linear = shape.layers * (attention + 3 * shape.hidden * shape.intermediate)
+    total = 2 * embed + norms + linear
+    assert M.weight_bytes("llama-3-8b") == 2 * total
+    assert M.weight_bytes("llama-3-8b", weights_dtype="int4-g128", embeddings_dtype="bf16") == pytest.approx(
+        linear * (0.5 + 2 / 128) + 2 * (2 * embed + norms), rel=1e-12)
+
+
+def test_weight_bytes_holds_every_expert_of_a_mixture():
+    """A server holds all of Mixtral's experts, though a decode step at batch 1 reads only two per layer."""
+    mixtral = rl.load_model("mixtral-8x7b")
+    held = M.weight_bytes(mixtral)
+    assert held == 2 * mixtral.params
+    assert rl.decode_step(mixtral, 1, 0).bytes < 0.3 * held
+
+
+def test_inference_footprint_and_the_largest_batch_count_the_same_weights(llama):
+    from roofline.workloads.kv_cache import largest_batch
+
+    h200 = rl.get_hardware("h200-sxm")
+    weights = M.weight_bytes(llama)
+    assert M.inference_footprint(llama, 1, 8192)["weights"] == weights
+    per_sequence = llama.kv_cache_bytes(8192)  # 8,192 tokens fill 512 whole blocks: no paging waste
+    assert largest_batch(llama, h200, 8192) == int((h200.usable_capacity - weights) // per_sequence) == 123
+
+
+def test_fits_in_hbm_compares_with_the_usable_capacity_not_the_sold_one(h100):
+    usable = h100.usable_capacity
+    assert usable > h100.hbm_capacity  # sold as 80 GB (GiB on the datasheet): 84.0 GB usable
+    assert M.fits_in_hbm(usable, h100) is True and M.fits_in_hbm(usable + 1, h100) is False
+    assert M.fits_in_hbm([80e9, 85e9], h100).tolist() == [True, False]
+    assert M.Footprint({"weights": 85e9}).fits(h100) == M.fits_in_hbm(85e9, h100)
+    with pytest.raises(ValueError, match="nbytes"):
+        M.fits_in_hbm(-1, h100)
