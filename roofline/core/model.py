@@ -390,9 +390,14 @@ class Model:
         With latent attention the cache holds ``kv_lora_rank + qk_rope_head_dim`` numbers per layer
         instead (DeepSeek-V3: 576 per layer, 70,272 bytes in bf16).
         """
-        if self.mla is not None:
-            return self.num_layers * self.mla.latent_width * dtype_bytes(dtype)
-        return 2 * self.num_layers * self.num_kv_heads * self.head_dim * dtype_bytes(dtype)
+        return self.num_layers * self.kv_bytes_per_layer(dtype)
+
+    def kv_bytes_per_layer(self, dtype: str = "bf16") -> float:
+        """KV-cache bytes one token adds in one layer: a key and a value per KV head (Llama 3 8B: 8 heads of
+        128, 4,096 bytes in bf16), or the latent and its rotary key under latent attention (DeepSeek-V3:
+        576 numbers, 1,152 bytes)."""
+        width = self.mla.latent_width if self.mla is not None else 2 * self.num_kv_heads * self.head_dim
+        return width * dtype_bytes(dtype)
 
     @property
     def full_attention_layers(self) -> int:
@@ -406,8 +411,7 @@ class Model:
         tokens = number("tokens", tokens, integer=True, strict=False)
         if not self.sliding_layers:
             return self.kv_bytes_per_token(dtype) * tokens
-        per_layer = (self.mla.latent_width if self.mla is not None else 2 * self.num_kv_heads * self.head_dim) \
-            * dtype_bytes(dtype)
+        per_layer = self.kv_bytes_per_layer(dtype)
         kept = self.full_attention_layers * tokens + len(self.sliding_layers) * np.minimum(tokens, self.sliding_window)
         out = per_layer * np.asarray(kept, dtype=float)
         return out.item() if out.ndim == 0 else out
