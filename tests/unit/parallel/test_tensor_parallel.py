@@ -175,3 +175,24 @@ def test_decode_by_degree_frees_memory_for_the_kv_cache_and_finds_the_fastest_de
     assert best.time == min(r.time for r in tp.decode_by_degree("llama-3-8b", "h100", (1, 2, 4, 8), context=1024))
     # throughput per GPU at batch 1 falls with t: each GPU runs a t-th of the step but waits the whole of it
     assert all(a.tokens_per_s_per_gpu > b.tokens_per_s_per_gpu for a, b in zip(rows, rows[1:]))
+
+
+# --- a block's two all-reduces ---------------------------------------------------------------------------------
+
+def test_a_blocks_forward_pays_two_all_reduces_priced_by_hand():
+    """Llama 3 8B over 8 GPUs of an H100 node, 4,096 tokens: after attention and after the MLP each GPU
+    all-reduces the 4,096 x 4,096 bf16 activations (33.6 MB). A ring all-reduce sends 2 (t - 1) / t of the
+    buffer at NVLink's 450 GB/s each way, and pays NCCL's 3.6 us per call plus 0.47 us for each of its
+    2 (t - 1) steps: 140.7 us. Two of them: 281 us against 226 us of matmuls."""
+    size = 4096 * 4096 * 2
+    one = 3.6e-6 + 2 * 7 * 0.47e-6 + 2 * 7 / 8 * size / 450e9
+    compute, comm = tp.layer_times("llama-3-8b", 8, 4096, "h100-sxm")
+    assert comm == pytest.approx(2 * one, rel=1e-9)
+    assert compute == pytest.approx(2 * 4096 * rl.load_model("llama-3-8b").layer_matmul_params / 8 / 989.4e12, rel=1e-3)
+
+
+def test_a_blocks_communication_is_twice_the_collectives_own_all_reduce():
+    for degree, tokens in ((2, 512), (4, 8192), (8, 1)):
+        _, comm = tp.layer_times("llama-3-70b", degree, tokens, "h100-sxm")
+        ar = col.collective_cost("all_reduce", degree, tokens * 8192 * 2, "h100-sxm", tier="scale_up")
+        assert comm == pytest.approx(2 * ar.time, rel=1e-12)
