@@ -41,9 +41,9 @@ def test_prefill_and_train_accept_tp():
 
 
 @pytest.mark.parametrize("argv, message", [
-    (("decode", "llama-3-8b", "--gpu", "h100", "--tp", "3"), "t must divide llama-3-8b's 32 query heads"),
+    (("decode", "llama-3-8b", "--gpu", "h100", "--tp", "3"), "tp must divide llama-3-8b's 32 query heads"),
     (("decode", "llama-3.1-405b", "--gpu", "h100", "--tp", "16"), "at most the 8 GPUs of a node"),
-    (("serve", "llama-3-8b", "--gpu", "h100", "--context", "1024", "--tp", "6"), "t must divide"),
+    (("serve", "llama-3-8b", "--gpu", "h100", "--context", "1024", "--tp", "6"), "tp must divide"),
     (("train", "llama-3-8b", "--gpu", "h100", "--tp", "4", "--gpus", "6", "--seq", "1024"), "multiple of --tp"),
 ])
 def test_bad_tp_is_refused_naming_the_flag(argv, message):

@@ -55,10 +55,10 @@ def test_kv_heads_are_replicated_beyond_their_number():
 
 
 def test_refusals_name_t():
-    with pytest.raises(ValueError, match="t must divide llama-3-8b's 32 query heads, got t=6"):
+    with pytest.raises(ValueError, match="tp must divide llama-3-8b's 32 query heads, got tp=6"):
         tp.check_tp("llama-3-8b", 6)
     odd = rl.Model("odd", 96, 192, 2, 12, 6, 8, 100)
-    with pytest.raises(ValueError, match="t must divide odd's 6 KV heads or be a multiple of them"):
+    with pytest.raises(ValueError, match="tp must divide odd's 6 KV heads or be a multiple of them"):
         tp.check_tp(odd, 4)
     with pytest.raises(ValueError, match="at most the 8 GPUs of a node"):
         tp.check_tp("llama-3-70b", 16, gpus_per_node=8)
@@ -175,3 +175,14 @@ def test_decode_by_degree_frees_memory_for_the_kv_cache_and_finds_the_fastest_de
     assert best.time == min(r.time for r in tp.decode_by_degree("llama-3-8b", "h100", (1, 2, 4, 8), context=1024))
     # throughput per GPU at batch 1 falls with t: each GPU runs a t-th of the step but waits the whole of it
     assert all(a.tokens_per_s_per_gpu > b.tokens_per_s_per_gpu for a, b in zip(rows, rows[1:]))
+
+
+def test_the_degree_is_called_tp_in_every_public_function():
+    import inspect
+
+    for name in tp.__all__:
+        obj = getattr(tp, name)
+        if inspect.isfunction(obj):
+            params = inspect.signature(obj).parameters
+            assert "t" not in params, f"{name} still takes t"
+    assert tp.shard_model("llama-3-8b", tp=4).num_heads == 8
