@@ -42,11 +42,11 @@ from roofline.core.model import Model, NotModelledError, load_model
 from roofline.core.policies import recompute_policy
 from roofline.core.roof import Prediction, predict
 from roofline.workloads.kv_cache import largest_batch
-from roofline.workloads.training import training_step
+from roofline.workloads.training import TrainingPlan, plan_training, training_step
 from roofline.core.units import dtype_bytes
 
 __all__ = ["PUBLISHED", "Exchange", "TPStep", "TPPrediction", "check_tp", "shard_model", "kv_heads_per_gpu",
-           "tp_decode_step", "tp_prefill", "tp_training_step", "predict_tp", "tp_intensity", "tier_ridge",
+           "tp_decode_step", "tp_prefill", "tp_training_step", "predict_tp", "TPTrainingPlan", "tp_training_plan", "tp_intensity", "tier_ridge",
            "hiding_width", "layer_times", "tp_memory", "DegreePoint", "decode_by_degree", "best_degree"]
 
 PUBLISHED = MappingProxyType({
@@ -286,6 +286,100 @@ def predict_tp(step: TPStep, hardware: Hardware | str, *, roof=None, timing: str
     priced = tuple((e, collective_cost(e.collective, step.t, e.size, hw, algorithm=algorithm, **where))
                    for e in step.exchanges)
     return TPPrediction(step, compute, priced)
+
+
+@dataclass(frozen=True)
+class TPTrainingPlan:
+    """A training step of a model tensor parallel over ``tp`` GPUs, in ``gpus / tp`` data-parallel groups
+    (chapter 8 on chapter 3's plan; the command ``roofline train --tp``).
+
+    ``plan`` is one GPU's step as :func:`~roofline.workloads.training.plan_training` plans it for the GPU's
+    shard (:func:`shard_model`): its memory, with the model state sharded by ZeRO over the data-parallel
+    group, and its compute, with the data-parallel traffic overlapped. ``prediction`` prices the
+    tensor-parallel exchanges of :func:`tp_training_step`, which are not overlapped: ``time`` is
+    ``compute_time + collective_time``. ``mfu`` counts the shard's model FLOPs (one GPU's share of the
+    model's, norms and the padded vocabulary included) against that time at the GPU's peak.
+    """
+
+    tp: int
+    gpus: int
+    plan: TrainingPlan
+    prediction: TPPrediction
+
+    @property
+    def data_parallel(self) -> int:
+        """Data-parallel groups of ``tp`` GPUs: ``gpus / tp``."""
+        return self.gpus // self.tp
+
+    @property
+    def compute_time(self) -> float:
+        """Seconds of one GPU's step without the tensor-parallel exchanges (chapter 3's step time)."""
+        return self.plan.time
+
+    @property
+    def collective_time(self) -> float:
+        """Seconds in the tensor-parallel collectives per step (latency and transfer)."""
+        return float(self.prediction.comm_time)
+
+    @property
+    def time(self) -> float:
+        """Seconds per step: the compute and, not overlapped, the collectives."""
+        return self.plan.time + self.prediction.comm_time
+
+    @property
+    def tokens(self) -> int:
+        """Tokens one tensor-parallel group trains on per step: ``seq x micro_batch``."""
+        return self.plan.tokens
+
+    @property
+    def tokens_per_s_per_gpu(self) -> float:
+        """Tokens per second per GPU: a group's tokens over the step time, shared by its ``tp`` GPUs."""
+        return self.plan.tokens / self.time / self.tp
+
+    @property
+    def model_flops(self) -> float:
+        """One GPU's model FLOPs per step (its shard's forward and backward, no recomputation)."""
+        return float(self.plan.model_flops)
+
+    @property
+    def mfu(self) -> float:
+        """Model FLOPs utilization: :attr:`model_flops` over the step time at the GPU's peak."""
+        return float(self.plan.model_flops) / (self.time * self.plan.peak)
+
+    @property
+    def memory_per_gpu(self) -> float:
+        """Bytes one GPU holds: its shard's model state, activations and logits (chapter 3's footprint)."""
+        return float(self.plan.footprint.total)
+
+    @property
+    def fits(self) -> bool:
+        """Whether :attr:`memory_per_gpu` fits in the GPU's usable HBM."""
+        return bool(self.plan.fits)
+
+
+def tp_training_plan(model: Model | str, hardware: Hardware | str, *, tp, gpus=None, seq, micro_batch=1,
+                     recompute: str = "none", zero_stage: int = 0, offload: bool = False, achieved=None,
+                     timing: str = "step", attention: str = "flash", gpus_per_node=8) -> TPTrainingPlan:
+    """Plan a training step of ``model`` on ``gpus`` GPUs of ``hardware`` (``tp`` when None), tensor parallel
+    over ``tp`` of them (at most ``gpus_per_node``: the exchanges stay on NVLink) and data parallel over
+    ``gpus / tp`` groups: a :class:`TPTrainingPlan`. The other arguments are
+    :func:`~roofline.workloads.training.plan_training`'s, for one GPU's shard; the exchanges are
+    :func:`tp_training_step`'s under the plan's recomputation, priced by :func:`predict_tp`.
+
+    ``gpus`` must be a multiple of ``tp``. Llama 3 70B on 8 H100 SXM, ``tp=8``, 4,096 tokens: 2 x 80 + 4
+    exchanges forward, 2 x 80 + 1 backward.
+    """
+    m = check_tp(model, tp, gpus_per_node=gpus_per_node)
+    t = _tp(tp)
+    hw = get_hardware(hardware)
+    g = t if gpus is None else int(number("gpus", gpus, integer=True))
+    if g % t:
+        raise ValueError(f"gpus must be a multiple of tp ({t}): the GPUs form {t}-GPU tensor-parallel groups, "
+                         f"got gpus={g}")
+    plan = plan_training(shard_model(m, t), hw, seq=seq, micro_batch=micro_batch, gpus=g // t, recompute=recompute,
+                         zero_stage=zero_stage, offload=offload, achieved=achieved, timing=timing, attention=attention)
+    step = tp_training_step(m, t, seq, micro_batch, recompute=plan.recompute, attention=attention)
+    return TPTrainingPlan(t, g, plan, predict_tp(step, hw, gpus_per_node=gpus_per_node))
 
 
 def tp_intensity(model: Model | str, tp, *, dtype: str = "bf16", hidden=None):

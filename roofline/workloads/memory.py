@@ -433,10 +433,15 @@ def fit_summary(nbytes, hardware, *, digits: int = 3) -> str:
 
 
 def inference_footprint(model: Model | str, batch=1, context=0, *, dtype: str = "bf16",
-                        kv_dtype: str | None = None) -> Footprint:
+                        kv_dtype: str | None = None, embeddings_dtype: str | None = None) -> Footprint:
     """What one GPU holds to serve ``batch`` sequences of ``context`` tokens each: the weights and the
     KV cache (chapter 1). Activations and the runtime's own memory come on top; compare
     ``fits(hardware)`` with a margin. Broadcasts over ``batch`` and ``context``.
+
+    ``dtype`` is the weights' storage format (``int4-g128``: chapter 6's group-wise format), ``kv_dtype``
+    the cache's (default ``dtype``), and ``embeddings_dtype`` that of the embedding table, the output head
+    and the norms (default ``dtype``; weight-only checkpoints keep them in bf16). Every parameter counts,
+    every expert of a mixture included.
 
     Llama 3 8B, one sequence of 8,192 tokens in bf16: 16.06 GB of weights and 1.07 GB of KV cache.
     """
@@ -445,8 +450,11 @@ def inference_footprint(model: Model | str, batch=1, context=0, *, dtype: str = 
     batch = number("batch", batch, integer=True)
     context = number("context", context, integer=True, strict=False)
     broadcast(batch=batch, context=context)
-    return Footprint({"weights": m.params * dtype_bytes(dtype),
-                      "kv_cache": batch * m.kv_cache_bytes(context, kv_dtype or dtype)})
+    weights = m.params * dtype_bytes(dtype)
+    if embeddings_dtype is not None:  # the embedding table, the output head and the norms in their own format
+        other = m.embedding_params + m.lm_head_params + m.norm_params
+        weights = (m.params - other) * dtype_bytes(dtype) + other * dtype_bytes(embeddings_dtype)
+    return Footprint({"weights": weights, "kv_cache": batch * m.kv_cache_bytes(context, kv_dtype or dtype)})
 
 
 def kv_cache_capacity_tokens(model: Model | str, hardware: Hardware | str, *, dtype: str = "bf16",

@@ -255,6 +255,9 @@ TENSOR_PARALLEL_BAD_INPUT = {
     "best_degree": (lambda: rl.parallel.tensor_parallel.best_degree("llama-3-8b", "h100", (1, 3)), ValueError,
                     "tp must divide llama-3-8b's 32 query heads, got tp=3"),
     "tp_memory": (lambda: rl.parallel.tensor_parallel.tp_memory("mixtral-8x7b", 2), rl.NotModelledError, "dense models only"),
+    "TPTrainingPlan": None,
+    "tp_training_plan": (lambda: rl.parallel.tensor_parallel.tp_training_plan("llama-3-8b", "h100", tp=4, gpus=6, seq=1024),
+                         ValueError, "gpus must be a multiple of tp (4)"),
 }
 
 

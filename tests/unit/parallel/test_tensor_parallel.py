@@ -177,6 +177,36 @@ def test_decode_by_degree_frees_memory_for_the_kv_cache_and_finds_the_fastest_de
     assert all(a.tokens_per_s_per_gpu > b.tokens_per_s_per_gpu for a, b in zip(rows, rows[1:]))
 
 
+# --- a tensor-parallel training run (``roofline train --tp``) ---------------------------------------
+
+def test_a_tensor_parallel_training_plan_adds_its_collectives_to_chapter_threes_step():
+    m, h = rl.load_model("llama-3-70b"), rl.get_hardware("h100-sxm")
+    run = tp.tp_training_plan(m, h, tp=8, gpus=64, seq=4096, recompute="full", zero_stage=1)
+    shard = rl.plan_training(tp.shard_model(m, 8), h, seq=4096, gpus=8, recompute="full", zero_stage=1)
+    exchanges = tp.predict_tp(tp.tp_training_step(m, 8, 4096, recompute="full"), h)
+    assert (run.tp, run.gpus, run.data_parallel) == (8, 64, 8)
+    assert run.compute_time == pytest.approx(shard.time)
+    assert run.collective_time == pytest.approx(exchanges.comm_time)
+    assert run.time == pytest.approx(shard.time + exchanges.comm_time)  # the all-reduces are not overlapped
+    assert run.prediction.step.collectives == (2 * 80 + 4) + (2 * 80 + 1) + 2 * 80  # forward, backward, recomputed
+    # 4,096 tokens a step shared by the group's 8 GPUs
+    assert run.tokens_per_s_per_gpu * run.time * 8 == pytest.approx(4096)
+    # one GPU's share of 6 N per token (70.6 B parameters over 8), attention on top, at 989.4 TFLOP/s
+    six_n = 6 * m.params / 8 * 4096
+    assert 1.0 < run.model_flops / six_n < 1.15
+    assert run.mfu == pytest.approx(run.model_flops / (run.time * 989.4e12), rel=1e-3)
+    assert run.memory_per_gpu == pytest.approx(float(shard.footprint.total)) and run.fits
+
+
+def test_a_tensor_parallel_training_plan_defaults_to_one_group_and_refuses_a_partial_one():
+    run = tp.tp_training_plan("llama-3-8b", "h100-sxm", tp=2, seq=2048)
+    assert (run.gpus, run.data_parallel) == (2, 1)
+    with pytest.raises(ValueError, match=r"gpus must be a multiple of tp \(4\).*got gpus=6"):
+        tp.tp_training_plan("llama-3-8b", "h100-sxm", tp=4, gpus=6, seq=1024)
+    with pytest.raises(ValueError, match="tp must divide llama-3-8b's 32 query heads, got tp=3"):
+        tp.tp_training_plan("llama-3-8b", "h100-sxm", tp=3, seq=1024)
+
+
 def test_the_degree_is_called_tp_in_every_public_function():
     import inspect
 

@@ -293,3 +293,21 @@ def test_fits_sweeps_micro_batches_against_the_gpus_capacity(llama, shape):
     assert np.allclose(fp.total, need, rtol=1e-12)
     assert (fp.fits(h100) == (need <= h100.hbm_capacity)).all()
     assert mb[fp.fits(h100)].max() == 1  # 64.3 GB fits an H100, 112.6 GB does not
+
+
+def test_an_inference_footprint_keeps_the_embeddings_in_their_own_format():
+    """int4-g128 layers (4 bits and one fp16 scale per 128 weights: 0.515625 B a weight) beside a bf16 embedding table, output head and norms (chapter 6)."""
+    m = rl.load_model("llama-3-8b")
+    other = 2 * 128256 * 4096 + (2 * 32 + 1) * 4096  # embedding, untied head, norms
+    fp = M.inference_footprint(m, 1, 0, dtype="int4-g128", embeddings_dtype="bf16")
+    assert fp["weights"] == (m.params - other) * 0.515625 + other * 2  # 5.70 GB
+    assert fp["weights"] == pytest.approx(5.7006e9, rel=1e-4)
+    assert M.inference_footprint(m, dtype="int4-g128", embeddings_dtype="int4-g128")["weights"] == m.params * 0.515625
+
+
+def test_an_inference_footprint_holds_every_expert():
+    """A mixture of experts keeps all its experts resident, whatever a step reads (Mixtral: 46.7 B parameters)."""
+    m = rl.load_model("mixtral-8x7b")
+    fp = M.inference_footprint(m, 1, 0, dtype="int4-g128", embeddings_dtype="bf16")
+    other = m.embedding_params + m.lm_head_params + m.norm_params
+    assert fp["weights"] == (46_702_792_704 - other) * 0.515625 + other * 2  # 24.5 GB, not the 7 GB one step reads
