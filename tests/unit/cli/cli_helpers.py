@@ -3,7 +3,7 @@
 import contextlib
 import io
 
-from roofline.cli.app import main
+from roofline.cli import main
 
 
 def in_process(*argv):

@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import roofline as rl
-from roofline.cli.app import main
+from roofline.cli import main
 
 
 def run(*args, check_rc=None):

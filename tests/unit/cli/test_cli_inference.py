@@ -72,3 +72,12 @@ def test_an_unknown_storage_format_names_close_matches():
 def test_int4_math_needs_int4_weights():
     status, _, err = cli("decode", "llama-3-8b", "--gpu", "h100", "--math-dtype", "int4")
     assert status == 2 and "needs int4 weights" in err
+
+
+def test_a_mixture_with_wide_embeddings_holds_every_expert():
+    """Fixed: with --embeddings-dtype the footprint counted only the experts one step reads."""
+    status, out, _ = in_process("decode", "mixtral-8x7b", "--gpu", "h100", "--weights-dtype", "int4-g128",
+                                "--embeddings-dtype", "bf16", "--json")
+    m = rl.load_model("mixtral-8x7b")
+    other = m.embedding_params + m.lm_head_params + m.norm_params
+    assert status == 0 and json.loads(out)["weights_bytes"] == (m.params - other) * 0.515625 + other * 2  # 24.5 GB
