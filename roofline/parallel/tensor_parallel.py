@@ -131,12 +131,15 @@ class Exchange(NamedTuple):
 @dataclass(frozen=True)
 class TPStep:
     """A step of ``model`` split over ``tp`` GPUs (the field ``t``): ``work``, one GPU's kernels (a
-    :class:`~roofline.core.cost.Breakdown` of the shard), and ``exchanges``, the collectives among the ``tp``."""
+    :class:`~roofline.core.cost.Breakdown` of the shard), ``exchanges``, the collectives among the ``tp``,
+    and ``tokens``, the tokens the step runs for the whole group (decode: one per sequence; prefill and
+    training: every token of every sequence)."""
 
     model: Model
     t: int
     work: Breakdown
     exchanges: tuple
+    tokens: object = None
 
     @property
     def collectives(self) -> int:
@@ -176,7 +179,8 @@ def _inference(kind: str, m: Model, t: int, tokens, out_rows, work: Breakdown, a
         exchanges = [Exchange("embedding all-reduce", "all_reduce", size, 1),  # the vocabulary-split lookup
                      *_layer_exchanges(m, size, "forward", False),
                      Exchange("logits all-gather", "all_gather", out_rows * m.vocab_size * a, 1)]
-    return TPStep(m, t, replace(work, name=f"{kind} of {m.name}, one of {t} tensor-parallel GPUs"), tuple(exchanges))
+    return TPStep(m, t, replace(work, name=f"{kind} of {m.name}, one of {t} tensor-parallel GPUs"), tuple(exchanges),
+                  tokens)
 
 
 def tp_decode_step(model: Model | str, tp, batch=1, context=0, *, gpus_per_node=None, **options) -> TPStep:
@@ -232,7 +236,7 @@ def tp_training_step(model: Model | str, tp, seq, micro_batch=1, *, recompute: s
         if policy.every:  # every layer's forward runs again (training_step's count), its exchanges with it
             exchanges += _layer_exchanges(m, size, "recompute", sequence_parallel)
     name = f"training step of {m.title}, one of {t} tensor-parallel GPUs, recompute {policy.name}"
-    return TPStep(m, t, replace(work, name=name), tuple(exchanges))
+    return TPStep(m, t, replace(work, name=name), tuple(exchanges), s * b)
 
 
 @dataclass(frozen=True)
@@ -270,6 +274,17 @@ class TPPrediction:
     @property
     def comm_share(self):
         return self.comm_time / self.time
+
+    @property
+    def time_per_token(self):
+        """Seconds of the step per token it runs (:attr:`TPStep.tokens`): a decode step's time per output
+        token divided by the batch."""
+        return self.time / self.step.tokens
+
+    @property
+    def tokens_per_s_per_gpu(self):
+        """Tokens per second per GPU: the step's tokens over its time, shared by the ``tp`` GPUs."""
+        return self.step.tokens / self.time / self.step.t
 
 
 def predict_tp(step: TPStep, hardware: Hardware | str, *, roof=None, timing: str = "step", gpus_per_node=8,

@@ -43,7 +43,9 @@ from roofline.core.ops import Op
 from roofline.core.roof import CalibratedRoof, Roof, as_roof, predict
 from roofline.workloads.quantization import check_math
 from roofline.core.units import dtype_bytes, fmt
+from roofline.parallel.moe import weights_per_gpu
 from roofline.parallel.tensor_parallel import TPPrediction, check_tp, predict_tp, tp_decode_step, tp_memory
+from roofline.workloads.memory import Footprint
 from roofline.workloads.kv_cache import (VLLM_BLOCK_SIZE, attention_layout, check_context, kv_bytes_per_token, kv_replicas,
                                          largest_batch, paged_tokens, paging_waste, sequence_kv_bytes,
                                          shared_prefix_saving, stored_weight_bytes)
@@ -64,6 +66,7 @@ __all__ = [
     "serving_plan",
     "TPServingPlan",
     "tp_serving_plan",
+    "expert_parallel_footprint",
     "shared_prefix_saving",
     "time_to_first_token",
     "latency_throughput",
@@ -365,6 +368,21 @@ def tp_serving_plan(model: Model | str, hardware: Hardware | str, context: int, 
                               math_dtype=math_dtype)
         prediction = predict_tp(step, h, gpus_per_node=gpus_per_node)
     return TPServingPlan(t, plan, prediction, tp_memory(m, t, weights_dtype=weights_dtype), h.usable_capacity)
+
+
+def expert_parallel_footprint(model: Model | str, batch, tokens, *, ep, weights_dtype: str = "bf16",
+                              kv_dtype: str | None = None) -> Footprint:
+    """What one of ``ep`` expert-parallel GPUs holds (chapter 10): its weights
+    (:func:`~roofline.parallel.moe.weights_per_gpu`: its share of the routed experts, a copy of everything
+    else) and the KV cache of its own ``batch / ep`` sequences of ``tokens`` tokens each (attention is not
+    split: each GPU attends for its part of the batch). ``batch`` must be a multiple of ``ep``."""
+    m = load_model(model)
+    e = int(number("ep", ep, integer=True))
+    b = int(number("batch", batch, integer=True))
+    if b % e:
+        raise ValueError(f"batch must be a multiple of ep ({e}): each GPU attends for batch / ep sequences, got batch={b}")
+    weights = weights_per_gpu(m, ep=e, weights_dtype=weights_dtype)
+    return Footprint({"weights": weights, "kv_cache": b // e * float(m.kv_cache_bytes(tokens, kv_dtype or weights_dtype))})
 
 
 def time_to_first_token(model: Model | str, hardware: Hardware | str, prompt, *, gpus: int = 1,

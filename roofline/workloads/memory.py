@@ -41,6 +41,7 @@ __all__ = [
     "activation_bytes",
     "korthikanti_bytes",
     "inference_footprint",
+    "kv_bytes_per_new_token",
     "training_footprint",
     "kv_cache_capacity_tokens",
     "recompute_working_set",
@@ -92,6 +93,13 @@ class Footprint:
     @property
     def total(self):
         return sum(self.parts.values())
+
+    @property
+    def model_state(self):
+        """Bytes of the parts that are model state: weights, gradients, the master copy and the optimizer's
+        moments (the parts of :data:`RECIPES`), without activations, working sets, logits or KV cache."""
+        state = {k for recipe in RECIPES.values() for k in recipe}
+        return sum(v for k, v in self.parts.items() if k in state)
 
     def fits(self, hardware: Hardware | str):
         """True where the total fits in the GPU's usable HBM (:attr:`~roofline.core.hardware.Hardware.usable_capacity`:
@@ -455,6 +463,17 @@ def inference_footprint(model: Model | str, batch=1, context=0, *, dtype: str = 
         other = m.embedding_params + m.lm_head_params + m.norm_params
         weights = (m.params - other) * dtype_bytes(dtype) + other * dtype_bytes(embeddings_dtype)
     return Footprint({"weights": weights, "kv_cache": batch * m.kv_cache_bytes(context, kv_dtype or dtype)})
+
+
+def kv_bytes_per_new_token(model: Model | str, context, dtype: str = "bf16"):
+    """Bytes one more token adds to the KV cache of a sequence already holding ``context`` tokens: every
+    layer's share, except that a sliding-window layer stops growing once ``context`` reaches its window
+    (Gemma 2 9B in bf16: 344,064 B a token up to 4,096 tokens, 172,032 B beyond, its 21 global layers
+    only). Broadcasts over ``context``."""
+    m = load_model(model)
+    context = number("context", context, integer=True, strict=False)
+    out = np.asarray(m.kv_cache_bytes(np.asarray(context) + 1, dtype)) - m.kv_cache_bytes(context, dtype)
+    return float(out) if np.ndim(out) == 0 else out
 
 
 def kv_cache_capacity_tokens(model: Model | str, hardware: Hardware | str, *, dtype: str = "bf16",

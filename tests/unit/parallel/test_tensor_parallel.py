@@ -216,3 +216,14 @@ def test_the_degree_is_called_tp_in_every_public_function():
             params = inspect.signature(obj).parameters
             assert "t" not in params, f"{name} still takes t"
     assert tp.shard_model("llama-3-8b", tp=4).num_heads == 8
+
+
+def test_a_step_knows_its_tokens_and_its_rate_per_gpu():
+    decode = tp.predict_tp(tp.tp_decode_step("llama-3-70b", 8, 4, 1024), "h100-sxm")
+    prefill = tp.predict_tp(tp.tp_prefill("llama-3-8b", 2, 2048, 2), "h100-sxm")
+    train = tp.predict_tp(tp.tp_training_step("llama-3-8b", 4, 4096, 2), "h100-sxm")
+    assert (decode.step.tokens, prefill.step.tokens, train.step.tokens) == (4, 4096, 8192)
+    # a decode step gives each of its 4 sequences one token, shared by the 8 GPUs
+    assert decode.tokens_per_s_per_gpu == pytest.approx(4 / decode.time / 8)
+    assert decode.time_per_token == pytest.approx(decode.time / 4)
+    assert prefill.tokens_per_s_per_gpu * prefill.time * 2 == pytest.approx(4096)

@@ -238,3 +238,14 @@ def test_a_tensor_parallel_server_decodes_the_cache_in_the_format_it_stores():
 def test_a_tensor_parallel_server_that_holds_nothing_has_no_step():
     p = S.tp_serving_plan("llama-3.1-405b", "h100-sxm", 8192, tp=2)
     assert p.max_batch == 0 and not p.fits and p.prediction is None and p.time is None
+
+
+def test_an_expert_parallel_gpu_holds_its_experts_and_its_sequences_cache():
+    m = rl.load_model("mixtral-8x7b")
+    held = S.expert_parallel_footprint(m, 64, 1024, ep=8)
+    assert held["weights"] == rl.parallel.moe.weights_per_gpu(m, ep=8)
+    # 64 / 8 = 8 sequences of 1,024 tokens, each token 32 layers x 8 KV heads x 128 x K and V x 2 B
+    assert held["kv_cache"] == 8 * 1024 * 32 * 8 * 128 * 2 * 2
+    assert S.expert_parallel_footprint(m, 64, 1024, ep=8, kv_dtype="fp8")["kv_cache"] == held["kv_cache"] / 2
+    with pytest.raises(ValueError, match=r"batch must be a multiple of ep \(8\).*got batch=12"):
+        S.expert_parallel_footprint(m, 12, 1024, ep=8)
