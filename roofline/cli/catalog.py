@@ -9,6 +9,7 @@ from roofline.core.hardware import Hardware, get_hardware, hardware_names
 from roofline.core.model import Model, load_model
 from roofline.core.units import fmt
 from roofline.present.tables import Table
+from roofline.workloads.memory import kv_bytes_per_new_token
 
 __all__ = ["run_hardware", "run_params", "run_ridge"]
 
@@ -113,7 +114,7 @@ def _params(m: Model, as_json: bool) -> str:
                      + ("" if local == m.num_layers else f" (local), {m.num_layers - local} global"))
     lines.append(f"  KV cache (bf16)    {m.kv_bytes_per_token('bf16'):>20,.0f} bytes per token"
                  + (f" (up to {m.sliding_window:,} tokens;\n                     "
-                    f"{m.kv_bytes_per_token('bf16') * m.full_attention_layers / m.num_layers:,.0f} beyond)"
+                    f"{kv_bytes_per_new_token(m, m.sliding_window, 'bf16'):,.0f} beyond)"
                     if m.sliding_layers else ""))
     return "\n".join(lines)
 

@@ -172,23 +172,23 @@ def _tensor_parallel(args, m: Model, h: Hardware, accounting: str, formats: dict
     if args.command == "decode":
         step = at("--context", tp_decode_step, m, t, args.batch, args.context, accounting=accounting, **formats,
                   **options)
-        tokens, context = args.batch, args.context + 1
+        context = args.context + 1  # the cache after the step
     else:
         step = at("--tokens", tp_prefill, m, t, args.tokens, args.batch, accounting=accounting, **formats, **options)
-        tokens, context = args.tokens * args.batch, args.tokens
+        context = args.tokens
     comm = predict_tp(step, h, roof=roof, timing=args.timing, gpus_per_node=GPUS_PER_NODE)
     time = float(comm.time)
     fit = _fit(shard_model(m, t), h, args.batch, context, step.work.formats)  # one GPU's shard and its cache
     memory, fits = fit["resident_bytes"], fit["fits"]
     out = {"workload": args.command, "model": m.name, "gpu": h.key, "tp": t,
            "batch": args.batch, "accounting": accounting, "timing": args.timing, "memory_bytes": memory, "fits": fits,
-           "hbm_usable": h.usable_capacity, "compute_time_s": float(comm.compute_time), "step_tokens": tokens,
-           "time_per_token_s": time / tokens, "bound": str(comm.compute.bound),
+           "hbm_usable": h.usable_capacity, "compute_time_s": float(comm.compute_time), "step_tokens": int(step.tokens),
+           "time_per_token_s": float(comm.time_per_token), "bound": str(comm.compute.bound),
            "collectives": step.collectives, "collective_bytes_per_gpu": float(comm.comm_bytes),
            "collective_time_s": float(comm.comm_time), "collective_latency_s": float(comm.comm_latency), "time_s": time}
     if args.json:
         return json.dumps(out, indent=2)
     head = f"{args.command} of {m.name}, tensor parallel over {t} × {h.short}"
     work = f"one GPU's kernels {fmt(comm.compute_time, 's')}, {comm.compute.bound}-bound"
-    return tp_lines(head, time, work, comm, tokens / time / t, None, memory, fits, h)
+    return tp_lines(head, time, work, comm, comm.tokens_per_s_per_gpu, None, memory, fits, h)
 

@@ -14,8 +14,8 @@ from roofline.core.model import Model, NotModelledError, load_model
 from roofline.core.units import fmt
 from roofline.parallel.moe import expert_parallel_batch, expert_parallel_step, weights_per_gpu
 from roofline.parallel.tensor_parallel import check_tp
-from roofline.serving.capacity import (ServingPlan, check_context, kv_replicas, largest_batch, latency_throughput,
-                                       serving_plan, time_to_first_token, tp_serving_plan)
+from roofline.serving.capacity import (ServingPlan, check_context, expert_parallel_footprint, kv_replicas, largest_batch,
+                                       latency_throughput, serving_plan, time_to_first_token, tp_serving_plan)
 from roofline.serving.speculative import best_gamma, breakeven_alpha, speculate, stops_paying_batch
 
 __all__ = ["run_serve", "run_speculate", "expert_parallel"]
@@ -174,8 +174,8 @@ def expert_parallel(args: argparse.Namespace, m: Model, h: Hardware) -> str:
                    all_to_all_calls=step.calls, communication_time_s=step.communication_time, time_s=step.time,
                    overlapped_time_s=step.overlapped_time, tiers=list(a2a.tiers))
     if most is None and step is not None:  # decode and prefill: does one GPU hold its weights and its cache?
-        kv = batch // args.ep * float(m.kv_cache_bytes(context + (prompt or 1), kvd))
-        out.update(resident_bytes_per_gpu=per_gpu + kv, fits=bool(per_gpu + kv <= h.usable_capacity))
+        held = expert_parallel_footprint(m, batch, context + (prompt or 1), ep=args.ep, weights_dtype=wd, kv_dtype=kvd)
+        out.update(resident_bytes_per_gpu=held.total, fits=bool(held.fits(h)))
     if args.json:
         return json.dumps(out, indent=2)
     if args.command == "decode":

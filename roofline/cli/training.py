@@ -47,7 +47,6 @@ def _train(args, catalog) -> str:
                micro_batch=args.micro_batch, gpus=args.gpus, recompute=args.recompute, zero_stage=args.zero,
                offload=args.offload, achieved=args.achieved, timing=args.timing, attention=args.attention)
     fp = plan.footprint
-    state = {k: float(v) for k, v in fp.parts.items() if k not in ("activations", "recompute working set", "logits")}
     link = h.interconnect[plan.network_link].name if plan.network_link in h.interconnect else ""
     if args.json:
         return json.dumps({
@@ -65,7 +64,7 @@ def _train(args, catalog) -> str:
         }, indent=2)
     setup = (f"{plan.seq:,} tokens x micro-batch {plan.micro_batch} per GPU, {plan.gpus} GPU{'s' if plan.gpus > 1 else ''}, "
              f"ZeRO-{plan.zero_stage}, recompute {plan.recompute}" + (", offloaded" if plan.offload else ""))
-    held = (f"model state {fmt(sum(state.values()), 'B')}, activations {fmt(float(fp['activations']), 'B')},\n  "
+    held = (f"model state {fmt(float(fp.model_state), 'B')}, activations {fmt(float(fp['activations']), 'B')},\n  "
             + (f"recompute working set {fmt(float(fp['recompute working set']), 'B')}, "
                if float(fp["recompute working set"]) else "")
             + f"fp32 logits {fmt(float(fp['logits']), 'B')}")
