@@ -14,8 +14,9 @@ from roofline.core.model import Model, NotModelledError, load_model
 from roofline.core.units import fmt
 from roofline.parallel.moe import expert_parallel_batch, expert_parallel_step, weights_per_gpu
 from roofline.parallel.tensor_parallel import check_tp
-from roofline.serving.capacity import (ServingPlan, check_context, expert_parallel_footprint, kv_replicas, largest_batch,
-                                       latency_throughput, serving_plan, time_to_first_token, tp_serving_plan)
+from roofline.serving.capacity import (ServingPlan, check_context, expert_parallel_footprint, kv_replicas,
+                                       largest_batch, latency_throughput, serving_plan, time_to_first_token,
+                                       tp_serving_plan)
 from roofline.serving.speculative import best_gamma, breakeven_alpha, speculate, stops_paying_batch
 
 __all__ = ["run_serve", "run_speculate", "expert_parallel"]

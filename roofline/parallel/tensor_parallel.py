@@ -46,7 +46,8 @@ from roofline.workloads.training import TrainingPlan, plan_training, training_st
 from roofline.core.units import dtype_bytes
 
 __all__ = ["PUBLISHED", "Exchange", "TPStep", "TPPrediction", "check_tp", "shard_model", "kv_heads_per_gpu",
-           "tp_decode_step", "tp_prefill", "tp_training_step", "predict_tp", "TPTrainingPlan", "tp_training_plan", "tp_intensity", "tier_ridge",
+           "tp_decode_step", "tp_prefill", "tp_training_step", "predict_tp", "TPTrainingPlan", "tp_training_plan",
+           "tp_intensity", "tier_ridge",
            "hiding_width", "layer_times", "tp_memory", "DegreePoint", "decode_by_degree", "best_degree"]
 
 PUBLISHED = MappingProxyType({

@@ -380,9 +380,11 @@ def expert_parallel_footprint(model: Model | str, batch, tokens, *, ep, weights_
     e = int(number("ep", ep, integer=True))
     b = int(number("batch", batch, integer=True))
     if b % e:
-        raise ValueError(f"batch must be a multiple of ep ({e}): each GPU attends for batch / ep sequences, got batch={b}")
+        raise ValueError(f"batch must be a multiple of ep ({e}): each GPU attends for batch / ep sequences, "
+                         f"got batch={b}")
     weights = weights_per_gpu(m, ep=e, weights_dtype=weights_dtype)
-    return Footprint({"weights": weights, "kv_cache": b // e * float(m.kv_cache_bytes(tokens, kv_dtype or weights_dtype))})
+    kv = b // e * float(m.kv_cache_bytes(tokens, kv_dtype or weights_dtype))
+    return Footprint({"weights": weights, "kv_cache": kv})
 
 
 def time_to_first_token(model: Model | str, hardware: Hardware | str, prompt, *, gpus: int = 1,
