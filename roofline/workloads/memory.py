@@ -42,6 +42,7 @@ __all__ = [
     "activation_bytes",
     "korthikanti_bytes",
     "inference_footprint",
+    "kv_bytes_per_new_token",
     "training_footprint",
     "kv_cache_capacity_tokens",
     "recompute_working_set",
@@ -95,6 +96,13 @@ class Footprint:
     @property
     def total(self):
         return sum(self.parts.values())
+
+    @property
+    def model_state(self):
+        """Bytes of the parts that are model state: weights, gradients, the master copy and the optimizer's
+        moments (the parts of :data:`RECIPES`), without activations, working sets, logits or KV cache."""
+        state = {k for recipe in RECIPES.values() for k in recipe}
+        return sum(v for k, v in self.parts.items() if k in state)
 
     def fits(self, hardware: Hardware | str):
         """True where the total fits in the GPU's usable HBM (:attr:`~roofline.core.hardware.Hardware.usable_capacity`:
@@ -465,10 +473,15 @@ def weight_bytes(model: Model | str, *, dtype: str = "bf16", weights_dtype: str 
 
 
 def inference_footprint(model: Model | str, batch=1, context=0, *, dtype: str = "bf16",
-                        kv_dtype: str | None = None) -> Footprint:
+                        kv_dtype: str | None = None, embeddings_dtype: str | None = None) -> Footprint:
     """What one GPU holds to serve ``batch`` sequences of ``context`` tokens each: the weights and the
     KV cache (chapter 1). Activations and the runtime's own memory come on top; compare
     ``fits(hardware)`` with a margin. Broadcasts over ``batch`` and ``context``.
+
+    ``dtype`` is the weights' storage format (``int4-g128``: chapter 6's group-wise format), ``kv_dtype``
+    the cache's (default ``dtype``), and ``embeddings_dtype`` that of the embedding table, the output head
+    and the norms (default ``dtype``; weight-only checkpoints keep them in bf16). Every parameter counts,
+    every expert of a mixture included.
 
     Llama 3 8B, one sequence of 8,192 tokens in bf16: 16.06 GB of weights and 1.07 GB of KV cache.
     """
@@ -477,8 +490,19 @@ def inference_footprint(model: Model | str, batch=1, context=0, *, dtype: str = 
     batch = number("batch", batch, integer=True)
     context = number("context", context, integer=True, strict=False)
     broadcast(batch=batch, context=context)
-    return Footprint({"weights": weight_bytes(m, weights_dtype=dtype),
-                      "kv_cache": batch * m.kv_cache_bytes(context, kv_dtype or dtype)})
+    weights = weight_bytes(m, weights_dtype=dtype, embeddings_dtype=embeddings_dtype)
+    return Footprint({"weights": weights, "kv_cache": batch * m.kv_cache_bytes(context, kv_dtype or dtype)})
+
+
+def kv_bytes_per_new_token(model: Model | str, context, dtype: str = "bf16"):
+    """Bytes one more token adds to the KV cache of a sequence already holding ``context`` tokens: every
+    layer's share, except that a sliding-window layer stops growing once ``context`` reaches its window
+    (Gemma 2 9B in bf16: 344,064 B a token up to 4,096 tokens, 172,032 B beyond, its 21 global layers
+    only). Broadcasts over ``context``."""
+    m = load_model(model)
+    context = number("context", context, integer=True, strict=False)
+    out = np.asarray(m.kv_cache_bytes(np.asarray(context) + 1, dtype)) - m.kv_cache_bytes(context, dtype)
+    return float(out) if np.ndim(out) == 0 else out
 
 
 def kv_cache_capacity_tokens(model: Model | str, hardware: Hardware | str, *, dtype: str = "bf16",

@@ -210,7 +210,7 @@ def test_calibrated_roof_needs_its_microbenchmarks(rec):
 
 
 def test_cli_speaks_the_calibrated_roof(rec):
-    from roofline.cli.app import main
+    from roofline.cli import main
     import contextlib
     import io
 

@@ -337,3 +337,39 @@ def test_fits_in_hbm_compares_with_the_usable_capacity_not_the_sold_one(h100):
     assert M.Footprint({"weights": 85e9}).fits(h100) == M.fits_in_hbm(85e9, h100)
     with pytest.raises(ValueError, match="nbytes"):
         M.fits_in_hbm(-1, h100)
+
+
+def test_an_inference_footprint_keeps_the_embeddings_in_their_own_format():
+    """int4-g128 layers (4 bits and one fp16 scale per 128 weights: 0.515625 B a weight) beside a bf16 embedding table, output head and norms (chapter 6)."""
+    m = rl.load_model("llama-3-8b")
+    other = 2 * 128256 * 4096 + (2 * 32 + 1) * 4096  # embedding, untied head, norms
+    fp = M.inference_footprint(m, 1, 0, dtype="int4-g128", embeddings_dtype="bf16")
+    assert fp["weights"] == (m.params - other) * 0.515625 + other * 2  # 5.70 GB
+    assert fp["weights"] == pytest.approx(5.7006e9, rel=1e-4)
+    assert M.inference_footprint(m, dtype="int4-g128", embeddings_dtype="int4-g128")["weights"] == m.params * 0.515625
+
+
+def test_an_inference_footprint_holds_every_expert():
+    """A mixture of experts keeps all its experts resident, whatever a step reads (Mixtral: 46.7 B parameters)."""
+    m = rl.load_model("mixtral-8x7b")
+    fp = M.inference_footprint(m, 1, 0, dtype="int4-g128", embeddings_dtype="bf16")
+    other = m.embedding_params + m.lm_head_params + m.norm_params
+    assert fp["weights"] == (46_702_792_704 - other) * 0.515625 + other * 2  # 24.5 GB, not the 7 GB one step reads
+
+
+def test_a_new_token_grows_the_cache_of_every_layer_until_the_window_is_full():
+    # Gemma 2 9B: 42 layers of 8 KV heads of 256, K and V in bf16, 8,192 B a layer; 21 of them slide over 4,096
+    assert M.kv_bytes_per_new_token("gemma-2-9b", 4095) == 42 * 8192 == 344_064
+    assert M.kv_bytes_per_new_token("gemma-2-9b", 4096) == 21 * 8192 == 172_032
+    assert list(M.kv_bytes_per_new_token("gemma-2-9b", [0, 10_000])) == [344_064, 172_032]
+    assert M.kv_bytes_per_new_token("llama-3-8b", 100_000, "fp8") == 32 * 8 * 128 * 2  # no window: 65,536 B
+
+
+def test_the_model_state_of_a_training_footprint_is_sixteen_bytes_a_parameter():
+    m = rl.load_model("llama-3-8b")
+    assert M.training_footprint(m, 4096, 1).model_state == 16 * m.params  # mixed Adam, 128 GB
+    sharded = M.training_footprint(m, 4096, 1, gpus=8, zero_stage=3)
+    assert sharded.model_state == pytest.approx(16 * m.params / 8)
+    assert sharded.total - sharded.model_state == pytest.approx(
+        sharded["activations"] + sharded["recompute working set"] + sharded["logits"])
+    assert M.inference_footprint(m, 1, 1024).model_state == 2 * m.params  # weights only; the cache is not state
