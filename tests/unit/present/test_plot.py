@@ -2,7 +2,6 @@
 reader would: axis labels and their units, the title, one series per input with its legend entry, log axes
 where promised, and a value drawn where it is cheap to know it independently."""
 
-import math
 
 import matplotlib
 
@@ -79,7 +78,8 @@ def test_palette_is_okabe_ito_and_style_sets_white_backgrounds():
 
 
 def test_save_writes_svg_and_png_into_the_folder_given(tmp_path):
-    fig = plot.roofline_chart("h100-sxm")
+    fig, ax = plt.subplots(figsize=(1.5, 1))  # small: the test is the files, not the picture
+    ax.plot([0, 1], [0, 1])
     plot.save(fig, "roof", tmp_path / "out")
     assert (tmp_path / "out" / "roof.svg").read_text().lstrip().startswith("<?xml")
     assert (tmp_path / "out" / "roof.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
@@ -762,11 +762,3 @@ def test_speculation_chart_one_panel_per_batch_one_line_per_draft_length():
     assert list(named(axes[1])["γ = 4"].get_ydata()) == [0.4, 0.8, 1.5]
     assert axes[0].get_ylabel() == "speed-up over plain decoding" and all(a.get_xlabel() == "acceptance rate α" for a in axes)
 
-
-def test_speculation_speedup_at_zero_acceptance_is_below_one():
-    """A draft whose every token is rejected costs its own time and buys nothing: below 1 in the chart."""
-    from roofline.serving import speculative as SP
-
-    s = SP.speculate("llama-3-8b", "llama-3.2-1b", "h200-sxm", np.array([0.0]), 4, batch=1, context=512).speedup
-    assert float(np.asarray(s).ravel()[0]) < 1
-    assert not math.isnan(float(np.asarray(s).ravel()[0]))
