@@ -19,10 +19,7 @@ from roofline.present import plot  # noqa: E402
 H100_BF16, H100_HBM = 989.4e12, 3.35e12  # the H100 SXM's datasheet: dense bf16 FLOP/s, HBM bytes/s
 
 
-@pytest.fixture(autouse=True)
-def _close_figures():
-    yield
-    plt.close("all")
+# (conftest.py closes every figure after each test)
 
 
 # --- what a reader reads off a figure ----------------------------------------------------------------------
@@ -710,6 +707,8 @@ def test_ttft_tpot_chart_decode_left_prefill_right_in_ms():
     assert legend(fig) == list(tpot) and fig.get_suptitle() == "the two clocks of a server"
     assert list(named(left)["H100, 8,192 tokens"].get_ydata()) == pytest.approx([6, 7, 12])
     assert list(named(right)["H100"].get_ydata()) == pytest.approx(prompts * 1e-2)
+    # the legend is the left panel's: the prefill line of a GPU takes the colour of that GPU's decode line
+    assert named(right)["H100"].get_color() == named(left)["H100, 8,192 tokens"].get_color()
     assert "wall: 64" in texts(left) and "wall: 128" in texts(left)
     assert left.get_ylabel() == "time per output token (ms)" and right.get_ylabel() == "time to first token (ms, log scale)"
     assert left.get_xscale() == right.get_xscale() == right.get_yscale() == "log" and left.get_yscale() == "linear"
