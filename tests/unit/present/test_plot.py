@@ -208,6 +208,7 @@ def test_memory_curves_one_line_per_curve_in_gb_log_log():
     curves = {"explicit": seqs * 1e6, "flash": seqs * 1e5}
     fig = plot.memory_curves(seqs, curves, title="Llama 3 8B activations")
     ax = fig.axes[0]
+    assert ax.get_title() == "Llama 3 8B activations"
     assert list(named(ax)) == list(curves) and legend(fig) == list(curves)
     assert named(ax)["explicit"].get_ydata() == pytest.approx(seqs * 1e6 / 1e9)
     assert ax.get_xscale() == ax.get_yscale() == "log" and ax.get_ylabel() == "memory (GB, log scale)"
@@ -294,6 +295,7 @@ def test_kv_bytes_chart_one_bar_per_model_coloured_by_layout():
                                                                                       172032.0)]
     fig = plot.kv_bytes_chart(rows, title="KV cache per token, bf16")
     ax = fig.axes[0]
+    assert ax.get_title() == "KV cache per token, bf16"
     assert [b.get_width() for b in bars(ax)] == pytest.approx([524.288, 131.072, 172.032])
     assert legend(fig) == ["MHA", "GQA", "GQA + sliding window"]  # one entry per layout, not per model
     assert ticks(ax.yaxis) == ["Llama 2 7B", "Llama 3 8B", "Gemma 2 9B"]
@@ -308,6 +310,7 @@ def test_capacity_chart_one_line_per_curve_dropping_batches_below_one():
     curves = {"Llama 3 8B, H200": (ctx, [400, 200, 100], "-"), "Llama 3 8B, H100": (ctx, [100, 50, 0], "--")}
     fig = plot.capacity_chart(curves, title="Largest batch")
     ax = fig.axes[0]
+    assert ax.get_title() == "Largest batch"
     assert legend(fig) == list(curves)
     assert list(named(ax)["Llama 3 8B, H100"].get_xdata()) == [512, 1024]  # batch 0: the line ends
     assert named(ax)["Llama 3 8B, H200"].get_color() == named(ax)["Llama 3 8B, H100"].get_color()  # one model, one colour
@@ -320,6 +323,7 @@ def test_serving_throughput_chart_each_curve_ends_at_its_wall():
     curves = {"H100": batches * 100.0, "H200": batches * 120.0}
     fig = plot.serving_throughput_chart(batches, curves, {"H100": 16, "H200": 64}, title="decode throughput")
     ax = fig.axes[0]
+    assert ax.get_title() == "decode throughput"
     assert legend(fig) == ["H100", "H200"]
     assert list(named(ax)["H100"].get_xdata()) == [1, 4, 16]  # solid up to the wall
     assert "wall: batch 16" in texts(ax) and "wall: batch 64" in texts(ax)
@@ -333,6 +337,7 @@ def test_sweep_chart_draws_predicted_lines_and_measured_dots_in_ms():
                                                                                    [5.5e-3, 8e-3])}
     fig = plot.sweep_chart(sweeps, xlabel="context per sequence (tokens, log scale)", title="Decode step")
     ax = fig.axes[0]
+    assert ax.get_title() == "Decode step"
     assert legend(fig) == ["batch 1: predicted", "batch 1: measured", "batch 16: predicted", "batch 16: measured"]
     assert list(named(ax)["batch 16: measured"].get_ydata()) == pytest.approx([6, 9])
     assert ax.get_ylabel() == "time per decode step (ms)" and ax.get_xlabel() == "context per sequence (tokens, log scale)"
@@ -346,6 +351,7 @@ def test_speedup_chart_one_curve_per_format_and_a_line_at_each_crossover():
     curves = {"W8A16 (int8)": [2.0, 1.9, 1.5, 1.0], "W8A8 (fp8)": [2.0, 2.0, 2.0, 2.0]}
     fig = plot.speedup_chart(batches, curves, marks={"W8A16 (int8)": 64, "W8A8 (fp8)": None}, title="Llama 3 8B")
     ax = fig.axes[0]
+    assert ax.get_title() == "Llama 3 8B"
     assert legend(fig) == list(curves) and vlines(ax) == [64.0]
     assert list(named(ax)["W8A16 (int8)"].get_ydata()) == [2.0, 1.9, 1.5, 1.0]
     assert ax.get_xscale() == "log" and ax.get_ylabel() == "decode speedup over bf16"
@@ -358,6 +364,7 @@ def test_quality_chart_one_marker_series_per_group():
            {"x": 1.95, "y": 0.1, "group": "FP8 paper", "label": ""}]
     fig = plot.quality_chart(pts, title="Quality lost", xlabel="predicted batch-1 decode speedup")
     ax = fig.axes[0]
+    assert ax.get_title() == "Quality lost"
     assert legend(fig) == ["GPTQ paper", "FP8 paper"]
     assert list(named(ax)["GPTQ paper"].get_ydata()) == [0.5, 12.0]
     assert texts(ax) == ["GPTQ, 3 bits"] and hlines(ax) == [0.0]
@@ -371,6 +378,7 @@ def test_matmul_throughput_chart_draws_each_series_and_its_datasheet_peak():
     peaks = {"fp8 dense peak": (h200.peak_flops("fp8"), "fp8"), "bf16 dense peak": (h200.peak_flops("bf16"), "bf16")}
     fig = plot.matmul_throughput_chart(ms, series, peaks=peaks, title="Measured matmuls")
     ax = fig.axes[0]
+    assert ax.get_title() == "Measured matmuls"
     assert legend(fig) == ["fp8", "bf16", "fp8 dense peak", "bf16 dense peak"]
     assert hlines(ax) == pytest.approx([1978.9, 989.4], rel=1e-3)  # TFLOP/s: the H200's dense fp8 and bf16
     assert named(ax)["bf16 dense peak"].get_color() == named(ax)["bf16"].get_color()
@@ -509,6 +517,7 @@ def test_zero_tradeoff_chart_one_point_per_layout_and_the_capacity():
     pts = [{"memory": 120e9, "sent": 30e9, "label": "DDP"}, {"memory": 20e9, "sent": 45e9, "label": "ZeRO-3"}]
     fig = plot.zero_tradeoff_chart(pts, capacity=80e9, capacity_label="H100 usable HBM", title="Llama 3 70B")
     ax = fig.axes[0]
+    assert ax.get_title() == "Llama 3 70B"
     dots = [(l.get_xdata()[0], l.get_ydata()[0]) for l in ax.lines if len(l.get_xdata()) == 1]
     assert dots == [(120, 30), (20, 45)]  # GB
     assert texts(ax) == ["DDP", "ZeRO-3", "H100 usable HBM"] and vlines(ax) == [80.0]
@@ -523,6 +532,7 @@ def test_tp_layer_chart_compute_solid_communication_dashed_in_ms():
     series = {"matmuls": ([4e-3, 2e-3, 1e-3], "compute"), "all-reduces, NVLink": ([0.2e-3, 0.3e-3, 0.35e-3], "comm")}
     fig = plot.tp_layer_chart(degrees, series, title="One block of Llama 3 70B")
     ax = fig.axes[0]
+    assert ax.get_title() == "One block of Llama 3 70B"
     assert legend(fig) == list(series)
     assert named(ax)["matmuls"].get_linestyle() == "-" and named(ax)["all-reduces, NVLink"].get_linestyle() == "--"
     assert list(named(ax)["matmuls"].get_ydata()) == pytest.approx([4, 2, 1])
@@ -551,6 +561,7 @@ def test_tp_memory_chart_stacks_weights_and_kv_room_to_the_capacity():
     fig = plot.tp_memory_chart([1, 2, 4], weights, [cap - w for w in weights], [0, 12, 45], capacity=cap,
                                title="Llama 3 70B in bf16")
     ax = fig.axes[0]
+    assert ax.get_title() == "Llama 3 70B in bf16"
     w_bars, room_bars = ax.containers
     assert [b.get_height() for b in w_bars] == pytest.approx([141, 70.5, 35.3])
     assert [b.get_height() for b in room_bars] == pytest.approx([0, cap / 1e9 - 70.5, cap / 1e9 - 35.3])
@@ -587,6 +598,7 @@ def test_bubble_chart_draws_each_schedules_bubble_in_percent():
                                                                                                      "interleaved")}
     fig = plot.bubble_chart(ms, series, threshold=0.05, title="Bubble fraction, p = 16 stages")
     ax = fig.axes[0]
+    assert ax.get_title() == "Bubble fraction, p = 16 stages"
     assert legend(fig) == list(series)
     # (p - 1) / m of the ideal step: 15 / 4, 15 / 16, 15 / 64; interleaving v chunks divides it by v
     assert list(named(ax)["GPipe and 1F1B"].get_ydata()) == pytest.approx([375, 93.75, 23.4375])
@@ -600,6 +612,7 @@ def test_stage_memory_chart_one_line_per_setting_in_gb_and_the_capacity():
                                                                                                           50e9]},
                                   capacity=79e9, capacity_label="H100 usable HBM", title="Llama 3.1 405B")
     ax = fig.axes[0]
+    assert ax.get_title() == "Llama 3.1 405B"
     assert legend(fig) == ["recompute none", "recompute full"]
     assert list(named(ax)["recompute full"].get_ydata()) == pytest.approx([200, 100, 50])
     assert hlines(ax) == pytest.approx([79.0]) and texts(ax) == ["H100 usable HBM"]
@@ -616,6 +629,7 @@ def test_plan_frontier_chart_draws_every_layout_the_frontier_and_the_choice():
     fig = plot.plan_frontier_chart(p.grid["time"][fits], p.grid["memory"][fits], front, (p.best.time, p.best.memory),
                                    capacity=rl.get_hardware("h100-sxm").usable_capacity, title="every layout that fits")
     ax = fig.axes[0]
+    assert ax.get_title() == "every layout that fits"
     assert legend(fig) == ["a layout that fits", "frontier", "chosen (fastest)", "usable HBM"]
     assert len(ax.collections[0].get_offsets()) == int(fits.sum())
     assert list(named(ax)["frontier"].get_xdata()) == [t for t, _ in front]
@@ -636,6 +650,7 @@ def test_experts_touched_chart_shares_in_percent_of_all_experts():
     fig = plot.experts_touched_chart(t, {"Mixtral 8x7B": (e, lo, hi, 8)}, simulated={"Mixtral 8x7B": ([1, 4], [2, 5])},
                                      title="Experts read per MoE layer")
     ax = fig.axes[0]
+    assert ax.get_title() == "Experts read per MoE layer"
     assert legend(fig) == ["Mixtral 8x7B: between the bounds", "Mixtral 8x7B: expected, uniform routing",
                            "Mixtral 8x7B: random routing, mean"]
     expected = named(ax)["Mixtral 8x7B: expected, uniform routing"].get_ydata()
@@ -662,6 +677,7 @@ def test_all_to_all_chart_compute_against_each_tier_in_microseconds():
     t = np.array([1, 16, 256])
     fig = plot.all_to_all_chart(t, t * 1e-6, {"over NVLink": t * 2e-7, "over InfiniBand": t * 3e-6}, title="DeepSeek-V3")
     ax = fig.axes[0]
+    assert ax.get_title() == "DeepSeek-V3"
     assert legend(fig) == ["expert work of the layer, one GPU", "over NVLink", "over InfiniBand"]
     assert list(named(ax)["over InfiniBand"].get_ydata()) == pytest.approx([3, 48, 768])
     assert ax.get_xscale() == ax.get_yscale() == "log" and ax.get_ylabel() == "time per MoE layer (µs)"
@@ -675,6 +691,7 @@ def test_attention_share_chart_fractions_in_percent_time_dashed():
     curves = {"Llama 3 8B: FLOPs": [0.1, 0.5, 0.9], "Llama 3 8B: time": [0.15, 0.6, 0.95]}
     fig = plot.attention_share_chart(seqs, curves, title="Attention's share of a prefill")
     ax = fig.axes[0]
+    assert ax.get_title() == "Attention's share of a prefill"
     assert legend(fig) == list(curves)
     assert list(named(ax)["Llama 3 8B: FLOPs"].get_ydata()) == pytest.approx([10, 50, 90])
     assert named(ax)["Llama 3 8B: time"].get_linestyle() == "--" and named(ax)["Llama 3 8B: FLOPs"].get_linestyle() == "-"
@@ -688,6 +705,7 @@ def test_ring_hiding_chart_marks_where_each_tier_hides():
     fig = plot.ring_hiding_chart(blocks, compute, {"NVLink": blocks * 1e-8, "InfiniBand": blocks * 1e-7},
                                  {"NVLink": 300, "InfiniBand": 3000}, title="ring step")
     ax = fig.axes[0]
+    assert ax.get_title() == "ring step"
     assert legend(fig) == ["attention on the block", "send the block: NVLink", "send the block: InfiniBand"]
     assert list(named(ax)["attention on the block"].get_ydata()) == pytest.approx(compute * 1e3)
     assert vlines(ax) == [300.0, 3000.0] and texts(ax) == ["hides past\n300 tokens", "hides past\n3,000 tokens"]
@@ -718,6 +736,7 @@ def test_serving_frontier_chart_latency_against_throughput_and_the_roof():
     curves = {"2,048 tokens": ([200, 1500, 9000], [5e-3, 5.3e-3, 7e-3], [1, 8, 64])}
     fig = plot.serving_frontier_chart(curves, roof_tokens_per_s=60000, roof_label="compute roof", title="latency")
     ax = fig.axes[0]
+    assert ax.get_title() == "latency"
     assert legend(fig) == ["2,048 tokens", "compute roof"] and vlines(ax) == [60000.0]
     assert list(named(ax)["2,048 tokens"].get_ydata()) == pytest.approx([5, 5.3, 7]) and texts(ax) == ["64"]
     assert ax.get_xscale() == ax.get_yscale() == "log"
@@ -731,6 +750,7 @@ def test_batching_timeline_chart_one_step_line_per_policy_up_to_until():
               "continuous": (start, np.array([1.0, 1.0, 1.0, 1.0]), np.array([4, 4, 4, 4]))}
     fig = plot.batching_timeline_chart(series, capacity=4, until=2.5, title="a burst")
     ax = fig.axes[0]
+    assert ax.get_title() == "a burst"
     assert legend(fig) == ["static", "continuous", "slots (4)"] and hlines(ax) == [4.0]
     static = named(ax)["static"]
     assert list(static.get_xdata()) == [0, 1, 2, 3] and list(static.get_ydata()) == [4, 4, 2, 2]  # steps before 2.5 s
@@ -743,6 +763,7 @@ def test_step_time_chart_durations_in_ms_within_the_window():
     dt = np.array([0.01, 0.02, 0.2, 0.02, 0.01])
     fig = plot.step_time_chart({"continuous": (start, dt)}, window=(10.0, 13.0), title="steady")
     ax = fig.axes[0]
+    assert ax.get_title() == "steady"
     assert legend(fig) == ["continuous"]
     line = named(ax)["continuous"]
     assert list(line.get_xdata()) == [10, 11, 12] and list(line.get_ydata()) == pytest.approx([20, 200, 20])

@@ -369,7 +369,7 @@ def test_plan_table_one_row_per_layout_ranked():
 
     t = tables.plan_table([_layout(), _layout(v=1, time=11.0)], title="the fastest layouts")
     assert t.columns == ("rank", "TP x PP x DP", "micro-batch (m)", "schedule", "recompute", "ZeRO", "memory per GPU",
-                         "compute", "bubble", "exposed comm.", "step", "MFU")
+                         "compute", "bubble", "exposed comm.", "step", "MFU") and len(t.rows) == 2
     assert t.rows[0] == ("1", "8 x 4 x 2", "1 (32)", "interleaved, v = 2", "full", "1", fmt(60e9, "B"), fmt(10.0, "s"),
                          fmt(0.5, "s"), fmt(0.1 + 0.2, "s"), fmt(10.8, "s"), "45.0%")
     assert t.rows[1][:4] == ("2", "8 x 4 x 2", "1 (32)", "1F1B")
