@@ -166,6 +166,7 @@ def test_tiers_chart_draws_one_bar_per_tier_at_its_bandwidth():
     ax = fig.axes[0]
     widths = [b.get_width() for b in bars(ax)]
     assert widths == pytest.approx([t.each_way / 1e9 for t in tiers]) and widths[0] == pytest.approx(3350)
+    assert [b.get_y() for b in bars(ax)] == sorted((b.get_y() for b in bars(ax)), reverse=True)  # fastest on top
     assert ax.get_xscale() == "log" and ax.get_xlabel() == "bandwidth per GPU, one direction (GB/s, log scale)"
     assert texts(ax) == [rl.fmt(t.each_way, "B/s") for t in tiers]
     assert len(ticks(ax.yaxis)) == len(tiers) and ticks(ax.yaxis)[0].startswith("HBM")
@@ -299,6 +300,7 @@ def test_kv_bytes_chart_one_bar_per_model_coloured_by_layout():
     assert [b.get_width() for b in bars(ax)] == pytest.approx([524.288, 131.072, 172.032])
     assert legend(fig) == ["MHA", "GQA", "GQA + sliding window"]  # one entry per layout, not per model
     assert ticks(ax.yaxis) == ["Llama 2 7B", "Llama 3 8B", "Gemma 2 9B"]
+    assert [b.get_y() for b in bars(ax)] == sorted((b.get_y() for b in bars(ax)), reverse=True)  # top to bottom
     assert ax.get_xscale() == "log" and ax.get_xlabel() == "KV cache per token of context (kB, log scale)"
     assert texts(ax) == ["524 kB", "131 kB", "172 kB"]
     # the model's own count: 2 (K and V) x 32 layers x 8 KV heads x 128 x 2 bytes
