@@ -1,7 +1,7 @@
 """Every figure of roofline.present.plot, drawn small with the arguments the chapters pass, and checked as a
 reader would: axis labels and their units, the title, one series per input with its legend entry, log axes
-where promised, and a value drawn where it is cheap to know it independently."""
-
+where promised, and a value drawn where it is cheap to know it independently. (conftest.py closes every figure
+after each test.)"""
 
 import matplotlib
 
@@ -17,9 +17,6 @@ from roofline.measured.compare import Comparison  # noqa: E402
 from roofline.present import plot  # noqa: E402
 
 H100_BF16, H100_HBM = 989.4e12, 3.35e12  # the H100 SXM's datasheet: dense bf16 FLOP/s, HBM bytes/s
-
-
-# (conftest.py closes every figure after each test)
 
 
 # --- what a reader reads off a figure ----------------------------------------------------------------------
