@@ -783,10 +783,9 @@ def test_speculation_chart_one_panel_per_batch_one_line_per_draft_length():
 
 
 
-@pytest.mark.xfail(strict=True, reason="ridge_chart's left legend is fixed to 'dense 16-bit peak FLOP/s' whatever "
-                                       "dtype it draws: with dtype='fp8' the line is the fp8 peak, the legend says 16-bit")
 def test_ridge_chart_legend_names_the_format_it_draws():
     fig = plot.ridge_chart(["h100-sxm", "h200-sxm"], dtype="fp8", fallback="bf16")
     growth = fig.axes[0]
     assert named(growth)  # the two lines are there
     assert "fp8" in legend(fig)[0] and "16-bit" not in legend(fig)[0]
+    assert "16-bit" in legend(plot.ridge_chart(["h100-sxm", "h200-sxm"]))[0]  # bf16, the chapter's figure
