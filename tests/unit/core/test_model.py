@@ -197,3 +197,17 @@ def test_kv_bytes_per_token_are_k_and_v_for_every_layer_and_kv_head(llama, shape
     for dtype, size in [("bf16", 2), ("fp8", 1), ("fp32", 4), ("int4", 0.5)]:
         assert llama.kv_bytes_per_token(dtype) == kv_elements * size
     assert llama.kv_bytes_per_token() == 131_072  # bf16 by default
+
+
+def test_kv_bytes_per_layer_is_the_one_width_the_cache_counts(llama, shape):
+    """One token's cache in one layer: a key and a value of head_dim for each KV head, two bytes each in
+    bf16; DeepSeek-V3 keeps its 512-wide latent and 64-wide rotary key instead. The per-token and
+    per-sequence counts are that width times the layers (a sliding window aside)."""
+    assert llama.kv_bytes_per_layer() == 2 * shape.kv_heads * shape.head_dim * 2 == 4096
+    assert llama.kv_bytes_per_token("fp8") == shape.layers * llama.kv_bytes_per_layer("fp8")
+    v3 = rl.load_model("deepseek-v3")
+    assert v3.kv_bytes_per_layer() == (512 + 64) * 2
+    gemma = rl.load_model("gemma-2-9b")  # every other layer keeps only its last 4,096 tokens
+    windowed = len(gemma.sliding_layers)
+    assert gemma.kv_cache_bytes(10_000) == gemma.kv_bytes_per_layer() * (
+        (gemma.num_layers - windowed) * 10_000 + windowed * 4096)

@@ -342,3 +342,16 @@ def test_attention_explorer_frames_follow_the_sliders():
     assert ex.png((1, 0, 0)) != ex.png((1, 0, 1))  # the flash point moves with the on-chip memory
     with pytest.raises(ValueError, match="shared memory per SM"):
         widgets.attention_explorer("a100-sxm-80gb")
+
+
+def test_flash_reads_keys_and_values_once_per_kv_head_when_one_heads_fit_in_the_l2():
+    """4,096 tokens, head size 128, 32 query heads sharing 8 KV heads, bf16, no mask: with a 50 MB L2 one
+    KV head's keys and values (2 MiB) stay on chip for the query heads of its group, so the forward pass
+    reads Q (32 x 4,096 x 128 x 2 B = 33.6 MB) and K and V once per KV head (8.39 MB each): 50.3 MB.
+    Without the L2 each query head streams them once per block of queries, whatever the grouping."""
+    io = tiling.flash_attention(4096, 128, 32, on_chip=228 * 1024, kv_heads=8, causal=False, l2=50e6)
+    (op,) = io.ops
+    assert sum(op.split[1].values()) == 32 * 4096 * 128 * 2 + 2 * 8 * 4096 * 128 * 2
+    grouped = tiling.flash_attention(4096, 128, 32, on_chip=228 * 1024, kv_heads=8, causal=False)
+    ungrouped = tiling.flash_attention(4096, 128, 32, on_chip=228 * 1024, kv_heads=32, causal=False)
+    assert grouped.ops[0].bytes == ungrouped.ops[0].bytes  # per query head: GQA saves no stream without the cache
