@@ -748,3 +748,17 @@ def param_count(model: "Model | str | float", *, active: bool = False) -> float:
         return float(m.active_params if active else m.params)
     return number("model", model)
 
+
+
+def model_config(name: str) -> dict:
+    """A fresh copy of a shipped model's ``config.json`` as a dict (chapter 5 edits one: Llama 3 8B with
+    one KV head), for :func:`model_from_config`."""
+    if not isinstance(name, str):
+        raise TypeError(f"name must be a shipped model's name such as 'llama-3-8b', got {name!r}")
+    key = name.strip().lower()
+    if key not in _shipped():
+        raise unknown_name("model", name, _shipped())
+    return json.loads(resources.files("roofline").joinpath(f"data/models/{key}.json").read_text(encoding="utf-8"))
+
+
+__all__ += ["model_config"]
