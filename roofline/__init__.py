@@ -23,7 +23,8 @@ from roofline.workloads.training import (MFU_REPORTS, hfu, mfu, model_state_byte
 from roofline.core.checks import UnknownNameError
 from roofline.core.units import Quantity, dtype_bytes, fmt
 
-from roofline.core.cost import difference, ratio
+from roofline.core.cost import difference, gain, ratio
+from roofline.core.network import link_ridge
 
 __version__ = "0.1.0"
 
@@ -37,4 +38,4 @@ __all__ = [
     "tokens_per_s_at_mfu", "training_flops_per_token", "transfer_time", "plan_training", "training_step",
     "verify_step",
 ]
-__all__ += ["difference", "ratio"]
+__all__ += ["difference", "gain", "link_ridge", "ratio"]

@@ -102,6 +102,14 @@ class Footprint:
         """Usable HBM left over (negative: the bytes by which the footprint does not fit)."""
         return get_hardware(hardware).usable_capacity - np.asarray(self.total)
 
+    def without(self, *parts: str):
+        """The total less the named parts (chapter 3: the model state is what is left once the
+        activations, the working set and the logits are taken out)."""
+        out = self.total
+        for part in parts:
+            out = out - self[part]
+        return out
+
 
 class FitsOnItsHardware:
     """For a plan that holds a ``footprint`` (a :class:`Footprint`) and the ``hardware`` it runs on:
@@ -462,3 +470,48 @@ def kv_cache_capacity_tokens(model: Model | str, hardware: Hardware | str, *, dt
     if free <= 0:
         return None
     return int(free // m.kv_bytes_per_token(kv_dtype or dtype))
+
+
+def activation_peak(model: Model | str, seq, micro_batch=1, *, recompute: str = "none", flash: bool = True):
+    """The most activation bytes held at once under a policy (chapter 3): what every layer keeps plus the
+    working set of the layer being recomputed, ``kept + working`` of :func:`layer_activations`."""
+    kept, working = layer_activations(model, seq, micro_batch, recompute=recompute, flash=flash)
+    return kept + working
+
+
+__all__ += ["activation_peak"]
+
+
+def per_layer_activations(model: Model | str, seq, micro_batch=1, *, flash: bool = True) -> tuple:
+    """Chen et al.'s two numbers per layer (chapter 3): ``(c, A)``, the bytes of one layer's checkpoint
+    (what full recomputation keeps) and of one layer's activations without recomputation, each the
+    model's total over its ``num_layers``."""
+    m = load_model(model)
+    kept_full, _ = layer_activations(m, seq, micro_batch, recompute="full", flash=flash)
+    kept_none, _ = layer_activations(m, seq, micro_batch, flash=flash)
+    return kept_full / m.num_layers, kept_none / m.num_layers
+
+
+__all__ += ["per_layer_activations"]
+
+
+def continuous_checkpoint_spacing(layers, checkpoint, layer) -> float:
+    """The continuous optimum of :func:`checkpoint_memory` (chapter 3): ``k* = sqrt(L c / A)``, Chen et
+    al.'s ``sqrt(L)`` when a checkpoint costs as much as a layer's activations."""
+    layers = number("layers", layers, integer=True)
+    return float(np.sqrt(layers * number("checkpoint", checkpoint) / number("layer", layer)))
+
+
+__all__ += ["continuous_checkpoint_spacing"]
+
+
+def kept_bytes_per_token_layer(model: Model | str, seq, *, recompute: str = "none", flash: bool = True) -> float:
+    """Bytes a policy keeps per token and per layer (chapter 3, what offloading sends over the host
+    link): kept activations of one sequence over ``num_layers`` and ``seq``."""
+    m = load_model(model)
+    seq = number("seq", seq, integer=True)
+    kept, _ = layer_activations(m, seq, 1, recompute=recompute, flash=flash)
+    return kept / m.num_layers / seq
+
+
+__all__ += ["kept_bytes_per_token_layer"]

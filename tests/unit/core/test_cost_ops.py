@@ -127,3 +127,11 @@ def test_ratio_and_difference_of_numbers_and_of_results():
         rl.ratio(h100, a100, 3)
     with pytest.raises(TypeError, match="a must be a number"):
         rl.ratio("fast", 2)
+
+
+def test_gain_is_ratio_less_one():
+    import roofline as rl
+
+    assert rl.gain(3, 2) == 0.5 and rl.gain(2, 2) == 0
+    with pytest.raises(ZeroDivisionError):
+        rl.gain(3, 0)

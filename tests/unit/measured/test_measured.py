@@ -343,3 +343,12 @@ def test_the_fastest_product_at_a_row_count_sets_the_calibrated_rate(rec):
     assert rec.fastest_gemm(1).flops_per_s == pytest.approx(rec.fastest_gemm(1).bytes_per_s, rel=0.01)
     with pytest.raises(ValueError, match=r"m must be a row count of the graph-timed sweep \(1, 2, 4"):
         rec.fastest_gemm(3)
+
+
+def test_checkpoint_run_flops_per_second_and_the_unexplained_rest():
+    from roofline.measured import checkpoint_runs
+
+    for r in checkpoint_runs():
+        assert r.model_flops_per_s == pytest.approx(r.mfu * r.peak)
+        per = (r.measured - r.kept - r.working - r.temporaries) / (r.run.tokens * r.run.batch) / r.run.layers
+        assert r.unexplained_per_token_layer == pytest.approx(per)

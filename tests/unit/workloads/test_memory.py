@@ -293,3 +293,48 @@ def test_fits_sweeps_micro_batches_against_the_gpus_capacity(llama, shape):
     assert np.allclose(fp.total, need, rtol=1e-12)
     assert (fp.fits(h100) == (need <= h100.hbm_capacity)).all()
     assert mb[fp.fits(h100)].max() == 1  # 64.3 GB fits an H100, 112.6 GB does not
+
+
+# ---- chapter 3's per-layer numbers, moved out of the notebook -----------------------------------------------
+
+def test_per_layer_checkpoint_and_activations_of_llama_3_8b_by_hand():
+    from roofline.workloads import memory
+
+    c, A = memory.per_layer_activations("llama-3-8b", 4096, 1)
+    assert c == 4096 * 4096 * 2  # full recomputation keeps each layer's bf16 input: s x h x 2 bytes
+    assert A == 4096 * 168_072  # a layer without recomputation (flash): 168,072 bytes per token
+    assert memory.kept_bytes_per_token_layer("llama-3-8b", 4096, recompute="full") == 2 * 4096
+    assert memory.kept_bytes_per_token_layer("llama-3-8b", 4096) == 168_072
+    with pytest.raises(ValueError, match="seq"):
+        memory.kept_bytes_per_token_layer("llama-3-8b", 0)
+
+
+def test_activation_peak_is_kept_plus_the_working_set():
+    from roofline.workloads import memory
+
+    kept, work = memory.layer_activations("llama-3-8b", 4096, 1)
+    assert work == 0 and memory.activation_peak("llama-3-8b", 4096) == kept  # nothing rebuilt, nothing extra
+    full = memory.activation_peak("llama-3-8b", 4096, recompute="full")
+    c, A = memory.per_layer_activations("llama-3-8b", 4096, 1)
+    # 32 checkpoints plus one layer rebuilt on top of its own checkpoint: 32 c + (A - c)
+    assert full == pytest.approx(32 * c + A - c)
+    with pytest.raises(ValueError, match="recompute"):
+        memory.activation_peak("llama-3-8b", 4096, recompute="most")
+
+
+def test_continuous_checkpoint_spacing_is_sqrt_of_L_when_a_checkpoint_costs_a_layer():
+    from roofline.workloads import memory
+
+    assert memory.continuous_checkpoint_spacing(16, 1.0, 1.0) == 4
+    assert memory.continuous_checkpoint_spacing(32, 1.0, 32.0) == 1  # sqrt(32 / 32)
+    with pytest.raises(ValueError, match="layers"):
+        memory.continuous_checkpoint_spacing(2.5, 1.0, 1.0)
+
+
+def test_footprint_without_parts():
+    from roofline.workloads.memory import Footprint
+
+    f = Footprint({"weights": 4.0, "activations": 2.0, "logits": 1.0})
+    assert f.without("activations", "logits") == 4.0 and f.without() == 7.0
+    with pytest.raises(KeyError, match="unknown part"):
+        f.without("optimizer")
