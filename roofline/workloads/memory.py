@@ -102,6 +102,17 @@ class Footprint:
         """Usable HBM left over (negative: the bytes by which the footprint does not fit)."""
         return get_hardware(hardware).usable_capacity - np.asarray(self.total)
 
+    def subtotal(self, *parts: str):
+        """The named parts together (chapter 2: what one more sequence adds, its activations and logits)."""
+        out = 0.0
+        for part in parts:
+            out = out + self[part]
+        return out
+
+    def share(self, *parts: str):
+        """The named parts' share of the total (chapter 2: the optimizer's master copy and Adam states)."""
+        return self.subtotal(*parts) / self.total
+
     def without(self, *parts: str):
         """The total less the named parts (chapter 3: the model state is what is left once the
         activations, the working set and the logits are taken out)."""
@@ -515,3 +526,77 @@ def kept_bytes_per_token_layer(model: Model | str, seq, *, recompute: str = "non
 
 
 __all__ += ["kept_bytes_per_token_layer"]
+
+
+def recipe_bytes_per_param(recipe: str = "mixed-adam") -> float:
+    """Bytes of model state per parameter under a training recipe (chapter 2: 16 for mixed-precision Adam)."""
+    return sum(_recipe(recipe).values())
+
+
+__all__ += ["recipe_bytes_per_param"]
+
+
+def binary_capacity(hardware: Hardware | str) -> float:
+    """The bytes a datasheet's HBM capacity stands for when its "GB" are binary (chapter 2: the H100's
+    "80 GB" are 80 GiB of DRAM): ``capacity / 1e9 x 2^30``."""
+    return get_hardware(hardware).hbm_capacity / 1e9 * 2**30
+
+
+__all__ += ["binary_capacity"]
+
+
+def activation_token_budget(model: Model | str, hardware: Hardware | str, *, flash: bool = True) -> float:
+    """Tokens whose activations (no recomputation, every layer) alone fill the GPU's usable HBM (chapter 2):
+    ``usable / (L x bytes per token and layer)``."""
+    m = load_model(model)
+    per_token_layer = activation_bytes(saved_tensors(m, flash=flash), 1, 1)
+    return get_hardware(hardware).usable_capacity / (m.num_layers * per_token_layer)
+
+
+__all__ += ["activation_token_budget"]
+
+
+def logits_bytes_per_token(model: Model | str) -> float:
+    """Bytes of fp32 logits one token holds (chapter 2): ``4 x vocab_size``."""
+    return 4 * load_model(model).vocab_size
+
+
+__all__ += ["logits_bytes_per_token"]
+
+
+def embedding_bytes(model: Model | str, dtype: str = "bf16") -> float:
+    """Bytes of the embedding table in ``dtype`` (chapter 1): ``embedding_params x bytes``."""
+    return load_model(model).embedding_params * dtype_bytes(dtype)
+
+
+__all__ += ["embedding_bytes"]
+
+
+def gpus_to_hold(nbytes, hardware: Hardware | str) -> int:
+    """The fewest GPUs whose usable HBM together holds ``nbytes`` (chapter 2): ``ceil(bytes / usable)``."""
+    return int(np.ceil(number("nbytes", nbytes, strict=False) / get_hardware(hardware).usable_capacity))
+
+
+__all__ += ["gpus_to_hold"]
+
+
+def selective_saving(model: Model | str, seq, micro_batch=1, *, flash: bool = False):
+    """Activation bytes selective recomputation saves over every layer (chapter 2): ``L x (kept without
+    recomputation - kept under 'selective')``; zero with a flash kernel, which keeps no scores anyway."""
+    m = load_model(model)
+    tensors = saved_tensors(m, flash=flash)
+    return m.num_layers * (activation_bytes(tensors, seq, micro_batch)
+                           - activation_bytes(tensors, seq, micro_batch, recompute="selective"))
+
+
+__all__ += ["selective_saving"]
+
+
+def kv_cache_capacity_sequences(model: Model | str, hardware: Hardware | str, context: int, **kwargs) -> int:
+    """Sequences of ``context`` tokens whose KV cache fits beside the weights (chapter 1's explorer):
+    :func:`kv_cache_capacity_tokens` divided by ``context``, rounded down."""
+    context = int(number("context", context, integer=True))
+    return kv_cache_capacity_tokens(model, hardware, **kwargs) // context
+
+
+__all__ += ["kv_cache_capacity_sequences"]

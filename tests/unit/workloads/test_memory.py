@@ -338,3 +338,61 @@ def test_footprint_without_parts():
     assert f.without("activations", "logits") == 4.0 and f.without() == 7.0
     with pytest.raises(KeyError, match="unknown part"):
         f.without("optimizer")
+
+
+# ---- chapter 2's quoted figures, moved out of the notebook --------------------------------------------------
+
+def test_recipe_bytes_and_shares_by_hand():
+    from roofline.workloads import memory
+
+    assert memory.recipe_bytes_per_param("mixed-adam") == 16  # 2 + 2 + 4 + 4 + 4
+    assert memory.recipe_bytes_per_param("fp32-adam") == 16
+    state = memory.model_state("llama-3-8b", "mixed-adam")
+    assert state.share("master", "momentum", "variance") == pytest.approx(12 / 16)  # the optimizer's three fp32 copies
+    assert state.subtotal("weights", "gradients") == pytest.approx(4 * 8_030_261_248)
+    with pytest.raises(KeyError, match="unknown recipe"):
+        memory.recipe_bytes_per_param("adamw")
+    with pytest.raises(KeyError, match="unknown part"):
+        state.share("optimizer")
+
+
+def test_binary_capacity_and_gpus_to_hold_by_hand():
+    from roofline.workloads import memory
+
+    h100 = rl.get_hardware("h100-sxm")
+    assert memory.binary_capacity(h100) == pytest.approx(80 * 2**30)  # "80 GB" of DRAM are 80 GiB
+    assert memory.gpus_to_hold(h100.usable_capacity, h100) == 1
+    assert memory.gpus_to_hold(h100.usable_capacity + 1, h100) == 2
+    assert memory.gpus_to_hold(0, h100) == 0
+    with pytest.raises(ValueError, match="nbytes"):
+        memory.gpus_to_hold(-1, h100)
+
+
+def test_activation_budget_logits_embedding_by_hand():
+    from roofline.workloads import memory
+
+    h100 = rl.get_hardware("h100-sxm")
+    # 168,072 bytes per token and layer with flash attention, 32 layers
+    assert memory.activation_token_budget("llama-3-8b", h100) == pytest.approx(h100.usable_capacity / (32 * 168_072))
+    assert memory.logits_bytes_per_token("llama-3-8b") == 4 * 128_256
+    assert memory.embedding_bytes("llama-3-8b") == 2 * 128_256 * 4096
+    assert memory.embedding_bytes("llama-3-8b", "fp8") == 128_256 * 4096
+
+
+def test_selective_saving_is_the_score_tensors_and_nothing_with_flash():
+    from roofline.workloads import memory
+
+    # explicit attention keeps one bf16 score-sized tensor per head that selective recomputation drops:
+    # 32 layers x 32 heads x 16,384^2 x 2 bytes
+    assert memory.selective_saving("llama-3-8b", 16384) == 32 * 32 * 16384**2 * 2
+    assert memory.selective_saving("llama-3-8b", 16384, flash=True) == 0
+
+
+def test_kv_cache_capacity_sequences_rounds_down():
+    from roofline.workloads import memory
+
+    h100 = rl.get_hardware("h100-sxm")
+    tokens = memory.kv_cache_capacity_tokens("llama-3-8b", h100)
+    assert memory.kv_cache_capacity_sequences("llama-3-8b", h100, 32768) == tokens // 32768
+    with pytest.raises(ValueError, match="context"):
+        memory.kv_cache_capacity_sequences("llama-3-8b", h100, 0)
