@@ -561,3 +561,32 @@ def flops_by_micro_batch(plans, what: str = "mfu", max_micro_batch: int = 64) ->
 
 
 __all__ += ["flops_by_micro_batch"]
+
+
+def sequence_compute_time(model: Model | str, hardware: Hardware | str, tokens, *, dtype: str = "bf16") -> float:
+    """Seconds one GPU needs at its dense peak to train on ``tokens`` tokens (chapter 1): the 6N(+attention)
+    FLOPs per token of :func:`training_flops_per_token` times ``tokens``, over the peak."""
+    tokens = number("tokens", tokens, integer=True)
+    return training_flops_per_token(model) * tokens / get_hardware(hardware).peak_flops(dtype)
+
+
+__all__ += ["sequence_compute_time"]
+
+
+def non_embedding_params(model: Model | str) -> int:
+    """Parameters outside the embedding table (chapter 1: what 6N should count, the table being a lookup)."""
+    m = load_model(model)
+    return m.params - m.embedding_params
+
+
+__all__ += ["non_embedding_params"]
+
+
+def embedding_overcount(model: Model | str) -> float:
+    """How much counting the embedding table in 6N overstates MFU (chapter 1): embedding parameters over
+    the rest."""
+    m = load_model(model)
+    return m.embedding_params / non_embedding_params(m)
+
+
+__all__ += ["embedding_overcount"]

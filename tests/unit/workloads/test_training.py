@@ -287,3 +287,18 @@ def test_micro_batches_to_hide_and_flops_by_micro_batch():
         T.flops_by_micro_batch(plans, "tps")
     with pytest.raises(ValueError, match="outside 1 to max_micro_batch=2"):
         T.flops_by_micro_batch(plans, "mfu", 2)
+
+
+# ---- chapter 1's training figures -----------------------------------------------------------------------------
+
+def test_sequence_compute_time_and_the_embedding_overcount_by_hand():
+    from roofline.workloads import training as T
+
+    h100 = rl.get_hardware("h100-sxm")
+    per_token = T.training_flops_per_token("llama-3-8b")
+    assert T.sequence_compute_time("llama-3-8b", h100, 8192) == pytest.approx(per_token * 8192 / 989.4e12)
+    # Llama 3 8B: 8,030,261,248 parameters, of them 128,256 x 4,096 in the embedding table
+    assert T.non_embedding_params("llama-3-8b") == 8_030_261_248 - 128_256 * 4096
+    assert T.embedding_overcount("llama-3-8b") == pytest.approx(128_256 * 4096 / (8_030_261_248 - 128_256 * 4096))
+    with pytest.raises(ValueError, match="tokens"):
+        T.sequence_compute_time("llama-3-8b", h100, -1)
