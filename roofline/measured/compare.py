@@ -353,3 +353,13 @@ READ_ROOF_EXCEPTIONS = MappingProxyType({
     "read 4096 MiB": "the same",
     "gate_up batch=1": "a matrix-vector product over 235 MB of weights reads memory faster than torch.sum does",
 })
+
+
+def within_band(comparisons: Iterable[Comparison], factor: float = CALIBRATION_BAND) -> list[Comparison]:
+    """The points predicted within ``factor`` of their measurement, too fast or too slow (chapter 1 counts
+    them against the calibrated roof): ``1 / factor <= predicted / measured <= factor``."""
+    factor = number("factor", factor, minimum=1.0)
+    return [c for c in comparisons if 1 / factor <= c.ratio <= factor]
+
+
+__all__ += ["within_band"]

@@ -352,3 +352,13 @@ def test_checkpoint_run_flops_per_second_and_the_unexplained_rest():
         assert r.model_flops_per_s == pytest.approx(r.mfu * r.peak)
         per = (r.measured - r.kept - r.working - r.temporaries) / (r.run.tokens * r.run.batch) / r.run.layers
         assert r.unexplained_per_token_layer == pytest.approx(per)
+
+
+def test_within_band_keeps_the_points_predicted_within_the_factor():
+    from types import SimpleNamespace
+
+    points = [SimpleNamespace(ratio=r) for r in (0.7, 0.8, 1.0, 1.25, 1.3)]
+    assert [p.ratio for p in M.within_band(points, 1.25)] == [0.8, 1.0, 1.25]  # 1/1.25 = 0.8 is inside
+    assert M.within_band(points, 2.0) == points
+    with pytest.raises(ValueError, match="factor"):
+        M.within_band(points, 1.0)
