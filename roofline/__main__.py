@@ -1,5 +1,5 @@
 import sys
 
-from roofline.cli.app import main
+from roofline.cli import main
 
 sys.exit(main())

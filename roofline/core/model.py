@@ -171,6 +171,8 @@ class Model:
             _positive_int(f"Model.{field}", getattr(self, field))
         if self.max_position_embeddings is not None:
             _positive_int("Model.max_position_embeddings", self.max_position_embeddings)
+        if self.num_layers > MAX_LAYERS:
+            raise ValueError(f"Model.num_layers must be at most {MAX_LAYERS:,}, got {_shown(self.num_layers)}")
         _positive_int("Model.norms_per_layer", self.norms_per_layer)
         _positive_int("Model.position_embeddings", self.position_embeddings, minimum=0)
         for field in ("qk_norm", "norm_bias", "gated_mlp"):
@@ -390,9 +392,14 @@ class Model:
         With latent attention the cache holds ``kv_lora_rank + qk_rope_head_dim`` numbers per layer
         instead (DeepSeek-V3: 576 per layer, 70,272 bytes in bf16).
         """
-        if self.mla is not None:
-            return self.num_layers * self.mla.latent_width * dtype_bytes(dtype)
-        return 2 * self.num_layers * self.num_kv_heads * self.head_dim * dtype_bytes(dtype)
+        return self.num_layers * self.kv_bytes_per_layer(dtype)
+
+    def kv_bytes_per_layer(self, dtype: str = "bf16") -> float:
+        """KV-cache bytes one token adds in one layer: a key and a value per KV head (Llama 3 8B: 8 heads of
+        128, 4,096 bytes in bf16), or the latent and its rotary key under latent attention (DeepSeek-V3:
+        576 numbers, 1,152 bytes)."""
+        width = self.mla.latent_width if self.mla is not None else 2 * self.num_kv_heads * self.head_dim
+        return width * dtype_bytes(dtype)
 
     @property
     def full_attention_layers(self) -> int:
@@ -406,8 +413,7 @@ class Model:
         tokens = number("tokens", tokens, integer=True, strict=False)
         if not self.sliding_layers:
             return self.kv_bytes_per_token(dtype) * tokens
-        per_layer = (self.mla.latent_width if self.mla is not None else 2 * self.num_kv_heads * self.head_dim) \
-            * dtype_bytes(dtype)
+        per_layer = self.kv_bytes_per_layer(dtype)
         kept = self.full_attention_layers * tokens + len(self.sliding_layers) * np.minimum(tokens, self.sliding_window)
         out = per_layer * np.asarray(kept, dtype=float)
         return out.item() if out.ndim == 0 else out
@@ -437,6 +443,10 @@ class Model:
 # The largest width or count a model may have: 2**53, past which a float no longer holds every whole
 # number (the formulas multiply these in floating point).
 LARGEST = 2**53
+MAX_LAYERS = 100_000
+"""The most layers a config may give: the deepest published decoders have a few hundred. Several counts
+(sliding-window layers, expert layers) are held or walked layer by layer, so a layer count is bounded
+before anything is built from it."""
 
 
 def _shown(value) -> str:
@@ -467,6 +477,14 @@ def _int_field(config: dict, key: str, where: str, default=None, *, minimum: int
         cap = " (at most 2**53)" if isinstance(value, int) and value > LARGEST else ""
         raise ValueError(f"{where}: '{key}' must be {what}{cap}, got {_shown(value)}")
     return value
+
+
+def _layers(config: dict, where: str) -> int:
+    layers = _int_field(config, "num_hidden_layers", where)
+    if layers > MAX_LAYERS:
+        raise ValueError(f"{where}: 'num_hidden_layers' must be at most {MAX_LAYERS:,} (the deepest published models "
+                         f"have a few hundred), got {_shown(layers)}")
+    return layers
 
 
 def _bool_field(config: dict, key: str, where: str, default: bool = False) -> bool:
@@ -516,7 +534,7 @@ def _moe(config: dict, family: str, where: str) -> MoE | None:
             raise ValueError(f"{where}: model_type {family!r} with experts is not supported; "
                              f"mixture-of-experts families: {', '.join(sorted(_MOE_FAMILIES | _MLA_FAMILIES))}")
         return None
-    layers = _int_field(config, "num_hidden_layers", where)
+    layers = _layers(config, where)
     if not any(moe.is_moe_layer(i) for i in range(layers)) and moe.first_dense_layers < layers:
         raise ValueError(f"{where}: no layer of the {layers} has experts (mlp_only_layers, decoder_sparse_step); "
                          "a config with experts needs at least one expert layer")
@@ -600,7 +618,7 @@ def model_from_config(config: dict, name: str = "model") -> Model:
     hidden = _int_field(config, "hidden_size", where)
     heads = _int_field(config, "num_attention_heads", where)
     kv_heads = _int_field(config, "num_key_value_heads", where, default=heads)
-    layers = _int_field(config, "num_hidden_layers", where)
+    layers = _layers(config, where)
     mla = None
     if family in _MLA_FAMILIES:
         q_rank = None if config.get("q_lora_rank") is None else _int_field(config, "q_lora_rank", where)

@@ -83,6 +83,15 @@ class Roof:
         changes.setdefault("kind", "what-if")
         return replace(self, **changes)
 
+    def pooled(self, gpus: int) -> "Roof":
+        """The roof of ``gpus`` of these GPUs working as one (chapters 5 and 12's servers): their FLOP/s and
+        their HBM bandwidth add, the ridge stays where it is, each kernel still pays one launch, and the
+        collectives between them are not counted (chapter 8 prices those). ``gpus`` 1 is this roof."""
+        n = int(number("gpus", gpus, integer=True))
+        if n == 1:
+            return self
+        return replace(self, label=f"{n} × {self.label}", peak_flops=n * self.peak_flops, bandwidth=n * self.bandwidth)
+
 
 def _loglog(x, xs, ys):
     """Piecewise-linear interpolation in log-log space, held flat beyond the ends."""

@@ -1,21 +1,21 @@
-"""Tensor parallelism: every matmul split over ``t`` GPUs, two all-reduces per block (chapter 8).
+"""Tensor parallelism: every matmul split over ``tp`` GPUs, two all-reduces per block (chapter 8).
 
 Megatron-LM's layout (Shoeybi et al. 2019): in each block the first matmul is split by columns (q, k and v
 by heads; gate and up by the MLP's width) and the second by rows (o_proj, down_proj), so each GPU runs its
 slice of the block with no exchange in between and ends with a partial sum of the block's output, which an
-all-reduce over the ``t`` GPUs completes: one after attention, one after the MLP, in the forward pass; in
+all-reduce over the ``tp`` GPUs completes: one after attention, one after the MLP, in the forward pass; in
 the backward pass the same two, on the gradients of the blocks' inputs. The embedding and the output head
 are split over the vocabulary. Norms and residual adds are not split: every GPU runs them on the whole
 hidden state (sequence parallelism, Korthikanti et al. 2023, splits them along the sequence instead and
 turns each all-reduce into a reduce-scatter and an all-gather of the same bytes).
 
-The per-GPU work is the unsplit workload of a narrower model (:func:`shard_model`): ``num_heads / t`` query
-heads, ``intermediate_size / t``, ``vocab_size / t`` (rounded up: Megatron pads the vocabulary), the same
+The per-GPU work is the unsplit workload of a narrower model (:func:`shard_model`): ``num_heads / tp`` query
+heads, ``intermediate_size / tp``, ``vocab_size / tp`` (rounded up: Megatron pads the vocabulary), the same
 hidden size, the same norms. :func:`roofline.workloads.inference.decode_step`, :func:`~roofline.workloads.inference.prefill` and
 :func:`roofline.workloads.training.training_step` count it unchanged, so every accounting of chapters 1 to 6 carries
-over. KV heads: each GPU keeps the KV heads of its query heads, ``num_kv_heads / t`` of them; with more GPUs
-than KV heads each GPU keeps one, and each KV head is stored on ``t / num_kv_heads`` GPUs (vLLM's
-replication); ``t`` must divide the KV heads or be a multiple of them.
+over. KV heads: each GPU keeps the KV heads of its query heads, ``num_kv_heads / tp`` of them; with more GPUs
+than KV heads each GPU keeps one, and each KV head is stored on ``tp / num_kv_heads`` GPUs (vLLM's
+replication); ``tp`` must divide the KV heads or be a multiple of them.
 
 The exchanges are :class:`Exchange` records (a collective, its buffer size, how many per step), priced by
 :func:`roofline.core.collectives.collective_cost` when the step is timed (:func:`predict_tp`): hierarchically
@@ -42,11 +42,12 @@ from roofline.core.model import Model, NotModelledError, load_model
 from roofline.core.policies import recompute_policy
 from roofline.core.roof import Prediction, predict
 from roofline.workloads.kv_cache import largest_batch
-from roofline.workloads.training import training_step
+from roofline.workloads.training import TrainingPlan, plan_training, training_step
 from roofline.core.units import dtype_bytes
 
 __all__ = ["PUBLISHED", "Exchange", "TPStep", "TPPrediction", "check_tp", "shard_model", "kv_heads_per_gpu",
-           "tp_decode_step", "tp_prefill", "tp_training_step", "predict_tp", "tp_intensity", "tier_ridge",
+           "tp_decode_step", "tp_prefill", "tp_training_step", "predict_tp", "TPTrainingPlan", "tp_training_plan",
+           "tp_intensity", "tier_ridge",
            "hiding_width", "layer_times", "tp_memory", "DegreePoint", "decode_by_degree", "best_degree"]
 
 PUBLISHED = MappingProxyType({
@@ -62,20 +63,20 @@ PUBLISHED = MappingProxyType({
 """Published figures the chapter sets beside its predictions: (value, where it was published)."""
 
 
-def _tp(t) -> int:
-    t = number("t", t, integer=True)
+def _tp(tp) -> int:
+    t = number("tp", tp, integer=True)
     if np.ndim(t):
-        raise TypeError(f"t (the tensor-parallel degree) must be one whole number, got an array of shape {np.shape(t)}")
+        raise TypeError(f"tp (the tensor-parallel degree) must be one whole number, got an array of shape {np.shape(t)}")
     return int(t)
 
 
-def check_tp(model: Model | str, t, *, gpus_per_node=None) -> Model:
-    """The model, after checking that ``t`` GPUs can split it Megatron's way; a ``ValueError`` naming ``t``
-    otherwise: ``t`` must divide the query heads and the MLP's width, and divide the KV heads or be a
-    multiple of them; with ``gpus_per_node``, ``t`` must not exceed it (the all-reduces would leave NVLink).
+def check_tp(model: Model | str, tp, *, gpus_per_node=None) -> Model:
+    """The model, after checking that ``tp`` GPUs can split it Megatron's way; a ``ValueError`` naming ``tp``
+    otherwise: ``tp`` must divide the query heads and the MLP's width, and divide the KV heads or be a
+    multiple of them; with ``gpus_per_node``, ``tp`` must not exceed it (the all-reduces would leave NVLink).
     Mixture-of-experts and latent-attention models raise :class:`~roofline.core.model.NotModelledError`."""
     m = load_model(model)
-    t = _tp(t)
+    t = _tp(tp)
     if m.moe is not None or m.mla is not None:
         raise NotModelledError(f"tensor parallelism of {m.name}: "
                                f"{'experts' if m.moe is not None else 'latent attention'} are not split here "
@@ -83,34 +84,34 @@ def check_tp(model: Model | str, t, *, gpus_per_node=None) -> Model:
     if gpus_per_node is not None:
         g = int(number("gpus_per_node", gpus_per_node, integer=True))
         if t > g:
-            raise ValueError(f"t must be at most the {g} GPUs of a node: tensor parallelism all-reduces twice per "
-                             f"layer and belongs on NVLink; got t={t} (for more GPUs, add pipeline or data "
+            raise ValueError(f"tp must be at most the {g} GPUs of a node: tensor parallelism all-reduces twice per "
+                             f"layer and belongs on NVLink; got tp={t} (for more GPUs, add pipeline or data "
                              "parallelism)")
     if m.num_heads % t:
         divisors = [d for d in range(1, m.num_heads + 1) if m.num_heads % d == 0 and d <= 64]
-        raise ValueError(f"t must divide {m.name}'s {m.num_heads} query heads, got t={t} "
+        raise ValueError(f"tp must divide {m.name}'s {m.num_heads} query heads, got tp={t} "
                          f"(try {', '.join(map(str, divisors[-6:]))})")
     if m.intermediate_size % t:
-        raise ValueError(f"t must divide {m.name}'s MLP width ({m.intermediate_size}), got t={t}")
+        raise ValueError(f"tp must divide {m.name}'s MLP width ({m.intermediate_size}), got tp={t}")
     kv = m.num_kv_heads
     if (kv >= t and kv % t) or (kv < t and t % kv):
-        raise ValueError(f"t must divide {m.name}'s {kv} KV heads or be a multiple of them (each KV head then "
-                         f"replicated on t / {kv} GPUs), got t={t}")
+        raise ValueError(f"tp must divide {m.name}'s {kv} KV heads or be a multiple of them (each KV head then "
+                         f"replicated on tp / {kv} GPUs), got tp={t}")
     return m
 
 
-def kv_heads_per_gpu(model: Model | str, t) -> int:
-    """KV heads each GPU keeps: ``num_kv_heads / t``, at least one (replicated when ``t`` exceeds them)."""
-    m = check_tp(model, t)
-    return max(m.num_kv_heads // _tp(t), 1)
+def kv_heads_per_gpu(model: Model | str, tp) -> int:
+    """KV heads each GPU keeps: ``num_kv_heads / tp``, at least one (replicated when ``tp`` exceeds them)."""
+    m = check_tp(model, tp)
+    return max(m.num_kv_heads // _tp(tp), 1)
 
 
-def shard_model(model: Model | str, t) -> Model:
-    """The slice of ``model`` one of ``t`` tensor-parallel GPUs holds, as a model of its own: a ``t``-th of
+def shard_model(model: Model | str, tp) -> Model:
+    """The slice of ``model`` one of ``tp`` tensor-parallel GPUs holds, as a model of its own: a ``tp``-th of
     the query heads, of the MLP's width and of the vocabulary (rounded up), the KV heads of
     :func:`kv_heads_per_gpu`, the same hidden size, layers and norms. ``shard_model(m, 1)`` is ``m``."""
-    m = check_tp(model, t)
-    t = _tp(t)
+    m = check_tp(model, tp)
+    t = _tp(tp)
     if t == 1:
         return m
     return replace(m, name=f"{m.name}-tp{t}", num_heads=m.num_heads // t, num_kv_heads=kv_heads_per_gpu(m, t),
@@ -118,7 +119,7 @@ def shard_model(model: Model | str, t) -> Model:
 
 
 class Exchange(NamedTuple):
-    """One kind of collective in a tensor-parallel step: ``count`` calls of ``collective`` over the ``t``
+    """One kind of collective in a tensor-parallel step: ``count`` calls of ``collective`` over the ``tp``
     GPUs on a ``size``-byte buffer (each GPU's, as nccl-tests counts it), in ``phase``."""
 
     name: str
@@ -130,13 +131,16 @@ class Exchange(NamedTuple):
 
 @dataclass(frozen=True)
 class TPStep:
-    """A step of ``model`` split over ``t`` GPUs: ``work``, one GPU's kernels (a
-    :class:`~roofline.core.cost.Breakdown` of the shard), and ``exchanges``, the collectives among the ``t``."""
+    """A step of ``model`` split over ``tp`` GPUs (the field ``t``): ``work``, one GPU's kernels (a
+    :class:`~roofline.core.cost.Breakdown` of the shard), ``exchanges``, the collectives among the ``tp``,
+    and ``tokens``, the tokens the step runs for the whole group (decode: one per sequence; prefill and
+    training: every token of every sequence)."""
 
     model: Model
     t: int
     work: Breakdown
     exchanges: tuple
+    tokens: object = None
 
     @property
     def collectives(self) -> int:
@@ -176,44 +180,45 @@ def _inference(kind: str, m: Model, t: int, tokens, out_rows, work: Breakdown, a
         exchanges = [Exchange("embedding all-reduce", "all_reduce", size, 1),  # the vocabulary-split lookup
                      *_layer_exchanges(m, size, "forward", False),
                      Exchange("logits all-gather", "all_gather", out_rows * m.vocab_size * a, 1)]
-    return TPStep(m, t, replace(work, name=f"{kind} of {m.name}, one of {t} tensor-parallel GPUs"), tuple(exchanges))
+    return TPStep(m, t, replace(work, name=f"{kind} of {m.name}, one of {t} tensor-parallel GPUs"), tuple(exchanges),
+                  tokens)
 
 
-def tp_decode_step(model: Model | str, t, batch=1, context=0, *, gpus_per_node=None, **options) -> TPStep:
-    """One decode step of ``model`` split over ``t`` GPUs: each GPU's kernels
+def tp_decode_step(model: Model | str, tp, batch=1, context=0, *, gpus_per_node=None, **options) -> TPStep:
+    """One decode step of ``model`` split over ``tp`` GPUs: each GPU's kernels
     (:func:`~roofline.workloads.inference.decode_step` of :func:`shard_model`, same ``options``) and the exchanges:
     one all-reduce of the embedded tokens, two per layer of ``batch x hidden`` activations, and an
-    all-gather of the logits (a ``t``-th of the vocabulary on each GPU). Broadcasts over ``batch`` and
+    all-gather of the logits (a ``tp``-th of the vocabulary on each GPU). Broadcasts over ``batch`` and
     ``context``."""
-    m = check_tp(model, t, gpus_per_node=gpus_per_node)
-    t = _tp(t)
+    m = check_tp(model, tp, gpus_per_node=gpus_per_node)
+    t = _tp(tp)
     work = decode_step(shard_model(m, t), batch, context, **options)
     b = number("batch", batch, integer=True)
     return _inference("decode step", m, t, b, b, work, _activation_bytes(options))
 
 
-def tp_prefill(model: Model | str, t, tokens, batch=1, *, gpus_per_node=None, **options) -> TPStep:
-    """A prefill of ``batch`` prompts of ``tokens`` tokens split over ``t`` GPUs (see
+def tp_prefill(model: Model | str, tp, tokens, batch=1, *, gpus_per_node=None, **options) -> TPStep:
+    """A prefill of ``batch`` prompts of ``tokens`` tokens split over ``tp`` GPUs (see
     :func:`tp_decode_step`); the logits gathered for every token, or the last with ``lm_head='last'``."""
-    m = check_tp(model, t, gpus_per_node=gpus_per_node)
-    t = _tp(t)
+    m = check_tp(model, tp, gpus_per_node=gpus_per_node)
+    t = _tp(tp)
     work = prefill(shard_model(m, t), tokens, batch, **options)
     s, b = number("tokens", tokens, integer=True), number("batch", batch, integer=True)
     rows = b if options.get("lm_head") == "last" else s * b
     return _inference("prefill", m, t, s * b, rows, work, _activation_bytes(options))
 
 
-def tp_training_step(model: Model | str, t, seq, micro_batch=1, *, recompute: str = "none",
+def tp_training_step(model: Model | str, tp, seq, micro_batch=1, *, recompute: str = "none",
                      sequence_parallel: bool = False, gpus_per_node=None, **options) -> TPStep:
-    """One micro-batch of training split over ``t`` GPUs: each GPU's kernels
+    """One micro-batch of training split over ``tp`` GPUs: each GPU's kernels
     (:func:`~roofline.workloads.training.training_step` of :func:`shard_model`) and the exchanges: two per layer in
     the forward pass, two in the backward pass (the gradients of the blocks' inputs), two more per layer
     that full recomputation runs again ('full', 'every-K'; 'selective' reruns only the attention core,
     which exchanges nothing), one on the embedded tokens, one on the output head's input gradient, and the
     vocabulary-split cross-entropy's three small all-reduces per token (fp32 maximum, sum and target
     logit). ``sequence_parallel`` turns each block's all-reduce into a reduce-scatter and an all-gather."""
-    m = check_tp(model, t, gpus_per_node=gpus_per_node)
-    t = _tp(t)
+    m = check_tp(model, tp, gpus_per_node=gpus_per_node)
+    t = _tp(tp)
     if not isinstance(sequence_parallel, bool):
         raise TypeError(f"sequence_parallel must be True or False, got {sequence_parallel!r}")
     policy = recompute_policy(recompute)
@@ -232,7 +237,7 @@ def tp_training_step(model: Model | str, t, seq, micro_batch=1, *, recompute: st
         if policy.every:  # every layer's forward runs again (training_step's count), its exchanges with it
             exchanges += _layer_exchanges(m, size, "recompute", sequence_parallel)
     name = f"training step of {m.title}, one of {t} tensor-parallel GPUs, recompute {policy.name}"
-    return TPStep(m, t, replace(work, name=name), tuple(exchanges))
+    return TPStep(m, t, replace(work, name=name), tuple(exchanges), s * b)
 
 
 @dataclass(frozen=True)
@@ -271,12 +276,23 @@ class TPPrediction:
     def comm_share(self):
         return self.comm_time / self.time
 
+    @property
+    def time_per_token(self):
+        """Seconds of the step per token it runs (:attr:`TPStep.tokens`): a decode step's time per output
+        token divided by the batch."""
+        return self.time / self.step.tokens
+
+    @property
+    def tokens_per_s_per_gpu(self):
+        """Tokens per second per GPU: the step's tokens over its time, shared by the ``tp`` GPUs."""
+        return self.step.tokens / self.time / self.step.t
+
 
 def predict_tp(step: TPStep, hardware: Hardware | str, *, roof=None, timing: str = "step", gpus_per_node=8,
                tier: str | None = None, algorithm: str = "ring") -> TPPrediction:
     """Time a :class:`TPStep` on ``hardware``: one GPU's kernels under ``roof`` (the hardware's datasheet
     when None) by ``timing``, plus every exchange priced by :func:`roofline.core.collectives.collective_cost`
-    over the ``t`` GPUs, hierarchically with ``gpus_per_node`` or on the one ``tier`` given."""
+    over the ``tp`` GPUs, hierarchically with ``gpus_per_node`` or on the one ``tier`` given."""
     if not isinstance(step, TPStep):
         raise TypeError(f"step must be a TPStep (from tp_decode_step, tp_prefill or tp_training_step), "
                         f"got {type(step).__name__}")
@@ -288,17 +304,111 @@ def predict_tp(step: TPStep, hardware: Hardware | str, *, roof=None, timing: str
     return TPPrediction(step, compute, priced)
 
 
-def tp_intensity(model: Model | str, t, *, dtype: str = "bf16", hidden=None):
-    """FLOPs each GPU runs per byte it sends, in one block's forward pass: the layer's matmul FLOPs over
-    ``t`` against two all-reduces of the block's activations (ring: ``2 (t-1)/t`` of the buffer each).
+@dataclass(frozen=True)
+class TPTrainingPlan:
+    """A training step of a model tensor parallel over ``tp`` GPUs, in ``gpus / tp`` data-parallel groups
+    (chapter 8 on chapter 3's plan; the command ``roofline train --tp``).
 
-    Per token, ``2 P_layer / t`` FLOPs against ``4 (t-1)/t * h * a`` bytes, so the tokens cancel:
-    ``P_layer / (2 (t-1) h a)``. ``hidden`` scales the model's layer to another width, every matrix in
+    ``plan`` is one GPU's step as :func:`~roofline.workloads.training.plan_training` plans it for the GPU's
+    shard (:func:`shard_model`): its memory, with the model state sharded by ZeRO over the data-parallel
+    group, and its compute, with the data-parallel traffic overlapped. ``prediction`` prices the
+    tensor-parallel exchanges of :func:`tp_training_step`, which are not overlapped: ``time`` is
+    ``compute_time + collective_time``. ``mfu`` counts the shard's model FLOPs (one GPU's share of the
+    model's, norms and the padded vocabulary included) against that time at the GPU's peak.
+    """
+
+    tp: int
+    gpus: int
+    plan: TrainingPlan
+    prediction: TPPrediction
+
+    @property
+    def data_parallel(self) -> int:
+        """Data-parallel groups of ``tp`` GPUs: ``gpus / tp``."""
+        return self.gpus // self.tp
+
+    @property
+    def compute_time(self) -> float:
+        """Seconds of one GPU's step without the tensor-parallel exchanges (chapter 3's step time)."""
+        return self.plan.time
+
+    @property
+    def collective_time(self) -> float:
+        """Seconds in the tensor-parallel collectives per step (latency and transfer)."""
+        return float(self.prediction.comm_time)
+
+    @property
+    def time(self) -> float:
+        """Seconds per step: the compute and, not overlapped, the collectives."""
+        return self.plan.time + self.prediction.comm_time
+
+    @property
+    def tokens(self) -> int:
+        """Tokens one tensor-parallel group trains on per step: ``seq x micro_batch``."""
+        return self.plan.tokens
+
+    @property
+    def tokens_per_s_per_gpu(self) -> float:
+        """Tokens per second per GPU: a group's tokens over the step time, shared by its ``tp`` GPUs."""
+        return self.plan.tokens / self.time / self.tp
+
+    @property
+    def model_flops(self) -> float:
+        """One GPU's model FLOPs per step (its shard's forward and backward, no recomputation)."""
+        return float(self.plan.model_flops)
+
+    @property
+    def mfu(self) -> float:
+        """Model FLOPs utilization: :attr:`model_flops` over the step time at the GPU's peak."""
+        return float(self.plan.model_flops) / (self.time * self.plan.peak)
+
+    @property
+    def memory_per_gpu(self) -> float:
+        """Bytes one GPU holds: its shard's model state, activations and logits (chapter 3's footprint)."""
+        return float(self.plan.footprint.total)
+
+    @property
+    def fits(self) -> bool:
+        """Whether :attr:`memory_per_gpu` fits in the GPU's usable HBM."""
+        return bool(self.plan.fits)
+
+
+def tp_training_plan(model: Model | str, hardware: Hardware | str, *, tp, gpus=None, seq, micro_batch=1,
+                     recompute: str = "none", zero_stage: int = 0, offload: bool = False, achieved=None,
+                     timing: str = "step", attention: str = "flash", gpus_per_node=8) -> TPTrainingPlan:
+    """Plan a training step of ``model`` on ``gpus`` GPUs of ``hardware`` (``tp`` when None), tensor parallel
+    over ``tp`` of them (at most ``gpus_per_node``: the exchanges stay on NVLink) and data parallel over
+    ``gpus / tp`` groups: a :class:`TPTrainingPlan`. The other arguments are
+    :func:`~roofline.workloads.training.plan_training`'s, for one GPU's shard; the exchanges are
+    :func:`tp_training_step`'s under the plan's recomputation, priced by :func:`predict_tp`.
+
+    ``gpus`` must be a multiple of ``tp``. Llama 3 70B on 8 H100 SXM, ``tp=8``, 4,096 tokens: 2 x 80 + 4
+    exchanges forward, 2 x 80 + 1 backward.
+    """
+    m = check_tp(model, tp, gpus_per_node=gpus_per_node)
+    t = _tp(tp)
+    hw = get_hardware(hardware)
+    g = t if gpus is None else int(number("gpus", gpus, integer=True))
+    if g % t:
+        raise ValueError(f"gpus must be a multiple of tp ({t}): the GPUs form {t}-GPU tensor-parallel groups, "
+                         f"got gpus={g}")
+    plan = plan_training(shard_model(m, t), hw, seq=seq, micro_batch=micro_batch, gpus=g // t, recompute=recompute,
+                         zero_stage=zero_stage, offload=offload, achieved=achieved, timing=timing, attention=attention)
+    step = tp_training_step(m, t, seq, micro_batch, recompute=plan.recompute, attention=attention)
+    return TPTrainingPlan(t, g, plan, predict_tp(step, hw, gpus_per_node=gpus_per_node))
+
+
+def tp_intensity(model: Model | str, tp, *, dtype: str = "bf16", hidden=None):
+    """FLOPs each GPU runs per byte it sends, in one block's forward pass: the layer's matmul FLOPs over
+    ``tp`` against two all-reduces of the block's activations (ring: ``2 (tp-1)/tp`` of the buffer each).
+
+    Per token, ``2 P_layer / tp`` FLOPs against ``4 (tp-1)/tp * h * a`` bytes, so the tokens cancel:
+    ``P_layer / (2 (tp-1) h a)``. ``hidden`` scales the model's layer to another width, every matrix in
     proportion (``P_layer`` grows as ``hidden**2``), to ask at which width a degree starts to hide.
-    Infinite for ``t = 1``. Broadcasts over ``t`` and ``hidden``.
+    Infinite for ``tp = 1``. Broadcasts over ``tp`` and ``hidden``.
     """
     m = load_model(model)
-    t = number("t", t, integer=True)
+    t = number("tp", tp, integer=True)
     a = dtype_bytes(dtype)
     h = m.hidden_size if hidden is None else number("hidden", hidden)
     per_layer = m.layer_matmul_params * (np.asarray(h, dtype=float) / m.hidden_size) ** 2
@@ -316,28 +426,28 @@ def tier_ridge(hardware: Hardware | str, tier: str = "scale_up", *, dtype: str =
     return hw.peak_flops(dtype) / hw.interconnect[tier].each_way
 
 
-def hiding_width(model: Model | str, t, hardware: Hardware | str, tier: str = "scale_up", *, dtype: str = "bf16",
+def hiding_width(model: Model | str, tp, hardware: Hardware | str, tier: str = "scale_up", *, dtype: str = "bf16",
                  tokens=None):
     """The hidden size at which :func:`tp_intensity` reaches :func:`tier_ridge`: the narrowest width, with
     the model's proportions, whose matmuls take as long as its all-reduces' bytes on ``tier``. Below it
-    tensor parallelism of degree ``t`` cannot hide behind the compute even with perfect overlap.
+    tensor parallelism of degree ``tp`` cannot hide behind the compute even with perfect overlap.
 
     That count has no latency, so the tokens cancel. Given ``tokens`` (per micro-batch), the width is
     where a block's matmuls take as long as its two all-reduces *with* their latency
     (:func:`~roofline.core.collectives.collective_cost` on ``tier``): the positive root of
-    ``2 s c h^2 / (t P) = 2 (lat + 2 (t-1)/t s h a / B)``, with ``c h^2`` the block's matmul weights. It is
+    ``2 s c h^2 / (tp P) = 2 (lat + 2 (tp-1)/tp s h a / B)``, with ``c h^2`` the block's matmul weights. It is
     wider than the latency-free width and falls towards it as ``tokens`` grows."""
     m = load_model(model)
     ridge = tier_ridge(hardware, tier, dtype=dtype)
     per_h2 = m.layer_matmul_params / m.hidden_size ** 2
-    t = number("t", t, integer=True)
+    t = number("tp", tp, integer=True)
     a = dtype_bytes(dtype)
     with np.errstate(divide="ignore"):
         out = np.where(np.asarray(t) > 1, ridge * 2 * (np.asarray(t, dtype=float) - 1) * a / per_h2, 0.0)
     if tokens is not None:
         s = number("tokens", tokens, integer=True)
         if np.ndim(t) or np.ndim(s):
-            raise TypeError("hiding_width with tokens takes one degree t and one token count, not arrays")
+            raise TypeError("hiding_width with tokens takes one degree tp and one token count, not arrays")
         if t > 1:
             hw = get_hardware(hardware)
             latency = float(collective_cost("all_reduce", int(t), 1.0, hw, tier=tier).latency)
@@ -348,14 +458,14 @@ def hiding_width(model: Model | str, t, hardware: Hardware | str, tier: str = "s
     return float(out) if np.ndim(out) == 0 else out
 
 
-def layer_times(model: Model | str, t, tokens, hardware: Hardware | str, *, tier: str | None = "scale_up",
+def layer_times(model: Model | str, tp, tokens, hardware: Hardware | str, *, tier: str | None = "scale_up",
                 gpus_per_node=8, dtype: str = "bf16"):
     """``(compute, communication)`` seconds of one block's forward pass on ``tokens`` tokens per GPU group:
-    the layer's matmul FLOPs over ``t`` at the datasheet peak, against its two all-reduces priced on
+    the layer's matmul FLOPs over ``tp`` at the datasheet peak, against its two all-reduces priced on
     ``tier`` (flat) or, with ``tier=None``, hierarchically over nodes of ``gpus_per_node``. Broadcasts over
     ``tokens``."""
-    m = check_tp(model, t)
-    t = _tp(t)
+    m = check_tp(model, tp)
+    t = _tp(tp)
     hw = get_hardware(hardware)
     tokens = number("tokens", tokens, integer=True)
     compute = 2 * tokens * m.layer_matmul_params / t / hw.peak_flops(dtype)
@@ -364,17 +474,18 @@ def layer_times(model: Model | str, t, tokens, hardware: Hardware | str, *, tier
     return compute, 2 * ar.time
 
 
-def tp_memory(model: Model | str, t, *, weights_dtype: str = "bf16") -> float:
-    """Bytes of weights one of ``t`` tensor-parallel GPUs holds: its shard's parameters (norms whole on
-    every GPU, the vocabulary padded to a multiple of ``t``)."""
-    return shard_model(model, t).params * dtype_bytes(weights_dtype)
+def tp_memory(model: Model | str, tp, *, weights_dtype: str = "bf16") -> float:
+    """Bytes of weights one of ``tp`` tensor-parallel GPUs holds: its shard's parameters (norms whole on
+    every GPU, the vocabulary padded to a multiple of ``tp``)."""
+    return shard_model(model, tp).params * dtype_bytes(weights_dtype)
 
 
 @dataclass(frozen=True)
 class DegreePoint:
-    """Decode on ``t`` tensor-parallel GPUs at one batch and context: the step (``time``, the time per
-    output token, split into ``compute`` and ``comm``), tokens per second per GPU, the weights each GPU
-    holds and whether they and the batch's KV cache fit (``fits``), and the largest batch that fits."""
+    """Decode on ``tp`` tensor-parallel GPUs (the field ``t``) at one batch and context: the step
+    (``time``, the time per output token, split into ``compute`` and ``comm``), tokens per second per GPU,
+    the weights each GPU holds and whether they and the batch's KV cache fit (``fits``), and the largest
+    batch that fits."""
 
     t: int
     time: float
@@ -394,7 +505,7 @@ def decode_by_degree(model: Model | str, hardware: Hardware | str, degrees=(1, 2
     """:class:`DegreePoint` for each degree in ``degrees``: a decode step of ``batch`` sequences at
     ``context`` tokens (:func:`tp_decode_step`, :func:`predict_tp` on the datasheet roof, hierarchical over
     nodes of ``gpus_per_node`` unless ``tier`` is given), and the memory (chapter 5's
-    :func:`~roofline.serving.largest_batch` with ``gpus=t``)."""
+    :func:`~roofline.serving.largest_batch` with ``gpus=tp``)."""
     m, hw = load_model(model), get_hardware(hardware)
     batch = int(number("batch", batch, integer=True))
     context = int(number("context", context, integer=True))

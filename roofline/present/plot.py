@@ -196,7 +196,8 @@ def ridge_chart(names: Iterable[str], dtype: str = "bf16", fallback: str = "fp16
     with style():
         fig, (a, b) = plt.subplots(1, 2, figsize=(7.5, 3.9), layout="constrained")
         x = np.arange(len(hws))
-        a.plot(x, flops / flops[0], "o-", color=PALETTE["blue"], label="dense 16-bit peak FLOP/s")
+        peak = "16-bit" if dtype in ("bf16", "fp16") else dtype  # the format the line draws, named
+        a.plot(x, flops / flops[0], "o-", color=PALETTE["blue"], label=f"dense {peak} peak FLOP/s")
         a.plot(x, bw / bw[0], "s-", color=PALETTE["orange"], label="HBM bandwidth")
         a.set_yscale("log")
         a.set_ylabel(f"relative to {hws[0].short} (×, log scale)")

@@ -14,7 +14,7 @@ from roofline.core.cost import Breakdown
 from roofline.core.hardware import get_hardware
 from roofline.workloads.memory import (KORTHIKANTI_CONFIGS, RECIPES, RECOMPUTE_POLICIES, activation_bytes,
                                        korthikanti_bytes, kv_cache_capacity_tokens, layer_activations, model_state,
-                                       saved_tensors)
+                                       saved_tensors, weight_bytes)
 from roofline.core.model import load_model
 from roofline.core.ops import matmul
 from roofline.core.network import Tier
@@ -506,7 +506,7 @@ def moe_comparison_table(models, hardware, *, batch: int = 64, context: int = 40
         many = predict(decode_step(m, batch, context, **kw), h).time
         pre = predict(prefill(m, prompt, **kw), h).time
         rows.append((label or m.title, f"{m.params / 1e9:.1f}B", f"{m.active_params / 1e9:.1f}B",
-                     fmt(m.params * bits_per_element(weights_dtype) / 8, "B", 3),
+                     fmt(weight_bytes(m, weights_dtype=weights_dtype), "B", 3),
                      fmt(training_flops_per_token(m), "FLOP", 3), fmt(one, "s", 3), fmt(many, "s", 3), fmt(pre, "s", 3)))
     return Table(("model", "parameters", "active", f"weights ({weights_dtype})", "training FLOP per token",
                   "decode, batch 1", f"decode, batch {batch}", f"prefill, {prompt:,} tokens"), tuple(rows), title)

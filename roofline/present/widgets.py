@@ -16,7 +16,8 @@ from roofline.workloads.inference import compute_bound_batch, decode_step, prefi
 from roofline.workloads.memory import fit_summary, fit_verdict, kv_cache_capacity_tokens, training_footprint
 from roofline.core.model import Model, load_model
 from roofline.present.plot import PALETTE, legend_below, memory_bars, roofline_chart, style
-from roofline.workloads.quantization import check_math, weight_bytes
+from roofline.workloads.memory import fits_in_hbm, weight_bytes
+from roofline.workloads.quantization import check_math
 from roofline.core.roof import Roof, as_roof, attainable_flops, predict
 from roofline.core.units import dtype_bytes, fmt
 from roofline.present.frames import Blitter, FrameExplorer, frame_explorer, png_bytes
@@ -429,7 +430,7 @@ def quantization_explorer(model: Model | str = "llama-3-8b", hardware: Hardware 
             legend_below(ax)
             figures[mf] = (fig, d, p, Blitter(fig, [d, p]))
         fig, d, p, blitter = figures[mf]
-        fits = held[j] <= h.usable_capacity
+        fits = fits_in_hbm(held[j], h)
         d.set_data([np.asarray(step.intensity)[j]], [np.asarray(dec.achieved_flops)[j] / 1e12])
         d.set_markerfacecolor(PALETTE["vermillion"] if fits else "none")
         p.set_data([pre_work.intensity], [pre.achieved_flops / 1e12])
@@ -537,12 +538,10 @@ def speculation_explorer(target: Model | str = "llama-3-70b", drafts: Sequence[s
     share of FLOPs spent on tokens plain decoding would not compute
     (:func:`roofline.serving.speculative.speculate`).
     """
-    from roofline.core.roof import Roof, as_roof
     from roofline.serving.speculative import load_draft, speculate
 
     h = get_hardware(hardware)
-    one = as_roof(h)
-    roof = Roof(f"{gpus} × {one.label}", gpus * one.peak_flops, gpus * one.bandwidth)
+    roof = as_roof(h).pooled(gpus)
     m = load_model(target)
     plans = {(d, a, g): speculate(m, d, roof=roof, alpha=a, gamma=g, batch=np.asarray(batches, dtype=float),
                                   context=context) for d in drafts for a in alphas for g in gammas}
@@ -693,7 +692,7 @@ def moe_explorer(hardware: Hardware | str = "h200-sxm", *,
         fig, bars, blitter = figure["f"]
         for bar, t in zip(bars, (s.compute_time, s.memory_time, s.communication_time)):
             bar.set_width(max(t, 1e-6) - 1e-6 + 1e-9)
-        fits = held <= h.usable_capacity
+        fits = fits_in_hbm(held, h)
         verdict = "fits" if fits else "<b>does not fit</b>"
         where = "no all-to-all" if ep == 1 else f"{s.calls} all-to-alls of {fmt(s.all_to_all.bytes, 'B')} each"
         bound = "the all-to-alls" if s.communication_time > s.gpu_time else (

@@ -40,12 +40,16 @@ from roofline.core.hardware import Hardware, get_hardware
 from roofline.workloads.inference import PARTS, decode_step, prefill
 from roofline.core.model import Model, NotModelledError, load_model
 from roofline.core.ops import Op
-from roofline.core.roof import CalibratedRoof, Roof, as_roof, predict
+from roofline.core.roof import CalibratedRoof, as_roof, predict
 from roofline.workloads.quantization import check_math
 from roofline.core.units import dtype_bytes, fmt
+from roofline.parallel.moe import weights_per_gpu
+from roofline.parallel.tensor_parallel import TPPrediction, check_tp, predict_tp, tp_decode_step, tp_memory
+from roofline.workloads.memory import Footprint
 from roofline.workloads.kv_cache import (VLLM_BLOCK_SIZE, attention_layout, check_context, kv_bytes_per_token, kv_replicas,
                                          largest_batch, paged_tokens, paging_waste, sequence_kv_bytes,
-                                         shared_prefix_saving, stored_weight_bytes)
+                                         shared_prefix_saving)
+from roofline.workloads.memory import weight_bytes
 
 __all__ = [
     "PUBLISHED",
@@ -61,6 +65,9 @@ __all__ = [
     "largest_batch",
     "mla_attention_flops_per_key",
     "serving_plan",
+    "TPServingPlan",
+    "tp_serving_plan",
+    "expert_parallel_footprint",
     "shared_prefix_saving",
     "time_to_first_token",
     "latency_throughput",
@@ -212,10 +219,7 @@ def _server_roof(h: Hardware, gpus: int, roof, math: str = "bf16"):
         return roof
     else:
         one = as_roof(roof)
-    if gpus == 1:
-        return one
-    return Roof(f"{gpus} × {one.label}", gpus * one.peak_flops, gpus * one.bandwidth, kind=one.kind,
-                dtype=one.dtype, launch_s=one.launch_s)
+    return one.pooled(gpus)
 
 
 def _with_replicas(step: Breakdown, replicas: int) -> Breakdown:
@@ -271,7 +275,7 @@ def serving_plan(model: Model | str, hardware: Hardware | str, context: int, *, 
     at = most if batch is None else batch
     base = dict(model=m.name, hardware=h.short or h.name, gpus=g, context=context, weights_dtype=weights_dtype,
                 kv_dtype=kv_dtype, block_size=block_size, layout=attention_layout(m), usable=g * h.usable_capacity,
-                weights=stored_weight_bytes(m, weights_dtype), kv_per_token=kv_bytes_per_token(m, kv_dtype, gpus=g),
+                weights=weight_bytes(m, weights_dtype=weights_dtype), kv_per_token=kv_bytes_per_token(m, kv_dtype, gpus=g),
                 kv_per_sequence=per_seq, waste_per_sequence=waste, max_batch=most, batch=at,
                 reserve=float(number("reserve", reserve, strict=False)), kv_copies=replicas, math_dtype=math_dtype)
     server = _server_roof(h, g, roof, math_dtype or "bf16")
@@ -288,6 +292,107 @@ def serving_plan(model: Model | str, hardware: Hardware | str, context: int, *, 
     return ServingPlan(**base, roof=server.label, step_time=t, tokens_per_s=at / t, bound=str(pred.bound),
                        utilization=float(pred.utilization), flops=float(step.flops), bytes=float(step.bytes),
                        kv_read_share=float(step.parts["kv_cache"].bytes) / float(step.bytes))
+
+
+@dataclass(frozen=True)
+class TPServingPlan:
+    """A server of one model tensor parallel over ``tp`` GPUs (chapter 8 on chapter 5's server; the
+    command ``roofline serve --tp``).
+
+    ``plan`` is :func:`serving_plan` with ``gpus=tp``: the memory pooled over the ``tp`` GPUs, the largest
+    batch and the batch served. ``prediction`` is one tensor-parallel decode step at that batch
+    (:func:`~roofline.parallel.tensor_parallel.tp_decode_step`, its all-reduces priced and not overlapped;
+    None when nothing fits). ``weights_per_gpu`` is one GPU's shard of the weights
+    (:func:`~roofline.parallel.tensor_parallel.tp_memory`: norms whole on every GPU, the vocabulary padded).
+    """
+
+    tp: int
+    plan: ServingPlan
+    prediction: TPPrediction | None
+    weights_per_gpu: float
+    usable_per_gpu: float
+
+    @property
+    def batch(self) -> int:
+        return self.plan.batch
+
+    @property
+    def max_batch(self) -> int:
+        return self.plan.max_batch
+
+    @property
+    def memory_per_gpu(self) -> float:
+        """Bytes one GPU holds at :attr:`batch`: its shard of the weights and its share of the KV cache
+        (every copy of a replicated KV head counted, :func:`kv_replicas`)."""
+        return float(self.weights_per_gpu + self.plan.kv_total / self.tp)
+
+    @property
+    def fits(self) -> bool:
+        """Whether at least one sequence fits and :attr:`memory_per_gpu` is within one GPU's usable HBM."""
+        return self.plan.fits and self.memory_per_gpu <= self.usable_per_gpu
+
+    @property
+    def time(self) -> float | None:
+        """Seconds per decode step (the time per output token): one GPU's kernels and the collectives."""
+        return None if self.prediction is None else float(self.prediction.time)
+
+    @property
+    def compute_time(self) -> float | None:
+        return None if self.prediction is None else float(self.prediction.compute_time)
+
+    @property
+    def collective_time(self) -> float | None:
+        return None if self.prediction is None else float(self.prediction.comm_time)
+
+    @property
+    def tokens_per_s(self) -> float | None:
+        """Output tokens per second of the server: one per sequence per step."""
+        return None if self.prediction is None else self.plan.batch / self.time
+
+    @property
+    def tokens_per_s_per_gpu(self) -> float | None:
+        return None if self.prediction is None else self.plan.batch / self.time / self.tp
+
+
+def tp_serving_plan(model: Model | str, hardware: Hardware | str, context: int, *, tp, weights_dtype: str = "bf16",
+                    kv_dtype: str | None = None, math_dtype: str | None = None,
+                    block_size: int | None = VLLM_BLOCK_SIZE, batch: int | None = None,
+                    gpus_per_node=8) -> TPServingPlan:
+    """Serve ``model`` tensor parallel over ``tp`` GPUs of ``hardware`` at ``context`` tokens per sequence:
+    a :class:`TPServingPlan`. The memory and the batch are :func:`serving_plan`'s with ``gpus=tp`` (same
+    arguments; the cache in the weights' format unless ``kv_dtype`` says otherwise); the decode step at that
+    batch is one GPU's kernels plus the collectives, on the datasheet roof, hierarchically over nodes of
+    ``gpus_per_node`` (``tp`` at most that: the all-reduces stay on NVLink).
+
+    Llama 3 70B on 8 H100 SXM at 8,192 tokens in bf16: 197 sequences fit, each GPU holding 83.7 GB.
+    """
+    m, h = check_tp(model, tp, gpus_per_node=gpus_per_node), get_hardware(hardware)
+    t = int(number("tp", tp, integer=True))
+    plan = serving_plan(m, h, context, gpus=t, weights_dtype=weights_dtype, kv_dtype=kv_dtype, math_dtype=math_dtype,
+                        block_size=block_size, batch=batch)
+    prediction = None
+    if plan.max_batch >= 1:
+        step = tp_decode_step(m, t, plan.batch, plan.context, weights_dtype=weights_dtype, kv_dtype=plan.kv_dtype,
+                              math_dtype=math_dtype)
+        prediction = predict_tp(step, h, gpus_per_node=gpus_per_node)
+    return TPServingPlan(t, plan, prediction, tp_memory(m, t, weights_dtype=weights_dtype), h.usable_capacity)
+
+
+def expert_parallel_footprint(model: Model | str, batch, tokens, *, ep, weights_dtype: str = "bf16",
+                              kv_dtype: str | None = None) -> Footprint:
+    """What one of ``ep`` expert-parallel GPUs holds (chapter 10): its weights
+    (:func:`~roofline.parallel.moe.weights_per_gpu`: its share of the routed experts, a copy of everything
+    else) and the KV cache of its own ``batch / ep`` sequences of ``tokens`` tokens each (attention is not
+    split: each GPU attends for its part of the batch). ``batch`` must be a multiple of ``ep``."""
+    m = load_model(model)
+    e = int(number("ep", ep, integer=True))
+    b = int(number("batch", batch, integer=True))
+    if b % e:
+        raise ValueError(f"batch must be a multiple of ep ({e}): each GPU attends for batch / ep sequences, "
+                         f"got batch={b}")
+    weights = weights_per_gpu(m, ep=e, weights_dtype=weights_dtype)
+    kv = b // e * float(m.kv_cache_bytes(tokens, kv_dtype or weights_dtype))
+    return Footprint({"weights": weights, "kv_cache": kv})
 
 
 def time_to_first_token(model: Model | str, hardware: Hardware | str, prompt, *, gpus: int = 1,
@@ -352,8 +457,6 @@ def latency_throughput(model: Model | str, hardware: Hardware | str, context: in
 # Chapter 5's quoted figures, as functions (the notebook only calls, picks and glues)
 # --------------------------------------------------------------------------------------------------------------
 
-__all__ += ["stored_weight_bytes"]  # from roofline.workloads.kv_cache: the weights a server holds
-
 
 def with_kv_heads(model: str, kv_heads: int, name: str | None = None) -> Model:
     """A shipped model rebuilt from its config with ``kv_heads`` K/V heads (chapter 5: Llama 3 8B as
@@ -399,7 +502,7 @@ def kv_room(model: Model | str, hardware: Hardware | str, *, gpus: int = 1, weig
     :func:`largest_batch` divides by one sequence's cache: ``gpus x usable - weights - reserve``."""
     h = get_hardware(hardware)
     gpus = int(number("gpus", gpus, integer=True))
-    return gpus * h.usable_capacity - stored_weight_bytes(model, weights_dtype) - reserve
+    return gpus * h.usable_capacity - weight_bytes(model, weights_dtype=weights_dtype) - reserve
 
 
 __all__ += ["kv_room"]
@@ -462,7 +565,7 @@ def weights_kv_crossover(model: Model | str, batch: int = 1, kv_dtype: str = "bf
     """The context at which a decode step of ``batch`` sequences reads as many cache bytes as weight
     bytes (chapter 5): ``weights / (batch x kv bytes per token)``."""
     batch = int(number("batch", batch, integer=True))
-    return stored_weight_bytes(model, weights_dtype) / (batch * kv_bytes_per_token(model, kv_dtype))
+    return weight_bytes(model, weights_dtype=weights_dtype) / (batch * kv_bytes_per_token(model, kv_dtype))
 
 
 __all__ += ["weights_kv_crossover"]

@@ -28,11 +28,10 @@ import numpy as np
 from roofline.core.checks import number
 from roofline.core.hardware import Hardware, get_hardware
 from roofline.core.model import Model, load_model
-from roofline.core.units import dtype_bytes
+from roofline.workloads.memory import weight_bytes
 
 __all__ = ["VLLM_BLOCK_SIZE", "attention_layout", "check_context", "kv_replicas", "kv_bytes_per_token", "paged_tokens",
-           "sequence_kv_bytes", "paging_waste", "largest_batch", "shared_prefix_saving",
-           "stored_weight_bytes"]
+           "sequence_kv_bytes", "paging_waste", "largest_batch", "shared_prefix_saving"]
 
 # vLLM's default number of tokens per KV block (Kwon et al. 2023 use 16 in their experiments).
 VLLM_BLOCK_SIZE = 16
@@ -131,12 +130,6 @@ def paging_waste(model: Model | str, context, kv_dtype: str = "bf16", *, block_s
             - sequence_kv_bytes(model, context, kv_dtype, block_size=None, gpus=gpus))
 
 
-def stored_weight_bytes(model: Model | str, weights_dtype: str = "bf16") -> float:
-    """Bytes of every parameter stored in ``weights_dtype``: the weights a server holds beside the cache
-    (Llama 3 8B in bf16: 16.06 GB)."""
-    return load_model(model).params * dtype_bytes(weights_dtype)
-
-
 def largest_batch(model: Model | str, hardware: Hardware | str, context, *, gpus: int = 1,
                   weights_dtype: str = "bf16", kv_dtype: str | None = None,
                   block_size: int | None = VLLM_BLOCK_SIZE, reserve_tokens: int | None = None, reserve: float = 0.0):
@@ -150,7 +143,7 @@ def largest_batch(model: Model | str, hardware: Hardware | str, context, *, gpus
     m, h = load_model(model), get_hardware(hardware)
     context = number("context", context, integer=True)  # at least one token: an empty sequence has no cache
     g = number("gpus", gpus, integer=True)
-    free = g * h.usable_capacity - stored_weight_bytes(m, weights_dtype) - number("reserve", reserve, strict=False)
+    free = g * h.usable_capacity - weight_bytes(m, weights_dtype=weights_dtype) - number("reserve", reserve, strict=False)
     per = sequence_kv_bytes(m, context, kv_dtype or weights_dtype, block_size=block_size, gpus=int(g),
                             reserve_tokens=reserve_tokens)
     out = np.floor(np.maximum(free, 0.0) / np.asarray(per, dtype=float))

@@ -30,6 +30,7 @@ from roofline.core.hardware import Hardware, get_hardware
 from roofline.core.model import Model, load_model, param_count
 from roofline.core.policies import RECOMPUTE, recompute_policy, zero_stage
 from roofline.core.units import dtype_bytes, fmt
+from roofline.workloads.inference import build_step
 
 __all__ = [
     "RECIPES",
@@ -41,6 +42,7 @@ __all__ = [
     "activation_bytes",
     "korthikanti_bytes",
     "inference_footprint",
+    "kv_bytes_per_new_token",
     "training_footprint",
     "kv_cache_capacity_tokens",
     "recompute_working_set",
@@ -48,6 +50,8 @@ __all__ = [
     "checkpoint_memory",
     "optimal_checkpoint_spacing",
     "offloaded_bytes",
+    "weight_bytes",
+    "fits_in_hbm",
     "fit_verdict",
     "fit_summary",
     "RECOMPUTE_POLICIES",
@@ -93,10 +97,17 @@ class Footprint:
     def total(self):
         return sum(self.parts.values())
 
+    @property
+    def model_state(self):
+        """Bytes of the parts that are model state: weights, gradients, the master copy and the optimizer's
+        moments (the parts of :data:`RECIPES`), without activations, working sets, logits or KV cache."""
+        state = {k for recipe in RECIPES.values() for k in recipe}
+        return sum(v for k, v in self.parts.items() if k in state)
+
     def fits(self, hardware: Hardware | str):
         """True where the total fits in the GPU's usable HBM (:attr:`~roofline.core.hardware.Hardware.usable_capacity`:
         the device's own total less the CUDA context's reserve); broadcasts over array parts."""
-        return np.asarray(self.total) <= get_hardware(hardware).usable_capacity
+        return fits_in_hbm(self.total, hardware)
 
     def spare(self, hardware: Hardware | str):
         """Usable HBM left over (negative: the bytes by which the footprint does not fit)."""
@@ -410,6 +421,16 @@ def training_footprint(model: Model | str, seq, micro_batch, *, gpus=1, zero_sta
     return Footprint({**state, "activations": layers, "recompute working set": working, "logits": logits})
 
 
+def fits_in_hbm(nbytes, hardware: Hardware | str):
+    """True where ``nbytes`` fit in one GPU's usable HBM (:attr:`~roofline.core.hardware.Hardware.usable_capacity`:
+    the device's own total less the CUDA context's reserve, not the capacity it is sold as). The one
+    place the book decides "fits"; broadcasts over ``nbytes``. On an H100 SXM (84.0 GB usable) 80 GB fit and
+    85 GB do not."""
+    total = number("nbytes", nbytes, strict=False)
+    out = np.asarray(total) <= get_hardware(hardware).usable_capacity
+    return out if np.ndim(out) else bool(out)
+
+
 def fit_verdict(nbytes, hardware: Hardware | str, *, digits: int = 3) -> str:
     """A footprint against one GPU's HBM capacity, as words for a sentence (chapter 2):
     'fits on the H100 SXM with 15.8 GB to spare' or 'does not fit on the H100 SXM, by 48.5 GB'.
@@ -420,7 +441,7 @@ def fit_verdict(nbytes, hardware: Hardware | str, *, digits: int = 3) -> str:
     total = float(number("nbytes", nbytes, strict=False))
     h = get_hardware(hardware)
     margin = h.usable_capacity - total
-    if margin >= 0:
+    if fits_in_hbm(total, h):
         return f"fits on the {h.short} with {fmt(margin, 'B', digits)} to spare"
     return f"does not fit on the {h.short}, by {fmt(-margin, 'B', digits)}"
 
@@ -436,8 +457,8 @@ def fit_summary(nbytes, hardware, *, digits: int = 3) -> str:
     if len(hws) == 1:
         return fit_verdict(total, hws[0], digits=digits)
     names = [f"the {h.short}" for h in hws]
-    fits = [n for n, h in zip(names, hws) if total <= h.usable_capacity]
-    over = [(n, total - h.usable_capacity) for n, h in zip(names, hws) if total > h.usable_capacity]
+    fits = [n for n, h in zip(names, hws) if fits_in_hbm(total, h)]
+    over = [(n, total - h.usable_capacity) for n, h in zip(names, hws) if not fits_in_hbm(total, h)]
 
     def join(items, word):
         return items[0] if len(items) == 1 else ", ".join(items[:-1]) + f" {word} " + items[-1]
@@ -451,11 +472,35 @@ def fit_summary(nbytes, hardware, *, digits: int = 3) -> str:
     return f"fits on {join(fits, 'and')}, not on {join([n for n, _ in over], 'or')} ({misses})"
 
 
+def weight_bytes(model: Model | str, *, dtype: str = "bf16", weights_dtype: str | None = None,
+                 embeddings_dtype: str | None = None, kv_dtype: str | None = None, math_dtype: str | None = None) -> float:
+    """Bytes of every parameter a GPU holds to serve ``model`` whole, each in its storage format (chapters 1,
+    5, 6): the linear layers in ``weights_dtype`` (default ``dtype``), the embedding table and output head in
+    ``embeddings_dtype`` (default: the weights' format), norms as the step counts them. Every routed expert
+    of a mixture counts, not only those a step reads. ``kv_dtype`` and ``math_dtype`` are accepted (and
+    checked) so that one format set serves a whole deployment; they do not change the weights.
+
+    Llama 3 8B in bf16: 16.06 GB; in int4 with groups of 128 and bf16 embeddings: 5.70 GB; Mixtral 8x7B
+    in bf16: 93.4 GB (a decode step at batch 1 reads 25.8 GB of it).
+    """
+    m = load_model(model)
+    experts = m.moe.num_experts if m.moe is not None else None
+    step = build_step(f"the weights of {m.name}", m, 1, 1, 0, decode=True, dtype=dtype, weights_dtype=weights_dtype,
+                      kv_dtype=kv_dtype, math_dtype=math_dtype, accounting="text", omit=(), options={},
+                      embeddings_dtype=embeddings_dtype, experts_read=experts)
+    return float(step.bytes)
+
+
 def inference_footprint(model: Model | str, batch=1, context=0, *, dtype: str = "bf16",
-                        kv_dtype: str | None = None) -> Footprint:
+                        kv_dtype: str | None = None, embeddings_dtype: str | None = None) -> Footprint:
     """What one GPU holds to serve ``batch`` sequences of ``context`` tokens each: the weights and the
     KV cache (chapter 1). Activations and the runtime's own memory come on top; compare
     ``fits(hardware)`` with a margin. Broadcasts over ``batch`` and ``context``.
+
+    ``dtype`` is the weights' storage format (``int4-g128``: chapter 6's group-wise format), ``kv_dtype``
+    the cache's (default ``dtype``), and ``embeddings_dtype`` that of the embedding table, the output head
+    and the norms (default ``dtype``; weight-only checkpoints keep them in bf16). Every parameter counts,
+    every expert of a mixture included.
 
     Llama 3 8B, one sequence of 8,192 tokens in bf16: 16.06 GB of weights and 1.07 GB of KV cache.
     """
@@ -464,8 +509,19 @@ def inference_footprint(model: Model | str, batch=1, context=0, *, dtype: str = 
     batch = number("batch", batch, integer=True)
     context = number("context", context, integer=True, strict=False)
     broadcast(batch=batch, context=context)
-    return Footprint({"weights": m.params * dtype_bytes(dtype),
-                      "kv_cache": batch * m.kv_cache_bytes(context, kv_dtype or dtype)})
+    weights = weight_bytes(m, weights_dtype=dtype, embeddings_dtype=embeddings_dtype)
+    return Footprint({"weights": weights, "kv_cache": batch * m.kv_cache_bytes(context, kv_dtype or dtype)})
+
+
+def kv_bytes_per_new_token(model: Model | str, context, dtype: str = "bf16"):
+    """Bytes one more token adds to the KV cache of a sequence already holding ``context`` tokens: every
+    layer's share, except that a sliding-window layer stops growing once ``context`` reaches its window
+    (Gemma 2 9B in bf16: 344,064 B a token up to 4,096 tokens, 172,032 B beyond, its 21 global layers
+    only). Broadcasts over ``context``."""
+    m = load_model(model)
+    context = number("context", context, integer=True, strict=False)
+    out = np.asarray(m.kv_cache_bytes(np.asarray(context) + 1, dtype)) - m.kv_cache_bytes(context, dtype)
+    return float(out) if np.ndim(out) == 0 else out
 
 
 def kv_cache_capacity_tokens(model: Model | str, hardware: Hardware | str, *, dtype: str = "bf16",

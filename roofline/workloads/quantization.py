@@ -32,6 +32,7 @@ from roofline.workloads.inference import decode_step, prefill
 from roofline.core.model import Model, load_model
 from roofline.core.roof import predict
 from roofline.core.units import DTYPE_BYTES, SCALE_FORMATS, dtype_bytes
+from roofline.workloads.memory import weight_bytes  # re-exported: chapter 6 counts the weights in each format
 
 __all__ = ["FloatRange", "float_range", "FLOAT_LAYOUTS", "INTEGER_LEVELS", "group_size_for_overhead", "chips_with",
            "check_math", "Crossover", "crossover_batch", "SCHEMES", "scheme", "weight_bytes", "max_batch",
@@ -210,11 +211,6 @@ def scheme(name: str) -> dict:
         return dict(SCHEMES[name])
     except (KeyError, TypeError):
         raise unknown_name("scheme", name, SCHEMES) from None
-
-
-def weight_bytes(model: Model | str, **formats_) -> float:
-    """Bytes of every parameter in the given formats (the weights a GPU holds to serve the model)."""
-    return float(decode_step(load_model(model), 1, 0, accounting="text", **formats_).bytes)
 
 
 def max_batch(model: Model | str, hardware: Hardware | str, context: int, **formats_) -> int:

@@ -88,7 +88,7 @@ def test_nbval_catches_a_changed_datasheet(tmp_path):
 def test_reference_pages_render_the_api_and_the_command_line(site):
     api = (site / "chapters" / "reference" / "api.html").read_text(encoding="utf-8")
     for anchor in ("roofline.core.model.Model.active_params", "roofline.core.hardware.get_hardware",
-                   "roofline.workloads.inference.decode_step", "roofline.cli.app.main"):
+                   "roofline.workloads.inference.decode_step", "roofline.cli.main.main"):
         assert f'id="{anchor}"' in api, anchor
     cli = _text(site / "chapters" / "reference" / "cli.html")
     mixtral = rl.load_model("mixtral-8x7b")

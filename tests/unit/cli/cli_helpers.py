@@ -2,8 +2,10 @@
 
 import contextlib
 import io
+import subprocess
+import sys
 
-from roofline.cli.app import main
+from roofline.cli import main
 
 
 def in_process(*argv):
@@ -14,3 +16,12 @@ def in_process(*argv):
         status = main(list(argv))
     assert "Traceback" not in err.getvalue()
     return status, out.getvalue(), err.getvalue()
+
+
+def run(*args, check_rc=None):
+    """``roofline ARGS`` in a subprocess, through ``python -m roofline``; a traceback fails the calling test."""
+    proc = subprocess.run([sys.executable, "-m", "roofline", *args], capture_output=True, text=True, timeout=120)
+    if check_rc is not None:
+        assert proc.returncode == check_rc, proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stderr
+    return proc

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from roofline.parallel import tensor_parallel as tp
-from roofline.cli.app import main
+from roofline.cli import main
 
 from cli_helpers import in_process
 
@@ -41,9 +41,9 @@ def test_prefill_and_train_accept_tp():
 
 
 @pytest.mark.parametrize("argv, message", [
-    (("decode", "llama-3-8b", "--gpu", "h100", "--tp", "3"), "t must divide llama-3-8b's 32 query heads"),
+    (("decode", "llama-3-8b", "--gpu", "h100", "--tp", "3"), "tp must divide llama-3-8b's 32 query heads"),
     (("decode", "llama-3.1-405b", "--gpu", "h100", "--tp", "16"), "at most the 8 GPUs of a node"),
-    (("serve", "llama-3-8b", "--gpu", "h100", "--context", "1024", "--tp", "6"), "t must divide"),
+    (("serve", "llama-3-8b", "--gpu", "h100", "--context", "1024", "--tp", "6"), "tp must divide"),
     (("train", "llama-3-8b", "--gpu", "h100", "--tp", "4", "--gpus", "6", "--seq", "1024"), "multiple of --tp"),
 ])
 def test_bad_tp_is_refused_naming_the_flag(argv, message):
@@ -87,3 +87,57 @@ def test_two_splits_or_cp_with_nodes_are_refused(argv, capsys):
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert "--cp" in err and ("together" in err or "does not combine" in err)
+
+
+# --- every number from a package function -----------------------------------------------------------
+
+def test_train_with_tp_prints_the_packages_tensor_parallel_plan():
+    status, out, _ = call("train", "llama-3-70b", "--gpu", "h100-sxm", "--tp", "8", "--gpus", "64", "--seq", "4096",
+                          "--recompute", "full", "--zero", "1", "--json")
+    got = json.loads(out)
+    run = tp.tp_training_plan("llama-3-70b", "h100-sxm", tp=8, gpus=64, seq=4096, recompute="full", zero_stage=1)
+    assert status == 0
+    assert got["time_s"] == run.time and got["compute_time_s"] == run.compute_time
+    assert got["tokens_per_s_per_gpu"] == run.tokens_per_s_per_gpu and got["mfu"] == run.mfu
+    assert got["memory_bytes"] == run.memory_per_gpu and got["collective_time_s"] == run.collective_time
+    _, text, _ = call("train", "llama-3-70b", "--gpu", "h100-sxm", "--tp", "8", "--gpus", "64", "--seq", "4096",
+                      "--recompute", "full", "--zero", "1")
+    assert f"MFU {run.mfu:.1%}" in text and "485 collectives" in text
+
+
+def test_serve_with_tp_prints_the_packages_tensor_parallel_server():
+    from roofline.serving.capacity import tp_serving_plan
+
+    status, out, _ = call("serve", "llama-3-70b", "--gpu", "h100-sxm", "--context", "8192", "--tp", "8", "--json")
+    got = json.loads(out)
+    p = tp_serving_plan("llama-3-70b", "h100-sxm", 8192, tp=8)
+    assert status == 0 and got["batch"] == got["max_batch"] == 197
+    assert got["memory_bytes"] == p.memory_per_gpu and got["time_s"] == p.time
+    assert got["tokens_per_s"] == p.tokens_per_s and got["tokens_per_s_per_gpu"] == p.tokens_per_s_per_gpu
+
+
+def test_serve_with_tp_reads_the_cache_in_the_weights_format():
+    """Fixed: the step read a bf16 cache while the memory held an fp8 one (the weights' format, chapter 5)."""
+    _, fp8, _ = call("serve", "llama-3-70b", "--gpu", "h100-sxm", "--context", "8192", "--tp", "4", "--batch", "16",
+                     "--weights-dtype", "fp8", "--json")
+    _, named, _ = call("serve", "llama-3-70b", "--gpu", "h100-sxm", "--context", "8192", "--tp", "4", "--batch", "16",
+                       "--weights-dtype", "fp8", "--kv-dtype", "fp8", "--json")
+    assert json.loads(fp8)["time_s"] == json.loads(named)["time_s"]
+
+
+def test_serve_with_tp_that_fits_nothing_still_answers_in_json():
+    status, out, _ = call("serve", "llama-3.1-405b", "--gpu", "h100-sxm", "--context", "8192", "--tp", "2", "--json")
+    got = json.loads(out)
+    assert status == 0 and got["fits"] is False and got["max_batch"] == 0 and "does not fit" in got["verdict"]
+
+
+def test_decode_with_tp_keeps_narrow_weights_beside_wide_embeddings():
+    """Fixed: with --embeddings-dtype the shard's layers were counted in bf16, whatever --weights-dtype said."""
+    from roofline.workloads.memory import inference_footprint
+
+    _, out, _ = call("decode", "llama-3-70b", "--gpu", "h100-sxm", "--batch", "16", "--context", "4096", "--tp", "4",
+                     "--weights-dtype", "int4-g128", "--embeddings-dtype", "bf16", "--json")
+    shard = tp.shard_model("llama-3-70b", 4)
+    want = inference_footprint(shard, 16, 4097, dtype="int4-g128", kv_dtype="bf16", embeddings_dtype="bf16").total
+    assert json.loads(out)["memory_bytes"] == want
+    assert want < 16e9  # a quarter of 39.5 GB of weights and of 21.5 GB of cache, not the 40.6 GB printed before

@@ -219,3 +219,20 @@ def test_scale_hardware_multiplies_named_figures_only():
         rl.scale_hardware(h100, hbm_bandwidth=0)
     with pytest.raises(ValueError, match="name is not a numeric figure"):
         rl.scale_hardware(h100, name=2)
+# --- units as the datasheets print them: decimal GB and PFLOP/s, binary GiB ------------------------------
+
+def test_sold_capacities_are_decimal_gigabytes_and_device_totals_keep_their_binary_units():
+    """The catalog's "80 GB" is 80 x 10^9 bytes; a device total given in GiB is 2^30 bytes a unit (the V100's
+    31.74 GiB, the B200's 178.35 GiB): reading one as the other would move every verdict by 7%."""
+    assert rl.get_hardware("h100-sxm").hbm_capacity == 80e9
+    assert rl.get_hardware("a100-sxm-80gb").hbm_capacity == 80e9
+    assert rl.get_hardware("v100-sxm2").hbm_total == pytest.approx(31.74 * 2**30, rel=1e-12)
+    assert rl.get_hardware("b200").hbm_total == pytest.approx(178.35 * 2**30, rel=1e-12)
+    assert rl.fmt(rl.get_hardware("h100-sxm").hbm_capacity, "B") == "80.0 GB"
+
+
+def test_a_peak_given_in_pflop_s_is_a_thousand_tflop_s():
+    """The B200's dense bf16 is printed as 2.25 PFLOP/s, fp8 4.5 and fp4 9: 2.27x the H100's 989.4 TFLOP/s."""
+    b200, h100 = rl.get_hardware("b200"), rl.get_hardware("h100-sxm")
+    assert b200.peak_flops("bf16") == 2.25e15 and b200.peak_flops("fp8") == 4.5e15 and b200.peak_flops("fp4") == 9e15
+    assert b200.peak_flops("bf16") / h100.peak_flops("bf16") == pytest.approx(2.274, abs=1e-3)

@@ -211,3 +211,15 @@ def test_model_config_is_a_fresh_copy_of_the_shipped_json():
         model_config("llama-3-9b")
     with pytest.raises(TypeError, match="name must be a shipped model"):
         model_config(8)
+def test_kv_bytes_per_layer_is_the_one_width_the_cache_counts(llama, shape):
+    """One token's cache in one layer: a key and a value of head_dim for each KV head, two bytes each in
+    bf16; DeepSeek-V3 keeps its 512-wide latent and 64-wide rotary key instead. The per-token and
+    per-sequence counts are that width times the layers (a sliding window aside)."""
+    assert llama.kv_bytes_per_layer() == 2 * shape.kv_heads * shape.head_dim * 2 == 4096
+    assert llama.kv_bytes_per_token("fp8") == shape.layers * llama.kv_bytes_per_layer("fp8")
+    v3 = rl.load_model("deepseek-v3")
+    assert v3.kv_bytes_per_layer() == (512 + 64) * 2
+    gemma = rl.load_model("gemma-2-9b")  # every other layer keeps only its last 4,096 tokens
+    windowed = len(gemma.sliding_layers)
+    assert gemma.kv_cache_bytes(10_000) == gemma.kv_bytes_per_layer() * (
+        (gemma.num_layers - windowed) * 10_000 + windowed * 4096)

@@ -4,6 +4,7 @@ Exact counts are the ones a reader can check against the checkpoints' safetensor
 model cards (see chapters/reference/cli.md for the sources).
 """
 
+import contextlib
 import json
 from importlib import resources
 
@@ -370,13 +371,16 @@ def test_expert_layers_are_counted_as_the_loop_would(first, freq, offset, layers
     assert moe.moe_layers(layers) == sum(moe.is_moe_layer(i) for i in range(layers))
 
 
-def test_a_moe_config_with_a_huge_layer_count_counts_without_looping():
+def test_a_moe_config_at_the_layer_cap_counts_its_parameters_in_closed_form():
     cfg = json.loads(resources.files("roofline").joinpath("data/models/qwen3-30b-a3b.json").read_text())
-    big = model_from_config({**cfg, "num_hidden_layers": 10**12})
+    most = roofline.core.model.MAX_LAYERS
+    big = model_from_config({**cfg, "num_hidden_layers": most})
     small = rl.load_model("qwen3-30b-a3b")
     outside = small.embedding_params + small.lm_head_params + small.hidden_size  # embedding, head, final norm
     per_layer, remainder = divmod(small.params - outside, 48)
-    assert remainder == 0 and big.params == outside + 10**12 * per_layer
+    assert remainder == 0 and big.params == outside + most * per_layer
+    with pytest.raises(ValueError, match="'num_hidden_layers' must be at most 100,000"):
+        model_from_config({**cfg, "num_hidden_layers": 10**12})
 
 
 def test_gemma2_soft_capping_is_named_and_changes_no_count():
@@ -397,8 +401,45 @@ def test_a_multimodal_config_points_to_its_text_model():
     assert model_from_config(wrapped["text_config"]).params == 999_885_952
 
 
+@contextlib.contextmanager
+def memory_cap(extra: int):
+    """Let the process map at most ``extra`` more bytes of address space while the block runs (Linux; a
+    no-op elsewhere): an allocation past it raises MemoryError in the test instead of taking the machine."""
+    try:
+        import resource
+
+        with open("/proc/self/statm") as f:
+            mapped = int(f.read().split()[0]) * resource.getpagesize()
+    except (ImportError, OSError):
+        yield
+        return
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    cap = mapped + extra if hard == resource.RLIM_INFINITY else min(hard, mapped + extra)
+    resource.setrlimit(resource.RLIMIT_AS, (cap, hard))
+    try:
+        yield
+    finally:
+        resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
+
+
+def test_the_memory_cap_turns_a_runaway_allocation_into_an_error():
+    with pytest.raises(MemoryError):
+        with memory_cap(2**28):
+            bytearray(2**30)
+    bytearray(2**28)  # and it is lifted afterwards
+
+
+def test_a_config_with_billions_of_layers_is_refused_before_anything_is_built():
+    """Gemma 2 and Phi-3 keep a tuple of their sliding-window layers; 2**31 layers used to allocate about
+    21.5 GB before any check. The layer count is bounded first."""
+    for name, layers in (("gemma-2-9b", 2**31), ("phi-3-mini-4k", 10**9), ("llama-3-8b", 100_001)):
+        base = json.loads(resources.files("roofline").joinpath(f"data/models/{name}.json").read_text())
+        with memory_cap(2**28), pytest.raises(ValueError, match="'num_hidden_layers' must be at most 100,000"):
+            model_from_config({**base, "num_hidden_layers": layers})
+
+
 # Any change to a shipped config either loads a model whose counts and steps compute, or is refused
-# with a ValueError or TypeError; never another exception.
+# with a ValueError or TypeError; never another exception, and never more than 1 GiB.
 _FUZZ_KEYS = ["model_type", "hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
               "num_key_value_heads", "head_dim", "vocab_size", "tie_word_embeddings", "attention_bias", "mlp_bias",
               "max_position_embeddings", "num_local_experts", "num_experts_per_tok", "n_routed_experts", "num_experts",
@@ -407,7 +448,7 @@ _FUZZ_KEYS = ["model_type", "hidden_size", "intermediate_size", "num_hidden_laye
               "max_window_layers", "mlp_only_layers", "decoder_sparse_step", "shared_expert_intermediate_size",
               "n_embd", "n_head", "n_layer", "n_positions", "n_inner", "attn_logit_softcapping", "text_config"]
 _FUZZ_VALUES = st.one_of(
-    st.integers(-3, 70), st.integers(-10**30, 10**30), st.floats(allow_nan=True), st.text(max_size=5), st.booleans(),
+    st.integers(-3, 70), st.integers(-2**60, 2**60), st.floats(allow_nan=True), st.text(max_size=5), st.booleans(),
     st.none(), st.lists(st.integers(-2, 50), max_size=4), st.dictionaries(st.text(max_size=3), st.integers(), max_size=2),
     st.sampled_from(sorted(rl.core.model.FAMILIES)),
     st.lists(st.sampled_from(["sliding_attention", "full_attention"]), max_size=60))
@@ -417,13 +458,18 @@ _FUZZ_VALUES = st.one_of(
 @given(name=st.sampled_from(sorted(SHIPPED)), changes=st.dictionaries(st.sampled_from(_FUZZ_KEYS), _FUZZ_VALUES, max_size=4))
 def test_edited_configs_load_or_are_refused_cleanly(name, changes):
     base = json.loads(resources.files("roofline").joinpath(f"data/models/{name}.json").read_text())
-    try:
-        m = model_from_config({**base, **changes})
-    except (ValueError, TypeError):
-        return
-    assert 0 < m.active_params <= m.params
-    assert m.kv_cache_bytes(5000) <= 5000 * m.kv_bytes_per_token()
-    try:
-        assert rl.decode_step(m, 1, 100).flops > 0 and rl.prefill(m, 16).flops > 0
-    except NotModelledError:
-        pass
+    with memory_cap(2**30):  # a config that asks for more than 1 GiB fails here, not in the OOM killer
+        try:
+            m = model_from_config({**base, **changes})
+        except (ValueError, TypeError):
+            return
+        assert 0 < m.active_params <= m.params
+        # a window keeps at most every token: slots counted in exact integers, then the bytes they hold
+        windowed = len(m.sliding_layers)
+        kept = (m.num_layers - windowed) * 5000 + windowed * min(5000, m.sliding_window or 5000)
+        assert kept <= m.num_layers * 5000
+        assert m.kv_cache_bytes(5000) == pytest.approx(kept * m.kv_bytes_per_layer(), rel=1e-12)
+        try:
+            assert rl.decode_step(m, 1, 100).flops > 0 and rl.prefill(m, 16).flops > 0
+        except NotModelledError:
+            pass

@@ -210,7 +210,7 @@ def test_calibrated_roof_needs_its_microbenchmarks(rec):
 
 
 def test_cli_speaks_the_calibrated_roof(rec):
-    from roofline.cli.app import main
+    from roofline.cli import main
     import contextlib
     import io
 
@@ -393,3 +393,15 @@ def test_tokens_per_s_and_time_per_token_by_hand():
         rl.tokens_per_s(0.005)
     with pytest.raises(ValueError, match="tokens"):
         rl.time_per_token(pre, 0)
+def test_a_pooled_roof_adds_flops_and_bandwidth_and_keeps_the_ridge(h100):
+    one = rl.as_roof(h100)
+    eight = one.pooled(8)
+    assert eight.peak_flops == 8 * h100.peak_flops("bf16") and eight.bandwidth == 8 * h100.hbm_bandwidth
+    assert eight.ridge_point == pytest.approx(one.ridge_point)
+    assert (eight.kind, eight.dtype, eight.launch_s) == (one.kind, one.dtype, one.launch_s)
+    assert eight.label == "8 × " + one.label and one.pooled(1) is one
+    # a decode step that streams its weights takes an eighth of the time on the pool
+    step = rl.decode_step("llama-3-8b")
+    assert rl.predict(step, eight).time == pytest.approx(rl.predict(step, one).time / 8)
+    with pytest.raises(ValueError, match="gpus"):
+        one.pooled(0)

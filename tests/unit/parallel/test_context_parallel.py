@@ -152,3 +152,36 @@ def test_long_context_attention_share_grows_towards_one_and_memory_is_linear():
     assert rows[2].activations_full_recompute < rows[2].activations
     assert rows[3].logits == pytest.approx(2**20 * m.vocab_size * 4)
     assert all(0 < r.attention_time_share < 1 for r in rows)
+
+
+# --- the ring's traffic in a training step: cp - 1 block transfers per pass and layer ------------------------
+
+def test_ring_training_traffic_is_cp_minus_one_block_transfers_per_pass_by_hand():
+    """Llama 3 8B, one 65,536-token sequence over 8 H100s of one node, no recomputation. Each GPU holds
+    8,192 tokens; a ring step sends one block of keys and values, 8,192 x 2 x 8 heads x 128 x 2 bytes
+    (33.6 MB), over NVLink at 450 GB/s each way, with NCCL's 3.6 us per call and 0.47 us per step. A
+    layer's ring makes 7 transfers (the last step has none to hide); the forward pass counts once and the
+    backward twice (blocks and their gradients): 3 passes of 32 layers."""
+    from roofline.parallel.context_parallel import plan_context_parallel
+
+    block = 8192 * 2 * 8 * 128 * 2
+    one = 3.6e-6 + 0.47e-6 + block / 450e9
+    plan = plan_context_parallel("llama-3-8b", "h100-sxm", seq=65536, cp=8, recompute="none")
+    assert plan.tier == "scale_up"
+    assert plan.comm_time == pytest.approx(3 * 32 * 7 * one, rel=1e-9)
+    # rerunning the attention core under full recomputation sends the ring once more
+    full = plan_context_parallel("llama-3-8b", "h100-sxm", seq=65536, cp=8, recompute="full")
+    assert full.comm_time == pytest.approx(4 * 32 * 7 * one, rel=1e-9)
+
+
+def test_a_ring_of_two_makes_one_transfer_per_pass_and_layer():
+    """Two GPUs: each holds half the sequence and sends its block once, so the step's traffic is the
+    number of passes times one block's transfer as ring_layer_times prices it, and it grows as cp - 1."""
+    from roofline.parallel.context_parallel import plan_context_parallel
+
+    two = plan_context_parallel("llama-3-8b", "h100-sxm", seq=65536, cp=2, recompute="none")
+    ring = ring_layer_times("llama-3-8b", "h100-sxm", 65536, 2)
+    assert two.comm_time == pytest.approx(3 * 32 * ring.transfer, rel=1e-12)
+    four = plan_context_parallel("llama-3-8b", "h100-sxm", seq=65536, cp=4, recompute="none")
+    assert four.comm_time == pytest.approx(3 * 32 * 3 * ring_layer_times("llama-3-8b", "h100-sxm", 65536, 4).transfer,
+                                           rel=1e-12)

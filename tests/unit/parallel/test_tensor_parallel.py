@@ -55,10 +55,10 @@ def test_kv_heads_are_replicated_beyond_their_number():
 
 
 def test_refusals_name_t():
-    with pytest.raises(ValueError, match="t must divide llama-3-8b's 32 query heads, got t=6"):
+    with pytest.raises(ValueError, match="tp must divide llama-3-8b's 32 query heads, got tp=6"):
         tp.check_tp("llama-3-8b", 6)
     odd = rl.Model("odd", 96, 192, 2, 12, 6, 8, 100)
-    with pytest.raises(ValueError, match="t must divide odd's 6 KV heads or be a multiple of them"):
+    with pytest.raises(ValueError, match="tp must divide odd's 6 KV heads or be a multiple of them"):
         tp.check_tp(odd, 4)
     with pytest.raises(ValueError, match="at most the 8 GPUs of a node"):
         tp.check_tp("llama-3-70b", 16, gpus_per_node=8)
@@ -175,3 +175,76 @@ def test_decode_by_degree_frees_memory_for_the_kv_cache_and_finds_the_fastest_de
     assert best.time == min(r.time for r in tp.decode_by_degree("llama-3-8b", "h100", (1, 2, 4, 8), context=1024))
     # throughput per GPU at batch 1 falls with t: each GPU runs a t-th of the step but waits the whole of it
     assert all(a.tokens_per_s_per_gpu > b.tokens_per_s_per_gpu for a, b in zip(rows, rows[1:]))
+
+
+# --- a block's two all-reduces ---------------------------------------------------------------------------------
+
+def test_a_blocks_forward_pays_two_all_reduces_priced_by_hand():
+    """Llama 3 8B over 8 GPUs of an H100 node, 4,096 tokens: after attention and after the MLP each GPU
+    all-reduces the 4,096 x 4,096 bf16 activations (33.6 MB). A ring all-reduce sends 2 (t - 1) / t of the
+    buffer at NVLink's 450 GB/s each way, and pays NCCL's 3.6 us per call plus 0.47 us for each of its
+    2 (t - 1) steps: 140.7 us. Two of them: 281 us against 226 us of matmuls."""
+    size = 4096 * 4096 * 2
+    one = 3.6e-6 + 2 * 7 * 0.47e-6 + 2 * 7 / 8 * size / 450e9
+    compute, comm = tp.layer_times("llama-3-8b", 8, 4096, "h100-sxm")
+    assert comm == pytest.approx(2 * one, rel=1e-9)
+    assert compute == pytest.approx(2 * 4096 * rl.load_model("llama-3-8b").layer_matmul_params / 8 / 989.4e12, rel=1e-3)
+
+
+def test_a_blocks_communication_is_twice_the_collectives_own_all_reduce():
+    for degree, tokens in ((2, 512), (4, 8192), (8, 1)):
+        _, comm = tp.layer_times("llama-3-70b", degree, tokens, "h100-sxm")
+        ar = col.collective_cost("all_reduce", degree, tokens * 8192 * 2, "h100-sxm", tier="scale_up")
+        assert comm == pytest.approx(2 * ar.time, rel=1e-12)
+
+
+# --- a tensor-parallel training run (``roofline train --tp``) ---------------------------------------
+
+def test_a_tensor_parallel_training_plan_adds_its_collectives_to_chapter_threes_step():
+    m, h = rl.load_model("llama-3-70b"), rl.get_hardware("h100-sxm")
+    run = tp.tp_training_plan(m, h, tp=8, gpus=64, seq=4096, recompute="full", zero_stage=1)
+    shard = rl.plan_training(tp.shard_model(m, 8), h, seq=4096, gpus=8, recompute="full", zero_stage=1)
+    exchanges = tp.predict_tp(tp.tp_training_step(m, 8, 4096, recompute="full"), h)
+    assert (run.tp, run.gpus, run.data_parallel) == (8, 64, 8)
+    assert run.compute_time == pytest.approx(shard.time)
+    assert run.collective_time == pytest.approx(exchanges.comm_time)
+    assert run.time == pytest.approx(shard.time + exchanges.comm_time)  # the all-reduces are not overlapped
+    assert run.prediction.step.collectives == (2 * 80 + 4) + (2 * 80 + 1) + 2 * 80  # forward, backward, recomputed
+    # 4,096 tokens a step shared by the group's 8 GPUs
+    assert run.tokens_per_s_per_gpu * run.time * 8 == pytest.approx(4096)
+    # one GPU's share of 6 N per token (70.6 B parameters over 8), attention on top, at 989.4 TFLOP/s
+    six_n = 6 * m.params / 8 * 4096
+    assert 1.0 < run.model_flops / six_n < 1.15
+    assert run.mfu == pytest.approx(run.model_flops / (run.time * 989.4e12), rel=1e-3)
+    assert run.memory_per_gpu == pytest.approx(float(shard.footprint.total)) and run.fits
+
+
+def test_a_tensor_parallel_training_plan_defaults_to_one_group_and_refuses_a_partial_one():
+    run = tp.tp_training_plan("llama-3-8b", "h100-sxm", tp=2, seq=2048)
+    assert (run.gpus, run.data_parallel) == (2, 1)
+    with pytest.raises(ValueError, match=r"gpus must be a multiple of tp \(4\).*got gpus=6"):
+        tp.tp_training_plan("llama-3-8b", "h100-sxm", tp=4, gpus=6, seq=1024)
+    with pytest.raises(ValueError, match="tp must divide llama-3-8b's 32 query heads, got tp=3"):
+        tp.tp_training_plan("llama-3-8b", "h100-sxm", tp=3, seq=1024)
+
+
+def test_the_degree_is_called_tp_in_every_public_function():
+    import inspect
+
+    for name in tp.__all__:
+        obj = getattr(tp, name)
+        if inspect.isfunction(obj):
+            params = inspect.signature(obj).parameters
+            assert "t" not in params, f"{name} still takes t"
+    assert tp.shard_model("llama-3-8b", tp=4).num_heads == 8
+
+
+def test_a_step_knows_its_tokens_and_its_rate_per_gpu():
+    decode = tp.predict_tp(tp.tp_decode_step("llama-3-70b", 8, 4, 1024), "h100-sxm")
+    prefill = tp.predict_tp(tp.tp_prefill("llama-3-8b", 2, 2048, 2), "h100-sxm")
+    train = tp.predict_tp(tp.tp_training_step("llama-3-8b", 4, 4096, 2), "h100-sxm")
+    assert (decode.step.tokens, prefill.step.tokens, train.step.tokens) == (4, 4096, 8192)
+    # a decode step gives each of its 4 sequences one token, shared by the 8 GPUs
+    assert decode.tokens_per_s_per_gpu == pytest.approx(4 / decode.time / 8)
+    assert decode.time_per_token == pytest.approx(decode.time / 4)
+    assert prefill.tokens_per_s_per_gpu * prefill.time * 2 == pytest.approx(4096)

@@ -32,6 +32,12 @@ def test_checkpoint_runs_follow_the_measurement_file():
         assert r.working == 0 or r.run.checkpoint
     t = tables.checkpoint_runs_table(runs)
     assert len(t.rows) == len(runs)
+    assert t.columns == ("tokens x batch", "checkpoints", "measured", "count", "gap", "model FLOP/s", "MFU", "HFU")
+    first = runs[0].run  # the file's own numbers: its peak memory, its model FLOPs over its seconds, the H200's bf16 peak
+    assert t.rows[0][:3] == (f"{first.tokens:,} x {first.batch}", "yes" if first.checkpoint else "no",
+                             rl.fmt(first.peak_extra_bytes, "B", 3))
+    assert t.rows[0][5:7] == (rl.fmt(first.model_flops / first.seconds, "FLOP/s", 3),
+                              f"{100 * first.model_flops / first.seconds / 989.4e12:.1f}%")
 
 
 def test_best_plan_table_names_a_policy_that_fits():
@@ -39,6 +45,12 @@ def test_best_plan_table_names_a_policy_that_fits():
     assert t.column("fastest policy that fits")[0] == "none"
     assert t.column("fastest policy that fits")[1] != "none"  # 16k tokens without recomputation does not fit
     assert not memory.training_footprint("llama-3-8b", 16384, 1, gpus=8, zero_stage=3).fits("h100-sxm")
+    # 4,096 tokens, no recomputation: the footprint of that plan, and its step time at half of peak
+    fp = memory.training_footprint("llama-3-8b", 4096, 1, gpus=8, zero_stage=3)
+    assert t.column("memory per GPU")[0] == rl.fmt(float(fp.total), "B", 3)
+    step = training.training_step("llama-3-8b", 4096, 1, recompute="none")
+    assert t.column("step time")[0] == rl.fmt(step.flops / (0.5 * 989.4e12), "s", 3)
+    assert t.column("MFU")[0] == "50.0%"
 
 
 def test_frontier_and_throughput_charts_draw_every_point():

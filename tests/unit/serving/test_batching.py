@@ -121,3 +121,26 @@ def test_memory_bound_chunk_is_where_the_step_meets_the_ridge():
     # with no context the weights set it: the ridge point in tokens (the chunk's own attention takes a token)
     assert int(cost.compute_bound_tokens()) - 2 <= cost.memory_bound_chunk(0, 0) <= cost.compute_bound_tokens()
     assert cost.memory_bound_chunk(4096, 0) == 0
+
+
+# --- the cap on sequences in flight binds ------------------------------------------------------------------
+
+def _burst(n=40, prompt=128, output=16):
+    """``n`` requests that all arrive within a microsecond: many more than a small batch cap."""
+    return BT.Requests(np.linspace(0.0, 1e-6, n), np.full(n, prompt), np.full(n, output))
+
+
+@pytest.mark.parametrize("policy, chunk", [("continuous", None), ("chunked", 256)])
+def test_a_burst_never_puts_more_sequences_in_flight_than_the_cap(policy, chunk):
+    res = BT.simulate(_burst(), "llama-3-8b", "h100-sxm", policy=policy, max_batch=8, chunk=chunk)
+    assert res.step_decode.max() == 8  # the cap is reached, and never passed
+    assert np.all(res.step_decode <= 8)
+
+
+def test_a_request_beyond_the_cap_waits_for_a_slot_to_free():
+    """With 8 slots and every output 16 tokens long, the ninth request can start only when one of the
+    first eight has made its last token: its time to first token is at least the first one's latency."""
+    res = BT.simulate(_burst(), "llama-3-8b", "h100-sxm", policy="continuous", max_batch=8)
+    first_eight = res.latency[:8]
+    assert res.ttft[8] >= first_eight.min()
+    assert np.all(res.ttft[:8] < first_eight.min())

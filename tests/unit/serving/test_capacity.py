@@ -297,3 +297,42 @@ def test_decode_throughput_is_batch_over_step_time_and_plans_expose_their_ratios
     assert plan.achieved_flops == pytest.approx(plan.utilization * rl.get_hardware("a100-sxm-80gb").peak_flops())
     none = S.serving_plan("llama-3-70b", "h100-sxm", 8192)
     assert not none.fits and none.achieved_flops is None and none.intensity is None
+# --- a tensor-parallel server (``roofline serve --tp``) ----------------------------------------------
+
+def test_a_tensor_parallel_server_holds_a_shard_and_its_share_of_the_cache():
+    m = rl.load_model("llama-3-70b")
+    p = S.tp_serving_plan(m, "h100-sxm", 8192, tp=8)
+    assert p.max_batch == p.batch == S.serving_plan(m, "h100-sxm", 8192, gpus=8).max_batch == 197
+    # each GPU: its shard in bf16 and, per sequence, 8,192 tokens x 80 layers x one KV head of 128 x K and V x 2 B
+    per_sequence = 8192 * 80 * 1 * 128 * 2 * 2
+    shard = rl.parallel.tensor_parallel.shard_model(m, 8)
+    assert p.memory_per_gpu == shard.params * 2 + 197 * per_sequence  # 83.7 GB
+    assert p.memory_per_gpu == pytest.approx(83.74e9, rel=1e-3) and p.fits
+    assert p.tokens_per_s == pytest.approx(197 / p.time) and p.tokens_per_s_per_gpu == pytest.approx(197 / p.time / 8)
+    assert p.time == pytest.approx(p.compute_time + p.collective_time)
+
+
+def test_a_tensor_parallel_server_decodes_the_cache_in_the_format_it_stores():
+    """The cache follows the weights' format unless told (chapter 5): fp8 weights, an fp8 cache, read as such."""
+    fp8 = S.tp_serving_plan("llama-3-70b", "h100-sxm", 8192, tp=4, batch=16, weights_dtype="fp8")
+    wide = S.tp_serving_plan("llama-3-70b", "h100-sxm", 8192, tp=4, batch=16, weights_dtype="fp8", kv_dtype="bf16")
+    assert fp8.plan.kv_dtype == "fp8"
+    read = fp8.prediction.step.work.parts["kv_cache"].bytes
+    assert read == pytest.approx(wide.prediction.step.work.parts["kv_cache"].bytes / 2)
+    assert fp8.time < wide.time
+
+
+def test_a_tensor_parallel_server_that_holds_nothing_has_no_step():
+    p = S.tp_serving_plan("llama-3.1-405b", "h100-sxm", 8192, tp=2)
+    assert p.max_batch == 0 and not p.fits and p.prediction is None and p.time is None
+
+
+def test_an_expert_parallel_gpu_holds_its_experts_and_its_sequences_cache():
+    m = rl.load_model("mixtral-8x7b")
+    held = S.expert_parallel_footprint(m, 64, 1024, ep=8)
+    assert held["weights"] == rl.parallel.moe.weights_per_gpu(m, ep=8)
+    # 64 / 8 = 8 sequences of 1,024 tokens, each token 32 layers x 8 KV heads x 128 x K and V x 2 B
+    assert held["kv_cache"] == 8 * 1024 * 32 * 8 * 128 * 2 * 2
+    assert S.expert_parallel_footprint(m, 64, 1024, ep=8, kv_dtype="fp8")["kv_cache"] == held["kv_cache"] / 2
+    with pytest.raises(ValueError, match=r"batch must be a multiple of ep \(8\).*got batch=12"):
+        S.expert_parallel_footprint(m, 12, 1024, ep=8)

@@ -325,12 +325,17 @@ def test_compute_bound_batch_is_the_first_batch_past_the_ridge(llama, h100):
 
 
 def test_a_huge_layer_count_is_counted_not_looped(llama):
-    """Layers are grouped by kind and counted, so a config with 2**50 layers is priced at once, exactly."""
+    """Layers are grouped by kind and counted, so a model at the layer cap (100,000) is priced at once,
+    exactly; past the cap the model itself is refused."""
     from dataclasses import replace
 
-    big = replace(llama, num_layers=2**50)
-    assert rl.decode_step(big)["weights"].flops == 2 * 2**50 * llama.layer_matmul_params
+    from roofline.core.model import MAX_LAYERS
+
+    big = replace(llama, num_layers=MAX_LAYERS)
+    assert rl.decode_step(big)["weights"].flops == 2 * MAX_LAYERS * llama.layer_matmul_params
     moe = rl.load_model("mixtral-8x7b")
-    huge = replace(moe, num_layers=2**40)
+    huge = replace(moe, num_layers=MAX_LAYERS)
     assert rl.decode_step(huge)["weights"].bytes == pytest.approx(
-        2**40 / moe.num_layers * rl.decode_step(moe)["weights"].bytes, rel=1e-12)
+        MAX_LAYERS / moe.num_layers * rl.decode_step(moe)["weights"].bytes, rel=1e-12)
+    with pytest.raises(ValueError, match="num_layers must be at most 100,000"):
+        replace(llama, num_layers=2**50)

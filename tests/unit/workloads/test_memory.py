@@ -396,3 +396,81 @@ def test_kv_cache_capacity_sequences_rounds_down():
     assert memory.kv_cache_capacity_sequences("llama-3-8b", h100, 32768) == tokens // 32768
     with pytest.raises(ValueError, match="context"):
         memory.kv_cache_capacity_sequences("llama-3-8b", h100, 0)
+# --- one home for the weights a server holds, and for "fits" ------------------------------------------------
+
+def test_weight_bytes_counts_every_parameter_in_its_format(shape):
+    """Llama 3 8B from its config's numbers: bf16 is two bytes a parameter; int4 in groups of 128 is half a
+    byte plus a 2-byte scale per 128 (0.515625 B) for the linear layers, with the embedding table, the head
+    and the norms left in bf16 when the embeddings are asked for in bf16."""
+    embed = shape.vocab * shape.hidden  # untied: once in, once out
+    norms = (2 * shape.layers + 1) * shape.hidden
+    attention = shape.hidden * (shape.heads + 2 * shape.kv_heads) * shape.head_dim + shape.heads * shape.head_dim * shape.hidden
+    linear = shape.layers * (attention + 3 * shape.hidden * shape.intermediate)
+    total = 2 * embed + norms + linear
+    assert M.weight_bytes("llama-3-8b") == 2 * total
+    assert M.weight_bytes("llama-3-8b", weights_dtype="int4-g128", embeddings_dtype="bf16") == pytest.approx(
+        linear * (0.5 + 2 / 128) + 2 * (2 * embed + norms), rel=1e-12)
+
+
+def test_weight_bytes_holds_every_expert_of_a_mixture():
+    """A server holds all of Mixtral's experts, though a decode step at batch 1 reads only two per layer."""
+    mixtral = rl.load_model("mixtral-8x7b")
+    held = M.weight_bytes(mixtral)
+    assert held == 2 * mixtral.params
+    assert rl.decode_step(mixtral, 1, 0).bytes < 0.3 * held
+
+
+def test_inference_footprint_and_the_largest_batch_count_the_same_weights(llama):
+    from roofline.workloads.kv_cache import largest_batch
+
+    h200 = rl.get_hardware("h200-sxm")
+    weights = M.weight_bytes(llama)
+    assert M.inference_footprint(llama, 1, 8192)["weights"] == weights
+    per_sequence = llama.kv_cache_bytes(8192)  # 8,192 tokens fill 512 whole blocks: no paging waste
+    assert largest_batch(llama, h200, 8192) == int((h200.usable_capacity - weights) // per_sequence) == 123
+
+
+def test_fits_in_hbm_compares_with_the_usable_capacity_not_the_sold_one(h100):
+    usable = h100.usable_capacity
+    assert usable > h100.hbm_capacity  # sold as 80 GB (GiB on the datasheet): 84.0 GB usable
+    assert M.fits_in_hbm(usable, h100) is True and M.fits_in_hbm(usable + 1, h100) is False
+    assert M.fits_in_hbm([80e9, 85e9], h100).tolist() == [True, False]
+    assert M.Footprint({"weights": 85e9}).fits(h100) == M.fits_in_hbm(85e9, h100)
+    with pytest.raises(ValueError, match="nbytes"):
+        M.fits_in_hbm(-1, h100)
+
+
+def test_an_inference_footprint_keeps_the_embeddings_in_their_own_format():
+    """int4-g128 layers (4 bits and one fp16 scale per 128 weights: 0.515625 B a weight) beside a bf16 embedding table, output head and norms (chapter 6)."""
+    m = rl.load_model("llama-3-8b")
+    other = 2 * 128256 * 4096 + (2 * 32 + 1) * 4096  # embedding, untied head, norms
+    fp = M.inference_footprint(m, 1, 0, dtype="int4-g128", embeddings_dtype="bf16")
+    assert fp["weights"] == (m.params - other) * 0.515625 + other * 2  # 5.70 GB
+    assert fp["weights"] == pytest.approx(5.7006e9, rel=1e-4)
+    assert M.inference_footprint(m, dtype="int4-g128", embeddings_dtype="int4-g128")["weights"] == m.params * 0.515625
+
+
+def test_an_inference_footprint_holds_every_expert():
+    """A mixture of experts keeps all its experts resident, whatever a step reads (Mixtral: 46.7 B parameters)."""
+    m = rl.load_model("mixtral-8x7b")
+    fp = M.inference_footprint(m, 1, 0, dtype="int4-g128", embeddings_dtype="bf16")
+    other = m.embedding_params + m.lm_head_params + m.norm_params
+    assert fp["weights"] == (46_702_792_704 - other) * 0.515625 + other * 2  # 24.5 GB, not the 7 GB one step reads
+
+
+def test_a_new_token_grows_the_cache_of_every_layer_until_the_window_is_full():
+    # Gemma 2 9B: 42 layers of 8 KV heads of 256, K and V in bf16, 8,192 B a layer; 21 of them slide over 4,096
+    assert M.kv_bytes_per_new_token("gemma-2-9b", 4095) == 42 * 8192 == 344_064
+    assert M.kv_bytes_per_new_token("gemma-2-9b", 4096) == 21 * 8192 == 172_032
+    assert list(M.kv_bytes_per_new_token("gemma-2-9b", [0, 10_000])) == [344_064, 172_032]
+    assert M.kv_bytes_per_new_token("llama-3-8b", 100_000, "fp8") == 32 * 8 * 128 * 2  # no window: 65,536 B
+
+
+def test_the_model_state_of_a_training_footprint_is_sixteen_bytes_a_parameter():
+    m = rl.load_model("llama-3-8b")
+    assert M.training_footprint(m, 4096, 1).model_state == 16 * m.params  # mixed Adam, 128 GB
+    sharded = M.training_footprint(m, 4096, 1, gpus=8, zero_stage=3)
+    assert sharded.model_state == pytest.approx(16 * m.params / 8)
+    assert sharded.total - sharded.model_state == pytest.approx(
+        sharded["activations"] + sharded["recompute working set"] + sharded["logits"])
+    assert M.inference_footprint(m, 1, 1024).model_state == 2 * m.params  # weights only; the cache is not state

@@ -45,12 +45,28 @@ def test_chen_optimum_is_near_sqrt_L_when_a_checkpoint_costs_a_layer(layers):
     assert best < layers / 2
 
 
+@pytest.mark.parametrize("layers, c, a, k, worked", [
+    # ceil(L/k) c + k A - c, worked by hand from checkpoint_memory's docstring
+    (16, 1.0, 1.0, 4, 7.0),  # k = 3: 6 + 3 - 1 = 8; k = 4: 4 + 4 - 1 = 7; k = 5: 4 + 5 - 1 = 8
+    (100, 1.0, 1.0, 10, 19.0),  # k = 9: 12 + 9 - 1 = 20; k = 10: 10 + 10 - 1 = 19; k = 11: 10 + 11 - 1 = 20
+    (32, 1.0, 8.0, 2, 31.0),  # sqrt(32 / 8) = 2: k = 1: 32 + 8 - 1 = 39; k = 2: 16 + 16 - 1 = 31; k = 3: 11 + 24 - 1 = 34
+    (6, 1.0, 1.0, 2, 4.0),  # a tie: k = 2: 3 + 2 - 1 = 4 and k = 3: 2 + 3 - 1 = 4; the smaller k wins
+    (1, 5.0, 1.0, 1, 1.0),  # one layer: one segment, whatever a checkpoint costs
+])
+def test_optimal_spacing_matches_the_count_worked_by_hand(layers, c, a, k, worked):
+    assert memory.optimal_checkpoint_spacing(layers, c, a) == k
+    assert memory.checkpoint_memory(layers, k, c, a) == pytest.approx(worked)
+
+
 @given(layers=st.integers(1, 200), c=st.floats(0.01, 10), a=st.floats(0.01, 10))
 @settings(max_examples=200, deadline=None)
-def test_optimal_spacing_is_the_brute_force_minimum_and_near_the_continuous_one(layers, c, a):
+def test_optimal_spacing_is_the_minimum_of_the_docstrings_count_and_near_the_continuous_one(layers, c, a):
     k = memory.optimal_checkpoint_spacing(layers, c, a)
-    costs = [memory.checkpoint_memory(layers, j, c, a) for j in range(1, layers + 1)]
-    assert memory.checkpoint_memory(layers, k, c, a) == pytest.approx(min(costs))
+    # the count written out again in plain Python from the docstring, not through checkpoint_memory
+    count = [math.ceil(layers / j) * c + j * a - c for j in range(1, layers + 1)]
+    best = min(count)
+    assert count[k - 1] == pytest.approx(best, rel=1e-12)
+    # (ties in floating point are a matter of rounding here; the exact tie is worked by hand above)
     continuous = min(max(math.sqrt(layers * c / a), 1), layers)
     # the ceiling makes the integer optimum wander, but never far from sqrt(L c / A) in ratio
     assert 1 <= k <= layers

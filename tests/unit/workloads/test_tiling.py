@@ -437,3 +437,14 @@ def test_decode_attention_share_by_hand():
     assert r.crossover_batch * per_seq >= r.weights_time > (r.crossover_batch - 1) * per_seq
     with pytest.raises(ValueError, match="batch"):
         tiling.decode_attention_share(l70, h200, 32768, 0)
+def test_flash_reads_keys_and_values_once_per_kv_head_when_one_heads_fit_in_the_l2():
+    """4,096 tokens, head size 128, 32 query heads sharing 8 KV heads, bf16, no mask: with a 50 MB L2 one
+    KV head's keys and values (2 MiB) stay on chip for the query heads of its group, so the forward pass
+    reads Q (32 x 4,096 x 128 x 2 B = 33.6 MB) and K and V once per KV head (8.39 MB each): 50.3 MB.
+    Without the L2 each query head streams them once per block of queries, whatever the grouping."""
+    io = tiling.flash_attention(4096, 128, 32, on_chip=228 * 1024, kv_heads=8, causal=False, l2=50e6)
+    (op,) = io.ops
+    assert sum(op.split[1].values()) == 32 * 4096 * 128 * 2 + 2 * 8 * 4096 * 128 * 2
+    grouped = tiling.flash_attention(4096, 128, 32, on_chip=228 * 1024, kv_heads=8, causal=False)
+    ungrouped = tiling.flash_attention(4096, 128, 32, on_chip=228 * 1024, kv_heads=32, causal=False)
+    assert grouped.ops[0].bytes == ungrouped.ops[0].bytes  # per query head: GQA saves no stream without the cache

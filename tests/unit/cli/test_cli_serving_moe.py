@@ -7,7 +7,7 @@ import pytest
 import roofline as rl
 from roofline.parallel import moe
 from roofline import serving as S
-from roofline.cli.app import main
+from roofline.cli import main
 
 from cli_helpers import in_process
 

@@ -1,4 +1,6 @@
-"""The command line, run the way a reader runs it: in a subprocess, through ``python -m roofline``."""
+"""`roofline` itself (roofline.cli.main): errors and their status, JSON errors, a reader's own catalog,
+closed pipes and full disks, and the fuzz, run the way a reader runs it (in a subprocess, through
+``python -m roofline``) or in process."""
 
 import contextlib
 import io
@@ -11,87 +13,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import roofline as rl
-from roofline.cli.app import main
+from roofline.cli import main
 
-
-def run(*args, check_rc=None):
-    proc = subprocess.run([sys.executable, "-m", "roofline", *args], capture_output=True, text=True, timeout=120)
-    if check_rc is not None:
-        assert proc.returncode == check_rc, proc.stdout + proc.stderr
-    assert "Traceback" not in proc.stderr
-    return proc
-
-
-def test_hardware_lists_every_entry():
-    out = run("hardware", check_rc=0).stdout
-    for key in rl.hardware_names():
-        assert key in out
-    assert "3.35 TB/s" in out  # H100 SXM's HBM, as the datasheet gives it
-
-
-def test_one_entry_shows_every_figure_with_its_source():
-    out = run("hardware", "H100", check_rc=0).stdout
-    h = rl.get_hardware("h100-sxm")
-    for path, fig in h.figures.items():
-        assert path in out
-        assert fig.source.url in out
-    assert "989.4 TFLOP/s" in out and "with sparsity" in out
-
-
-def test_hardware_json():
-    data = json.loads(run("hardware", "mi300x", "--json", check_rc=0).stdout)
-    assert data["figures"]["hbm_bandwidth"]["value"] == pytest.approx(5.3e12)
-    assert data["figures"]["dense.bf16"]["source"]["url"].startswith("https://")
-
-
-@pytest.mark.parametrize("name, total, active", [
-    ("llama-3-8b", 8_030_261_248, 8_030_261_248),
-    ("mixtral-8x7b", 46_702_792_704, 12_879_925_248),
-    ("deepseek-v3", 671_026_419_200, 37_552_297_472),
-])
-def test_params_json(name, total, active):
-    data = json.loads(run("params", name, "--json", check_rc=0).stdout)
-    assert data["total"] == total and data["active"] == active
-    assert isinstance(data["total"], int) and isinstance(data["active"], int)
-
-
-def test_params_of_a_config_file(tmp_path):
-    cfg = {"model_type": "llama", "hidden_size": 64, "intermediate_size": 160, "num_hidden_layers": 2,
-           "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 1000}
-    path = tmp_path / "tiny" / "config.json"
-    path.parent.mkdir()
-    path.write_text(json.dumps(cfg))
-    data = json.loads(run("params", str(path), "--json", check_rc=0).stdout)
-    assert data["name"] == "tiny" and data["total"] == rl.model_from_config(cfg).params
-    out = run("params", str(path), check_rc=0).stdout
-    assert f"{data['total']:,}" in out
-
-
-def test_ridge():
-    assert "295.3 FLOP per byte" in run("ridge", "h100-sxm", check_rc=0).stdout
-    data = json.loads(run("ridge", "h100-sxm", "--dtype", "fp8", "--json", check_rc=0).stdout)
-    assert data["ridge_point"] == pytest.approx(rl.ridge_point("h100-sxm", "fp8"))
-
-
-def test_decode_matches_the_package():
-    data = json.loads(run("decode", "llama-3-8b", "--gpu", "h100-sxm", "--batch", "1", "--context", "0", "--json",
-                          check_rc=0).stdout)
-    pred = rl.predict(rl.decode_step("llama-3-8b"), rl.get_hardware("h100-sxm"))
-    assert data["time_s"] == pytest.approx(pred.time)
-    assert data["bound"] == "memory"
-    assert set(data["parts"]) == set(rl.PARTS)
-    table = run("decode", "llama-3-8b", "--gpu", "h100-sxm", check_rc=0).stdout
-    assert "4.79 ms" in table and "weights" in table and "predicted time" in table
-
-
-def test_prefill_and_refined_accounting():
-    data = json.loads(run("prefill", "llama-3-8b", "--gpu", "h100", "--tokens", "2048", "--json", check_rc=0).stdout)
-    assert data["bound"] == "compute" and data["tokens"] == 2048
-    assert data["flops"] == pytest.approx(rl.prefill("llama-3-8b", 2048).flops)
-    refined = run("decode", "llama-3-8b", "--gpu", "h100", "--batch", "4", "--context", "1024",
-                  "--accounting", "refined", check_rc=0).stdout
-    assert "refined FLOPs" in refined
+from cli_helpers import run
 
 
 @pytest.mark.parametrize("args, expected", [
@@ -188,28 +112,6 @@ def test_path_like_models_say_what_is_wrong_with_the_path(args, message):
 
 # --- results that cannot be: said, with the numbers still given ---------------------------------
 
-def test_prefill_json_keeps_the_prompt_length_and_the_step_tokens_apart():
-    data = json.loads(run("prefill", "llama-3-8b", "--gpu", "h100", "--tokens", "2048", "--batch", "4", "--json",
-                          check_rc=0).stdout)
-    assert data["tokens"] == 2048 and data["batch"] == 4 and data["step_tokens"] == 8192
-    assert data["time_per_token_s"] == pytest.approx(data["time_s"] / 8192)
-
-
-def test_a_step_that_cannot_fit_says_so():
-    args = ("decode", "llama-3-8b", "--gpu", "h100", "--context", "100000000", "--batch", "1000")
-    data = json.loads(run(*args, "--json", check_rc=0).stdout)
-    m = rl.load_model("llama-3-8b")
-    assert data["fits"] is False and data["within_trained_context"] is False
-    assert data["kv_cache_bytes"] == 1000 * 100_000_001 * m.kv_bytes_per_token()  # 13.1 PB
-    assert data["max_position_embeddings"] == m.max_position_embeddings == 8192
-    assert data["time_s"] > 0  # the numbers are still given
-    table = run(*args, check_rc=0).stdout
-    assert "DOES NOT FIT" in table and "13.1 PB" in table and "BEYOND THE MODEL'S CONTEXT" in table
-    ok = json.loads(run("decode", "llama-3-8b", "--gpu", "h100", "--context", "4096", "--json", check_rc=0).stdout)
-    assert ok["fits"] is True and ok["within_trained_context"] is True
-    assert ok["resident_bytes"] == m.params * 2 + 4097 * m.kv_bytes_per_token()
-    assert "memory: weights 16.1 GB + KV cache 131 kB = 16.1 GB" in run("decode", "llama-3-8b", "--gpu", "h100", check_rc=0).stdout
-
 
 # --- errors as JSON -------------------------------------------------------------------------------
 
@@ -301,13 +203,3 @@ def test_fuzz_the_argument_parser(argv):
     assert "Traceback" not in err.getvalue()
     if status and any(a == "--json" for a in argv) and "-h" not in argv and "--help" not in argv:
         assert json.loads(out.getvalue())["status"] == status
-
-
-
-def test_params_names_the_attention_layout_of_gemma_2():
-    out = run("params", "gemma-2-9b", check_rc=0).stdout
-    assert "9,241,705,984" in out
-    assert "sliding window     4,096 tokens on 21 of 42 layers (local), 21 global" in out
-    assert "soft-capping       tanh on scores at 50 and final logits at 30" in out
-    data = json.loads(run("params", "gemma-2-9b", "--json", check_rc=0).stdout)
-    assert (data["sliding_window"], data["sliding_layers"]) == (4096, 21)

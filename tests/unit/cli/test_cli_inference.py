@@ -8,7 +8,7 @@ import pytest
 import roofline as rl
 from roofline.workloads import quantization as q
 
-from cli_helpers import in_process
+from cli_helpers import in_process, run
 
 
 cli = in_process
@@ -72,3 +72,57 @@ def test_an_unknown_storage_format_names_close_matches():
 def test_int4_math_needs_int4_weights():
     status, _, err = cli("decode", "llama-3-8b", "--gpu", "h100", "--math-dtype", "int4")
     assert status == 2 and "needs int4 weights" in err
+
+
+def test_a_mixture_with_wide_embeddings_holds_every_expert():
+    """Fixed: with --embeddings-dtype the footprint counted only the experts one step reads."""
+    status, out, _ = in_process("decode", "mixtral-8x7b", "--gpu", "h100", "--weights-dtype", "int4-g128",
+                                "--embeddings-dtype", "bf16", "--json")
+    m = rl.load_model("mixtral-8x7b")
+    other = m.embedding_params + m.lm_head_params + m.norm_params
+    assert status == 0 and json.loads(out)["weights_bytes"] == (m.params - other) * 0.515625 + other * 2  # 24.5 GB
+
+
+# --- through python -m roofline, as a reader runs it ---------------------------------------------
+
+def test_decode_matches_the_package():
+    data = json.loads(run("decode", "llama-3-8b", "--gpu", "h100-sxm", "--batch", "1", "--context", "0", "--json",
+                          check_rc=0).stdout)
+    pred = rl.predict(rl.decode_step("llama-3-8b"), rl.get_hardware("h100-sxm"))
+    assert data["time_s"] == pytest.approx(pred.time)
+    assert data["bound"] == "memory"
+    assert set(data["parts"]) == set(rl.PARTS)
+    table = run("decode", "llama-3-8b", "--gpu", "h100-sxm", check_rc=0).stdout
+    assert "4.79 ms" in table and "weights" in table and "predicted time" in table
+
+
+def test_prefill_and_refined_accounting():
+    data = json.loads(run("prefill", "llama-3-8b", "--gpu", "h100", "--tokens", "2048", "--json", check_rc=0).stdout)
+    assert data["bound"] == "compute" and data["tokens"] == 2048
+    assert data["flops"] == pytest.approx(rl.prefill("llama-3-8b", 2048).flops)
+    refined = run("decode", "llama-3-8b", "--gpu", "h100", "--batch", "4", "--context", "1024",
+                  "--accounting", "refined", check_rc=0).stdout
+    assert "refined FLOPs" in refined
+
+
+def test_prefill_json_keeps_the_prompt_length_and_the_step_tokens_apart():
+    data = json.loads(run("prefill", "llama-3-8b", "--gpu", "h100", "--tokens", "2048", "--batch", "4", "--json",
+                          check_rc=0).stdout)
+    assert data["tokens"] == 2048 and data["batch"] == 4 and data["step_tokens"] == 8192
+    assert data["time_per_token_s"] == pytest.approx(data["time_s"] / 8192)
+
+
+def test_a_step_that_cannot_fit_says_so():
+    args = ("decode", "llama-3-8b", "--gpu", "h100", "--context", "100000000", "--batch", "1000")
+    data = json.loads(run(*args, "--json", check_rc=0).stdout)
+    m = rl.load_model("llama-3-8b")
+    assert data["fits"] is False and data["within_trained_context"] is False
+    assert data["kv_cache_bytes"] == 1000 * 100_000_001 * m.kv_bytes_per_token()  # 13.1 PB
+    assert data["max_position_embeddings"] == m.max_position_embeddings == 8192
+    assert data["time_s"] > 0  # the numbers are still given
+    table = run(*args, check_rc=0).stdout
+    assert "DOES NOT FIT" in table and "13.1 PB" in table and "BEYOND THE MODEL'S CONTEXT" in table
+    ok = json.loads(run("decode", "llama-3-8b", "--gpu", "h100", "--context", "4096", "--json", check_rc=0).stdout)
+    assert ok["fits"] is True and ok["within_trained_context"] is True
+    assert ok["resident_bytes"] == m.params * 2 + 4097 * m.kv_bytes_per_token()
+    assert "memory: weights 16.1 GB + KV cache 131 kB = 16.1 GB" in run("decode", "llama-3-8b", "--gpu", "h100", check_rc=0).stdout

@@ -1,0 +1,332 @@
+"""The argument parser of ``roofline``: every command's flags, the flag types, and :class:`UsageError`.
+
+The flag types (:func:`whole`, :func:`storage_format`, :func:`fraction`, :func:`acceptance`,
+:func:`recompute`) turn a bad value into argparse's one-line message; :func:`at` turns a bad-input error a
+package function raises into a :class:`UsageError` that names the flag at fault, so that ``main`` reports
+every error one way (:mod:`roofline.cli.output`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+
+from roofline.core.hardware import CatalogError
+from roofline.core.model import NotModelledError, model_names
+from roofline.core.policies import recompute_policy
+from roofline.core.roof import TIMINGS
+from roofline.core.units import DTYPE_BYTES, dtype_bytes
+from roofline.parallel.moe import ROUTINGS
+from roofline.serving.capacity import VLLM_BLOCK_SIZE
+from roofline.serving.speculative import DRAFTS
+from roofline.workloads.inference import ACCOUNTINGS, OPTIONS
+
+__all__ = ["UsageError", "build_parser", "whole", "storage_format", "fraction", "acceptance", "recompute", "at",
+           "one_split", "GPUS_PER_NODE"]
+
+
+# The largest count the command line takes: 2**53, past which a float no longer holds every whole number.
+_LARGEST = 2**53
+
+
+def whole(minimum: int):
+    """An argparse type: a whole number no smaller than ``minimum`` (and no larger than 2**53)."""
+
+    def parse(text: str) -> int:
+        shown = text if len(text) <= 40 else f"{text[:20]}...{text[-10:]} ({len(text):,} characters)"
+        try:
+            value = int(text.replace("_", "").replace(",", ""))
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a whole number >= {minimum}, got {shown!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"expected a whole number >= {minimum}, got {shown!r}")
+        if value > _LARGEST:
+            raise argparse.ArgumentTypeError(f"expected a whole number no larger than {_LARGEST:,} (2**53), got {shown!r}")
+        return value
+
+    parse.__name__ = "whole number"
+    return parse
+
+
+def storage_format(text: str) -> str:
+    """An argparse type: a storage format, plain ('int4') or group-wise ('int4-g128', 'mxfp4'; chapter 6)."""
+    try:
+        dtype_bytes(text)
+    except KeyError as exc:
+        raise argparse.ArgumentTypeError(str(exc.args[0] if exc.args else exc)) from None
+    return text
+
+
+storage_format.__name__ = "storage format"
+
+
+class UsageError(Exception):
+    """Bad input to the command line: the message, and the argument at fault (None if no single one)."""
+
+    def __init__(self, message: str, argument: str | None = None, usage: str = ""):
+        super().__init__(message)
+        self.message, self.argument, self.usage = message, argument, usage
+
+
+class _Parser(argparse.ArgumentParser):
+    """An argument parser that raises :class:`UsageError` rather than printing and exiting, so that
+    ``main`` reports every error one way (plain or JSON)."""
+
+    def error(self, message: str):
+        found = re.match(r"argument ([^:]+): ", message)
+        argument = found.group(1).split("/")[0] if found else None
+        if argument is None and (required := re.search(r"arguments are required: (.+)$", message)):
+            argument = required.group(1).split(", ")[0]
+        raise UsageError(f"{self.prog}: error: {message}", argument, self.format_usage())
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of ``roofline`` (exposed for the documentation and the tests)."""
+    parser = _Parser(
+        prog="roofline",
+        description="Datasheet roofs, parameter counts and decode/prefill estimates from the roofline package.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    p = sub.add_parser("hardware", help="list the hardware catalog, or show one entry with its sources")
+    p.add_argument("name", nargs="?", help="an accelerator key or alias, e.g. h100-sxm or H100")
+    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+
+    models = ", ".join(model_names())
+    p = sub.add_parser("params", help="total and active parameters of a model",
+                       description=f"Shipped models: {models}; or the path of a config.json.")
+    p.add_argument("model", help="a shipped model name or the path of a Hugging Face config.json")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+
+    p = sub.add_parser("ridge", help="the datasheet ridge point of an accelerator")
+    p.add_argument("gpu", help="an accelerator key or alias")
+    p.add_argument("--dtype", default="bf16", choices=list(DTYPE_BYTES), help="number format of the peak (default bf16)")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+
+    for name, what in (("decode", "one decode step"), ("prefill", "one prefill")):
+        p = sub.add_parser(name, help=f"the roofline estimate of {what}, part by part",
+                           description=f"Shipped models: {models}; or the path of a config.json.")
+        p.add_argument("model", help="a shipped model name or the path of a Hugging Face config.json")
+        p.add_argument("--gpu", required=True, help="an accelerator key or alias, e.g. h100-sxm")
+        if name == "decode":
+            p.add_argument("--batch", type=whole(1), default=1, help="sequences decoded together (default 1)")
+            p.add_argument("--context", type=whole(0), default=0, help="cached tokens per sequence (default 0)")
+        else:
+            p.add_argument("--tokens", type=whole(1), required=True, help="prompt tokens per sequence")
+            p.add_argument("--batch", type=whole(1), default=1, help="sequences (default 1)")
+            _cp_flags(p, methods=False)
+        p.add_argument("--accounting", choices=ACCOUNTINGS, default=None,
+                       help="the first-order count ('text') or the refined one, kernel by kernel "
+                            "(default: text under --timing step, refined otherwise)")
+        p.add_argument("--dtype", default="bf16", choices=list(DTYPE_BYTES),
+                       help="format of everything: weights, activations, KV cache, math (default bf16)")
+        p.add_argument("--weights-dtype", type=storage_format, metavar="FORMAT",
+                       help="store the layers' weights narrower: int8, fp8, int4, or group-wise as int4-g128 "
+                            "(one fp16 scale per 128 weights), int4-g128-zp (and a zero point), mxfp4 (W4A16: int4-g128)")
+        p.add_argument("--kv-dtype", type=storage_format, metavar="FORMAT", help="format of the KV cache (fp8, int4-g128...)")
+        p.add_argument("--math-dtype", choices=list(DTYPE_BYTES),
+                       help="format the matmuls compute in, whose peak the roof takes (fp8 or int8: W8A8); refused "
+                            "on a chip without tensor cores for it (default: --dtype)")
+        p.add_argument("--embeddings-dtype", choices=list(DTYPE_BYTES),
+                       help="format of the embedding table, output head and norms (default: --weights-dtype; "
+                            "weight-only checkpoints keep them in bf16)")
+        p.add_argument("--attention", choices=OPTIONS["attention"], default="flash",
+                       help="flash (never writes the scores) or explicit; refined accounting (default flash)")
+        if name == "prefill":
+            p.add_argument("--lm-head", choices=OPTIONS["lm_head"], default="all",
+                           help="logits for all prompt tokens or only the last (default all)")
+        p.add_argument("--timing", choices=TIMINGS, default="step",
+                       help="step: max over the whole step (the text's); kernel: each kernel's max, summed, "
+                            "at least its launch; serial: no overlap at all (default step)")
+        p.add_argument("--roof", choices=("datasheet", "measured"), default="datasheet",
+                       help="datasheet peaks, or the roof calibrated from the H200's microbenchmarks (default datasheet)")
+        p.add_argument("--launch", choices=("graph", "eager"), default="graph",
+                       help="with --roof measured: kernels replayed from a CUDA graph or launched from Python")
+        p.add_argument("--carry-h200-efficiencies", action="store_true",
+                       help="with --roof measured on another GPU: assume the H200's measured efficiencies")
+        p.add_argument("--ops", action="store_true", help="list the operations (kernels): FLOPs, bytes, bound, time")
+        _tp_flag(p)
+        p.add_argument("--json", action="store_true", help="print one JSON object")
+        _moe_flags(p)
+    p = sub.add_parser("serve", help="how many requests fit beside the weights, and how fast they decode",
+                       description=f"Shipped models: {models}; or the path of a config.json. The largest batch whose "
+                                   "KV cache fits, and at that batch the decode step (datasheet roof). Chapter 5.")
+    p.add_argument("model", help="a shipped model name or the path of a Hugging Face config.json")
+    p.add_argument("--gpu", required=True, help="an accelerator key or alias, e.g. h100-sxm")
+    p.add_argument("--context", type=whole(1), required=True,
+                   help="tokens of context per request (at most the model's max_position_embeddings)")
+    p.add_argument("--weights-dtype", default="bf16", type=storage_format, metavar="FORMAT",
+                   help="format of the weights (default bf16; int8, int4-g128, mxfp4...)")
+    p.add_argument("--kv-dtype", type=storage_format, metavar="FORMAT", help="format of the KV cache (default: the weights')")
+    p.add_argument("--math-dtype", choices=list(DTYPE_BYTES),
+                   help="format the matmuls compute in (default bf16: weights stored narrower are widened first); "
+                        "refused where the chip has no tensor cores for it")
+    p.add_argument("--block-size", type=whole(1), default=VLLM_BLOCK_SIZE,
+                   help=f"tokens per KV block, paged attention (default {VLLM_BLOCK_SIZE}, vLLM's; 1: no rounding)")
+    p.add_argument("--gpus", type=whole(1), default=1,
+                   help="GPUs serving one copy of the model, memory and bandwidth pooled, all-reduces not counted "
+                        "(chapter 5; default 1)")
+    _tp_flag(p)
+    p.add_argument("--batch", type=whole(1), help="time the decode at this batch instead of the largest that fits")
+    p.add_argument("--prompt", type=whole(1),
+                   help="prompt tokens whose prefill, alone, gives the time to first token (default: --context)")
+    p.add_argument("--curve", action="store_true",
+                   help="also print the latency-throughput curve: time per output token and tokens/s by batch (chapter 12)")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    _moe_flags(p)
+
+    p = sub.add_parser("speculate", help="speculative decoding: expected speed-up, and where it stops paying",
+                       description=f"Target: a shipped model ({models}) or a config.json; draft: one of those or a "
+                                   f"shipped draft ({', '.join(DRAFTS)}). Datasheet roof, text accounting. Chapter 12.")
+    p.add_argument("model", help="the target model: a shipped name or the path of a Hugging Face config.json")
+    p.add_argument("--draft", required=True, help=f"the draft model, smaller than the target (e.g. {DRAFTS[0]})")
+    p.add_argument("--gpu", required=True, help="an accelerator key or alias, e.g. h200")
+    p.add_argument("--alpha", type=acceptance, required=True, help="acceptance rate of a draft token, in [0, 1)")
+    p.add_argument("--gamma", type=whole(1), default=4, help="draft tokens per verify step (default 4)")
+    p.add_argument("--batch", type=whole(1), default=1, help="sequences decoded together (default 1)")
+    p.add_argument("--context", type=whole(0), default=2048, help="cached tokens per sequence (default 2048)")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+
+    _train_parser(sub, models)
+    _plan_parser(sub, models)
+    for p in sub.choices.values():
+        p.add_argument("--catalog", metavar="PATH", default=os.environ.get("ROOFLINE_CATALOG") or None,
+                       help="a hardware catalog TOML to use instead of the shipped one "
+                            "(default: $ROOFLINE_CATALOG if set)")
+    return parser
+
+
+def acceptance(text: str) -> float:
+    """An argparse type: an acceptance rate in [0, 1)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0 <= value < 1:  # also refuses nan
+        raise argparse.ArgumentTypeError(f"expected an acceptance rate at least 0 and below 1, such as 0.8, got {text[:40]!r}")
+    return value
+
+
+def _moe_flags(p: argparse.ArgumentParser) -> None:
+    """The two flags of chapter 10, the same on decode, prefill and serve."""
+    p.add_argument("--routing", choices=ROUTINGS, default=None, metavar="ROUTING",
+                   help="how a mixture of experts routes a step's tokens, one of uniform (independent uniform choices, the "
+                        "expected experts read), best (all to the same k) or worst (as many experts as possible); "
+                        "needed at more than one token, no default")
+    p.add_argument("--ep", type=whole(1), default=1, metavar="N",
+                   help="expert parallelism: the routed experts spread over N GPUs, everything else copied, the batch "
+                        "split N ways, two all-to-alls per MoE layer (NVLink within 8 GPUs a node, then InfiniBand); "
+                        "text accounting, step rule, datasheet roof (default 1)")
+
+
+def at(argument: str, call, *args, **kwargs):
+    """Call ``call``; a bad-input error it raises becomes a :class:`UsageError` naming ``argument``."""
+    try:
+        return call(*args, **kwargs)
+    except NotModelledError:
+        raise
+    except CatalogError as exc:
+        raise UsageError(str(exc), "--catalog") from None
+    except (KeyError, ValueError, TypeError, OverflowError) as exc:
+        message = exc.args[0] if isinstance(exc, KeyError) and exc.args else str(exc)
+        raise UsageError(str(message), argument) from None
+
+
+def recompute(text: str) -> str:
+    """An argparse type: a recompute policy, 'none', 'selective', 'full' or 'every-K'."""
+    try:
+        return recompute_policy(text).name
+    except ValueError:
+        shown = text if len(text) <= 40 else f"{text[:20]}...{text[-10:]}"
+        raise argparse.ArgumentTypeError(f"expected none, selective, full or every-K (K a whole number >= 1: a "
+                                         f"checkpoint every K layers), got {shown!r}") from None
+
+
+def fraction(text: str) -> float:
+    """An argparse type: a fraction of peak, above 0 and at most 1."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0 < value <= 1:  # also refuses nan
+        raise argparse.ArgumentTypeError(f"expected a fraction of peak above 0 and at most 1, such as 0.5, got {text[:40]!r}")
+    return value
+
+
+def _train_parser(sub, models: str) -> None:
+    p = sub.add_parser("train", help="does a training step fit, and how fast can it go (chapter 3)",
+                       description=f"One micro-batch per GPU: memory per GPU against the usable HBM, FLOPs per "
+                                   f"step, the step time, MFU and HFU. Shipped models: {models}; or the path of a "
+                                   "config.json.")
+    p.add_argument("model", help="a shipped model name or the path of a Hugging Face config.json")
+    p.add_argument("--gpu", required=True, help="an accelerator key or alias, e.g. h100-sxm")
+    p.add_argument("--gpus", type=whole(1), default=1, help="data-parallel GPUs the model state is sharded over (default 1)")
+    p.add_argument("--seq", type=whole(1), required=True, help="tokens per sequence")
+    p.add_argument("--micro-batch", type=whole(1), default=1, help="sequences per GPU per step (default 1)")
+    p.add_argument("--recompute", type=recompute, default="none", metavar="{none,selective,full,every-K}",
+                   help="activation recomputation: none, selective (the attention core), full (every layer's "
+                        "forward again) or every-K (a checkpoint every K layers) (default none)")
+    p.add_argument("--zero", type=int, choices=(0, 1, 2, 3), default=0, help="ZeRO stage (default 0)")
+    p.add_argument("--offload", action="store_true", help="keep the saved activations in host memory, over PCIe")
+    p.add_argument("--attention", choices=OPTIONS["attention"], default="flash",
+                   help="flash (never stores the scores) or explicit (default flash)")
+    p.add_argument("--achieved", type=fraction, default=None, metavar="FRACTION",
+                   help="the fraction of peak the GPU's FLOPs run at (e.g. 0.5); default: the roofline floor")
+    p.add_argument("--timing", choices=TIMINGS, default="step", help="the floor's timing rule (default step)")
+    dp = p.add_argument_group("data parallelism across nodes (chapter 7): either flag prices the step's collectives")
+    dp.add_argument("--nodes", type=whole(1), default=None, help="nodes (default 1 when --gpus-per-node is given)")
+    dp.add_argument("--gpus-per-node", type=whole(1), default=None,
+                    help="GPUs per node on NVLink (default 8 when --nodes is given)")
+    dp.add_argument("--hybrid", action="store_true", help="FSDP hybrid sharding: ZeRO-3 inside each node, replicas "
+                                                         "across nodes (needs --zero 3)")
+    dp.add_argument("--accumulation", type=whole(1), default=1, help="micro-batches per step (default 1)")
+    _tp_flag(p)
+    _cp_flags(p, methods=True)
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+def one_split(args) -> None:
+    """Refuse two ways of splitting one model at once (--tp, --ep, --cp): each is priced on its own."""
+    splits = [f"--{n}" for n in ("tp", "ep", "cp") if getattr(args, n, 1) > 1]
+    if len(splits) > 1:
+        raise UsageError(f"{' and '.join(splits)} together are not modelled yet: choose one way to split the model",
+                         splits[-1])
+
+
+def _plan_parser(sub, models: str) -> None:
+    p = sub.add_parser("plan", help="search tensor, pipeline and data-parallel layouts for a cluster (chapter 9)",
+                       description=f"Every layout of the cluster's GPUs as tensor x pipeline x data degrees, with a "
+                                   f"micro-batch, a recomputation policy, a ZeRO stage and a pipeline schedule; those "
+                                   f"that fit in usable memory, fastest first. Dense models: {models}.")
+    p.add_argument("model", help="a shipped model name or the path of a Hugging Face config.json")
+    p.add_argument("--gpu", required=True, help="an accelerator key or alias, e.g. h100-sxm")
+    p.add_argument("--gpus-per-node", type=whole(1), default=8, help="GPUs per node on NVLink (default 8)")
+    p.add_argument("--nodes", type=whole(1), required=True, help="nodes in the cluster")
+    p.add_argument("--seq", type=whole(1), required=True, help="tokens per sequence")
+    p.add_argument("--global-batch", type=whole(1), required=True, help="sequences per optimizer step, all GPUs together")
+    p.add_argument("--top", type=whole(1), default=5, help="layouts to print (default 5)")
+    p.add_argument("--achieved", type=fraction, default=None, metavar="FRACTION",
+                   help="the fraction of peak the GPU's FLOPs run at (e.g. 0.5); default: the roofline floor")
+    p.add_argument("--timing", choices=TIMINGS, default="step", help="the floor's timing rule (default step)")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+GPUS_PER_NODE = 8  # an HGX/DGX node: the NVLink domain tensor parallelism stays inside
+
+
+def _tp_flag(p) -> None:
+    p.add_argument("--tp", type=whole(1), default=1, metavar="N",
+                   help="tensor parallelism over N GPUs of one node (at most 8): a t-th of the heads, MLP and "
+                        "vocabulary per GPU, the all-reduces priced on NVLink and added to the step (chapter 8; "
+                        "default 1)")
+
+
+def _cp_flags(p, *, methods: bool) -> None:
+    p.add_argument("--cp", type=whole(1), default=1,
+                   help="context-parallel GPUs one sequence is spread over (default 1: none); with train, the model "
+                        "state is sharded over --gpus x --cp GPUs")
+    if methods:
+        p.add_argument("--cp-method", choices=("ring", "all-to-all"), default="ring",
+                       help="ring attention (key/value blocks passed around, zig-zag split) or all-to-all "
+                            "(DeepSpeed-Ulysses: heads split, cp at most the key/value heads) (default ring)")

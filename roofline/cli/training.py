@@ -1,0 +1,250 @@
+"""``roofline train`` (chapter 3: does a step fit, and how fast can it go), its data-parallel step across
+nodes (chapter 7), ``--tp`` (chapter 8) and ``--cp`` (chapter 11), and ``roofline plan`` (chapter 9's
+search over tensor, pipeline and data-parallel layouts)."""
+
+from __future__ import annotations
+
+import json
+
+from roofline.cli.output import tp_lines
+from roofline.cli.parser import GPUS_PER_NODE, UsageError, at, one_split
+from roofline.core.hardware import Hardware, get_hardware
+from roofline.core.model import Model, NotModelledError, load_model
+from roofline.core.units import fmt
+from roofline.parallel.context_parallel import plan_context_parallel
+from roofline.parallel.data_parallel import data_parallel_step
+from roofline.parallel.planner import plan as plan_layouts
+from roofline.parallel.tensor_parallel import check_tp, tp_training_plan
+from roofline.workloads.training import plan_training
+
+__all__ = ["run_train", "run_plan"]
+
+
+def run_train(args) -> str:
+    """``roofline train MODEL --gpu GPU --seq N``: one training step's memory, time and MFU."""
+    return _train(args, args.catalog)
+
+
+def run_plan(args) -> str:
+    """``roofline plan MODEL --gpu GPU --nodes N --seq S --global-batch B``: the fastest layouts that fit."""
+    return _plan(args, args.catalog)
+
+
+def _train(args, catalog) -> str:
+    one_split(args)
+    if args.nodes is not None or args.gpus_per_node is not None or args.hybrid or args.accumulation > 1:
+        for flag in ("tp", "cp"):
+            if getattr(args, flag) > 1:
+                raise UsageError(f"--{flag} does not combine with --nodes, --gpus-per-node, --hybrid or --accumulation "
+                                 "yet: chapter 7's data-parallel step prices whole replicas", f"--{flag}")
+        return _train_dp(args, catalog)
+    m, h = at("model", load_model, args.model), at("--gpu", get_hardware, args.gpu, catalog)
+    if args.tp > 1:
+        return _tensor_parallel(args, m, h)
+    if args.cp > 1:
+        return _context_parallel(args, m, h)
+    plan = at("--offload" if args.offload else "--seq", plan_training, m, h, seq=args.seq,
+               micro_batch=args.micro_batch, gpus=args.gpus, recompute=args.recompute, zero_stage=args.zero,
+               offload=args.offload, achieved=args.achieved, timing=args.timing, attention=args.attention)
+    fp = plan.footprint
+    link = h.interconnect[plan.network_link].name if plan.network_link in h.interconnect else ""
+    if args.json:
+        return json.dumps({
+            "workload": "train", "model": m.name, "gpu": h.key, "gpus": plan.gpus, "seq": plan.seq,
+            "micro_batch": plan.micro_batch, "recompute": plan.recompute, "zero_stage": plan.zero_stage,
+            "offload": plan.offload, "attention": args.attention, "achieved": plan.achieved, "timing": args.timing,
+            "fits": plan.fits, "memory_bytes": float(fp.total), "hbm_usable": h.usable_capacity,
+            "hbm_capacity": h.hbm_capacity, "spare_bytes": plan.spare,
+            "memory_parts": {k: float(v) for k, v in fp.parts.items()},
+            "model_flops": float(plan.model_flops), "hardware_flops": float(plan.hardware_flops),
+            "compute_time_s": plan.compute_time, "network_time_s": plan.network_time,
+            "network_link": plan.network_link if plan.network_time else None, "offload_bytes": plan.offload_bytes,
+            "offload_time_s": plan.offload_time, "offload_exposed_s": plan.offload_exposed,
+            "time_s": plan.time, "tokens_per_s": plan.tokens_per_s, "mfu": plan.mfu, "hfu": plan.hfu,
+        }, indent=2)
+    setup = (f"{plan.seq:,} tokens x micro-batch {plan.micro_batch} per GPU, {plan.gpus} GPU{'s' if plan.gpus > 1 else ''}, "
+             f"ZeRO-{plan.zero_stage}, recompute {plan.recompute}" + (", offloaded" if plan.offload else ""))
+    held = (f"model state {fmt(float(fp.model_state), 'B')}, activations {fmt(float(fp['activations']), 'B')},\n  "
+            + (f"recompute working set {fmt(float(fp['recompute working set']), 'B')}, "
+               if float(fp["recompute working set"]) else "")
+            + f"fp32 logits {fmt(float(fp['logits']), 'B')}")
+    hbm = f"the {fmt(h.usable_capacity, 'B')} of usable HBM on the {h.short}"
+    fit = (f"  fits within {hbm}, {fmt(plan.spare, 'B')} to spare" if plan.fits else
+           f"  DOES NOT FIT: more than {hbm}, by {fmt(-plan.spare, 'B')}; the times below assume it fit")
+    extra = plan.hardware_flops / plan.model_flops - 1
+    basis = ("the roofline floor under the " + args.timing + " rule" if plan.achieved is None
+             else f"every FLOP at {plan.achieved:.0%} of peak")
+    lines = [f"training step of {m.title} on the {h.short}:\n  {setup}",
+             f"memory per GPU: {fmt(float(fp.total), 'B')} =\n  {held}", fit,
+             f"FLOPs per step: model {fmt(plan.model_flops, 'FLOP')}, hardware {fmt(plan.hardware_flops, 'FLOP')}"
+             f" ({extra:.1%} recomputed)",
+             f"step time {fmt(plan.time, 's')}: compute {fmt(plan.compute_time, 's')} ({basis})"
+             + (f",\n  data-parallel traffic {fmt(plan.network_time, 's')} over {link}, overlapped" if plan.network_time else "")]
+    if plan.offload:
+        lines.append(f"  offload: {fmt(plan.offload_bytes, 'B')} each way over {h.interconnect['host'].name}, "
+                     f"{fmt(plan.offload_time, 's')}; " + ("all of it hidden behind the compute" if not plan.offload_exposed
+                                                          else f"{fmt(plan.offload_exposed, 's')} not hidden"))
+    rate = plan.tokens_per_s
+    if m.max_position_embeddings is not None and plan.seq > m.max_position_embeddings:
+        lines.append(f"BEYOND THE MODEL'S CONTEXT: {plan.seq:,} tokens per sequence,\n  past the "
+                     f"{m.max_position_embeddings:,} it was trained for (max_position_embeddings)")
+    lines.append(f"MFU {plan.mfu:.1%}, HFU {plan.hfu:.1%}, {rate:,.0f} tokens/s per GPU" if rate >= 100 else
+                 f"MFU {plan.mfu:.1%}, HFU {plan.hfu:.1%}, {rate:.3g} tokens/s per GPU"
+                 + ("" if plan.achieved is not None else "\n  (at the floor; --achieved 0.5 assumes the GPU runs its FLOPs at half its peak)"))
+    return "\n".join(lines)
+
+
+def _plan(args, catalog) -> str:
+    """``roofline plan``: chapter 9's search, the best layouts first."""
+    m, h = at("model", load_model, args.model), at("--gpu", get_hardware, args.gpu, catalog)
+    try:
+        result = plan_layouts(m, h, nodes=args.nodes, gpus_per_node=args.gpus_per_node, seq=args.seq,
+                      global_batch=args.global_batch, achieved=args.achieved, timing=args.timing)
+    except NotModelledError:
+        raise
+    except (KeyError, ValueError, TypeError) as exc:
+        message = str(exc.args[0] if isinstance(exc, KeyError) and exc.args else exc)
+        argument = "--global-batch" if message.startswith("global_batch") else "--nodes" if "fits on no" in message \
+            else "--seq" if message.startswith("seq") else "model"
+        raise UsageError(message.replace("global_batch", "--global-batch", 1), argument) from None
+    top = result.top(args.top)
+    if args.json:
+        return json.dumps({
+            "workload": "plan", "model": m.name, "gpu": h.key, "nodes": result.nodes,
+            "gpus_per_node": result.gpus_per_node, "gpus": result.gpus, "seq": result.seq,
+            "global_batch": result.global_batch, "achieved": args.achieved, "timing": args.timing,
+            "hbm_usable": h.usable_capacity, "layouts_priced": result.count, "layouts_fitting": len(result.ranked),
+            "layouts": [{"tp": x.tp, "pp": x.pp, "dp": x.dp, "micro_batch": x.micro_batch,
+                         "micro_batches": x.micro_batches, "schedule": x.schedule, "v": x.v, "recompute": x.recompute,
+                         "zero_stage": x.zero_stage, "memory_bytes": x.memory, "compute_time_s": x.compute,
+                         "bubble_time_s": x.bubble, "pipeline_comm_s": x.pipeline_comm, "data_comm_s": x.data_comm,
+                         "time_s": x.time, "mfu": x.mfu, "tflops_per_gpu": x.tflops} for x in top],
+        }, indent=2)
+    basis = ("the roofline floor under the " + args.timing + " rule" if args.achieved is None
+             else f"every FLOP at {args.achieved:.0%} of peak")
+    lines = [f"layouts for training {m.title} on {result.gpus:,} {h.short}s ({result.nodes:,} nodes of "
+             f"{result.gpus_per_node}), {result.global_batch:,} sequences of {result.seq:,} tokens per step:",
+             f"  {result.count:,} layouts priced, {len(result.ranked):,} fit in {fmt(h.usable_capacity, 'B')} "
+             f"of usable HBM; compute at {basis}"]
+    for rank, x in enumerate(top, 1):
+        lines.append(f"{rank}. {x.describe()}")
+        lines.append(f"   memory {fmt(x.memory, 'B')} per GPU; step {fmt(x.time, 's')} = compute {fmt(x.compute, 's')}"
+                     f" + bubble {fmt(x.bubble, 's')} + exposed communication {fmt(x.exposed, 's')}; MFU {x.mfu:.1%}")
+    return "\n".join(lines)
+
+
+def _train_dp(args, catalog) -> str:
+    """``roofline train --nodes N --gpus-per-node G``: the data-parallel step of chapter 7."""
+    nodes = args.nodes if args.nodes is not None else 1
+    per_node = args.gpus_per_node if args.gpus_per_node is not None else 8
+    if args.gpus != 1 and args.gpus != nodes * per_node:
+        raise UsageError(f"--gpus {args.gpus} disagrees with --nodes {nodes} x --gpus-per-node {per_node}; give one or "
+                         "the other", "--gpus")
+    if args.offload:
+        raise UsageError("--offload is priced by the chapter 3 step on one node; leave out --nodes, --gpus-per-node, --hybrid "
+                         "and --accumulation to use it", "--offload")
+    if args.hybrid and args.zero != 3:
+        raise UsageError(f"--hybrid is ZeRO-3 inside each node: give --zero 3 with it, got --zero {args.zero}", "--hybrid")
+    m, h = at("model", load_model, args.model), at("--gpu", get_hardware, args.gpu, catalog)
+    step = at("--nodes", data_parallel_step, m, h, nodes=nodes, gpus_per_node=per_node, zero_stage=args.zero,
+               hybrid=args.hybrid, seq=args.seq, micro_batch=args.micro_batch, accumulation=args.accumulation,
+               recompute=args.recompute, achieved=args.achieved, timing=args.timing, attention=args.attention)
+    fp = step.footprint
+    fits = bool(fp.fits(h))
+    spare = float(fp.spare(h))
+    if args.json:
+        return json.dumps({
+            "workload": "train", "model": m.name, "gpu": h.key, "nodes": step.nodes, "gpus_per_node": step.gpus_per_node,
+            "gpus": step.gpus, "strategy": step.strategy, "zero_stage": step.zero_stage, "hybrid": step.hybrid,
+            "seq": step.seq, "micro_batch": step.micro_batch, "accumulation": step.accumulation,
+            "tokens_per_gpu": step.tokens, "recompute": step.recompute, "attention": args.attention,
+            "achieved": step.achieved, "timing": args.timing, "fits": fits, "memory_bytes": float(fp.total),
+            "hbm_usable": h.usable_capacity, "spare_bytes": spare, "memory_parts": {k: float(v) for k, v in fp.parts.items()},
+            "model_flops": step.model_flops, "compute_time_s": step.compute, "communication_time_s": step.communication,
+            "exposed_time_s": step.exposed, "time_s": step.time, "sent_nvlink_bytes": step.sent_scale_up,
+            "sent_network_bytes": step.sent_network, "tokens_per_s": step.tokens_per_s, "mfu": step.mfu,
+        }, indent=2)
+    basis = ("the roofline floor under the " + args.timing + " rule" if step.achieved is None
+             else f"every FLOP at {step.achieved:.0%} of peak")
+    hbm = f"the {fmt(h.usable_capacity, 'B')} of usable HBM on the {h.short}"
+    links = h.interconnect
+    lines = [
+        f"data-parallel training step of {m.title}, {step.strategy}:",
+        f"  {step.nodes} node{'s' if step.nodes > 1 else ''} x {step.gpus_per_node} {h.short} = {step.gpus} GPUs; "
+        f"{step.seq:,} tokens x micro-batch {step.micro_batch} x {step.accumulation} accumulated "
+        f"= {step.tokens:,} tokens per GPU; recompute {step.recompute}",
+        f"memory per GPU: {fmt(float(fp.total), 'B')}; " + (f"fits within {hbm}, {fmt(spare, 'B')} to spare" if fits
+                                                             else f"DOES NOT FIT: more than {hbm}, by {fmt(-spare, 'B')}"),
+        f"compute      {fmt(step.compute, 's')} ({basis})",
+        f"communication {fmt(step.communication, 's')} of link time: each GPU sends {fmt(step.sent_scale_up, 'B')} over "
+        f"{links['scale_up'].name if 'scale_up' in links else 'its host link'}"
+        + (f" and {fmt(step.sent_network, 'B')} over {links['network'].name}" if step.sent_network else ""),
+        f"exposed      {fmt(step.exposed, 's')} (what the compute does not hide)",
+        f"step time    {fmt(step.time, 's')}: MFU {step.mfu:.1%}, {step.tokens_per_s:,.0f} tokens/s over all GPUs",
+    ]
+    return "\n".join(lines)
+
+
+def _context_parallel(args, m: Model, h: Hardware) -> str:
+    """``train --cp N``: one sequence's training step spread over ``N`` GPUs (chapter 11)."""
+    if args.offload or args.attention != "flash":
+        raise UsageError("--cp models flash attention kept on the GPU: drop --offload and --attention explicit", "--cp")
+    plan = at("--cp", plan_context_parallel, m, h, seq=args.seq, cp=args.cp, method=args.cp_method,
+              micro_batch=args.micro_batch, recompute=args.recompute, zero_stage=args.zero,
+              gpus=args.gpus * args.cp, achieved=args.achieved, timing=args.timing)
+    fp = plan.footprint
+    if args.json:
+        return json.dumps({
+            "workload": "train", "model": m.name, "gpu": h.key, "seq": plan.seq, "cp": plan.cp,
+            "cp_method": plan.method, "gpus": plan.gpus, "micro_batch": plan.micro_batch, "recompute": plan.recompute,
+            "zero_stage": plan.zero_stage, "tier": plan.tier, "fits": plan.fits, "memory_bytes": float(fp.total),
+            "hbm_usable": h.usable_capacity, "spare_bytes": plan.spare,
+            "memory_parts": {k: float(v) for k, v in fp.parts.items()},
+            "hardware_flops_per_gpu": float(plan.step.flops), "compute_time_s": plan.compute_time,
+            "cp_traffic_time_s": plan.comm_time, "cp_exposed_s": plan.exposed, "time_s": plan.time,
+            "tokens_per_s": plan.tokens_per_s, "mfu": plan.mfu}, indent=2)
+    hbm = f"the {fmt(h.usable_capacity, 'B')} of usable HBM on the {h.short}"
+    fit = (f"  fits within {hbm}, {fmt(plan.spare, 'B')} to spare" if plan.fits else
+           f"  DOES NOT FIT: more than {hbm}, by {fmt(-plan.spare, 'B')}; the times below assume it fit")
+    what = ("ring attention, zig-zag split" if plan.method == "ring" else "all-to-all attention (heads split)")
+    traffic = (f"{fmt(plan.comm_time, 's')} over {h.interconnect[plan.tier].name}; "
+               + ("all of it hidden behind the attention" if not plan.exposed else
+                  (f"{fmt(plan.exposed, 's')} not hidden" if plan.method == "ring" else "not overlapped")))
+    basis = "roofline floor" if args.achieved is None else f"every FLOP at {args.achieved:.0%} of peak"
+    return "\n".join([
+        f"training step of {m.title} on the {h.short}:\n  {plan.seq:,} tokens per sequence over cp {plan.cp} GPUs "
+        f"({what}),\n  micro-batch {plan.micro_batch}, model state ZeRO-{plan.zero_stage} over {plan.gpus} GPUs, "
+        f"recompute {plan.recompute}",
+        f"memory per GPU: {fmt(float(fp.total), 'B')} (activations {fmt(float(fp['activations']), 'B')}, "
+        f"buffers in flight {fmt(float(fp['context-parallel buffers']), 'B')})", fit,
+        f"FLOPs per GPU: {fmt(float(plan.step.flops), 'FLOP')}; compute {fmt(plan.compute_time, 's')} ({basis})",
+        f"context-parallel traffic: {traffic}",
+        f"step time {fmt(plan.time, 's')}, MFU {plan.mfu:.1%}, {plan.tokens_per_s:,.0f} tokens/s per GPU"])
+
+
+def _tensor_parallel(args, m: Model, h: Hardware) -> str:
+    """``train --tp N``: one GPU's step over its shard plus the tensor-parallel collectives (chapter 8)."""
+    t = args.tp
+    at("--tp", check_tp, m, t, gpus_per_node=GPUS_PER_NODE)
+    gpus = args.gpus if args.gpus > 1 else t
+    if gpus % t:
+        raise UsageError(f"--gpus ({gpus}) must be a multiple of --tp ({t}): the GPUs form {t}-GPU "
+                         "tensor-parallel groups", "--gpus")
+    p = at("--offload" if args.offload else "--seq", tp_training_plan, m, h, tp=t, gpus=gpus, seq=args.seq,
+           micro_batch=args.micro_batch, recompute=args.recompute, zero_stage=args.zero, offload=args.offload,
+           achieved=args.achieved, timing=args.timing, attention=args.attention, gpus_per_node=GPUS_PER_NODE)
+    comm = p.prediction
+    out = {"workload": "train", "model": m.name, "gpu": h.key, "tp": t, "gpus": p.gpus,
+           "data_parallel": p.data_parallel, "seq": args.seq, "micro_batch": args.micro_batch,
+           "recompute": p.plan.recompute, "zero_stage": p.plan.zero_stage, "memory_bytes": p.memory_per_gpu,
+           "fits": p.fits, "hbm_usable": h.usable_capacity, "compute_time_s": p.compute_time,
+           "tokens_per_s_per_gpu": p.tokens_per_s_per_gpu, "mfu": p.mfu, "collectives": comm.step.collectives,
+           "collective_bytes_per_gpu": float(comm.comm_bytes), "collective_time_s": p.collective_time,
+           "collective_latency_s": float(comm.comm_latency), "time_s": p.time}
+    if args.json:
+        return json.dumps(out, indent=2)
+    dp = p.data_parallel
+    head = (f"training step of {m.title}, tensor parallel over {t} GPUs ({dp} data-parallel "
+            f"group{'s' if dp > 1 else ''}), {args.seq:,} tokens x micro-batch {args.micro_batch} per group")
+    work = f"one GPU's step {fmt(p.compute_time, 's')} (compute, and the data-parallel traffic overlapped)"
+    return tp_lines(head, p.time, work, comm, p.tokens_per_s_per_gpu, p.mfu, p.memory_per_gpu, p.fits, h)
