@@ -512,7 +512,7 @@ def window_share(model: Model | str, context: int | None = None) -> float:
     """The share of a full cache a sliding-window model keeps for one sequence of ``context`` tokens (its
     trained length by default), chapter 5: exact cache bytes over ``kv_bytes_per_token x context``."""
     m = load_model(model)
-    context = m.max_position_embeddings if context is None else context
+    context = m.max_position_embeddings if context is None else int(number("context", context, integer=True))
     return float(sequence_kv_bytes(m, context, block_size=None)) / (m.kv_bytes_per_token() * context)
 
 

@@ -528,6 +528,7 @@ def offload_intensity(model: Model | str, seq, *, recompute: str = "none", flash
     host link's ridge is compared with to see whether offloading hides (:func:`offload_hiding_seq`)."""
     from roofline.workloads.memory import kept_bytes_per_token_layer
 
+    seq = number("seq", seq, integer=True)
     return layer_forward_flops(model, seq) / kept_bytes_per_token_layer(model, seq, recompute=recompute, flash=flash)
 
 

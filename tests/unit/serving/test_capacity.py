@@ -336,3 +336,15 @@ def test_an_expert_parallel_gpu_holds_its_experts_and_its_sequences_cache():
     assert S.expert_parallel_footprint(m, 64, 1024, ep=8, kv_dtype="fp8")["kv_cache"] == held["kv_cache"] / 2
     with pytest.raises(ValueError, match=r"batch must be a multiple of ep \(8\).*got batch=12"):
         S.expert_parallel_footprint(m, 12, 1024, ep=8)
+
+
+@pytest.mark.parametrize("call, error, message", [
+    (lambda: S.mla_intensity("deepseek-v3", "fp7"), KeyError, "unknown dtype 'fp7'"),
+    (lambda: S.window_share("phi-3-mini-4k", 0), ValueError, "context must be a whole number"),
+    (lambda: S.marginal_intensity("llama-2-7b", -1), ValueError, "context must be a whole number"),
+    (lambda: S.paging_waste_share("llama-3-8b", [17], block_size=0), ValueError, "block_size must be a whole number"),
+    (lambda: S.batches_that_fit(-1, [10]), ValueError, "room must be"),
+])
+def test_chapter_5_helpers_refuse_bad_input(call, error, message):
+    with pytest.raises(error, match=message):
+        call()

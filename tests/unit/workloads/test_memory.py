@@ -474,3 +474,16 @@ def test_the_model_state_of_a_training_footprint_is_sixteen_bytes_a_parameter():
     assert sharded.total - sharded.model_state == pytest.approx(
         sharded["activations"] + sharded["recompute working set"] + sharded["logits"])
     assert M.inference_footprint(m, 1, 1024).model_state == 2 * m.params  # weights only; the cache is not state
+
+
+@pytest.mark.parametrize("call, error, message", [
+    (lambda: M.per_layer_activations("llama-3-8b", 0), ValueError, "seq must be a whole number"),
+    (lambda: M.binary_capacity("h300"), KeyError, "unknown hardware"),
+    (lambda: M.activation_token_budget("llama-3-8b", "h300"), KeyError, "unknown hardware"),
+    (lambda: M.logits_bytes_per_token("llama-3-9b"), KeyError, "unknown model"),
+    (lambda: M.embedding_bytes("llama-3-8b", "fp7"), KeyError, "unknown dtype 'fp7'"),
+    (lambda: M.selective_saving("llama-3-8b", 0), ValueError, "seq must be a whole number"),
+])
+def test_chapter_1_to_3_memory_helpers_refuse_bad_input(call, error, message):
+    with pytest.raises(error, match=message):
+        call()

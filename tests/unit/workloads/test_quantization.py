@@ -309,3 +309,10 @@ def test_launch_and_output_shares_of_a_measured_fp8_product():
         q.launch_share(rec, 3)
     with pytest.raises(TypeError, match="gemm must be a measured Gemm"):
         q.output_byte_share((8192, 8192))
+
+
+def test_chapter_6_helpers_refuse_bad_input():
+    with pytest.raises(KeyError, match="unknown model"):
+        q.bf16_kept_share("llama-3-9b")
+    with pytest.raises(KeyError, match="unknown hardware"):
+        q.measured_fp8_speedup(load_measurement()).of_peak("h300")

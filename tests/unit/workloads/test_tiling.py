@@ -448,3 +448,21 @@ def test_flash_reads_keys_and_values_once_per_kv_head_when_one_heads_fit_in_the_
     grouped = tiling.flash_attention(4096, 128, 32, on_chip=228 * 1024, kv_heads=8, causal=False)
     ungrouped = tiling.flash_attention(4096, 128, 32, on_chip=228 * 1024, kv_heads=32, causal=False)
     assert grouped.ops[0].bytes == ungrouped.ops[0].bytes  # per query head: GQA saves no stream without the cache
+
+
+@pytest.mark.parametrize("call, error, message", [
+    (lambda: tiling.attention_sweep([0], 128, 32, "h200-sxm"), ValueError, "seq must be a whole number"),
+    (lambda: tiling.params_per_head_layer("llama-3-9b"), KeyError, "unknown model"),
+    (lambda: tiling.kv_head_bytes(16, 0), ValueError, "head_dim must be a whole number"),
+    (lambda: tiling.on_chip_elements(0), ValueError, "on_chip must be"),
+    (lambda: tiling.dao_factor(0, 1024), ValueError, "head_dim must be a whole number"),
+    (lambda: tiling.dao_crossover_on_chip(1.5), ValueError, "head_dim must be a whole number"),
+    (lambda: tiling.flash_on_chip_bytes(0, 128), ValueError, "rows must be a whole number"),
+    (lambda: tiling.query_blocks(16, 0), ValueError, "block must be a whole number"),
+    (lambda: tiling.smallest_winning_on_chip(0, 128, 32), ValueError, "seq must be a whole number"),
+    (lambda: tiling.score_passes(3.0, 16, 2), TypeError, "io must be an AttentionIO"),
+    (lambda: tiling.implied_score_passes(1.0, 1e12, 16, 0), ValueError, "heads must be a whole number"),
+])
+def test_chapter_4_helpers_refuse_bad_input(call, error, message):
+    with pytest.raises(error, match=message):
+        call()

@@ -302,3 +302,15 @@ def test_sequence_compute_time_and_the_embedding_overcount_by_hand():
     assert T.embedding_overcount("llama-3-8b") == pytest.approx(128_256 * 4096 / (8_030_261_248 - 128_256 * 4096))
     with pytest.raises(ValueError, match="tokens"):
         T.sequence_compute_time("llama-3-8b", h100, -1)
+
+
+@pytest.mark.parametrize("call, error, message", [
+    (lambda: roofline.workloads.training.layer_forward_flops_terms("llama-3-9b"), KeyError, "unknown model"),
+    (lambda: roofline.workloads.training.offload_intensity("llama-3-8b", 0), ValueError, "seq must be a whole number"),
+    (lambda: roofline.workloads.training.non_embedding_params(3), TypeError, "model must be a name"),
+    (lambda: roofline.workloads.training.embedding_overcount("llama-3-9b"), KeyError, "unknown model"),
+    (lambda: roofline.workloads.training.forward_share(3.0, "lm_head"), TypeError, "step must be a training_step"),
+])
+def test_chapter_1_and_3_training_helpers_refuse_bad_input(call, error, message):
+    with pytest.raises(error, match=message):
+        call()
