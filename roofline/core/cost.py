@@ -27,6 +27,52 @@ def arithmetic_intensity(flops, bytes_moved):
     return out.item() if out.ndim == 0 else out
 
 
+def _quantity(x, what, which):
+    if what is None:
+        return number(which, x, strict=False)
+    if not isinstance(what, str):
+        raise TypeError(f"what must be the name of an attribute or method (e.g. 'time', 'peak_flops'), got {what!r}")
+    try:
+        value = getattr(x, what)
+    except AttributeError:
+        raise AttributeError(f"{which} ({type(x).__name__}) has no attribute {what!r} to compare") from None
+    return number(which, value() if callable(value) else value, strict=False)
+
+
+def ratio(a, b, what: str | None = None):
+    """How many times ``a`` is ``b`` (chapters 1 to 12 quote such ratios: "2.3x faster"): two numbers, or
+    with ``what`` the same attribute of two results, a method called with no arguments
+    (``ratio(h100, a100, 'peak_flops')``, ``ratio(slow, fast, 'time')``). A plain comparison of two
+    package results, no model in it."""
+    x, y = _quantity(a, what, "a"), _quantity(b, what, "b")
+    if np.any(np.asarray(y) == 0):
+        raise ZeroDivisionError(f"b{'.' + what if what else ''} is zero: no ratio")
+    out = np.divide(x, y)
+    return out.item() if np.ndim(out) == 0 else out
+
+
+__all__ += ["ratio"]
+
+
+def difference(a, b, what: str | None = None):
+    """``a`` less ``b``, two numbers or with ``what`` the same attribute of two results (as :func:`ratio`):
+    "fp8 fits 12 more sequences". A plain comparison of two package results."""
+    x, y = _quantity(a, what, "a"), _quantity(b, what, "b")
+    out = np.subtract(x, y)
+    return out.item() if np.ndim(out) == 0 else out
+
+
+__all__ += ["difference"]
+
+
+def gain(a, b, what: str | None = None):
+    """How much more ``a`` is than ``b``, as a fraction (as :func:`ratio`): ``a / b - 1``; "12% faster"."""
+    return ratio(a, b, what) - 1
+
+
+__all__ += ["gain"]
+
+
 @dataclass(frozen=True)
 class Cost:
     """FLOPs done and bytes moved across the HBM boundary (not bytes touched: reuse from SRAM is free)."""

@@ -444,3 +444,21 @@ def get_hardware(name: str | Hardware, catalog=None) -> Hardware:
             return hw
     raise unknown_name("hardware", name, list(catalog) + [a for h in catalog.values() for a in h.aliases])
 
+
+
+def scale_hardware(hardware: Hardware | str, **factors) -> Hardware:
+    """A copy of ``hardware`` with some figures multiplied by a factor, for what-if questions (chapter 1's
+    exercise: ``hbm_bandwidth=2``, twice the bandwidth, the rest as it is)."""
+    hw = get_hardware(hardware)
+    changes = {}
+    for field, factor in factors.items():
+        value = getattr(hw, field, None)
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ValueError(f"{field} is not a numeric figure of {hw.short} that can be scaled")
+        if isinstance(factor, bool) or not isinstance(factor, (int, float)) or not factor > 0:
+            raise ValueError(f"the factor for {field} must be a positive number, got {factor!r}")
+        changes[field] = factor * value
+    return hw.with_(**changes)
+
+
+__all__ += ["scale_hardware"]

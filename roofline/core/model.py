@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 from pathlib import Path
+from types import MappingProxyType
 
 import numpy as np
 
@@ -21,7 +22,7 @@ from roofline.core.checks import number, unknown_name
 from roofline.core.ops import attention_flops
 from roofline.core.units import dtype_bytes
 
-__all__ = ["Linear", "MoE", "MLA", "Model", "NotModelledError", "load_model", "model_names", "model_from_config", "param_count"]
+__all__ = ["MAKERS_TITLES", "Linear", "MoE", "MLA", "Model", "NotModelledError", "load_model", "model_names", "model_from_config", "param_count"]
 
 # model_type values this loader reads. All are decoder-only transformers; most have RMSNorm, rotary
 # positions and gated (SwiGLU or GeGLU) MLPs and differ in biases, norms, experts and attention. GPT-2
@@ -30,6 +31,23 @@ _DENSE_FAMILIES = {"llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "gem
 _MOE_FAMILIES = {"mixtral", "qwen2_moe", "qwen3_moe"}
 _MLA_FAMILIES = {"deepseek_v2", "deepseek_v3"}
 FAMILIES = _DENSE_FAMILIES | _MOE_FAMILIES | _MLA_FAMILIES
+
+
+MAKERS_TITLES = MappingProxyType({
+    "gpt2": "GPT-2",
+    "deepseek-v3": "DeepSeek-V3",
+    "qwen1.5-moe-a2.7b": "Qwen1.5-MoE-A2.7B",
+    "qwen3-30b-a3b": "Qwen3-30B-A3B",
+    "phi-3-mini-4k": "Phi-3 Mini 4K",
+    "pythia-160m": "Pythia-160M",
+})
+"""Shipped models whose makers write their names otherwise than word by word (their model cards' spelling)."""
+
+
+def _title_words(name: str) -> str:
+    words = name.split("-")
+    return " ".join(w.upper().replace("X", "x") if re.fullmatch(r"(\d+x)?\d+(\.\d+)?[bmk]|v\d+", w)
+                    else w.capitalize() for w in words)
 
 
 class NotModelledError(ValueError):
@@ -210,10 +228,15 @@ class Model:
 
     @property
     def title(self) -> str:
-        """A display name, e.g. 'Llama 3.1 405B' for 'llama-3.1-405b' and 'Mixtral 8x7B' for 'mixtral-8x7b'."""
-        words = self.name.replace("_", "-").split("-")
-        return " ".join(w.upper().replace("X", "x") if re.fullmatch(r"(\d+x)?\d+(\.\d+)?[bmk]|v\d+", w)
-                        else w.capitalize() for w in words)
+        """A display name, e.g. 'Llama 3.1 405B' for 'llama-3.1-405b' and 'Mixtral 8x7B' for 'mixtral-8x7b';
+        a shipped model its makers spell otherwise is written their way ('GPT-2', 'DeepSeek-V3'), and so is
+        the start of a name built from one ('DeepSeek-V3 Dense Active')."""
+        name = self.name.replace("_", "-")
+        for key in sorted(MAKERS_TITLES, key=len, reverse=True):
+            if name == key or name.startswith(key + "-"):
+                rest = name[len(key) + 1:]
+                return MAKERS_TITLES[key] + (" " + _title_words(rest) if rest else "")
+        return _title_words(name)
 
     # --- the pieces -----------------------------------------------------------------------
     def attention_linears(self) -> tuple[Linear, ...]:
@@ -766,3 +789,17 @@ def param_count(model: "Model | str | float", *, active: bool = False) -> float:
         return float(m.active_params if active else m.params)
     return number("model", model)
 
+
+
+def model_config(name: str) -> dict:
+    """A fresh copy of a shipped model's ``config.json`` as a dict (chapter 5 edits one: Llama 3 8B with
+    one KV head), for :func:`model_from_config`."""
+    if not isinstance(name, str):
+        raise TypeError(f"name must be a shipped model's name such as 'llama-3-8b', got {name!r}")
+    key = name.strip().lower()
+    if key not in _shipped():
+        raise unknown_name("model", name, _shipped())
+    return json.loads(resources.files("roofline").joinpath(f"data/models/{key}.json").read_text(encoding="utf-8"))
+
+
+__all__ += ["model_config"]

@@ -81,3 +81,16 @@ def data_parallel_bytes(params, gpus, *, zero_stage: int = 0, bytes_per_param: f
     psi = params * number("bytes_per_param", bytes_per_param)
     sent = [bytes_sent(name, gpus, psi) for name in ZERO_COLLECTIVES[stage.stage]]
     return sent[0] if len(sent) == 1 else sum(sent)
+
+
+def link_ridge(hardware: Hardware | str, link: str, *, achieved: float = 1.0, dtype: str = "bf16") -> float:
+    """A link's ridge (chapters 1 and 3): FLOPs the GPU does, at ``achieved`` of its dense peak, in the
+    time one byte crosses ``link`` each way, ``achieved x peak / each_way``. Work that sends fewer bytes
+    per FLOP than this hides its traffic."""
+    hw = get_hardware(hardware)
+    if link not in hw.interconnect:
+        raise ValueError(f"link must be one of {', '.join(map(repr, hw.interconnect))} for the {hw.short}, got {link!r}")
+    return number("achieved", achieved) * hw.peak_flops(dtype) / hw.interconnect[link].each_way
+
+
+__all__ += ["link_ridge"]

@@ -499,3 +499,25 @@ def predict(cost: Cost | Breakdown, roof: Roof | CalibratedRoof | Hardware | str
         comp, mem, lau, tot = (sum(r[i] for r in rows) for i in (1, 2, 3, 4))
         times = as_op_times(rows)
     return Prediction(total, shown, _scalar(comp), _scalar(mem), _scalar(tot), timing, times, _scalar(lau))
+
+
+def tokens_per_s(prediction: Prediction, tokens=1):
+    """Tokens per second of a predicted step that produces ``tokens`` tokens (chapter 1: a decode step
+    at batch 1 gives one): ``tokens / time``."""
+    if not isinstance(prediction, Prediction):
+        raise TypeError(f"prediction must be a Prediction from predict(), got {type(prediction).__name__}")
+    return number("tokens", tokens) / prediction.time
+
+
+__all__ += ["tokens_per_s"]
+
+
+def time_per_token(prediction: Prediction, tokens=1):
+    """Seconds per token of a predicted step over ``tokens`` tokens (chapter 1: a prefill of 2,048 tokens
+    against a decode step): ``time / tokens``."""
+    if not isinstance(prediction, Prediction):
+        raise TypeError(f"prediction must be a Prediction from predict(), got {type(prediction).__name__}")
+    return prediction.time / number("tokens", tokens)
+
+
+__all__ += ["time_per_token"]

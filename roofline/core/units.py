@@ -17,6 +17,7 @@ from roofline.core.checks import unknown_name
 
 __all__ = ["DTYPE_BYTES", "SCALE_FORMATS", "GroupFormat", "group_format", "dtype_bytes", "bits_per_element",
            "Quantity", "fmt", "SCALE"]
+__all__ += ["CONVERTIBLE"]
 
 # Bytes per element of each number format the book uses.
 DTYPE_BYTES: dict[str, float] = {
@@ -128,11 +129,27 @@ _TIGHT = {"%", "×"}
 _PREFIXES = [(1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"), (1.0, ""), (1e-3, "m"), (1e-6, "µ"), (1e-9, "n")]
 
 
-def fmt(value: float, unit: str = "", digits: int = 3, *, prefix: str | None = None, fixed: int | None = None) -> str:
+# Display units a value in its base unit converts to with ``convert=True`` (chapters 1 to 6): a fraction
+# shown in percent, bytes in binary multiples.
+CONVERTIBLE: dict[str, float] = {"%": 1 / 100, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30}
+
+
+def _converted(value: float, unit: str) -> float:
+    """``value`` (a fraction, or bytes) in the display ``unit`` of :data:`CONVERTIBLE`."""
+    if unit not in CONVERTIBLE:
+        raise ValueError(f"convert=True needs a unit of {', '.join(map(repr, CONVERTIBLE))} "
+                         f"(a fraction shown in %, bytes in binary multiples), got {unit!r}")
+    return value * 100 if unit == "%" else value / CONVERTIBLE[unit]
+
+
+def fmt(value: float, unit: str = "", digits: int = 3, *, prefix: str | None = None, fixed: int | None = None,
+        convert: bool = False) -> str:
     """Format ``value`` (SI base units) with a decimal prefix: ``fmt(4.794e-3, 's') == '4.79 ms'``.
 
     ``digits`` is the number of significant figures; ``fixed`` instead fixes the decimals after the
-    prefix is chosen. ``prefix`` forces a prefix ('T' for TFLOP/s, '' for none).
+    prefix is chosen. ``prefix`` forces a prefix ('T' for TFLOP/s, '' for none). ``convert`` takes
+    ``value`` in its base unit and shows it in ``unit``: a fraction in '%' (``fmt(0.25, '%', convert=True)
+    == '25.0%'``), bytes in 'KiB', 'MiB' or 'GiB' (:data:`CONVERTIBLE`).
     """
     if isinstance(value, (str, bytes, bool, np.bool_)) or np.ndim(value) != 0 or np.iscomplexobj(value):
         raise TypeError(f"value must be a single real number, got {type(value).__name__} {value!r}"[:160])
@@ -148,6 +165,8 @@ def fmt(value: float, unit: str = "", digits: int = 3, *, prefix: str | None = N
         value = float(value)
     except (TypeError, ValueError):
         raise TypeError(f"value must be a single real number, got {type(value).__name__} {value!r}"[:160]) from None
+    if convert:
+        value = _converted(value, unit)
     if not math.isfinite(value):
         return f"{value} {unit}".strip()
     if prefix is None:
@@ -185,14 +204,17 @@ class Quantity:
     prefix: str | None = None
     fixed: int | None = None
     suffix: str = ""
+    convert: bool = False  # value in its base unit, shown in ``unit`` (a fraction in %, bytes in KiB): fmt's convert
 
     def __repr__(self) -> str:
-        return fmt(self.value, self.unit, self.digits, prefix=self.prefix, fixed=self.fixed) + self.suffix
+        return fmt(self.value, self.unit, self.digits, prefix=self.prefix, fixed=self.fixed,
+                   convert=self.convert) + self.suffix
 
     __str__ = __repr__
 
     def __post_init__(self):
-        fmt(self.value, self.unit, self.digits, prefix=self.prefix, fixed=self.fixed)  # the same checks, at once
+        fmt(self.value, self.unit, self.digits, prefix=self.prefix, fixed=self.fixed,
+            convert=self.convert)  # the same checks, at once
         if not isinstance(self.suffix, str):
             raise TypeError(f"suffix must be a string, got {self.suffix!r}")
 

@@ -61,6 +61,17 @@ class CheckpointRun:
         """The roofline floor: every FLOP the hardware runs at the datasheet peak."""
         return self.hardware_flops / self.peak
 
+    @property
+    def model_flops_per_s(self) -> float:
+        """The model's FLOPs over the measured seconds (chapter 3): the FLOP/s that MFU divides by the peak."""
+        return self.model_flops / self.run.seconds
+
+    @property
+    def unexplained_per_token_layer(self) -> float:
+        """What the gap leaves once the backward pass's temporaries are taken out, per token and per layer
+        (chapter 3): ``(gap - temporaries) / tokens / layers``."""
+        return (self.gap - self.temporaries) / (self.run.tokens * self.run.batch) / self.run.layers
+
 
 def checkpoint_runs(layers: LayersMeasurement | None = None, model: Model | str = "llama-3-8b",
                     hardware: Hardware | str = "h200-sxm") -> list[CheckpointRun]:

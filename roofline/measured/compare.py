@@ -363,12 +363,6 @@ def predictions(comparisons: Sequence[Comparison]) -> np.ndarray:
     return np.array([c.predicted for c in comparisons])
 
 
-def within_band(comparisons: Iterable[Comparison], factor: float = CALIBRATION_BAND) -> list[Comparison]:
-    """Appendix B: the comparisons whose ratio lies between ``1/factor`` and ``factor``."""
-    factor = number("factor", factor, minimum=1)
-    return [c for c in comparisons if 1 / factor <= c.ratio <= factor]
-
-
 def worst_factor(comparisons: Iterable[Comparison]) -> float:
     """Appendix B: the largest factor by which any comparison is off, too fast or too slow:
     ``max(max(r, 1/r))`` over the ratios (1 for a perfect prediction)."""
@@ -464,7 +458,7 @@ def seconds_per_token(runs) -> list[float]:
     return [r.seconds / r.tokens for r in runs]
 
 
-__all__ += ["predictions", "within_band", "worst_factor", "idle_sm_share", "half_bandwidth_read", "time_shares",
+__all__ += ["predictions", "worst_factor", "idle_sm_share", "half_bandwidth_read", "time_shares",
             "gap_shares", "launch_total", "layer_kv_read", "slower_op_time", "achieved", "eager_tokens_per_s",
             "implied_launches", "weights_over_kv", "seconds_per_token"]
 
@@ -476,3 +470,13 @@ def predicted_tokens_per_s(record: Measurement, roof, runs: Sequence[DecodeRun])
 
 
 __all__ += ["predicted_tokens_per_s"]
+
+
+def within_band(comparisons: Iterable[Comparison], factor: float = CALIBRATION_BAND) -> list[Comparison]:
+    """The points predicted within ``factor`` of their measurement, too fast or too slow (chapter 1 counts
+    them against the calibrated roof): ``1 / factor <= predicted / measured <= factor``."""
+    factor = number("factor", factor, minimum=1.0)
+    return [c for c in comparisons if 1 / factor <= c.ratio <= factor]
+
+
+__all__ += ["within_band"]

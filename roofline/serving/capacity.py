@@ -174,6 +174,16 @@ class ServingPlan:
         """Seconds between two tokens of one request: one decode step."""
         return self.step_time
 
+    @property
+    def achieved_flops(self) -> float | None:
+        """FLOP/s the decode step sustains (chapter 5): ``flops / step_time``; None without a decode."""
+        return None if self.step_time is None else self.flops / self.step_time
+
+    @property
+    def intensity(self) -> float | None:
+        """FLOP per byte of the decode step (chapter 5): ``flops / bytes``; None without a decode."""
+        return None if self.bytes is None else self.flops / self.bytes
+
     def verdict(self) -> str:
         """The plan in one sentence, for a reader (computed words, following the catalog)."""
         where = f"{self.gpus} × {self.hardware}" if self.gpus > 1 else f"one {self.hardware}"
@@ -465,3 +475,154 @@ def prefill_in_decode_steps(model: Model | str, hardware: Hardware | str, prompt
 
 
 __all__ += ["prefill_in_decode_steps"]
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Chapter 5's quoted figures, as functions (the notebook only calls, picks and glues)
+# --------------------------------------------------------------------------------------------------------------
+
+
+def with_kv_heads(model: str, kv_heads: int, name: str | None = None) -> Model:
+    """A shipped model rebuilt from its config with ``kv_heads`` K/V heads (chapter 5: Llama 3 8B as
+    multi-query with 1, Llama 2 7B as grouped-query with 8); every other number is the config's."""
+    from roofline.core.model import model_config, model_from_config
+
+    config = model_config(model)
+    heads = config["num_attention_heads"]
+    kv_heads = int(number("kv_heads", kv_heads, integer=True))
+    if heads % kv_heads:
+        raise ValueError(f"kv_heads must divide the {heads} query heads of {model}, got {kv_heads}")
+    return model_from_config({**config, "num_key_value_heads": kv_heads}, name or f"{model} with {kv_heads} KV heads")
+
+
+__all__ += ["with_kv_heads"]
+
+
+def mha_kv_bytes_per_token(model: Model | str, kv_dtype: str = "bf16", *, kv_heads: int | None = None) -> float:
+    """KV bytes per token the model would cache without latent attention (chapter 5): every layer keeps
+    a key of ``head_dim`` and a value of ``v_head_dim`` for each of ``kv_heads`` heads (all the query
+    heads by default: multi-head; 1: multi-query), ``layers x kv_heads x (d_k + d_v) x bytes``."""
+    m = load_model(model)
+    d_v = m.mla.v_head_dim if m.mla is not None else m.head_dim
+    heads = m.num_heads if kv_heads is None else int(number("kv_heads", kv_heads, integer=True))
+    return float(m.num_layers * heads * (m.head_dim + d_v) * dtype_bytes(kv_dtype))
+
+
+__all__ += ["mha_kv_bytes_per_token"]
+
+
+def mla_intensity(model: Model | str, kv_dtype: str = "bf16", *, absorbed: bool = True) -> float:
+    """FLOP per byte of latent-attention decode (chapter 5): :func:`mla_attention_flops_per_key` over the
+    bytes one cached token holds (:func:`kv_bytes_per_token`)."""
+    return mla_attention_flops_per_key(model, absorbed=absorbed) / kv_bytes_per_token(model, kv_dtype)
+
+
+__all__ += ["mla_intensity"]
+
+
+def kv_room(model: Model | str, hardware: Hardware | str, *, gpus: int = 1, weights_dtype: str = "bf16",
+            reserve: float = 0.0) -> float:
+    """Bytes of usable HBM left for the KV cache beside the weights (chapter 5), what
+    :func:`largest_batch` divides by one sequence's cache: ``gpus x usable - weights - reserve``."""
+    h = get_hardware(hardware)
+    gpus = int(number("gpus", gpus, integer=True))
+    return gpus * h.usable_capacity - weight_bytes(model, weights_dtype=weights_dtype) - reserve
+
+
+__all__ += ["kv_room"]
+
+
+def window_share(model: Model | str, context: int | None = None) -> float:
+    """The share of a full cache a sliding-window model keeps for one sequence of ``context`` tokens (its
+    trained length by default), chapter 5: exact cache bytes over ``kv_bytes_per_token x context``."""
+    m = load_model(model)
+    context = m.max_position_embeddings if context is None else int(number("context", context, integer=True))
+    return float(sequence_kv_bytes(m, context, block_size=None)) / (m.kv_bytes_per_token() * context)
+
+
+__all__ += ["window_share"]
+
+
+def full_cache_bytes(model: Model | str, context: int | None = None) -> float:
+    """Bytes a sequence of ``context`` tokens (the trained length by default) would cache if every layer
+    kept every token, no window (chapter 5): ``kv_bytes_per_token x context``."""
+    m = load_model(model)
+    context = m.max_position_embeddings if context is None else int(number("context", context, integer=True))
+    return m.kv_bytes_per_token() * context
+
+
+__all__ += ["full_cache_bytes"]
+
+
+def marginal_intensity(model: Model | str, context: int, **options) -> float:
+    """FLOP per byte that one more sequence adds to a decode step (chapter 5): the step at batch 2 less
+    the step at batch 1, FLOPs over bytes; ``options`` go to :func:`~roofline.workloads.inference.decode_step`."""
+    one, two = decode_step(model, 1, context, **options), decode_step(model, 2, context, **options)
+    return float(two.flops - one.flops) / float(two.bytes - one.bytes)
+
+
+__all__ += ["marginal_intensity"]
+
+
+def paging_waste_share(model: Model | str, contexts, *, block_size: int = VLLM_BLOCK_SIZE) -> float:
+    """The share of the cache that paging holds empty over a set of requests (chapter 5): the sum of
+    :func:`paging_waste` over the sum of the paged bytes."""
+    return (float(np.sum(paging_waste(model, contexts, block_size=block_size)))
+            / float(np.sum(sequence_kv_bytes(model, contexts, block_size=block_size))))
+
+
+__all__ += ["paging_waste_share"]
+
+
+def reserve_share(contexts, reserve_tokens: int) -> float:
+    """The share of a reservation of ``reserve_tokens`` per request that requests of these lengths use,
+    on average (chapter 5): ``mean(contexts) / reserve_tokens``."""
+    reserve_tokens = int(number("reserve_tokens", reserve_tokens, integer=True))
+    return float(np.mean(contexts)) / reserve_tokens
+
+
+__all__ += ["reserve_share"]
+
+
+def weights_kv_crossover(model: Model | str, batch: int = 1, kv_dtype: str = "bf16",
+                         weights_dtype: str = "bf16") -> float:
+    """The context at which a decode step of ``batch`` sequences reads as many cache bytes as weight
+    bytes (chapter 5): ``weights / (batch x kv bytes per token)``."""
+    batch = int(number("batch", batch, integer=True))
+    return weight_bytes(model, weights_dtype=weights_dtype) / (batch * kv_bytes_per_token(model, kv_dtype))
+
+
+__all__ += ["weights_kv_crossover"]
+
+
+def batches_that_fit(room: float, per_sequence) -> int:
+    """How many sequences of ``per_sequence`` bytes (a mean, when given many) fit in ``room`` bytes
+    (chapter 5's exercise): ``floor(room / mean(per_sequence))``."""
+    room = number("room", room, strict=False)
+    return int(np.floor(room / float(np.mean(per_sequence))))
+
+
+__all__ += ["batches_that_fit"]
+
+
+def decode_throughput(model: Model | str, hardware: Hardware | str, batch, context, **options):
+    """Tokens per second of a decode step of ``batch`` sequences at ``context`` cached tokens (chapter 5):
+    ``batch / step time`` on the datasheet roof under the step rule, no memory check (the wall is
+    :func:`largest_batch`). Broadcasts over ``batch`` and ``context``; ``options`` go to
+    :func:`~roofline.workloads.inference.decode_step`."""
+    b = number("batch", batch, integer=True)
+    out = np.asarray(b / predict(decode_step(model, batch, context, **options), get_hardware(hardware)).time)
+    return out.item() if out.ndim == 0 else out
+
+
+__all__ += ["decode_throughput"]
+
+
+def batch_kv_bytes_per_token(model: Model | str, batch: int, kv_dtype: str = "bf16") -> float:
+    """KV bytes a decode step of ``batch`` sequences adds per token of context (chapter 5):
+    ``batch x kv_bytes_per_token``."""
+    batch = int(number("batch", batch, integer=True))
+    return batch * kv_bytes_per_token(model, kv_dtype)
+
+
+__all__ += ["batch_kv_bytes_per_token"]

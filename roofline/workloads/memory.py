@@ -113,6 +113,25 @@ class Footprint:
         """Usable HBM left over (negative: the bytes by which the footprint does not fit)."""
         return get_hardware(hardware).usable_capacity - np.asarray(self.total)
 
+    def subtotal(self, *parts: str):
+        """The named parts together (chapter 2: what one more sequence adds, its activations and logits)."""
+        out = 0.0
+        for part in parts:
+            out = out + self[part]
+        return out
+
+    def share(self, *parts: str):
+        """The named parts' share of the total (chapter 2: the optimizer's master copy and Adam states)."""
+        return self.subtotal(*parts) / self.total
+
+    def without(self, *parts: str):
+        """The total less the named parts (chapter 3: the model state is what is left once the
+        activations, the working set and the logits are taken out)."""
+        out = self.total
+        for part in parts:
+            out = out - self[part]
+        return out
+
 
 class FitsOnItsHardware:
     """For a plan that holds a ``footprint`` (a :class:`Footprint`) and the ``hardware`` it runs on:
@@ -518,3 +537,122 @@ def kv_cache_capacity_tokens(model: Model | str, hardware: Hardware | str, *, dt
     if free <= 0:
         return None
     return int(free // m.kv_bytes_per_token(kv_dtype or dtype))
+
+
+def activation_peak(model: Model | str, seq, micro_batch=1, *, recompute: str = "none", flash: bool = True):
+    """The most activation bytes held at once under a policy (chapter 3): what every layer keeps plus the
+    working set of the layer being recomputed, ``kept + working`` of :func:`layer_activations`."""
+    kept, working = layer_activations(model, seq, micro_batch, recompute=recompute, flash=flash)
+    return kept + working
+
+
+__all__ += ["activation_peak"]
+
+
+def per_layer_activations(model: Model | str, seq, micro_batch=1, *, flash: bool = True) -> tuple:
+    """Chen et al.'s two numbers per layer (chapter 3): ``(c, A)``, the bytes of one layer's checkpoint
+    (what full recomputation keeps) and of one layer's activations without recomputation, each the
+    model's total over its ``num_layers``."""
+    m = load_model(model)
+    kept_full, _ = layer_activations(m, seq, micro_batch, recompute="full", flash=flash)
+    kept_none, _ = layer_activations(m, seq, micro_batch, flash=flash)
+    return kept_full / m.num_layers, kept_none / m.num_layers
+
+
+__all__ += ["per_layer_activations"]
+
+
+def continuous_checkpoint_spacing(layers, checkpoint, layer) -> float:
+    """The continuous optimum of :func:`checkpoint_memory` (chapter 3): ``k* = sqrt(L c / A)``, Chen et
+    al.'s ``sqrt(L)`` when a checkpoint costs as much as a layer's activations."""
+    layers = number("layers", layers, integer=True)
+    return float(np.sqrt(layers * number("checkpoint", checkpoint) / number("layer", layer)))
+
+
+__all__ += ["continuous_checkpoint_spacing"]
+
+
+def kept_bytes_per_token_layer(model: Model | str, seq, *, recompute: str = "none", flash: bool = True) -> float:
+    """Bytes a policy keeps per token and per layer (chapter 3, what offloading sends over the host
+    link): kept activations of one sequence over ``num_layers`` and ``seq``."""
+    m = load_model(model)
+    seq = number("seq", seq, integer=True)
+    kept, _ = layer_activations(m, seq, 1, recompute=recompute, flash=flash)
+    return kept / m.num_layers / seq
+
+
+__all__ += ["kept_bytes_per_token_layer"]
+
+
+def recipe_bytes_per_param(recipe: str = "mixed-adam") -> float:
+    """Bytes of model state per parameter under a training recipe (chapter 2: 16 for mixed-precision Adam)."""
+    return sum(_recipe(recipe).values())
+
+
+__all__ += ["recipe_bytes_per_param"]
+
+
+def binary_capacity(hardware: Hardware | str) -> float:
+    """The bytes a datasheet's HBM capacity stands for when its "GB" are binary (chapter 2: the H100's
+    "80 GB" are 80 GiB of DRAM): ``capacity / 1e9 x 2^30``."""
+    return get_hardware(hardware).hbm_capacity / 1e9 * 2**30
+
+
+__all__ += ["binary_capacity"]
+
+
+def activation_token_budget(model: Model | str, hardware: Hardware | str, *, flash: bool = True) -> float:
+    """Tokens whose activations (no recomputation, every layer) alone fill the GPU's usable HBM (chapter 2):
+    ``usable / (L x bytes per token and layer)``."""
+    m = load_model(model)
+    per_token_layer = activation_bytes(saved_tensors(m, flash=flash), 1, 1)
+    return get_hardware(hardware).usable_capacity / (m.num_layers * per_token_layer)
+
+
+__all__ += ["activation_token_budget"]
+
+
+def logits_bytes_per_token(model: Model | str) -> float:
+    """Bytes of fp32 logits one token holds (chapter 2): ``4 x vocab_size``."""
+    return 4 * load_model(model).vocab_size
+
+
+__all__ += ["logits_bytes_per_token"]
+
+
+def embedding_bytes(model: Model | str, dtype: str = "bf16") -> float:
+    """Bytes of the embedding table in ``dtype`` (chapter 1): ``embedding_params x bytes``."""
+    return load_model(model).embedding_params * dtype_bytes(dtype)
+
+
+__all__ += ["embedding_bytes"]
+
+
+def gpus_to_hold(nbytes, hardware: Hardware | str) -> int:
+    """The fewest GPUs whose usable HBM together holds ``nbytes`` (chapter 2): ``ceil(bytes / usable)``."""
+    return int(np.ceil(number("nbytes", nbytes, strict=False) / get_hardware(hardware).usable_capacity))
+
+
+__all__ += ["gpus_to_hold"]
+
+
+def selective_saving(model: Model | str, seq, micro_batch=1, *, flash: bool = False):
+    """Activation bytes selective recomputation saves over every layer (chapter 2): ``L x (kept without
+    recomputation - kept under 'selective')``; zero with a flash kernel, which keeps no scores anyway."""
+    m = load_model(model)
+    tensors = saved_tensors(m, flash=flash)
+    return m.num_layers * (activation_bytes(tensors, seq, micro_batch)
+                           - activation_bytes(tensors, seq, micro_batch, recompute="selective"))
+
+
+__all__ += ["selective_saving"]
+
+
+def kv_cache_capacity_sequences(model: Model | str, hardware: Hardware | str, context: int, **kwargs) -> int:
+    """Sequences of ``context`` tokens whose KV cache fits beside the weights (chapter 1's explorer):
+    :func:`kv_cache_capacity_tokens` divided by ``context``, rounded down."""
+    context = int(number("context", context, integer=True))
+    return kv_cache_capacity_tokens(model, hardware, **kwargs) // context
+
+
+__all__ += ["kv_cache_capacity_sequences"]

@@ -284,6 +284,45 @@ def dequantization_budget(hardware: Hardware | str, weights: str = "int4-g128", 
     return h.peak_flops(vector) * dtype_bytes(weights) / h.hbm_bandwidth
 
 
+def bf16_kept_params(model: Model | str) -> int:
+    """Parameters a weight-only scheme of :data:`SCHEMES` keeps in bf16 (chapter 6): the embedding
+    table, the output head (when untied) and the norm scales, ``embedding + lm_head + norms``."""
+    m = load_model(model)
+    return m.embedding_params + m.lm_head_params + m.norm_params
+
+
+__all__ += ["bf16_kept_params"]
+
+
+def bf16_kept_share(model: Model | str) -> float:
+    """The fraction of all parameters a weight-only scheme keeps in bf16 (chapter 6):
+    :func:`bf16_kept_params` over ``params``."""
+    m = load_model(model)
+    return bf16_kept_params(m) / m.params
+
+
+__all__ += ["bf16_kept_share"]
+
+
+def kv_room(model: Model | str, hardware: Hardware | str, **formats_) -> float:
+    """Bytes of usable HBM left for the KV cache beside the weights in the given formats (chapter 6):
+    ``usable capacity - weight bytes``, what :func:`max_batch` divides by the bytes of one sequence."""
+    return get_hardware(hardware).usable_capacity - weight_bytes(model, **formats_)
+
+
+__all__ += ["kv_room"]
+
+
+def peak_ratio(hardware: Hardware | str, dtype: str = "fp8", base: str = "bf16") -> float:
+    """How many times the datasheet's dense peak in ``dtype`` is that in ``base`` (chapter 6: fp8 against
+    bf16, 2x on Hopper)."""
+    h = get_hardware(hardware)
+    return h.peak_flops(dtype) / h.peak_flops(base)
+
+
+__all__ += ["peak_ratio"]
+
+
 # --------------------------------------------------------------------------------------------------------------
 # The bill: quality from the papers' own tables
 # --------------------------------------------------------------------------------------------------------------
@@ -401,6 +440,31 @@ def relative_change(row: Published) -> float:
     return 1 - row.value / row.baseline
 
 
+def absolute_change(row: Published) -> float:
+    """The quantized model's metric less its baseline, in the metric's own units (chapter 6: perplexity
+    points, or accuracy points in %); positive means a higher number, which is worse for perplexity."""
+    if not isinstance(row, Published):
+        raise TypeError(f"row must be a Published row of PUBLISHED, got {type(row).__name__}")
+    return row.value - row.baseline
+
+
+__all__ += ["absolute_change"]
+
+
+def quality_text(row: Published, which: str = "value") -> str:
+    """A published row's ``'value'`` or ``'baseline'`` as the chapter quotes it (chapter 6): an accuracy
+    with one decimal and a percent sign ('66.9%'), a perplexity with two decimals ('12.45')."""
+    if not isinstance(row, Published):
+        raise TypeError(f"row must be a Published row of PUBLISHED, got {type(row).__name__}")
+    if which not in ("value", "baseline"):
+        raise ValueError(f"which must be 'value' or 'baseline', got {which!r}")
+    v = getattr(row, which)
+    return f"{v:.1f}%" if row.metric == "accuracy" else f"{v:.2f}"
+
+
+__all__ += ["quality_text"]
+
+
 # --------------------------------------------------------------------------------------------------------------
 # What the H200 record says of fp8
 # --------------------------------------------------------------------------------------------------------------
@@ -419,6 +483,26 @@ class MeasuredFp8(NamedTuple):
     def ratio(self) -> float:
         return self.fp8 / self.bf16
 
+    def row(self, m: int) -> tuple:
+        """The row of :attr:`same_shape` whose fp8 product has ``m`` rows (chapter 6)."""
+        found = [r for r in self.same_shape if r[0] == m]
+        if not found:
+            raise ValueError(f"m must be one of the fp8 shapes' rows {[r[0] for r in self.same_shape]}, got {m!r}")
+        return found[0]
+
+    def ratio_at(self, m: int, bf16: str = "per call") -> float:
+        """fp8 over bf16 at the fp8 shape of ``m`` rows, the bf16 product timed ``'per call'`` (as the fp8
+        one) or in a CUDA ``'graph'`` (chapter 6)."""
+        if bf16 not in ("per call", "graph"):
+            raise ValueError(f"bf16 must be 'per call' or 'graph', got {bf16!r}")
+        r = self.row(m)
+        return r[3] / r[4 if bf16 == "per call" else 5]
+
+    def of_peak(self, hardware: Hardware | str) -> tuple[float, float]:
+        """(fp8, bf16) ceilings as fractions of the datasheet's dense peaks of ``hardware`` (chapter 6)."""
+        h = get_hardware(hardware)
+        return self.fp8 / h.peak_flops("fp8"), self.bf16 / h.peak_flops("bf16")
+
 
 def measured_fp8_speedup(record) -> MeasuredFp8:
     """fp8 against bf16 in a measurement record (:func:`roofline.measured.load_measurement`): the two
@@ -436,3 +520,27 @@ def measured_fp8_speedup(record) -> MeasuredFp8:
                  for g in sorted(fp8, key=lambda g: g.m))
     return MeasuredFp8(best8.flops_per_s, (best8.m, best8.n, best8.k), best16, shape16, timing, rows)
 
+
+def launch_share(record, m: int) -> float:
+    """An eager kernel launch's seconds as a fraction of the fp8 product of ``m`` rows' median time, in a
+    measurement record (chapter 6): ``launch / (flops / flops_per_s)``."""
+    g = [x for x in record.gemm_fp8_per_call if x.m == m]
+    if not g:
+        raise ValueError(f"m must be a row count the record's fp8 sweep timed "
+                         f"{sorted(x.m for x in record.gemm_fp8_per_call)}, got {m!r}")
+    return record.launch_overhead.eager_s_per_kernel / g[0].seconds
+
+
+__all__ += ["launch_share"]
+
+
+def output_byte_share(gemm, out_dtype: str = "bf16") -> float:
+    """The share of a measured matmul's minimum bytes that is its ``m x n`` output in ``out_dtype``
+    (chapter 6: an fp8 product still writes bf16), ``m n bytes(out) / min_bytes``."""
+    for field in ("m", "n", "min_bytes"):
+        if not hasattr(gemm, field):
+            raise TypeError(f"gemm must be a measured Gemm with m, n and min_bytes, got {type(gemm).__name__}")
+    return gemm.m * gemm.n * dtype_bytes(out_dtype) / gemm.min_bytes
+
+
+__all__ += ["output_byte_share"]

@@ -489,3 +489,255 @@ PUBLISHED = (
 )
 """The throughput the kernels' papers and posts report, best cases ("up to"), each checked against its
 abstract or post; a range where the paper gives one."""
+
+
+# ---------------------------------------------------------------------------------------------
+# Chapter 4's quoted figures, as functions (the notebook only calls, picks and glues)
+
+
+def tile_bytes(tile, dtype: str = "bf16"):
+    """On-chip bytes of a square-tiled matmul's working set (chapter 4): a ``tile x tile`` block of A, of B
+    and of the output, ``3 t^2 b``."""
+    t = number("tile", tile)
+    return _out(3 * t**2 * dtype_bytes(dtype))
+
+
+__all__ += ["tile_bytes"]
+
+
+def score_bytes(seq, heads, *, batch=1, dtype: str = "bf16"):
+    """Bytes of one score-sized tensor of attention (chapter 4): ``batch x heads x seq^2 x b``."""
+    seq, heads = number("seq", seq, integer=True), number("heads", heads, integer=True)
+    return _out(number("batch", batch, integer=True) * heads * seq * seq * dtype_bytes(dtype))
+
+
+__all__ += ["score_bytes"]
+
+
+def kv_head_bytes(seq, head_dim, dtype: str = "bf16"):
+    """Bytes of one KV head's keys and values over ``seq`` tokens (chapter 4): ``2 seq d b``."""
+    seq, d = number("seq", seq, integer=True), number("head_dim", head_dim, integer=True)
+    return _out(2 * seq * d * dtype_bytes(dtype))
+
+
+__all__ += ["kv_head_bytes"]
+
+
+def on_chip_elements(on_chip, dtype: str = "bf16"):
+    """Numbers of ``dtype`` an on-chip memory of ``on_chip`` bytes holds (chapter 4: Dao et al.'s ``M``)."""
+    return _out(number("on_chip", on_chip) / dtype_bytes(dtype))
+
+
+__all__ += ["on_chip_elements"]
+
+
+def dao_factor(head_dim, on_chip, dtype: str = "bf16"):
+    """``d^2 / M`` (chapter 4): by how much Dao et al.'s flash traffic ``N^2 d^2 / M`` falls short of the
+    explicit form's ``N^2`` (less than 1: flash moves fewer bytes)."""
+    d = number("head_dim", head_dim, integer=True)
+    return _out(d**2 / on_chip_elements(on_chip, dtype))
+
+
+__all__ += ["dao_factor"]
+
+
+def dao_crossover_on_chip(head_dim, dtype: str = "bf16"):
+    """The on-chip bytes below which a causal flash kernel moves more than the explicit chain at long
+    sequences (chapter 4's exercise): per head flash reads K and V about ``S / (2 B_r)`` times with
+    ``B_r = M / (4 d b)``, ``4 S^2 d^2 b^2 / M`` bytes, against the explicit chain's six score passes,
+    ``6 S^2 b``; they meet at ``M = (2/3) d^2 b``."""
+    d = number("head_dim", head_dim, integer=True)
+    return _out(2 / 3 * d**2 * dtype_bytes(dtype))
+
+
+__all__ += ["dao_crossover_on_chip"]
+
+
+def query_blocks(seq, block):
+    """Blocks of ``block`` query rows a flash kernel cuts ``seq`` tokens into (chapter 4): ``ceil(seq / block)``."""
+    seq, block = number("seq", seq, integer=True), number("block", block, integer=True)
+    return _out(_ceil_div(seq, block))
+
+
+__all__ += ["query_blocks"]
+
+
+def causal_block_excess(seq, block):
+    """The pairs a causal flash kernel computes beyond the exact triangle, as a fraction of it (chapter 4):
+    :func:`causal_block_pairs` over ``seq (seq + 1) / 2``, less one."""
+    seq = number("seq", seq, integer=True)
+    return _out(causal_block_pairs(seq, block) / (seq * (seq + 1) / 2) - 1)
+
+
+__all__ += ["causal_block_excess"]
+
+
+def flash_on_chip_bytes(rows, head_dim, dtype: str = "bf16"):
+    """On-chip bytes a flash kernel needs for blocks of ``rows`` rows of Q, O, K and V (chapter 4), the
+    inverse of :func:`flash_block`: ``4 rows d b``."""
+    rows, d = number("rows", rows, integer=True), number("head_dim", head_dim, integer=True)
+    return _out(4 * rows * d * dtype_bytes(dtype))
+
+
+__all__ += ["flash_on_chip_bytes"]
+
+
+def reference_attention(q, k, v):
+    """Softmax attention of one head computed the plain way (chapter 4), the whole score matrix at
+    once: ``softmax(q k^T / sqrt(d)) v``, the maximum subtracted per row; what :func:`online_attention`
+    is checked against."""
+    q, k, v = (np.asarray(x, dtype=float) for x in (q, k, v))
+    if q.ndim != 2 or k.shape != v.shape or k.ndim != 2 or q.shape[1] != k.shape[1]:
+        raise ValueError(f"q, k and v must be 2-d arrays (tokens x head_dim) with one head_dim and k, v of one shape; "
+                         f"got q {q.shape}, k {k.shape}, v {v.shape}")
+    s = q @ k.T / np.sqrt(q.shape[1])
+    p = np.exp(s - s.max(axis=1, keepdims=True))
+    return (p / p.sum(axis=1, keepdims=True)) @ v
+
+
+__all__ += ["reference_attention"]
+
+
+def agreement_digits(result, exact) -> float:
+    """Decimal digits two arrays agree to (chapter 4): ``-log10(max |result - exact| / max |exact|)``."""
+    result, exact = np.asarray(result, dtype=float), np.asarray(exact, dtype=float)
+    if result.shape != exact.shape:
+        raise ValueError(f"result and exact must have one shape, got {result.shape} and {exact.shape}")
+    return float(-np.log10(np.abs(result - exact).max() / np.abs(exact).max()))
+
+
+__all__ += ["agreement_digits"]
+
+
+def attention_pass(kind: str, seq, head_dim, heads, hardware, *, kv_heads=None, live_scores: int = 3) -> AttentionIO:
+    """A forward attention pass as chapter 4 times it on ``hardware``: ``'flash'`` with the SM's shared
+    memory on chip and the L2 shared between blocks, or ``'explicit'`` holding ``live_scores`` score
+    tensors at once (three: what an eager framework's chain holds)."""
+    from roofline.core.hardware import get_hardware
+
+    h = get_hardware(hardware)
+    if kind == "flash":
+        return flash_attention(seq, head_dim, heads, kv_heads=kv_heads, on_chip=h.shared_memory_per_sm, l2=h.l2_bytes)
+    if kind == "explicit":
+        return explicit_attention(seq, head_dim, heads, kv_heads=kv_heads, live_scores=live_scores)
+    raise ValueError(f"kind must be 'flash' or 'explicit', got {kind!r}")
+
+
+__all__ += ["attention_pass"]
+
+
+def attention_sweep(seqs, head_dim, heads, hardware) -> dict:
+    """Chapter 4's measured sweep, predicted: for ``'explicit'`` and ``'flash'`` (:func:`attention_pass`),
+    lists over ``seqs`` of the HBM ``bytes``, the ``peak`` bytes allocated, the kernel-rule ``time``
+    on ``hardware`` and the ``intensity``."""
+    from roofline.core.roof import predict
+
+    out = {}
+    for kind in ("explicit", "flash"):
+        rows = {"bytes": [], "peak": [], "time": [], "intensity": []}
+        for n in seqs:
+            io = attention_pass(kind, n, head_dim, heads, hardware)
+            rows["bytes"].append(io.bytes)
+            rows["peak"].append(io.peak_bytes)
+            rows["time"].append(predict(io.breakdown, hardware, timing="kernel").time)
+            rows["intensity"].append(io.intensity)
+        out[kind] = rows
+    return out
+
+
+__all__ += ["attention_sweep"]
+
+
+def measured_flops_per_s(io: AttentionIO, seconds: float) -> float:
+    """FLOP/s a measured pass sustained (chapter 4): the pass's counted FLOPs over its measured ``seconds``."""
+    if not isinstance(io, AttentionIO):
+        raise TypeError(f"io must be an AttentionIO, got {type(io).__name__}")
+    return io.flops / number("seconds", seconds)
+
+
+__all__ += ["measured_flops_per_s"]
+
+
+def score_passes(io: AttentionIO, seq, heads, *, batch=1, dtype: str = "bf16") -> float:
+    """Score-sized passes over HBM an attention pass counts (chapter 4): its ``scores`` traffic, the
+    one-byte causal mask (``seq^2`` bytes, when there) left out, over one score tensor's bytes."""
+    if not isinstance(io, AttentionIO):
+        raise TypeError(f"io must be an AttentionIO, got {type(io).__name__}")
+    seq = number("seq", seq, integer=True)
+    mask = seq * seq if any(op.name == "mask" for op in io.ops) else 0.0
+    return (io.part("scores").bytes - mask) / score_bytes(seq, heads, batch=batch, dtype=dtype)
+
+
+__all__ += ["score_passes"]
+
+
+def implied_score_passes(seconds, bandwidth, seq, heads, *, batch=1, dtype: str = "bf16") -> float:
+    """How many score-sized passes over HBM ``seconds`` allow at ``bandwidth`` (chapter 4: the measured
+    explicit chain's time read as traffic)."""
+    return number("seconds", seconds) * number("bandwidth", bandwidth) / score_bytes(seq, heads, batch=batch, dtype=dtype)
+
+
+__all__ += ["implied_score_passes"]
+
+
+def params_per_head_layer(model: Model | str) -> float:
+    """Parameters per attention head and layer, ``N / (h L)`` (chapter 4): the square of
+    :func:`score_parity_tokens` grows with it."""
+    m = load_model(model)
+    return m.params / (m.num_heads * m.num_layers)
+
+
+__all__ += ["params_per_head_layer"]
+
+
+def decode_work_items(kv_heads, *, splits: int = 1, batch=1):
+    """Independent pieces of work a decode-attention kernel has (chapter 4): one per KV head, sequence and
+    split of the keys, ``batch x kv_heads x splits``."""
+    kv_heads = number("kv_heads", kv_heads, integer=True)
+    return _out(number("batch", batch, integer=True) * kv_heads * number("splits", splits, integer=True))
+
+
+__all__ += ["decode_work_items"]
+
+
+def smallest_winning_on_chip(seq, head_dim, heads, *, kv_heads=None, sizes=None) -> float:
+    """The smallest on-chip memory (bytes, from ``sizes``: 8 KiB to 1 MiB in steps of 1 KiB by default) at
+    which a flash forward pass moves fewer HBM bytes than the explicit one (chapter 4's exercise);
+    None if none of them does."""
+    explicit = explicit_attention(seq, head_dim, heads, kv_heads=kv_heads).bytes
+    sizes = np.arange(8, 1025) * 2**10 if sizes is None else np.asarray(sizes)
+    for m in sizes:
+        if flash_attention(seq, head_dim, heads, kv_heads=kv_heads, on_chip=float(m)).bytes < explicit:
+            return float(m)
+    return None
+
+
+__all__ += ["smallest_winning_on_chip"]
+
+
+class DecodeAttentionShare(NamedTuple):
+    """Decode attention against the weights at one batch and context (chapter 4's exercise)."""
+
+    attention_time: float  # seconds, every layer, kernel rule
+    weights_time: float  # seconds to stream the bf16 weights once
+    share: float  # attention_time / weights_time
+    crossover_batch: int  # the batch from which attention takes longer than the weights
+
+
+def decode_attention_share(model: Model | str, hardware, context, batch) -> DecodeAttentionShare:
+    """Decode attention of ``batch`` sequences of ``context`` tokens, every layer, timed by the kernel rule
+    on ``hardware``, against streaming the bf16 weights once at HBM bandwidth (chapter 4): the two times,
+    their ratio, and the batch (rounded up) at which one sequence's attention time, times the batch,
+    reaches the weights' time."""
+    from roofline.core.hardware import get_hardware
+    from roofline.core.roof import predict
+
+    m, h = load_model(model), get_hardware(hardware)
+    times = [m.num_layers * predict(decode_attention(context, m.head_dim, m.num_heads, kv_heads=m.num_kv_heads,
+                                                     batch=b).breakdown, h, timing="kernel").time
+             for b in (batch, 1)]
+    weights = 2 * m.params / h.hbm_bandwidth
+    return DecodeAttentionShare(times[0], weights, times[0] / weights, int(np.ceil(weights / times[1])))
+
+
+__all__ += ["DecodeAttentionShare", "decode_attention_share"]

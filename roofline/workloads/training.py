@@ -466,3 +466,128 @@ def fitting_plans(model: Model | str, hardware: Hardware | str, *, seq, max_micr
             break
         out.append(plan)
     return out
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Chapter 3's quoted ratios, as functions (the notebook only calls, picks and glues)
+# --------------------------------------------------------------------------------------------------------------
+
+def recompute_overhead(step: Breakdown) -> float:
+    """The FLOPs a policy reruns as a fraction of the model's (chapter 3): the ``recompute`` part of a
+    :func:`training_step` over its ``forward`` and ``backward`` parts (full: about a third)."""
+    if not isinstance(step, Breakdown) or "recompute" not in step.parts:
+        raise TypeError(f"step must be a training_step Breakdown with a 'recompute' part, got {type(step).__name__}")
+    return step["recompute"].flops / (step["forward"].flops + step["backward"].flops)
+
+
+__all__ += ["recompute_overhead"]
+
+
+def mfu_ceiling(step: Breakdown) -> float:
+    """The highest MFU a policy allows even at HFU 1 (chapter 3): the model's FLOPs (forward and
+    backward) over all the FLOPs the step runs, recomputation included."""
+    if not isinstance(step, Breakdown) or "forward" not in step.parts:
+        raise TypeError(f"step must be a training_step Breakdown, got {type(step).__name__}")
+    return (step["forward"].flops + step["backward"].flops) / step.flops
+
+
+__all__ += ["mfu_ceiling"]
+
+
+def full_recompute_extra() -> float:
+    """The law's extra work of full recomputation (chapter 3): a step is ``6N`` FLOPs per token, rerunning
+    the forward adds ``2N``, so ``8N / 6N - 1``, a third."""
+    return 8 / 6 - 1
+
+
+__all__ += ["full_recompute_extra"]
+
+
+def forward_share(step: Breakdown, op: str) -> float:
+    """One op's share of a training step's forward FLOPs (chapter 3: the output head's)."""
+    if not isinstance(step, Breakdown) or "forward" not in step.parts:
+        raise TypeError(f"step must be a training_step Breakdown, got {type(step).__name__}")
+    return step.op(op).flops / step["forward"].flops
+
+
+__all__ += ["forward_share"]
+
+
+def layer_forward_flops_terms(model: Model | str) -> tuple:
+    """The two terms of :func:`layer_forward_flops` per token (chapter 3): ``(2 N_layer, 2 d)``, so that
+    ``f(s) = 2 N_layer + 2 d s``."""
+    m = load_model(model)
+    return 2 * m.layer_matmul_params, 2 * m.attention_width
+
+
+__all__ += ["layer_forward_flops_terms"]
+
+
+def offload_intensity(model: Model | str, seq, *, recompute: str = "none", flash: bool = True) -> float:
+    """FLOPs of a layer's forward per byte it keeps (chapter 3), per token at ``seq`` tokens: what the
+    host link's ridge is compared with to see whether offloading hides (:func:`offload_hiding_seq`)."""
+    from roofline.workloads.memory import kept_bytes_per_token_layer
+
+    seq = number("seq", seq, integer=True)
+    return layer_forward_flops(model, seq) / kept_bytes_per_token_layer(model, seq, recompute=recompute, flash=flash)
+
+
+__all__ += ["offload_intensity"]
+
+
+def micro_batches_to_hide(plan: TrainingPlan) -> int:
+    """The micro-batch count at which a plan's compute covers its network time (chapter 3): the
+    step's network time over its compute time, rounded up."""
+    if not isinstance(plan, TrainingPlan):
+        raise TypeError(f"plan must be a TrainingPlan, got {type(plan).__name__}")
+    return int(np.ceil(plan.network_time / plan.compute_time))
+
+
+__all__ += ["micro_batches_to_hide"]
+
+
+def flops_by_micro_batch(plans, what: str = "mfu", max_micro_batch: int = 64) -> np.ndarray:
+    """FLOP/s per GPU of each plan, placed at its micro-batch (1 to ``max_micro_batch``; NaN where no plan
+    fits), chapter 3's throughput chart: ``what`` ('mfu': the model's FLOP/s; 'hfu': the hardware's)
+    times the peak."""
+    if what not in ("mfu", "hfu"):
+        raise ValueError(f"what must be 'mfu' or 'hfu', got {what!r}")
+    n = int(number("max_micro_batch", max_micro_batch, integer=True))
+    y = np.full(n, np.nan)
+    for p in plans:
+        if not 1 <= p.micro_batch <= n:
+            raise ValueError(f"a plan's micro-batch {p.micro_batch} is outside 1 to max_micro_batch={n}")
+        y[p.micro_batch - 1] = getattr(p, what) * p.peak
+    return y
+
+
+__all__ += ["flops_by_micro_batch"]
+
+
+def sequence_compute_time(model: Model | str, hardware: Hardware | str, tokens, *, dtype: str = "bf16") -> float:
+    """Seconds one GPU needs at its dense peak to train on ``tokens`` tokens (chapter 1): the 6N(+attention)
+    FLOPs per token of :func:`training_flops_per_token` times ``tokens``, over the peak."""
+    tokens = number("tokens", tokens, integer=True)
+    return training_flops_per_token(model) * tokens / get_hardware(hardware).peak_flops(dtype)
+
+
+__all__ += ["sequence_compute_time"]
+
+
+def non_embedding_params(model: Model | str) -> int:
+    """Parameters outside the embedding table (chapter 1: what 6N should count, the table being a lookup)."""
+    m = load_model(model)
+    return m.params - m.embedding_params
+
+
+__all__ += ["non_embedding_params"]
+
+
+def embedding_overcount(model: Model | str) -> float:
+    """How much counting the embedding table in 6N overstates MFU (chapter 1): embedding parameters over
+    the rest."""
+    m = load_model(model)
+    return m.embedding_params / non_embedding_params(m)
+
+
+__all__ += ["embedding_overcount"]

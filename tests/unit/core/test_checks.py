@@ -138,6 +138,17 @@ BAD_INPUT = {
     "transfer_time": (lambda: rl.transfer_time(-1, 1), ValueError, "nbytes must be"),
     "verify_step": (lambda: rl.verify_step("llama-3-8b", 0, 2048), ValueError, "queries must be"),
 }
+# chapters 1 to 6: plain comparisons of two results, a link's ridge, what-if hardware, tokens per second
+BAD_INPUT.update({
+    "difference": (lambda: rl.difference("a", 1), TypeError, "a must be a number"),
+    "gain": (lambda: rl.gain(1, 0), ZeroDivisionError, "b is zero"),
+    "link_ridge": (lambda: rl.link_ridge("h100-sxm", "pcie"), ValueError, "link must be one of"),
+    "ratio": (lambda: rl.ratio(1, 2, what=3), TypeError, "what must be the name of an attribute"),
+    "scale_hardware": (lambda: rl.scale_hardware("h100-sxm", hbm_bandwidth=-2), ValueError,
+                       "the factor for hbm_bandwidth must be a positive number"),
+    "time_per_token": (lambda: rl.time_per_token(1.0), TypeError, "prediction must be a Prediction"),
+    "tokens_per_s": (lambda: rl.tokens_per_s(1.0), TypeError, "prediction must be a Prediction"),
+})
 
 
 def test_every_public_entry_point_has_a_bad_input_case():

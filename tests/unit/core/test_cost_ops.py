@@ -107,3 +107,31 @@ def test_matmul_bytes_are_each_operand_once_at_its_width():
 
 def test_kv_cache_bytes_are_tokens_x_sequences_x_bytes_per_token():
     assert rl.kv_cache_bytes(2048, 131_072, 4) == 2048 * 4 * 131_072
+
+
+# ---- ratio and difference: plain comparisons of two results ------------------------------------------------
+
+def test_ratio_and_difference_of_numbers_and_of_results():
+    import roofline as rl
+
+    h100, a100 = rl.get_hardware("h100-sxm"), rl.get_hardware("a100-sxm-80gb")
+    assert rl.ratio(h100, a100, "peak_flops") == pytest.approx(989.4 / 312)  # dense bf16 TFLOP/s, datasheets
+    assert rl.ratio(h100, a100, "hbm_bandwidth") == pytest.approx(3.35 / 2.039)
+    assert rl.ratio(6, 4) == 1.5 and rl.difference(6, 4) == 2
+    assert rl.difference(h100, a100, "hbm_capacity") == pytest.approx(0)
+    with pytest.raises(ZeroDivisionError, match="b is zero"):
+        rl.ratio(1, 0)
+    with pytest.raises(AttributeError, match="no attribute 'speed'"):
+        rl.ratio(h100, a100, "speed")
+    with pytest.raises(TypeError, match="what must be the name"):
+        rl.ratio(h100, a100, 3)
+    with pytest.raises(TypeError, match="a must be a number"):
+        rl.ratio("fast", 2)
+
+
+def test_gain_is_ratio_less_one():
+    import roofline as rl
+
+    assert rl.gain(3, 2) == 0.5 and rl.gain(2, 2) == 0
+    with pytest.raises(ZeroDivisionError):
+        rl.gain(3, 0)

@@ -208,6 +208,17 @@ def test_get_hardware_from_a_readers_catalog(tmp_path):
         rl.get_hardware("h100", catalog=42)
 
 
+def test_scale_hardware_multiplies_named_figures_only():
+    import roofline as rl
+
+    h100 = rl.get_hardware("h100-sxm")
+    fast = rl.scale_hardware(h100, hbm_bandwidth=2)
+    assert fast.hbm_bandwidth == 2 * 3.35e12 and fast.peak_flops() == h100.peak_flops()
+    assert fast.ridge_point() == pytest.approx(h100.ridge_point() / 2)
+    with pytest.raises(ValueError, match="the factor for hbm_bandwidth must be a positive number"):
+        rl.scale_hardware(h100, hbm_bandwidth=0)
+    with pytest.raises(ValueError, match="name is not a numeric figure"):
+        rl.scale_hardware(h100, name=2)
 # --- units as the datasheets print them: decimal GB and PFLOP/s, binary GiB ------------------------------
 
 def test_sold_capacities_are_decimal_gigabytes_and_device_totals_keep_their_binary_units():

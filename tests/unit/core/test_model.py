@@ -199,6 +199,18 @@ def test_kv_bytes_per_token_are_k_and_v_for_every_layer_and_kv_head(llama, shape
     assert llama.kv_bytes_per_token() == 131_072  # bf16 by default
 
 
+def test_model_config_is_a_fresh_copy_of_the_shipped_json():
+    from roofline.core.model import model_config, model_from_config
+
+    c = model_config("llama-3-8b")
+    assert c["num_key_value_heads"] == 8 and c["num_attention_heads"] == 32
+    c["num_key_value_heads"] = 1
+    assert model_config("llama-3-8b")["num_key_value_heads"] == 8  # the edit did not leak
+    assert model_from_config(model_config("llama-3-8b"), "x").params == rl.load_model("llama-3-8b").params
+    with pytest.raises(KeyError, match="unknown model"):
+        model_config("llama-3-9b")
+    with pytest.raises(TypeError, match="name must be a shipped model"):
+        model_config(8)
 def test_kv_bytes_per_layer_is_the_one_width_the_cache_counts(llama, shape):
     """One token's cache in one layer: a key and a value of head_dim for each KV head, two bytes each in
     bf16; DeepSeek-V3 keeps its 512-wide latent and 64-wide rotary key instead. The per-token and

@@ -379,6 +379,20 @@ def test_time_by_kind_splits_the_kernel_rule_time(h100):
     assert many["matmul"].shape == (2,) and many["matmul"][0] == pytest.approx(kinds["matmul"])
 
 
+def test_tokens_per_s_and_time_per_token_by_hand():
+    import roofline as rl
+
+    decode = rl.predict(rl.decode_step("llama-3-8b", 1), "h100-sxm")
+    # batch 1: one token per step, the weights (16.06 GB) streamed at 3.35 TB/s, about 209 tokens/s
+    assert rl.tokens_per_s(decode) == pytest.approx(1 / decode.time)
+    assert 200 < rl.tokens_per_s(decode) < 215
+    pre = rl.predict(rl.prefill("llama-3-8b", 2048), "h100-sxm")
+    assert rl.time_per_token(pre, 2048) == pytest.approx(pre.time / 2048)
+    assert rl.tokens_per_s(pre, 2048) == pytest.approx(1 / rl.time_per_token(pre, 2048))
+    with pytest.raises(TypeError, match="prediction must be a Prediction"):
+        rl.tokens_per_s(0.005)
+    with pytest.raises(ValueError, match="tokens"):
+        rl.time_per_token(pre, 0)
 def test_a_pooled_roof_adds_flops_and_bandwidth_and_keeps_the_ridge(h100):
     one = rl.as_roof(h100)
     eight = one.pooled(8)

@@ -440,6 +440,25 @@ def test_appendix_helpers_bad_input(rec, cal, call, error, message):
         call(rec, cal)
 
 
+
+
+def test_checkpoint_run_flops_per_second_and_the_unexplained_rest():
+    from roofline.measured import checkpoint_runs
+
+    for r in checkpoint_runs():
+        assert r.model_flops_per_s == pytest.approx(r.mfu * r.peak)
+        per = (r.measured - r.kept - r.working - r.temporaries) / (r.run.tokens * r.run.batch) / r.run.layers
+        assert r.unexplained_per_token_layer == pytest.approx(per)
+
+
+def test_within_band_keeps_the_points_predicted_within_the_factor():
+    from types import SimpleNamespace
+
+    points = [SimpleNamespace(ratio=r) for r in (0.7, 0.8, 1.0, 1.25, 1.3)]
+    assert [p.ratio for p in M.within_band(points, 1.25)] == [0.8, 1.0, 1.25]  # 1/1.25 = 0.8 is inside
+    assert M.within_band(points, 2.0) == points
+    with pytest.raises(ValueError, match="factor"):
+        M.within_band(points, 1.0)
 def test_the_measured_bandwidth_is_the_faster_of_copy_and_read(rec):
     """On the H200 the copy benchmark (4.27 TB/s) beat the read (4.11 TB/s); the write (3.36 TB/s) is not a
     candidate: the roof takes the best a kernel was seen to stream, not the first or the slowest."""

@@ -452,10 +452,6 @@ def test_ceilings_table_measured_over_the_datasheet():
         tables.ceilings_table([sheet, sheet8], roof)
 
 
-@pytest.mark.xfail(strict=True, reason="Model.title (roofline/core/model.py) capitalises the config name word by word: "
-                                       "chapter 5's KV table prints 'Gpt2', 'Deepseek V3' and 'Qwen1.5 Moe A2.7b' "
-                                       "where the makers write GPT-2, DeepSeek-V3 and Qwen1.5-MoE-A2.7B (chapter 10's "
-                                       "prose says DeepSeek-V3)")
 def test_kv_layout_table_names_models_as_their_makers_do():
     t = tables.kv_layout_table(["gpt2", "deepseek-v3", "qwen1.5-moe-a2.7b"], context=1024)
     names = t.column("model")

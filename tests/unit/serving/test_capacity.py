@@ -231,6 +231,95 @@ def test_chapter_12_capacity_bad_input(call, error, message):
         call()
 
 
+
+
+# ---- chapter 5's quoted figures, moved out of the notebook --------------------------------------------------
+
+def test_with_kv_heads_rebuilds_a_shipped_config():
+    mqa = S.with_kv_heads("llama-3-8b", 1, "mqa")
+    assert mqa.num_kv_heads == 1 and mqa.num_heads == 32
+    assert S.kv_bytes_per_token(mqa) == 2 * 32 * 1 * 128 * 2  # 8,192: K and V, 32 layers, one head of 128
+    assert mqa.params < rl.load_model("llama-3-8b").params  # smaller K and V projections
+    assert S.with_kv_heads("llama-2-7b", 8).name == "llama-2-7b with 8 KV heads"
+    with pytest.raises(ValueError, match="kv_heads must divide the 32 query heads"):
+        S.with_kv_heads("llama-3-8b", 3)
+    with pytest.raises(KeyError, match="unknown model"):
+        S.with_kv_heads("llama-3-9b", 1)
+
+
+def test_deepseek_v3_without_its_latent_by_hand():
+    # 61 layers, 128 heads, keys of 192 (128 + 64 rotary) and values of 128, two bytes each
+    assert S.mha_kv_bytes_per_token("deepseek-v3") == 61 * 128 * (192 + 128) * 2
+    assert S.mha_kv_bytes_per_token("deepseek-v3", kv_heads=1) == 61 * (192 + 128) * 2
+    assert S.mha_kv_bytes_per_token("llama-3-8b") == 2 * 32 * 32 * 128 * 2  # multi-head: every query head
+    with pytest.raises(ValueError, match="kv_heads"):
+        S.mha_kv_bytes_per_token("deepseek-v3", kv_heads=0)
+
+
+def test_mla_intensity_is_flops_per_key_over_the_latent_bytes():
+    flops = S.mla_attention_flops_per_key("deepseek-v3")
+    assert S.mla_intensity("deepseek-v3") == pytest.approx(flops / (61 * 576 * 2))
+    assert S.mla_intensity("deepseek-v3", "fp8") == pytest.approx(2 * S.mla_intensity("deepseek-v3"))
+
+
+def test_room_crossover_and_batches_by_hand():
+    m, h = rl.load_model("llama-3-8b"), rl.get_hardware("h100-sxm")
+    assert S.kv_room(m, h) == h.usable_capacity - 2 * 8_030_261_248
+    assert S.kv_room("llama-3-70b", h, gpus=4) == 4 * h.usable_capacity - 2 * rl.load_model("llama-3-70b").params
+    # weights read once per step against 131,072 cache bytes per token and sequence
+    assert S.weights_kv_crossover(m) == pytest.approx(2 * 8_030_261_248 / 131_072)
+    assert S.weights_kv_crossover(m, 32) == pytest.approx(2 * 8_030_261_248 / (32 * 131_072))
+    assert S.batch_kv_bytes_per_token(m, 32) == 32 * 131_072
+    room = S.kv_room(m, h)
+    assert S.batches_that_fit(room, S.sequence_kv_bytes(m, 8192)) == S.largest_batch(m, h, 8192)
+    assert S.batches_that_fit(100, [30, 20]) == 4  # 100 bytes, 25 a sequence on average
+    with pytest.raises(ValueError, match="gpus"):
+        S.kv_room(m, h, gpus=0)
+    with pytest.raises(ValueError, match="batch"):
+        S.weights_kv_crossover(m, 0)
+
+
+def test_sliding_window_shares_by_hand():
+    # Phi-3 mini 4k: every one of 32 layers keeps its last 2,047 of 4,096 tokens
+    assert S.window_share("phi-3-mini-4k") == pytest.approx(2047 / 4096)
+    # Gemma 2 9B: 21 of 42 layers keep 4,096 of 8,192
+    assert S.window_share("gemma-2-9b") == pytest.approx((21 * 8192 + 21 * 4096) / (42 * 8192))
+    assert S.window_share("llama-3-8b") == 1
+    assert S.full_cache_bytes("gemma-2-9b") == rl.load_model("gemma-2-9b").kv_bytes_per_token() * 8192
+    with pytest.raises(ValueError, match="context"):
+        S.full_cache_bytes("gemma-2-9b", -1)
+
+
+def test_paging_waste_share_and_reserve_share_by_hand():
+    # 17 tokens take two blocks of 16 (15 slots empty), 32 tokens two full ones: 15 of 64 slots empty
+    assert S.paging_waste_share("llama-3-8b", [17, 32], block_size=16) == pytest.approx(15 / 64)
+    assert S.reserve_share([1024, 3072], 4096) == 0.5
+    with pytest.raises(ValueError, match="reserve_tokens"):
+        S.reserve_share([1024], 0)
+
+
+def test_marginal_intensity_of_one_more_sequence():
+    # Llama 2 7B at 3,328 tokens: one more sequence reads its 3,328 x 512 KiB of cache and does about
+    # 2 x 6.74 GFLOP of matmuls plus its attention: near 8.7 FLOP/B, far below any ridge
+    i = S.marginal_intensity("llama-2-7b", 3328)
+    one, two = rl.decode_step("llama-2-7b", 1, 3328), rl.decode_step("llama-2-7b", 2, 3328)
+    assert i == pytest.approx((two.flops - one.flops) / (two.bytes - one.bytes))
+    assert 8 < i < 9.5
+    assert S.marginal_intensity("llama-2-7b", 3328, kv_dtype="fp8") == pytest.approx(2 * i, rel=0.01)
+
+
+def test_decode_throughput_is_batch_over_step_time_and_plans_expose_their_ratios():
+    pred = rl.predict(rl.decode_step("llama-3-8b", 64, 8192), "h100-sxm")
+    assert S.decode_throughput("llama-3-8b", "h100-sxm", 64, 8192) == pytest.approx(64 / pred.time)
+    assert S.decode_throughput("llama-3-8b", "h100-sxm", np.array([1, 2]), 8192).shape == (2,)
+    with pytest.raises(ValueError, match="batch"):
+        S.decode_throughput("llama-3-8b", "h100-sxm", 0, 8192)
+    plan = S.serving_plan("llama-2-7b", "a100-sxm-80gb", 3328)
+    assert plan.achieved_flops == pytest.approx(plan.flops / plan.step_time)
+    assert plan.intensity == pytest.approx(plan.flops / plan.bytes)
+    assert plan.achieved_flops == pytest.approx(plan.utilization * rl.get_hardware("a100-sxm-80gb").peak_flops())
+    none = S.serving_plan("llama-3-70b", "h100-sxm", 8192)
+    assert not none.fits and none.achieved_flops is None and none.intensity is None
 # --- a tensor-parallel server (``roofline serve --tp``) ----------------------------------------------
 
 def test_a_tensor_parallel_server_holds_a_shard_and_its_share_of_the_cache():
@@ -270,3 +359,15 @@ def test_an_expert_parallel_gpu_holds_its_experts_and_its_sequences_cache():
     assert S.expert_parallel_footprint(m, 64, 1024, ep=8, kv_dtype="fp8")["kv_cache"] == held["kv_cache"] / 2
     with pytest.raises(ValueError, match=r"batch must be a multiple of ep \(8\).*got batch=12"):
         S.expert_parallel_footprint(m, 12, 1024, ep=8)
+
+
+@pytest.mark.parametrize("call, error, message", [
+    (lambda: S.mla_intensity("deepseek-v3", "fp7"), KeyError, "unknown dtype 'fp7'"),
+    (lambda: S.window_share("phi-3-mini-4k", 0), ValueError, "context must be a whole number"),
+    (lambda: S.marginal_intensity("llama-2-7b", -1), ValueError, "context must be a whole number"),
+    (lambda: S.paging_waste_share("llama-3-8b", [17], block_size=0), ValueError, "block_size must be a whole number"),
+    (lambda: S.batches_that_fit(-1, [10]), ValueError, "room must be"),
+])
+def test_chapter_5_helpers_refuse_bad_input(call, error, message):
+    with pytest.raises(error, match=message):
+        call()

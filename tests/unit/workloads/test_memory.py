@@ -295,6 +295,107 @@ def test_fits_sweeps_micro_batches_against_the_gpus_capacity(llama, shape):
     assert mb[fp.fits(h100)].max() == 1  # 64.3 GB fits an H100, 112.6 GB does not
 
 
+# ---- chapter 3's per-layer numbers, moved out of the notebook -----------------------------------------------
+
+def test_per_layer_checkpoint_and_activations_of_llama_3_8b_by_hand():
+    from roofline.workloads import memory
+
+    c, A = memory.per_layer_activations("llama-3-8b", 4096, 1)
+    assert c == 4096 * 4096 * 2  # full recomputation keeps each layer's bf16 input: s x h x 2 bytes
+    assert A == 4096 * 168_072  # a layer without recomputation (flash): 168,072 bytes per token
+    assert memory.kept_bytes_per_token_layer("llama-3-8b", 4096, recompute="full") == 2 * 4096
+    assert memory.kept_bytes_per_token_layer("llama-3-8b", 4096) == 168_072
+    with pytest.raises(ValueError, match="seq"):
+        memory.kept_bytes_per_token_layer("llama-3-8b", 0)
+
+
+def test_activation_peak_is_kept_plus_the_working_set():
+    from roofline.workloads import memory
+
+    kept, work = memory.layer_activations("llama-3-8b", 4096, 1)
+    assert work == 0 and memory.activation_peak("llama-3-8b", 4096) == kept  # nothing rebuilt, nothing extra
+    full = memory.activation_peak("llama-3-8b", 4096, recompute="full")
+    c, A = memory.per_layer_activations("llama-3-8b", 4096, 1)
+    # 32 checkpoints plus one layer rebuilt on top of its own checkpoint: 32 c + (A - c)
+    assert full == pytest.approx(32 * c + A - c)
+    with pytest.raises(ValueError, match="recompute"):
+        memory.activation_peak("llama-3-8b", 4096, recompute="most")
+
+
+def test_continuous_checkpoint_spacing_is_sqrt_of_L_when_a_checkpoint_costs_a_layer():
+    from roofline.workloads import memory
+
+    assert memory.continuous_checkpoint_spacing(16, 1.0, 1.0) == 4
+    assert memory.continuous_checkpoint_spacing(32, 1.0, 32.0) == 1  # sqrt(32 / 32)
+    with pytest.raises(ValueError, match="layers"):
+        memory.continuous_checkpoint_spacing(2.5, 1.0, 1.0)
+
+
+def test_footprint_without_parts():
+    from roofline.workloads.memory import Footprint
+
+    f = Footprint({"weights": 4.0, "activations": 2.0, "logits": 1.0})
+    assert f.without("activations", "logits") == 4.0 and f.without() == 7.0
+    with pytest.raises(KeyError, match="unknown part"):
+        f.without("optimizer")
+
+
+# ---- chapter 2's quoted figures, moved out of the notebook --------------------------------------------------
+
+def test_recipe_bytes_and_shares_by_hand():
+    from roofline.workloads import memory
+
+    assert memory.recipe_bytes_per_param("mixed-adam") == 16  # 2 + 2 + 4 + 4 + 4
+    assert memory.recipe_bytes_per_param("fp32-adam") == 16
+    state = memory.model_state("llama-3-8b", "mixed-adam")
+    assert state.share("master", "momentum", "variance") == pytest.approx(12 / 16)  # the optimizer's three fp32 copies
+    assert state.subtotal("weights", "gradients") == pytest.approx(4 * 8_030_261_248)
+    with pytest.raises(KeyError, match="unknown recipe"):
+        memory.recipe_bytes_per_param("adamw")
+    with pytest.raises(KeyError, match="unknown part"):
+        state.share("optimizer")
+
+
+def test_binary_capacity_and_gpus_to_hold_by_hand():
+    from roofline.workloads import memory
+
+    h100 = rl.get_hardware("h100-sxm")
+    assert memory.binary_capacity(h100) == pytest.approx(80 * 2**30)  # "80 GB" of DRAM are 80 GiB
+    assert memory.gpus_to_hold(h100.usable_capacity, h100) == 1
+    assert memory.gpus_to_hold(h100.usable_capacity + 1, h100) == 2
+    assert memory.gpus_to_hold(0, h100) == 0
+    with pytest.raises(ValueError, match="nbytes"):
+        memory.gpus_to_hold(-1, h100)
+
+
+def test_activation_budget_logits_embedding_by_hand():
+    from roofline.workloads import memory
+
+    h100 = rl.get_hardware("h100-sxm")
+    # 168,072 bytes per token and layer with flash attention, 32 layers
+    assert memory.activation_token_budget("llama-3-8b", h100) == pytest.approx(h100.usable_capacity / (32 * 168_072))
+    assert memory.logits_bytes_per_token("llama-3-8b") == 4 * 128_256
+    assert memory.embedding_bytes("llama-3-8b") == 2 * 128_256 * 4096
+    assert memory.embedding_bytes("llama-3-8b", "fp8") == 128_256 * 4096
+
+
+def test_selective_saving_is_the_score_tensors_and_nothing_with_flash():
+    from roofline.workloads import memory
+
+    # explicit attention keeps one bf16 score-sized tensor per head that selective recomputation drops:
+    # 32 layers x 32 heads x 16,384^2 x 2 bytes
+    assert memory.selective_saving("llama-3-8b", 16384) == 32 * 32 * 16384**2 * 2
+    assert memory.selective_saving("llama-3-8b", 16384, flash=True) == 0
+
+
+def test_kv_cache_capacity_sequences_rounds_down():
+    from roofline.workloads import memory
+
+    h100 = rl.get_hardware("h100-sxm")
+    tokens = memory.kv_cache_capacity_tokens("llama-3-8b", h100)
+    assert memory.kv_cache_capacity_sequences("llama-3-8b", h100, 32768) == tokens // 32768
+    with pytest.raises(ValueError, match="context"):
+        memory.kv_cache_capacity_sequences("llama-3-8b", h100, 0)
 # --- one home for the weights a server holds, and for "fits" ------------------------------------------------
 
 def test_weight_bytes_counts_every_parameter_in_its_format(shape):
@@ -373,3 +474,16 @@ def test_the_model_state_of_a_training_footprint_is_sixteen_bytes_a_parameter():
     assert sharded.total - sharded.model_state == pytest.approx(
         sharded["activations"] + sharded["recompute working set"] + sharded["logits"])
     assert M.inference_footprint(m, 1, 1024).model_state == 2 * m.params  # weights only; the cache is not state
+
+
+@pytest.mark.parametrize("call, error, message", [
+    (lambda: M.per_layer_activations("llama-3-8b", 0), ValueError, "seq must be a whole number"),
+    (lambda: M.binary_capacity("h300"), KeyError, "unknown hardware"),
+    (lambda: M.activation_token_budget("llama-3-8b", "h300"), KeyError, "unknown hardware"),
+    (lambda: M.logits_bytes_per_token("llama-3-9b"), KeyError, "unknown model"),
+    (lambda: M.embedding_bytes("llama-3-8b", "fp7"), KeyError, "unknown dtype 'fp7'"),
+    (lambda: M.selective_saving("llama-3-8b", 0), ValueError, "seq must be a whole number"),
+])
+def test_chapter_1_to_3_memory_helpers_refuse_bad_input(call, error, message):
+    with pytest.raises(error, match=message):
+        call()

@@ -234,3 +234,85 @@ def test_measured_fp8_against_bf16_on_the_h200():
     # at the same shape and the same timing, larger products come close to the datasheet's 2
     same = {m: fp8 / per_call for m, n, k, fp8, per_call, graph in r.same_shape}
     assert max(same.values()) > 1.9
+
+
+# ---- chapter 6's quoted ratios, moved out of the notebook ---------------------------------------------------
+
+def test_weight_only_schemes_keep_embeddings_head_and_norms_in_bf16():
+    m = rl.load_model("llama-3-8b")
+    # Llama 3 8B: 128,256 x 4,096 for the embedding table and again for the untied head, plus the norms
+    # (two per layer and one final, 4,096 wide each)
+    expected = 2 * 128_256 * 4096 + (2 * 32 + 1) * 4096
+    assert q.bf16_kept_params(m) == expected
+    assert q.bf16_kept_share("llama-3-8b") == pytest.approx(expected / m.params)
+    assert 0.13 < q.bf16_kept_share(m) < 0.14
+    with pytest.raises(KeyError, match="unknown model"):
+        q.bf16_kept_params("llama-3-8")
+
+
+def test_room_for_the_kv_cache_is_usable_hbm_less_the_weights():
+    h = rl.get_hardware("h200-sxm")
+    m = rl.load_model("llama-3-70b")
+    assert q.kv_room(m, h) == pytest.approx(h.usable_capacity - 2 * m.params)
+    # int4 weights leave more room, and max_batch divides that room by one sequence's cache
+    room = q.kv_room(m, h, **q.scheme("W4A16 (int4, g128)"))
+    assert room > q.kv_room(m, h)
+    assert q.max_batch(m, h, 8192, **q.scheme("W4A16 (int4, g128)")) == int(room // m.kv_cache_bytes(8192))
+    with pytest.raises(KeyError, match="unknown hardware"):
+        q.kv_room(m, "h300")
+
+
+def test_datasheet_fp8_peak_is_twice_bf16_on_hopper():
+    assert q.peak_ratio("h200-sxm") == pytest.approx(1978.9 / 989.4)
+    assert q.peak_ratio("h100-sxm", "bf16", "bf16") == 1
+    with pytest.raises(KeyError, match="dtype"):
+        q.peak_ratio("h100-sxm", "fp7")
+
+
+def test_published_rows_as_quoted_and_their_change_in_points():
+    rows = {(r.source, r.model, r.method, r.scheme): r for r in q.PUBLISHED}
+    sq = rows[("xiao2023smoothquant", "OPT-175B", "SmoothQuant-O3", "W8A8 int8")]
+    assert (q.quality_text(sq, "baseline"), q.quality_text(sq)) == ("66.9%", "66.8%")
+    awq = rows[("lin2024awq", "Llama-2 7B", "AWQ", "W4A16 int4, g128")]
+    assert (q.quality_text(awq, "baseline"), q.quality_text(awq)) == ("5.47", "5.60")
+    assert q.absolute_change(awq) == pytest.approx(5.60 - 5.47)
+    with pytest.raises(ValueError, match="which must be 'value' or 'baseline'"):
+        q.quality_text(awq, "base")
+    with pytest.raises(TypeError, match="row must be a Published row"):
+        q.absolute_change((5.47, 5.60))
+
+
+def test_fp8_ratios_at_one_shape_and_against_the_datasheet():
+    rec = load_measurement()
+    gap = q.measured_fp8_speedup(rec)
+    m, n, k, fp8, per_call, graph = gap.same_shape[-1]
+    assert gap.ratio_at(m) == fp8 / per_call and gap.ratio_at(m, bf16="graph") == fp8 / graph
+    assert gap.row(m) == gap.same_shape[-1]
+    h = rl.get_hardware("h200-sxm")
+    assert gap.of_peak(h) == (gap.fp8 / 1978.9e12, gap.bf16 / 989.4e12)
+    with pytest.raises(ValueError, match="m must be one of"):
+        gap.ratio_at(3)
+    with pytest.raises(ValueError, match="bf16 must be 'per call' or 'graph'"):
+        gap.ratio_at(m, bf16="eager")
+
+
+def test_launch_and_output_shares_of_a_measured_fp8_product():
+    rec = load_measurement()
+    g = next(x for x in rec.gemm_fp8_per_call if x.m == 8192)
+    assert q.launch_share(rec, 8192) == pytest.approx(rec.launch_overhead.eager_s_per_kernel
+                                                      / (2 * 8192 * g.n * g.k / g.flops_per_s))
+    # an fp8 product of 8192 x 8192 x 8192 reads two 64 MiB operands and writes a 128 MiB bf16 output:
+    # half its minimum bytes
+    assert g.n == g.k == 8192 and g.min_bytes == pytest.approx(2 * 8192**2 + 2 * 8192**2)
+    assert q.output_byte_share(g) == pytest.approx(0.5)
+    with pytest.raises(ValueError, match="m must be a row count"):
+        q.launch_share(rec, 3)
+    with pytest.raises(TypeError, match="gemm must be a measured Gemm"):
+        q.output_byte_share((8192, 8192))
+
+
+def test_chapter_6_helpers_refuse_bad_input():
+    with pytest.raises(KeyError, match="unknown model"):
+        q.bf16_kept_share("llama-3-9b")
+    with pytest.raises(KeyError, match="unknown hardware"):
+        q.measured_fp8_speedup(load_measurement()).of_peak("h300")

@@ -344,6 +344,99 @@ def test_attention_explorer_frames_follow_the_sliders():
         widgets.attention_explorer("a100-sxm-80gb")
 
 
+# ---- chapter 4's quoted figures, moved out of the notebook --------------------------------------------------
+
+def test_sizes_by_hand():
+    assert tiling.tile_bytes(128) == 3 * 128 * 128 * 2  # A, B and C tiles in bf16: 96 KiB
+    assert tiling.score_bytes(16384, 32) == 32 * 16384**2 * 2  # 16 GiB of scores, one tensor
+    assert tiling.score_bytes(1024, 2, batch=3, dtype="fp32") == 3 * 2 * 1024**2 * 4
+    assert tiling.kv_head_bytes(16384, 128) == 8 * 2**20  # K and V of one head: 8 MiB
+    assert tiling.on_chip_elements(228 * 2**10) == 116_736  # an H100 SM's 228 KiB in bf16
+    assert tiling.dao_factor(128, 228 * 2**10) == pytest.approx(128**2 / 116_736)
+    assert tiling.dao_crossover_on_chip(256) == pytest.approx(2 / 3 * 256**2 * 2)
+    assert tiling.flash_on_chip_bytes(8192, 128) == 8 * 2**20
+    assert tiling.flash_block(tiling.flash_on_chip_bytes(8192, 128), 128) == 8192  # the inverse of flash_block
+    assert tiling.query_blocks(16384, 228) == 72  # ceil(71.9)
+    assert tiling.decode_work_items(8, splits=16) == 128
+    assert tiling.params_per_head_layer("llama-3-8b") == pytest.approx(8_030_261_248 / (32 * 32))
+    with pytest.raises(ValueError, match="tile"):
+        tiling.tile_bytes(-1)
+    with pytest.raises(ValueError, match="seq"):
+        tiling.score_bytes(0.5, 32)
+    with pytest.raises(ValueError, match="splits"):
+        tiling.decode_work_items(8, splits=0)
+
+
+def test_causal_block_excess_by_hand():
+    # 4 tokens in blocks of 2: 2 x 2 pairs below the diagonal block row, then 2 rows x 4 keys = 12 of 10
+    assert tiling.causal_block_excess(4, 2) == pytest.approx(12 / 10 - 1)
+    assert tiling.causal_block_excess(4, 1) == 0  # blocks of one row: the exact triangle
+    with pytest.raises(ValueError, match="block"):
+        tiling.causal_block_excess(4, 0)
+
+
+def test_reference_attention_and_agreement_digits():
+    q = np.zeros((3, 4))
+    v = np.arange(12.0).reshape(3, 4)
+    # equal scores everywhere: every row is the mean of V's rows
+    assert np.allclose(tiling.reference_attention(q, q, v), v.mean(axis=0))
+    rng = np.random.default_rng(1)
+    q, k, v = (rng.standard_normal((64, 16)) for _ in range(3))
+    assert tiling.agreement_digits(tiling.online_attention(q, k, v, 8), tiling.reference_attention(q, k, v)) > 12
+    assert tiling.agreement_digits([1.001], [1.0]) == pytest.approx(3)
+    with pytest.raises(ValueError, match="one shape"):
+        tiling.agreement_digits([1.0, 2.0], [1.0])
+    with pytest.raises(ValueError, match="2-d arrays"):
+        tiling.reference_attention(q[0], k, v)
+
+
+def test_attention_pass_sweep_and_measured_rates():
+    h200 = rl.get_hardware("h200-sxm")
+    f = tiling.attention_pass("flash", 4096, 128, 32, h200)
+    assert f.bytes == tiling.flash_attention(4096, 128, 32, on_chip=h200.shared_memory_per_sm, l2=h200.l2_bytes).bytes
+    e = tiling.attention_pass("explicit", 4096, 128, 32, h200)
+    assert e.peak_bytes == 3 * tiling.score_bytes(4096, 32) + 4096**2  # three live score tensors and the mask
+    sweep = tiling.attention_sweep([1024, 4096], 128, 32, h200)
+    assert sweep["flash"]["bytes"][1] == f.bytes and len(sweep["explicit"]["time"]) == 2
+    assert sweep["explicit"]["time"][1] == rl.predict(e.breakdown, h200, timing="kernel").time
+    assert tiling.measured_flops_per_s(f, 2.0) == f.flops / 2
+    with pytest.raises(ValueError, match="kind must be 'flash' or 'explicit'"):
+        tiling.attention_pass("fused", 4096, 128, 32, h200)
+    with pytest.raises(TypeError, match="io must be an AttentionIO"):
+        tiling.measured_flops_per_s(3.0, 1.0)
+
+
+def test_score_passes_counted_and_implied():
+    causal = tiling.explicit_attention(4096, 128, 32)
+    # write S; mask reads and writes it; softmax reads and writes; pv reads P: six passes
+    assert tiling.score_passes(causal, 4096, 32) == pytest.approx(6)
+    assert tiling.score_passes(tiling.explicit_attention(4096, 128, 32, causal=False), 4096, 32) == pytest.approx(4)
+    assert tiling.implied_score_passes(1.0, 1e12, 4096, 32) == pytest.approx(1e12 / (32 * 4096**2 * 2))
+    with pytest.raises(ValueError, match="seconds"):
+        tiling.implied_score_passes(0, 1e12, 4096, 32)
+
+
+def test_smallest_winning_on_chip_sits_next_to_the_formula():
+    m = tiling.smallest_winning_on_chip(65536, 256, 32, kv_heads=8)
+    explicit = tiling.explicit_attention(65536, 256, 32, kv_heads=8).bytes
+    assert tiling.flash_attention(65536, 256, 32, kv_heads=8, on_chip=m).bytes < explicit
+    assert tiling.flash_attention(65536, 256, 32, kv_heads=8, on_chip=m - 1024).bytes >= explicit
+    assert abs(m - tiling.dao_crossover_on_chip(256)) < 2 * 1024  # the closed form, within a step or two
+    assert tiling.smallest_winning_on_chip(65536, 256, 32, kv_heads=8, sizes=[8192]) is None
+
+
+def test_decode_attention_share_by_hand():
+    h200 = rl.get_hardware("h200-sxm")
+    l70 = rl.load_model("llama-3-70b")
+    r = tiling.decode_attention_share(l70, h200, 32768, 8)
+    assert r.weights_time == pytest.approx(2 * l70.params / h200.hbm_bandwidth)
+    one = tiling.decode_attention(32768, 128, 64, kv_heads=8)
+    per_seq = 80 * rl.predict(one.breakdown, h200, timing="kernel").time
+    assert r.share == pytest.approx(r.attention_time / r.weights_time)
+    assert r.crossover_batch == math.ceil(r.weights_time / per_seq)
+    assert r.crossover_batch * per_seq >= r.weights_time > (r.crossover_batch - 1) * per_seq
+    with pytest.raises(ValueError, match="batch"):
+        tiling.decode_attention_share(l70, h200, 32768, 0)
 def test_flash_reads_keys_and_values_once_per_kv_head_when_one_heads_fit_in_the_l2():
     """4,096 tokens, head size 128, 32 query heads sharing 8 KV heads, bf16, no mask: with a 50 MB L2 one
     KV head's keys and values (2 MiB) stay on chip for the query heads of its group, so the forward pass
@@ -355,3 +448,21 @@ def test_flash_reads_keys_and_values_once_per_kv_head_when_one_heads_fit_in_the_
     grouped = tiling.flash_attention(4096, 128, 32, on_chip=228 * 1024, kv_heads=8, causal=False)
     ungrouped = tiling.flash_attention(4096, 128, 32, on_chip=228 * 1024, kv_heads=32, causal=False)
     assert grouped.ops[0].bytes == ungrouped.ops[0].bytes  # per query head: GQA saves no stream without the cache
+
+
+@pytest.mark.parametrize("call, error, message", [
+    (lambda: tiling.attention_sweep([0], 128, 32, "h200-sxm"), ValueError, "seq must be a whole number"),
+    (lambda: tiling.params_per_head_layer("llama-3-9b"), KeyError, "unknown model"),
+    (lambda: tiling.kv_head_bytes(16, 0), ValueError, "head_dim must be a whole number"),
+    (lambda: tiling.on_chip_elements(0), ValueError, "on_chip must be"),
+    (lambda: tiling.dao_factor(0, 1024), ValueError, "head_dim must be a whole number"),
+    (lambda: tiling.dao_crossover_on_chip(1.5), ValueError, "head_dim must be a whole number"),
+    (lambda: tiling.flash_on_chip_bytes(0, 128), ValueError, "rows must be a whole number"),
+    (lambda: tiling.query_blocks(16, 0), ValueError, "block must be a whole number"),
+    (lambda: tiling.smallest_winning_on_chip(0, 128, 32), ValueError, "seq must be a whole number"),
+    (lambda: tiling.score_passes(3.0, 16, 2), TypeError, "io must be an AttentionIO"),
+    (lambda: tiling.implied_score_passes(1.0, 1e12, 16, 0), ValueError, "heads must be a whole number"),
+])
+def test_chapter_4_helpers_refuse_bad_input(call, error, message):
+    with pytest.raises(error, match=message):
+        call()

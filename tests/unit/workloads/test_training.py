@@ -222,3 +222,95 @@ def test_links_one_way_and_the_tiers_table_steps(h100):
                                                         rl.fmt(hbm / ib, "×", 2))
     assert t.column("per GPU, one way") == ("3.35 TB/s", "450 GB/s", "64.0 GB/s", "50.0 GB/s")
     assert tiers[1].time(450e9) == pytest.approx(1.0)
+
+
+# ---- chapter 3's quoted ratios, moved out of the notebook ---------------------------------------------------
+
+def test_recompute_overhead_and_the_mfu_ceiling_it_sets():
+    from roofline.workloads import training as T
+
+    none = T.training_step("llama-3-8b", 4096)
+    full = T.training_step("llama-3-8b", 4096, recompute="full")
+    assert T.recompute_overhead(none) == 0
+    r = T.recompute_overhead(full)
+    # rerunning every layer's forward, not the output head: a bit under the law's third
+    assert 0.29 < r < T.full_recompute_extra() == pytest.approx(1 / 3)
+    assert T.mfu_ceiling(full) == pytest.approx(1 / (1 + r))  # (F + B) / (F + B + R)
+    assert T.mfu_ceiling(none) == 1
+    with pytest.raises(TypeError, match="step must be a training_step Breakdown"):
+        T.recompute_overhead(rl.decode_step("llama-3-8b", 1))
+    with pytest.raises(TypeError, match="step must be a training_step Breakdown"):
+        T.mfu_ceiling(3.0)
+
+
+def test_lm_head_share_of_the_forward_by_hand():
+    from roofline.workloads import training as T
+
+    step = T.training_step("llama-3-8b", 4096)
+    # 2 x 4,096 x 128,256 FLOPs per token for the head, of 16.08 GFLOP per token forward
+    assert T.forward_share(step, "lm_head") == pytest.approx(2 * 4096 * 128_256 * 4096 / step["forward"].flops)
+    assert 0.065 < T.forward_share(step, "lm_head") < 0.066
+    with pytest.raises(KeyError, match="lm_hed"):
+        T.forward_share(step, "lm_hed")
+
+
+def test_layer_forward_terms_and_offload_intensity_by_hand():
+    from roofline.workloads import training as T
+
+    f0, f1 = T.layer_forward_flops_terms("llama-3-8b")
+    # 218,103,808 matmul weights per layer (q, o: 4096^2; k, v: 4096 x 1024; MLP 3 x 4096 x 14336)
+    assert (f0, f1) == (2 * (2 * 4096**2 + 2 * 4096 * 1024 + 3 * 4096 * 14336), 2 * 4096)
+    assert T.layer_forward_flops("llama-3-8b", 4096) == pytest.approx(f0 + f1 * 4096)
+    # full recomputation keeps 8,192 bytes per token and layer
+    assert T.offload_intensity("llama-3-8b", 4096, recompute="full") == pytest.approx((f0 + f1 * 4096) / 8192)
+    assert T.offload_intensity("llama-3-8b", 4096) == pytest.approx((f0 + f1 * 4096) / 168_072)
+
+
+def test_micro_batches_to_hide_and_flops_by_micro_batch():
+    import math
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    from roofline.workloads import training as T
+
+    plan = T.plan_training("llama-3-70b", "h100-sxm", seq=2048, gpus=64, zero_stage=3, recompute="full")
+    assert T.micro_batches_to_hide(plan) == math.ceil(plan.network_time / plan.compute_time)
+    with pytest.raises(TypeError, match="plan must be a TrainingPlan"):
+        T.micro_batches_to_hide(None)
+    plans = [SimpleNamespace(micro_batch=1, mfu=0.5, hfu=0.6, peak=10.0),
+             SimpleNamespace(micro_batch=3, mfu=0.4, hfu=0.5, peak=10.0)]
+    y = T.flops_by_micro_batch(plans, "mfu", 4)
+    assert y[0] == 5.0 and y[2] == 4.0 and np.isnan(y[1]) and np.isnan(y[3])
+    assert T.flops_by_micro_batch(plans, "hfu", 4)[0] == 6.0
+    with pytest.raises(ValueError, match="what must be 'mfu' or 'hfu'"):
+        T.flops_by_micro_batch(plans, "tps")
+    with pytest.raises(ValueError, match="outside 1 to max_micro_batch=2"):
+        T.flops_by_micro_batch(plans, "mfu", 2)
+
+
+# ---- chapter 1's training figures -----------------------------------------------------------------------------
+
+def test_sequence_compute_time_and_the_embedding_overcount_by_hand():
+    from roofline.workloads import training as T
+
+    h100 = rl.get_hardware("h100-sxm")
+    per_token = T.training_flops_per_token("llama-3-8b")
+    assert T.sequence_compute_time("llama-3-8b", h100, 8192) == pytest.approx(per_token * 8192 / 989.4e12)
+    # Llama 3 8B: 8,030,261,248 parameters, of them 128,256 x 4,096 in the embedding table
+    assert T.non_embedding_params("llama-3-8b") == 8_030_261_248 - 128_256 * 4096
+    assert T.embedding_overcount("llama-3-8b") == pytest.approx(128_256 * 4096 / (8_030_261_248 - 128_256 * 4096))
+    with pytest.raises(ValueError, match="tokens"):
+        T.sequence_compute_time("llama-3-8b", h100, -1)
+
+
+@pytest.mark.parametrize("call, error, message", [
+    (lambda: roofline.workloads.training.layer_forward_flops_terms("llama-3-9b"), KeyError, "unknown model"),
+    (lambda: roofline.workloads.training.offload_intensity("llama-3-8b", 0), ValueError, "seq must be a whole number"),
+    (lambda: roofline.workloads.training.non_embedding_params(3), TypeError, "model must be a name"),
+    (lambda: roofline.workloads.training.embedding_overcount("llama-3-9b"), KeyError, "unknown model"),
+    (lambda: roofline.workloads.training.forward_share(3.0, "lm_head"), TypeError, "step must be a training_step"),
+])
+def test_chapter_1_and_3_training_helpers_refuse_bad_input(call, error, message):
+    with pytest.raises(error, match=message):
+        call()

@@ -1,0 +1,17 @@
+"""Chapters 1 and 3: a link's ridge."""
+
+import pytest
+
+import roofline as rl
+
+
+def test_link_ridge_by_hand():
+    h100 = rl.get_hardware("h100-sxm")
+    # 989.4 TFLOP/s dense bf16 over PCIe Gen5's 64 GB/s each way
+    assert rl.link_ridge(h100, "host") == pytest.approx(989.4e12 / 64e9)
+    assert rl.link_ridge(h100, "host", achieved=0.4) == pytest.approx(0.4 * 989.4e12 / 64e9)
+    assert rl.link_ridge("h100-sxm", "scale_up") == pytest.approx(989.4e12 / h100.interconnect["scale_up"].each_way)
+    with pytest.raises(ValueError, match="link must be one of"):
+        rl.link_ridge(h100, "pcie")
+    with pytest.raises(ValueError, match="achieved"):
+        rl.link_ridge(h100, "host", achieved=0)
