@@ -34,7 +34,8 @@ from roofline.core.collectives import bytes_sent, collective_cost
 from roofline.core.cost import Breakdown
 from roofline.core.hardware import Hardware, get_hardware
 from roofline.workloads.inference import prefill
-from roofline.workloads.memory import FitsOnItsHardware, Footprint, activation_bytes, layer_activations, training_footprint
+from roofline.workloads.memory import (FitsOnItsHardware, Footprint, activation_bytes, layer_activations,
+                                       training_footprint)
 from roofline.core.model import Model, NotModelledError, load_model
 from roofline.core.policies import recompute_policy
 from roofline.core.roof import predict

@@ -386,7 +386,8 @@ class PublishedExchange:
 __all__ += ["PublishedExchange"]
 
 
-def published_exchange(hardware: Hardware | str = "h100-sxm", model: Model | str = "llama-3.1-405b") -> PublishedExchange:
+def published_exchange(hardware: Hardware | str = "h100-sxm",
+                       model: Model | str = "llama-3.1-405b") -> PublishedExchange:
     """Chapter 7: :class:`PublishedExchange` for Llama 3's published 8,192-GPU layout on ``hardware``:
     ``dp = gpus / (tp pp cp)``, ``6 N tokens / gpus`` FLOPs per GPU, the gradient shard ``2 N / (tp pp)``
     reduce-scattered and all-gathered over the ``dp`` replicas on the network, and the backward pass
@@ -434,7 +435,8 @@ def tier_thresholds(hardware: Hardware | str, *, nodes: int, gpus_per_node: int 
                     dtype: str = "bf16") -> dict[str, TierThreshold]:
     """Chapter 7, exercise 1: for a hierarchical all-reduce over ``nodes`` nodes of ``g`` GPUs, NVLink
     carries ``(g-1)/g`` of the buffer per GPU and each GPU's network port ``(nodes-1)/nodes / g`` of it;
-    each factor times its tier's :func:`~roofline.parallel.tensor_parallel.tier_ridge` is the tokens per GPU that hide that tier."""
+    each factor times its tier's :func:`~roofline.parallel.tensor_parallel.tier_ridge` is the tokens per GPU
+    that hide that tier."""
     nodes = int(number("nodes", nodes, integer=True, minimum=1))
     g = int(number("gpus_per_node", gpus_per_node, integer=True))
     out = {}

@@ -332,7 +332,8 @@ def compute_bound_ratio(model: Model | str, hardware: Hardware | str, routing: s
     """Chapter 10: the batch at which the MoE's decode turns compute-bound over that of a dense model of its
     active size (:func:`~roofline.workloads.inference.compute_bound_batch`); near :func:`sparsity`."""
     m = _moe_model(model)
-    return compute_bound_batch(m, hardware, routing=routing) / compute_bound_batch(dense_equivalent(m, "active"), hardware)
+    dense = dense_equivalent(m, "active")
+    return compute_bound_batch(m, hardware, routing=routing) / compute_bound_batch(dense, hardware)
 
 
 __all__ += ["compute_bound_ratio"]
@@ -359,7 +360,8 @@ def token_all_to_all_bytes(model: Model | str, dtype: str = "bf16") -> float:
 __all__ += ["token_all_to_all_bytes"]
 
 
-def per_gpu_step(model: Model | str, hardware: Hardware | str, per_gpu, context=0, *, ep: int, **options) -> ExpertParallelStep:
+def per_gpu_step(model: Model | str, hardware: Hardware | str, per_gpu, context=0, *, ep: int,
+                 **options) -> ExpertParallelStep:
     """Chapter 10: :func:`expert_parallel_step` with ``per_gpu`` sequences on each of the ``ep`` GPUs
     (``ep x per_gpu`` in all); ``options`` as there."""
     per_gpu = int(number("per_gpu", per_gpu, integer=True))
@@ -467,12 +469,14 @@ class TokenExchange(NamedTuple):
 __all__ += ["TokenExchange"]
 
 
-def token_exchange(model: Model | str, hardware: Hardware | str, tier: str = "network", *, dtype: str = "fp8") -> TokenExchange:
+def token_exchange(model: Model | str, hardware: Hardware | str, tier: str = "network", *,
+                   dtype: str = "fp8") -> TokenExchange:
     """Chapter 10, exercise 3: :class:`TokenExchange` on ``tier``: ``2 k h a`` bytes of bf16 activations over
     the tier's bandwidth against ``2 (k P_expert + P_shared)`` FLOPs at the ``dtype`` peak the experts run at."""
     m, hw = _moe_model(model), get_hardware(hardware)
     if tier not in hw.interconnect:
-        raise ValueError(f"tier must be one of {', '.join(map(repr, hw.interconnect))} for the {hw.short}, got {tier!r}")
+        raise ValueError(f"tier must be one of {', '.join(map(repr, hw.interconnect))} for the {hw.short}, "
+                         f"got {tier!r}")
     sent = 2 * all_to_all_bytes_per_token(m)
     flops = 2 * (expert_params(m) * m.moe.experts_per_token + sum(lin.params for lin in m.shared_expert_linears()))
     return TokenExchange(sent, sent / hw.interconnect[tier].each_way, flops, flops / hw.peak_flops(dtype))

@@ -249,7 +249,8 @@ def boundary_intensity(model: Model | str, p, *, dtype: str = "bf16"):
 
 def head_layers(model: Model | str) -> float:
     """Chapter 9: the output head's weights in decoder layers' worth, ``lm_head / ((N - embedding - lm_head)
-    / L)``: how much heavier the last stage is when it carries the head (about two thirds of a layer for Llama 3.1 405B: its 2.1B-parameter head against 3.2B a layer)."""
+    / L)``: how much heavier the last stage is when it carries the head (about two thirds of a layer for
+    Llama 3.1 405B: its 2.1B-parameter head against 3.2B a layer)."""
     m = load_model(model)
     layer = (param_count(m) - m.embedding_params - m.lm_head_params) / m.num_layers
     return m.lm_head_params / layer
@@ -357,7 +358,8 @@ def stage_balance(layers, p) -> StageBalance:
 __all__ += ["stage_balance"]
 
 
-def boundary_margin(model: Model | str, p, hardware: Hardware | str, tier: str = "network", *, dtype: str = "bf16") -> float:
+def boundary_margin(model: Model | str, p, hardware: Hardware | str, tier: str = "network", *,
+                    dtype: str = "bf16") -> float:
     """Chapter 9: :func:`boundary_intensity` at ``p`` stages over the tier's ridge point: how many times over
     the compute hides the boundary traffic (below 1 it cannot)."""
     return boundary_intensity(model, p, dtype=dtype) / tier_ridge(hardware, tier, dtype=dtype)

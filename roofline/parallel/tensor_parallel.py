@@ -556,8 +556,8 @@ __all__ += ["message_bytes"]
 
 def width_constant(model: Model | str) -> float:
     """Chapter 8: ``c = P_layer / h**2``, a layer's matmul weights in units of the hidden size squared (about
-    12 for a plain transformer; Llama 3 70B: 2 + 2/8 for attention, its K and V h/8 wide (8 KV heads of 128), 3 x 3.5 for its MLP:
-    12.75)."""
+    12 for a plain transformer; Llama 3 70B: 2 + 2/8 for attention, its K and V h/8 wide (8 KV heads of
+    128), 3 x 3.5 for its MLP: 12.75)."""
     m = load_model(model)
     return m.layer_matmul_params / m.hidden_size ** 2
 
@@ -626,7 +626,8 @@ def kv_head_copies(model: Model | str, tp) -> int:
 __all__ += ["kv_head_copies"]
 
 
-def wait_share(model: Model | str, tp, hardware: Hardware | str, tier: str = "scale_up", *, dtype: str = "bf16") -> float:
+def wait_share(model: Model | str, tp, hardware: Hardware | str, tier: str = "scale_up", *,
+               dtype: str = "bf16") -> float:
     """Chapter 8, exercise 7: the share of the link's time the compute cannot cover when the degree's
     :func:`tp_intensity` is below the tier's :func:`tier_ridge`: ``1 - intensity / ridge`` (0 above it)."""
     return max(0.0, 1 - float(tp_intensity(model, tp, dtype=dtype)) / tier_ridge(hardware, tier, dtype=dtype))
@@ -690,7 +691,9 @@ def against_pipeline(model: Model | str, hardware: Hardware | str, tp: int = 8, 
     """Chapter 8: :class:`AgainstPipeline` at batch 1 and ``context``, priced on the datasheet roof;
     ``published`` defaults to NVIDIA's TP-over-PP ratio at minimum latency (:data:`PUBLISHED`)."""
     hw = get_hardware(hardware)
-    published = PUBLISHED["nvidia_405b_tp_over_pp_min_latency"][0] if published is None else number("published", published)
+    if published is None:
+        published = PUBLISHED["nvidia_405b_tp_over_pp_min_latency"][0]
+    published = number("published", published)
     tp_time = float(predict_tp(tp_decode_step(model, tp, 1, context, dtype=dtype), hw).time)
     pp_time = float(predict(decode_step(load_model(model), 1, context, dtype=dtype), hw).time)
     implied = pp_time / published
@@ -700,7 +703,8 @@ def against_pipeline(model: Model | str, hardware: Hardware | str, tp: int = 8, 
 __all__ += ["against_pipeline"]
 
 
-def width_margin(model: Model | str, tp, hardware: Hardware | str, tier: str = "scale_up", *, dtype: str = "bf16") -> float:
+def width_margin(model: Model | str, tp, hardware: Hardware | str, tier: str = "scale_up", *,
+                 dtype: str = "bf16") -> float:
     """Chapter 8: :func:`hiding_width` over the model's own hidden size: how many times wider the model would
     have to be for degree ``tp``'s all-reduces on ``tier`` to hide behind its matmuls (below 1 they already do)."""
     return hiding_width(model, tp, hardware, tier, dtype=dtype) / load_model(model).hidden_size

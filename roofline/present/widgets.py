@@ -847,7 +847,8 @@ __all__ += ["pipeline_explorer"]
 def calibrated_decode_explorer(model: Model | str, hardware: Hardware | str, calibrated, *,
                                batches: Sequence[int] = (1, 4, 16, 64, 256),
                                contexts: Sequence[int] = (512, 2048, 8192, 32768),
-                               summary: str = "Decode time by rule and roof, for a batch and a context") -> FrameExplorer:
+                               summary: str = "Decode time by rule and roof, for a batch and a context"
+                               ) -> FrameExplorer:
     """Appendix B's sliders: batch and context. Each frame draws one decode step's time under the datasheet's
     three timing rules and the ``calibrated`` roof's kernel rule (:func:`roofline.present.plot.timing_bars`, one
     x-axis for all frames: 1.2 times the slowest calibrated estimate) and reads out the estimate, its tokens per
@@ -856,7 +857,8 @@ def calibrated_decode_explorer(model: Model | str, hardware: Hardware | str, cal
 
     m, hw = load_model(model), get_hardware(hardware)
     if not hasattr(calibrated, "kernel_seconds"):
-        raise TypeError(f"calibrated must be a CalibratedRoof (measured.calibrated_roof), got {type(calibrated).__name__}")
+        raise TypeError(f"calibrated must be a CalibratedRoof (measured.calibrated_roof), "
+                        f"got {type(calibrated).__name__}")
     top = max(float(predict(decode_step(m, b, c, accounting="refined"), calibrated, timing="kernel").time)
               for b in batches for c in contexts)
 
