@@ -42,7 +42,7 @@ def _pytest_without_a_browser(tmp_path, **env):
     environ.update(PATH=str(empty), CHROMIUM=str(tmp_path / "no-such-browser"), **env)
     return subprocess.run(
         [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-o", "addopts=-ra", "-q",
-         str(ROOT / "tests" / "test_browser.py")],
+         str(ROOT / "tests" / "book" / "test_browser.py")],
         capture_output=True, text=True, timeout=300, env=environ, cwd=tmp_path,
     )
 
