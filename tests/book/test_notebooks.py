@@ -230,3 +230,11 @@ def test_every_figure_is_referred_to_by_number(path):
     prose = "".join("".join(c["source"]) for c in cells if c["cell_type"] == "markdown")
     missing = [n for n in names if f"{{numref}}`{n}`" not in prose]
     assert not missing, f"figures never referred to with {{numref}}: {missing}"
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)
+def test_no_cell_defines_a_function_or_a_class(path):
+    """Formulas live in the package: a chapter's cells, hidden or not, call, pick, format and glue."""
+    from booktools.bench import hidden_cells
+
+    assert hidden_cells([path])["defs"] == []
