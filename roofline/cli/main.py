@@ -25,12 +25,13 @@ quietly, as it ends other Unix tools.
 
 from __future__ import annotations
 
+import json
 import sys
 from typing import Sequence
 
 from roofline.cli import catalog, inference, serving, training
 from roofline.cli.output import report, wants_json, write
-from roofline.cli.parser import UsageError, at, build_parser
+from roofline.cli.parser import HelpRequested, UsageError, at, build_parser
 from roofline.core.hardware import CatalogError, hardware_names
 from roofline.core.model import NotModelledError
 
@@ -54,7 +55,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status (0 fine, 1 not modelled, 2 bad input).
 
     A closed pipe returns 141 (128 + SIGPIPE, as a shell reports for a tool that signal ended)
-    with nothing printed.
+    with nothing printed; a closed stdout (``>&-``) returns 2 with a line on stderr, a closed stderr
+    (``2>&-``) keeps the status of the error it could not print. ``--help`` prints the help and returns 0
+    (under ``--json``, as ``{"help": TEXT}``).
     """
     argv = list(sys.argv[1:] if argv is None else argv)
     as_json = wants_json(argv)
@@ -64,6 +67,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.catalog is not None:
             at("--catalog", hardware_names, args.catalog)  # a bad catalog is named as such, whatever the command
         out = COMMANDS[args.command](args)
+    except HelpRequested as exc:
+        return write(json.dumps({"help": exc.text}, indent=2) if as_json else exc.text.rstrip("\n"))
     except UsageError as exc:
         return report(2, exc.message, exc.argument, as_json, usage=exc.usage)
     except NotModelledError as exc:

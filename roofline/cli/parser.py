@@ -22,7 +22,7 @@ from roofline.serving.capacity import VLLM_BLOCK_SIZE
 from roofline.serving.speculative import DRAFTS
 from roofline.workloads.inference import ACCOUNTINGS, OPTIONS
 
-__all__ = ["UsageError", "build_parser", "whole", "storage_format", "fraction", "acceptance", "recompute", "at",
+__all__ = ["UsageError", "HelpRequested", "build_parser", "whole", "storage_format", "fraction", "acceptance", "recompute", "at",
            "one_split", "GPUS_PER_NODE"]
 
 
@@ -69,9 +69,21 @@ class UsageError(Exception):
         self.message, self.argument, self.usage = message, argument, usage
 
 
+class HelpRequested(Exception):
+    """``--help`` was given: the help text, for ``main`` to print (as text, or as JSON under ``--json``)."""
+
+    def __init__(self, text: str):
+        super().__init__(text)
+        self.text = text
+
+
 class _Parser(argparse.ArgumentParser):
     """An argument parser that raises :class:`UsageError` rather than printing and exiting, so that
-    ``main`` reports every error one way (plain or JSON)."""
+    ``main`` reports every error one way (plain or JSON), and :class:`HelpRequested` for ``--help``, so that
+    ``main`` prints it through the same guarded write (``--help --json`` as JSON, ``--help >&-`` quietly)."""
+
+    def print_help(self, file=None):
+        raise HelpRequested(self.format_help())
 
     def error(self, message: str):
         found = re.match(r"argument ([^:]+): ", message)

@@ -92,6 +92,47 @@ def test_a_full_device_is_a_message_not_a_traceback():
     assert proc.stderr.strip() == "roofline: error: cannot write the output: No space left on device"
 
 
+def _closed(*args, stdout=subprocess.PIPE, stderr=subprocess.PIPE):
+    """``python -m roofline ARGS`` with stdout or stderr closed (None: the shell's ``>&-`` / ``2>&-``)."""
+    fds = {1: stdout, 2: stderr}
+    closing = [fd for fd, s in fds.items() if s is None]
+    preexec = (lambda: [os.close(fd) for fd in closing]) if closing else None
+    return subprocess.run([sys.executable, "-m", "roofline", *args], stdout=stdout or subprocess.DEVNULL,
+                          stderr=stderr or subprocess.DEVNULL, preexec_fn=preexec, timeout=120)
+
+
+@pytest.mark.parametrize("args, closed, status", [
+    (("hardware",), "stdout", 2),                        # `roofline hardware >&-`: nothing can be written
+    (("hardware",), "both", 2),
+    (("hardware", "no-such-chip"), "stderr", 2),         # the error path keeps its status with stderr gone
+    (("decode", "mixtral-8x7b", "--gpu", "h100", "--batch", "8", "--routing", "bogus"), "stderr", 2),
+    (("hardware", "no-such-chip", "--json"), "stdout", 2),  # the JSON error had nowhere to go: only the status
+    (("hardware", "--help"), "stdout", 2),
+    (("hardware",), "stderr", 0),
+])
+def test_closed_streams_give_a_status_never_a_traceback(args, closed, status):
+    out = None if closed in ("stdout", "both") else subprocess.PIPE
+    err = None if closed in ("stderr", "both") else subprocess.PIPE
+    proc = _closed(*args, stdout=out, stderr=err)
+    assert proc.returncode == status
+    if err is not None:
+        text = proc.stderr.decode()
+        assert "Traceback" not in text
+        if "--json" not in args and closed == "stdout":
+            assert text.strip() == "roofline: error: cannot write the output: stdout is closed"
+        elif closed == "stdout":
+            assert text == ""
+
+
+def test_help_under_json_is_json_and_json_with_a_value_is_a_json_error():
+    proc = run("hardware", "--help", "--json", check_rc=0)
+    assert json.loads(proc.stdout)["help"].startswith("usage: roofline hardware")
+    assert run("hardware", "--help", check_rc=0).stdout.startswith("usage: roofline hardware")
+    proc = run("hardware", "--json=1", check_rc=2)
+    error = json.loads(proc.stdout)
+    assert error["argument"] == "--json" and "ignored explicit argument '1'" in error["error"]
+
+
 @pytest.mark.parametrize("content, message", [
     ("[" * 100_000 + "]" * 100_000, "nested too deeply"),
     ('{"model_type": ["llama"]}', "'model_type' must be a string"),
@@ -195,11 +236,9 @@ WORDS = ["hardware", "params", "ridge", "decode", "prefill", "--gpu", "--batch",
 def test_fuzz_the_argument_parser(argv):
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            status = main(argv)
-        except SystemExit as exc:  # --help
-            status = exc.code
+        status = main(argv)  # --help too returns, never exits
     assert status in (0, 1, 2), (argv, status, err.getvalue())
     assert "Traceback" not in err.getvalue()
-    if status and any(a == "--json" for a in argv) and "-h" not in argv and "--help" not in argv:
-        assert json.loads(out.getvalue())["status"] == status
+    if any(a == "--json" for a in argv):
+        got = json.loads(out.getvalue())
+        assert (got["status"] == status) if status else True
