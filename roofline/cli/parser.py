@@ -23,7 +23,7 @@ from roofline.serving.speculative import DRAFTS
 from roofline.workloads.inference import ACCOUNTINGS, OPTIONS
 
 __all__ = ["UsageError", "HelpRequested", "build_parser", "whole", "storage_format", "fraction", "acceptance", "recompute", "at",
-           "one_split", "GPUS_PER_NODE"]
+           "one_split", "GPUS_PER_NODE", "SMALLEST_FRACTION"]
 
 
 # The largest count the command line takes: 2**53, past which a float no longer holds every whole number.
@@ -255,14 +255,20 @@ def recompute(text: str) -> str:
                                          f"checkpoint every K layers), got {shown!r}") from None
 
 
+# The smallest fraction of peak the command line takes: below a millionth of peak, times leave any horizon a
+# reader means (5e-324 makes them infinite).
+SMALLEST_FRACTION = 1e-6
+
+
 def fraction(text: str) -> float:
-    """An argparse type: a fraction of peak, above 0 and at most 1."""
+    """An argparse type: a fraction of peak, at least :data:`SMALLEST_FRACTION` and at most 1."""
     try:
         value = float(text)
     except ValueError:
         value = float("nan")
-    if not 0 < value <= 1:  # also refuses nan
-        raise argparse.ArgumentTypeError(f"expected a fraction of peak above 0 and at most 1, such as 0.5, got {text[:40]!r}")
+    if not SMALLEST_FRACTION <= value <= 1:  # also refuses nan
+        raise argparse.ArgumentTypeError(f"expected a fraction of peak at least {SMALLEST_FRACTION:g} and at most 1, "
+                                         f"such as 0.5, got {text[:40]!r}")
     return value
 
 

@@ -235,7 +235,15 @@ def _figure(where: str, raw, sources: Mapping[str, Source], expect: str) -> Spec
     si_value = float(value) * scale
     if not math.isfinite(si_value):
         raise CatalogError(f"{where}: expected a positive finite number, got {value:g} {unit}, which overflows")
+    if not _PLAUSIBLE[0] <= si_value <= _PLAUSIBLE[1]:  # a figure no chip can have, whose answers mean nothing
+        raise CatalogError(f"{where}: expected a figure between {_PLAUSIBLE[0]:g} and {_PLAUSIBLE[1]:g} {si}, got "
+                           f"{value:g} {unit}; every answer computed from it would be out of any range a chip has")
     return Spec(si_value, si, sources[raw["source"]], note, f"{value:g} {unit}")
+
+
+# The range a figure in SI units may take (FLOP/s, B/s, B, W): a billion times past any chip made either way, and
+# narrow enough that no time, rate or capacity computed from it leaves the floats (1e-320 TFLOP/s, 1e30 GB).
+_PLAUSIBLE = (1.0, 1e24)
 
 
 # The years a datasheet figure can plausibly carry: the first GPUs with programmable shaders to a

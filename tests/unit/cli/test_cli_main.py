@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from roofline.cli import main
 
-from cli_helpers import run
+from cli_helpers import in_process, run
 
 
 @pytest.mark.parametrize("args, expected", [
@@ -242,3 +242,38 @@ def test_fuzz_the_argument_parser(argv):
     if any(a == "--json" for a in argv):
         got = json.loads(out.getvalue())
         assert (got["status"] == status) if status else True
+
+
+# --- answers that stop meaning anything are refused, never printed as Infinity or NaN --------------
+
+@pytest.mark.parametrize("figure, replaced, message", [
+    ('bf16 = { value = 1000, unit = "TFLOP/s"', 'bf16 = { value = 1e-320, unit = "TFLOP/s"',
+     "[gpus.my-chip] dense.bf16: expected a figure between 1 and 1e+24 FLOP/s"),
+    ('value = 141, unit = "GB"', 'value = 1e30, unit = "GB"', "[gpus.my-chip] hbm_capacity: expected a figure between"),
+])
+def test_catalog_figures_out_of_any_chips_range_are_refused(tmp_path, figure, replaced, message):
+    path = tmp_path / "mine.toml"
+    path.write_text(MY_CHIP.replace(figure, replaced))
+    for command in (("decode", "llama-3-8b", "--gpu", "mine"), ("serve", "llama-3-8b", "--gpu", "mine", "--context",
+                                                                "1024", "--curve")):
+        status, out, _ = in_process(*command, "--catalog", str(path), "--json")
+        assert status == 2 and message in json.loads(out)["error"]
+
+
+def test_a_fraction_of_peak_too_small_to_mean_anything_is_refused():
+    status, out, _ = in_process("train", "llama-3-8b", "--gpu", "h100", "--seq", "4096", "--achieved", "5e-324",
+                                "--json")
+    error = json.loads(out)
+    assert status == 2 and error["argument"] == "--achieved" and "at least 1e-06" in error["error"]
+    status, out, _ = in_process("train", "llama-3-8b", "--gpu", "h100", "--seq", "4096", "--achieved", "1e-6", "--json")
+    assert status == 0 and json.loads(out, parse_constant=pytest.fail)["time_s"] > 1e5
+
+
+@pytest.mark.parametrize("out, as_json", [('{"time_s": Infinity}', True), ('{"a": {"ttft": NaN}}', True),
+                                           ("step inf s", False), ("utilization nan%", False)])
+def test_a_non_finite_answer_is_an_error(out, as_json):
+    from roofline.cli.main import finite
+    with pytest.raises(ValueError, match="not a finite number"):
+        finite(out, as_json, False)
+    finite('{"time_s": 1.0, "name": "Infinity"}', True, False)  # a word in a string is not a number
+    finite("information about infinity", False, False)
