@@ -18,7 +18,14 @@ from roofline.core.collectives import bytes_sent
 from roofline.core.hardware import Spec, Hardware, get_hardware
 from roofline.core.policies import ZERO_STAGES, zero_stage as zero_stage_of
 
-__all__ = ["Tier", "bandwidth_tiers", "data_parallel_bytes", "ZERO_STAGES", "ZERO_COLLECTIVES", "transfer_time"]
+__all__ = ["Tier", "bandwidth_tiers", "data_parallel_bytes", "ZERO_STAGES", "ZERO_COLLECTIVES", "transfer_time",
+           "MAX_GPUS", "MAX_GPUS_PER_NODE"]
+
+# The fabric's bounds on a GPU count. One NVLink domain (a "node" here) holds at most 576 GPUs (NVIDIA's largest
+# announced NVLink switch domain, NVL576; an HGX node has 8, a GB200 NVL72 rack 72); a cluster, at most 2**20
+# GPUs (about ten times the largest built so far). Counts past them describe no machine and only grow the sums.
+MAX_GPUS_PER_NODE = 576
+MAX_GPUS = 2**20
 
 # The collectives each ZeRO stage runs per step on the gradients' or weights' size (chapter 7): plain data
 # parallelism all-reduces the gradients; stages 1 and 2 reduce-scatter them (each GPU keeps the share it

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from roofline.core.checks import number, unknown_name
+from roofline.core.checks import count, number, unknown_name
 from roofline.core.collectives import collective_cost
 from roofline.core.cost import Breakdown
 from roofline.core.hardware import Hardware, get_hardware
@@ -63,8 +63,14 @@ def _layout(layout: str) -> str:
     return layout
 
 
+# The largest context-parallel degree priced: the ring's pair matrix grows as cp**2 (cp 4,096 took 1.7 GB), and
+# no published run spreads one sequence over more GPUs than this (smallest_cp searches up to it too).
+_MAX_CP = 1024
+
+
 def _cp(cp) -> int:
-    return int(number("cp", cp, integer=True))
+    return count("cp", cp, maximum=_MAX_CP, what=" (the ring's pairs grow as cp**2; no run spreads one sequence "
+                                                 "over more GPUs)")
 
 
 def _split(seq, cp: int, layout: str) -> int:
