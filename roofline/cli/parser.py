@@ -35,10 +35,10 @@ def whole(minimum: int):
 
     def parse(text: str) -> int:
         shown = text if len(text) <= 40 else f"{text[:20]}...{text[-10:]} ({len(text):,} characters)"
-        try:
-            value = int(text.replace("_", "").replace(",", ""))
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected a whole number >= {minimum}, got {shown!r}") from None
+        digits = text.strip().replace("_", "").replace(",", "")
+        if not re.fullmatch(r"[0-9]+", digits):  # ASCII digits only: no sign (-0), no Arabic-Indic or other digits
+            raise argparse.ArgumentTypeError(f"expected a whole number >= {minimum} in the digits 0-9, got {shown!r}")
+        value = int(digits)
         if value < minimum:
             raise argparse.ArgumentTypeError(f"expected a whole number >= {minimum}, got {shown!r}")
         if value > _LARGEST:
@@ -233,7 +233,8 @@ def _moe_flags(p: argparse.ArgumentParser) -> None:
 
 
 def at(argument: str, call, *args, **kwargs):
-    """Call ``call``; a bad-input error it raises becomes a :class:`UsageError` naming ``argument``."""
+    """Call ``call``; a bad-input error it raises becomes a :class:`UsageError` naming ``argument``, or the flag
+    the message itself names ("gpus must be at most ..." is ``--gpus``'s fault whatever ``argument`` says)."""
     try:
         return call(*args, **kwargs)
     except NotModelledError:
@@ -241,8 +242,23 @@ def at(argument: str, call, *args, **kwargs):
     except CatalogError as exc:
         raise UsageError(str(exc), "--catalog") from None
     except (KeyError, ValueError, TypeError, OverflowError) as exc:
-        message = exc.args[0] if isinstance(exc, KeyError) and exc.args else str(exc)
-        raise UsageError(str(message), argument) from None
+        message = str(exc.args[0] if isinstance(exc, KeyError) and exc.args else exc)
+        named = re.match(r"([a-z][a-z_]*) must be (?:at most|a whole number|a single|a finite)", message)
+        flag = "--" + named.group(1).replace("_", "-") if named else None
+        if flag is not None and flag in _flags():
+            message, argument = flag + message[len(named.group(1)):], flag
+        raise UsageError(message, argument) from None
+
+
+_FLAGS: set[str] = set()
+
+
+def _flags() -> set[str]:
+    """Every option string of every command (``--gpus``, ``--context``...), read once from the parser."""
+    if not _FLAGS:
+        for p in build_parser()._subparsers._group_actions[0].choices.values():
+            _FLAGS.update(s for a in p._actions for s in a.option_strings if s.startswith("--"))
+    return _FLAGS
 
 
 def recompute(text: str) -> str:

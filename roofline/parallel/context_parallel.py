@@ -36,6 +36,7 @@ from roofline.core.hardware import Hardware, get_hardware
 from roofline.workloads.inference import prefill
 from roofline.workloads.memory import FitsOnItsHardware, Footprint, layer_activations, training_footprint
 from roofline.core.model import Model, NotModelledError, load_model
+from roofline.core.network import gpu_count
 from roofline.core.policies import recompute_policy
 from roofline.core.roof import predict
 from roofline.workloads.training import training_step
@@ -379,7 +380,7 @@ def plan_context_parallel(model: Model | str, hardware: Hardware | str, *, seq, 
     cp, method, layout = _cp(cp), _method(method), _layout(layout)
     seq = int(number("seq", seq, integer=True))
     micro_batch = int(number("micro_batch", micro_batch, integer=True))
-    gpus = cp if gpus is None else int(number("gpus", gpus, integer=True))
+    gpus = cp if gpus is None else gpu_count("gpus", gpus)
     if method == "ring":
         _split(seq, cp, layout)
     else:
@@ -477,7 +478,7 @@ def longest_sequence(model: Model | str, hardware: Hardware | str, *, cp=1, reco
     (default ``cp``). 0 when not even the shortest fits (the model state alone is too big)."""
     m, hw = load_model(model), get_hardware(hardware)
     cp = _cp(cp)
-    gpus = cp if gpus is None else int(number("gpus", gpus, integer=True))
+    gpus = cp if gpus is None else gpu_count("gpus", gpus)
     unit = int(np.lcm(int(number("multiple", multiple, integer=True)), 2 * cp))
 
     def fits(n: int) -> bool:

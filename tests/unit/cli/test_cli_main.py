@@ -277,3 +277,36 @@ def test_a_non_finite_answer_is_an_error(out, as_json):
         finite(out, as_json, False)
     finite('{"time_s": 1.0, "name": "Infinity"}', True, False)  # a word in a string is not a number
     finite("information about infinity", False, False)
+
+
+
+@pytest.mark.parametrize("flags, argument", [
+    (("--carry-h200-efficiencies",), "--carry-h200-efficiencies"),
+    (("--launch", "eager"), "--launch"),
+])
+def test_measured_roof_options_without_the_measured_roof_are_refused(flags, argument):
+    status, out, _ = in_process("decode", "llama-3-8b", "--gpu", "h100", *flags, "--json")
+    error = json.loads(out)
+    assert status == 2 and error["argument"] == argument
+    assert argument in error["error"] and "--roof measured" in error["error"]
+
+
+@pytest.mark.parametrize("args, argument, message", [
+    (("train", "llama-3-8b", "--gpu", "h100", "--seq", "4096", "--gpus", "9007199254740992", "--zero", "3"), "--gpus",
+     "--gpus must be at most 1,048,576"),
+    (("train", "llama-3-8b", "--gpu", "h100", "--seq", "4096", "--nodes", "2", "--gpus-per-node", "1000"),
+     "--gpus-per-node", "--gpus-per-node must be at most 576"),
+    (("train", "llama-3-8b", "--gpu", "h100", "--seq", "4096", "--nodes", "9007199254740992"), "--nodes",
+     "--nodes must be at most 1,048,576"),
+])
+def test_gpu_counts_are_checked_against_the_fabric(args, argument, message):
+    status, out, _ = in_process(*args, "--json")
+    error = json.loads(out)
+    assert status == 2 and error["argument"] == argument and message in error["error"]
+
+
+@pytest.mark.parametrize("value", ["\u0663", "\u0661\u0662", "-0", "+1", "\uff11"])
+def test_whole_number_flags_take_ascii_digits_only(value):
+    status, out, _ = in_process("decode", "llama-3-8b", "--gpu", "h100", "--context", value, "--json")
+    assert status == 2 and "in the digits 0-9" in json.loads(out)["error"]
+    assert in_process("decode", "llama-3-8b", "--gpu", "h100", "--context", "1_024")[0] == 0
