@@ -38,6 +38,12 @@ def run_prefill(args) -> str:
 
 
 def _run(args) -> str:
+    if args.roof != "measured":
+        for flag, given in (("--carry-h200-efficiencies", args.carry_h200_efficiencies),
+                            ("--launch", args.launch != "graph")):
+            if given:
+                raise UsageError(f"{flag} applies to the measured roof only: give --roof measured with it, or leave "
+                                 f"{flag} out", flag)
     m, h = at("model", load_model, args.model), at("--gpu", get_hardware, args.gpu, args.catalog)
     one_split(args)
     if args.ep > 1:

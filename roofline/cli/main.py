@@ -25,16 +25,19 @@ quietly, as it ends other Unix tools.
 
 from __future__ import annotations
 
+import json
+import re
 import sys
+import warnings
 from typing import Sequence
 
 from roofline.cli import catalog, inference, serving, training
 from roofline.cli.output import report, wants_json, write
-from roofline.cli.parser import UsageError, at, build_parser
+from roofline.cli.parser import HelpRequested, UsageError, at, build_parser
 from roofline.core.hardware import CatalogError, hardware_names
 from roofline.core.model import NotModelledError
 
-__all__ = ["main", "COMMANDS"]
+__all__ = ["main", "COMMANDS", "finite"]
 
 COMMANDS = {
     "hardware": catalog.run_hardware,
@@ -50,11 +53,42 @@ COMMANDS = {
 """Each command's handler: parsed arguments in, the text (or JSON) to print out."""
 
 
+_NOT_FINITE = re.compile(r"(?<![\w.])-?(?:nan|inf)(?![\w])")
+
+
+def _reject_constant(name: str):
+    raise ValueError(name)
+
+
+def finite(out: str, as_json: bool, warned: bool) -> None:
+    """Refuse an answer that is not a finite number anywhere (``Infinity`` or ``NaN`` in JSON, ``inf s`` or
+    ``nan`` in text): a ``ValueError`` saying so, reported with status 2, rather than a number no reader (nor a
+    strict JSON parser such as jq) can use. ``warned``: numpy warned on the way (an overflow, 0/0)."""
+    if as_json:
+        try:
+            json.loads(out, parse_constant=_reject_constant)
+            return
+        except ValueError:
+            pass
+        bad = re.search(r'"([^"]+)":\s*-?(?:Infinity|NaN)', out)
+        where = f" ({bad.group(1)})" if bad else ""
+    elif _NOT_FINITE.search(out) is None:
+        return
+    else:
+        where = ""
+    raise ValueError(f"the answer is not a finite number{where}"
+                     + (" (the arithmetic overflowed or divided zero by zero)" if warned else "")
+                     + ": an input is too extreme for the model to mean anything (a catalog figure, a fraction of "
+                       "peak, a count); give values within a chip's and a model's range")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status (0 fine, 1 not modelled, 2 bad input).
 
     A closed pipe returns 141 (128 + SIGPIPE, as a shell reports for a tool that signal ended)
-    with nothing printed.
+    with nothing printed; a closed stdout (``>&-``) returns 2 with a line on stderr, a closed stderr
+    (``2>&-``) keeps the status of the error it could not print. ``--help`` prints the help and returns 0
+    (under ``--json``, as ``{"help": TEXT}``).
     """
     argv = list(sys.argv[1:] if argv is None else argv)
     as_json = wants_json(argv)
@@ -63,7 +97,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(argv)
         if args.catalog is not None:
             at("--catalog", hardware_names, args.catalog)  # a bad catalog is named as such, whatever the command
-        out = COMMANDS[args.command](args)
+        with warnings.catch_warnings(record=True) as caught:  # no RuntimeWarning reaches a reader
+            warnings.simplefilter("always", RuntimeWarning)
+            out = COMMANDS[args.command](args)
+        finite(out, as_json, bool(caught))
+    except HelpRequested as exc:
+        return write(json.dumps({"help": exc.text}, indent=2) if as_json else exc.text.rstrip("\n"))
     except UsageError as exc:
         return report(2, exc.message, exc.argument, as_json, usage=exc.usage)
     except NotModelledError as exc:

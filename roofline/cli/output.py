@@ -15,20 +15,26 @@ __all__ = ["wants_json", "tp_lines", "report", "write", "quiet_stdout", "EXIT_BR
 
 
 def wants_json(argv: Sequence[str]) -> bool:
-    """Whether ``--json`` (or an abbreviation argparse would accept, ``--js``) is among the arguments."""
-    return any(a.startswith("--j") and "--json".startswith(a) for a in argv if isinstance(a, str))
+    """Whether ``--json`` (or an abbreviation argparse would accept, ``--js``) is among the arguments; ``--json=1``
+    counts too, so that argparse's refusal of it is reported as JSON."""
+    return any(a.split("=", 1)[0].startswith("--j") and "--json".startswith(a.split("=", 1)[0])
+               for a in argv if isinstance(a, str))
 
 
 def report(status: int, message: str, argument: str | None, as_json: bool, usage: str = "") -> int:
-    """Print an error the way the caller asked for (a line on stderr, or one JSON object on stdout)."""
+    """Print an error the way the caller asked for (a line on stderr, or one JSON object on stdout); the status.
+
+    It never raises: a closed or failing stream (``2>&-``, ``>&-``, a closed pipe) loses the message, not the
+    status."""
     try:
         # one write each, so that a notebook capturing the streams never splits a message
         if as_json:
             sys.stdout.write(json.dumps({"error": message, "argument": argument, "status": status}, indent=2) + "\n")
         else:
             sys.stderr.write(usage + (message if message.startswith("roofline") else f"roofline: error: {message}") + "\n")
-        sys.stdout.flush()
-    except (BrokenPipeError, OSError):
+        if sys.stdout is not None:
+            sys.stdout.flush()
+    except Exception:  # noqa: BLE001 - a closed stream (None), a closed pipe, a full disk: keep the status
         quiet_stdout()
     return status
 
@@ -50,15 +56,16 @@ def write(out: str) -> int:
     """Print a command's answer and a newline; the exit status: 0, or 141 after a closed pipe (nothing more
     printed), or 2 when the output cannot be written (a full disk), with a one-line message."""
     try:
+        if sys.stdout is None:  # started with stdout closed (`roofline hardware >&-`)
+            raise OSError(9, "stdout is closed")
         sys.stdout.write(out + "\n")
         sys.stdout.flush()
     except BrokenPipeError:
         quiet_stdout()
         return EXIT_BROKEN_PIPE
-    except OSError as exc:  # a full disk, a device that refuses the write
+    except (OSError, ValueError) as exc:  # a full disk, a device that refuses the write, a closed file object
         quiet_stdout()
-        sys.stderr.write(f"roofline: error: cannot write the output: {exc.strerror or exc}\n")
-        return 2
+        return report(2, f"cannot write the output: {getattr(exc, 'strerror', None) or exc}", None, False)
     return 0
 
 

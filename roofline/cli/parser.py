@@ -22,8 +22,8 @@ from roofline.serving.capacity import VLLM_BLOCK_SIZE
 from roofline.serving.speculative import DRAFTS
 from roofline.workloads.inference import ACCOUNTINGS, OPTIONS
 
-__all__ = ["UsageError", "build_parser", "whole", "storage_format", "fraction", "acceptance", "recompute", "at",
-           "one_split", "GPUS_PER_NODE"]
+__all__ = ["UsageError", "HelpRequested", "build_parser", "whole", "storage_format", "fraction", "acceptance", "recompute", "at",
+           "one_split", "GPUS_PER_NODE", "SMALLEST_FRACTION"]
 
 
 # The largest count the command line takes: 2**53, past which a float no longer holds every whole number.
@@ -35,10 +35,10 @@ def whole(minimum: int):
 
     def parse(text: str) -> int:
         shown = text if len(text) <= 40 else f"{text[:20]}...{text[-10:]} ({len(text):,} characters)"
-        try:
-            value = int(text.replace("_", "").replace(",", ""))
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected a whole number >= {minimum}, got {shown!r}") from None
+        digits = text.strip().replace("_", "").replace(",", "")
+        if not re.fullmatch(r"[0-9]+", digits):  # ASCII digits only: no sign (-0), no Arabic-Indic or other digits
+            raise argparse.ArgumentTypeError(f"expected a whole number >= {minimum} in the digits 0-9, got {shown!r}")
+        value = int(digits)
         if value < minimum:
             raise argparse.ArgumentTypeError(f"expected a whole number >= {minimum}, got {shown!r}")
         if value > _LARGEST:
@@ -69,9 +69,21 @@ class UsageError(Exception):
         self.message, self.argument, self.usage = message, argument, usage
 
 
+class HelpRequested(Exception):
+    """``--help`` was given: the help text, for ``main`` to print (as text, or as JSON under ``--json``)."""
+
+    def __init__(self, text: str):
+        super().__init__(text)
+        self.text = text
+
+
 class _Parser(argparse.ArgumentParser):
     """An argument parser that raises :class:`UsageError` rather than printing and exiting, so that
-    ``main`` reports every error one way (plain or JSON)."""
+    ``main`` reports every error one way (plain or JSON), and :class:`HelpRequested` for ``--help``, so that
+    ``main`` prints it through the same guarded write (``--help --json`` as JSON, ``--help >&-`` quietly)."""
+
+    def print_help(self, file=None):
+        raise HelpRequested(self.format_help())
 
     def error(self, message: str):
         found = re.match(r"argument ([^:]+): ", message)
@@ -221,7 +233,8 @@ def _moe_flags(p: argparse.ArgumentParser) -> None:
 
 
 def at(argument: str, call, *args, **kwargs):
-    """Call ``call``; a bad-input error it raises becomes a :class:`UsageError` naming ``argument``."""
+    """Call ``call``; a bad-input error it raises becomes a :class:`UsageError` naming ``argument``, or the flag
+    the message itself names ("gpus must be at most ..." is ``--gpus``'s fault whatever ``argument`` says)."""
     try:
         return call(*args, **kwargs)
     except NotModelledError:
@@ -229,8 +242,23 @@ def at(argument: str, call, *args, **kwargs):
     except CatalogError as exc:
         raise UsageError(str(exc), "--catalog") from None
     except (KeyError, ValueError, TypeError, OverflowError) as exc:
-        message = exc.args[0] if isinstance(exc, KeyError) and exc.args else str(exc)
-        raise UsageError(str(message), argument) from None
+        message = str(exc.args[0] if isinstance(exc, KeyError) and exc.args else exc)
+        named = re.match(r"([a-z][a-z_]*) must be (?:at most|a whole number|a single|a finite)", message)
+        flag = "--" + named.group(1).replace("_", "-") if named else None
+        if flag is not None and flag in _flags():
+            message, argument = flag + message[len(named.group(1)):], flag
+        raise UsageError(message, argument) from None
+
+
+_FLAGS: set[str] = set()
+
+
+def _flags() -> set[str]:
+    """Every option string of every command (``--gpus``, ``--context``...), read once from the parser."""
+    if not _FLAGS:
+        for p in build_parser()._subparsers._group_actions[0].choices.values():
+            _FLAGS.update(s for a in p._actions for s in a.option_strings if s.startswith("--"))
+    return _FLAGS
 
 
 def recompute(text: str) -> str:
@@ -243,14 +271,20 @@ def recompute(text: str) -> str:
                                          f"checkpoint every K layers), got {shown!r}") from None
 
 
+# The smallest fraction of peak the command line takes: below a millionth of peak, times leave any horizon a
+# reader means (5e-324 makes them infinite).
+SMALLEST_FRACTION = 1e-6
+
+
 def fraction(text: str) -> float:
-    """An argparse type: a fraction of peak, above 0 and at most 1."""
+    """An argparse type: a fraction of peak, at least :data:`SMALLEST_FRACTION` and at most 1."""
     try:
         value = float(text)
     except ValueError:
         value = float("nan")
-    if not 0 < value <= 1:  # also refuses nan
-        raise argparse.ArgumentTypeError(f"expected a fraction of peak above 0 and at most 1, such as 0.5, got {text[:40]!r}")
+    if not SMALLEST_FRACTION <= value <= 1:  # also refuses nan
+        raise argparse.ArgumentTypeError(f"expected a fraction of peak at least {SMALLEST_FRACTION:g} and at most 1, "
+                                         f"such as 0.5, got {text[:40]!r}")
     return value
 
 

@@ -17,6 +17,7 @@ from roofline.parallel.tensor_parallel import check_tp
 from roofline.serving.capacity import (ServingPlan, check_context, expert_parallel_footprint, kv_replicas,
                                        largest_batch, latency_throughput, serving_plan, time_to_first_token,
                                        tp_serving_plan)
+from roofline.workloads.memory import fit_verdict, inference_footprint
 from roofline.serving.speculative import best_gamma, breakeven_alpha, speculate, stops_paying_batch
 
 __all__ = ["run_serve", "run_speculate", "expert_parallel"]
@@ -106,10 +107,12 @@ def _speculate(args: argparse.Namespace, m: Model, h: Hardware) -> str:
     best, best_speed = best_gamma(m, draft, h, args.alpha, batch=args.batch, context=args.context)
     stop = stops_paying_batch(m, draft, h, args.alpha, args.gamma, context=args.context)
     room = largest_batch(m, h, max(args.context, 1))
+    held = inference_footprint(m, args.batch, args.context + 1)  # the target's weights and cache after the step
+    fits = bool(held.fits(h))
     if args.json:
         return json.dumps({"gpu": h.key, **plan.as_dict(), "breakeven_alpha": even, "best_gamma": best,
                            "best_gamma_speedup": best_speed, "stops_paying_batch": stop,
-                           "largest_batch": room}, indent=2)
+                           "largest_batch": room, "fits": fits, "resident_bytes": float(held.total)}, indent=2)
     rows = [("tokens per verify step", f"{plan.tokens_per_step:.3f} (gamma {plan.gamma}, alpha {plan.alpha:g})"),
             ("plain decode step", f"{fmt(plan.decode_time, 's')} ({plan.decode_bound}-bound)"),
             ("draft step", fmt(plan.draft_time, "s")),
@@ -124,8 +127,12 @@ def _speculate(args: argparse.Namespace, m: Model, h: Hardware) -> str:
              + f" ({room:,} sequences of {max(args.context, 1):,} tokens fit beside the weights)")]
     width = max(len(k) for k, _ in rows)
     where = f"{plan.target} with draft {plan.draft} on one {h.short}, batch {int(plan.batch):,}, {plan.context:,} tokens"
+    verdict = fit_verdict(float(held.total), h)
+    memory = (f"memory: the target's weights and KV cache, {fmt(float(held.total), 'B')}, {verdict}" if fits else
+              f"DOES NOT FIT: batch {args.batch:,} at {args.context:,} tokens holds {fmt(float(held.total), 'B')}, "
+              f"{verdict}; the times above assume it fit")
     return "\n".join([f"speculative decoding of {where}", *(f"  {k.ljust(width)}  {v}" for k, v in rows),
-                      f"  (roof: {plan.roof}, datasheet; text accounting; the draft's own memory not counted)"])
+                      f"  (roof: {plan.roof}, datasheet; text accounting; the draft's own memory not counted)", memory])
 
 
 def expert_parallel(args: argparse.Namespace, m: Model, h: Hardware) -> str:

@@ -104,9 +104,11 @@ def _plan(args, catalog) -> str:
         raise
     except (KeyError, ValueError, TypeError) as exc:
         message = str(exc.args[0] if isinstance(exc, KeyError) and exc.args else exc)
-        argument = "--global-batch" if message.startswith("global_batch") else "--nodes" if "fits on no" in message \
-            else "--seq" if message.startswith("seq") else "model"
-        raise UsageError(message.replace("global_batch", "--global-batch", 1), argument) from None
+        flags = {"global_batch": "--global-batch", "gpus_per_node": "--gpus-per-node", "nodes": "--nodes",
+                 "seq": "--seq", "achieved": "--achieved"}
+        named = next((f for f in flags if message.startswith(f + " ")), None)
+        argument = flags[named] if named else "--nodes" if "fits on no" in message else "model"
+        raise UsageError(message.replace(named, flags[named], 1) if named else message, argument) from None
     top = result.top(args.top)
     if args.json:
         return json.dumps({

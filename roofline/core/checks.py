@@ -13,7 +13,7 @@ from collections.abc import Iterable
 
 import numpy as np
 
-__all__ = ["number", "broadcast", "unknown_name", "UnknownNameError", "close_matches"]
+__all__ = ["number", "count", "LARGEST_COUNT", "broadcast", "unknown_name", "UnknownNameError", "close_matches"]
 
 
 class UnknownNameError(KeyError):
@@ -33,7 +33,7 @@ def number(name: str, value, *, minimum: float = 0.0, strict: bool = True, integ
     t = type(value)
     if (t is float or (t is int and -2**53 <= value <= 2**53)):  # the common scalar case, checked without numpy
         ok = math.isfinite(value) and (value > minimum if strict else value >= minimum)
-        if ok and (not integer or value == int(value)):
+        if ok and (not integer or (value == int(value) and abs(value) <= LARGEST_COUNT)):
             return float(value)
     if isinstance(value, (bool, np.bool_)) or isinstance(value, (str, bytes)):
         raise TypeError(f"{name} must be a number, got {type(value).__name__} {value!r}")
@@ -59,6 +59,11 @@ def number(name: str, value, *, minimum: float = 0.0, strict: bool = True, integ
     bad = ~np.isfinite(arr) | ((arr <= minimum) if strict else (arr < minimum))
     if integer:
         bad |= np.isfinite(arr) & (arr != np.round(arr))
+        huge = np.isfinite(arr) & (np.abs(arr) > LARGEST_COUNT)
+        if (huge & ~bad).any():  # a whole number past 2**53: no count means that much, and its arithmetic overflows
+            first = float(arr[huge & ~bad].flat[0])
+            shown = f"{first:,.0f}" if first < 1e20 else f"{first:g}"
+            raise ValueError(f"{name} must be a whole number no larger than {LARGEST_COUNT:,} (2**53), got {shown}")
     if bad.any():
         kind = "a whole number" if integer else "a finite number"
         if arr.ndim == 0:
@@ -66,6 +71,26 @@ def number(name: str, value, *, minimum: float = 0.0, strict: bool = True, integ
         first = float(arr[bad].flat[0])
         raise ValueError(f"{name} must be {kind} {comparison} {minimum:g} in every element, got {first!r}")
     return arr.item() if arr.ndim == 0 else arr
+
+
+# The largest whole number a count may be (2**53): past it a float no longer holds every whole number, and no batch,
+# token or GPU count means that much.
+LARGEST_COUNT = 2**53
+
+
+def count(name: str, value, *, minimum: int = 1, maximum: int = LARGEST_COUNT, what: str = "") -> int:
+    """Return ``value`` as a Python ``int`` after checking that it is one whole number in ``[minimum, maximum]``.
+
+    For every count that sizes an array or a loop (GPUs, nodes, a degree, a sweep's length): an array, a
+    fraction, a non-finite or a value past ``maximum`` is a ``ValueError`` or ``TypeError`` naming ``name``, so
+    that nothing allocates or loops in proportion to an unbounded input. ``what`` says why the bound is there.
+    """
+    if not isinstance(value, (int, float, str, bytes)) and np.ndim(value) != 0:
+        raise TypeError(f"{name} must be a single whole number, got an array of shape {np.shape(value)}")
+    v = number(name, value, minimum=minimum, strict=False, integer=True)
+    if v > maximum:
+        raise ValueError(f"{name} must be at most {maximum:,}{what}, got {_short(value)}")
+    return int(v)
 
 
 def _digits(value) -> str:

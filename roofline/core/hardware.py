@@ -210,8 +210,25 @@ def _table(where: str, value, what: str) -> dict:
     return value
 
 
-def _figure(where: str, raw, sources: Mapping[str, Source], expect: str) -> Spec:
+def _known_fields(where: str, raw: Mapping, known) -> None:
+    """Refuse a field no rule reads (``bogus = 5``, a misspelt ``hbm_bandwith``): it would be ignored silently."""
+    unknown = [k for k in raw if k not in known]
+    if unknown:
+        raise CatalogError(f"{where}: unknown field {unknown[0]!r}; expected one of {', '.join(known)}")
+
+
+_FIGURE_FIELDS = ("value", "unit", "source", "note", "sparse")
+_LINK_FIELDS = (*_FIGURE_FIELDS, "direction", "name")
+_ENTRY_FIELDS = ("name", "short", "aliases", "vendor", "architecture", "year", "form_factor", "memory_type",
+                 "hbm_bandwidth", "hbm_capacity", "hbm_total", "reserve", "l2", "llc", "shared_memory_per_sm",
+                 "power", "dense", "sparse", "interconnect")
+# A source's date: a year, a month or a day, as ISO 8601 writes them ("2024", "2024-03", "2024-03-18").
+_DATE = re.compile(r"(19|20|21)\d\d(-(0[1-9]|1[0-2])(-(0[1-9]|[12]\d|3[01]))?)?")
+
+
+def _figure(where: str, raw, sources: Mapping[str, Source], expect: str, fields=_FIGURE_FIELDS) -> Spec:
     raw = _table(where, raw, "a table {value, unit, source}")
+    _known_fields(where, raw, fields)
     for key in ("value", "unit", "source"):
         if key not in raw:
             raise CatalogError(f"{where}: missing '{key}'")
@@ -235,7 +252,15 @@ def _figure(where: str, raw, sources: Mapping[str, Source], expect: str) -> Spec
     si_value = float(value) * scale
     if not math.isfinite(si_value):
         raise CatalogError(f"{where}: expected a positive finite number, got {value:g} {unit}, which overflows")
+    if not _PLAUSIBLE[0] <= si_value <= _PLAUSIBLE[1]:  # a figure no chip can have, whose answers mean nothing
+        raise CatalogError(f"{where}: expected a figure between {_PLAUSIBLE[0]:g} and {_PLAUSIBLE[1]:g} {si}, got "
+                           f"{value:g} {unit}; every answer computed from it would be out of any range a chip has")
     return Spec(si_value, si, sources[raw["source"]], note, f"{value:g} {unit}")
+
+
+# The range a figure in SI units may take (FLOP/s, B/s, B, W): a billion times past any chip made either way, and
+# narrow enough that no time, rate or capacity computed from it leaves the floats (1e-320 TFLOP/s, 1e30 GB).
+_PLAUSIBLE = (1.0, 1e24)
 
 
 # The years a datasheet figure can plausibly carry: the first GPUs with programmable shaders to a
@@ -245,6 +270,7 @@ _YEARS = (1990, 2100)
 
 def _hardware(key: str, raw, sources: Mapping[str, Source]) -> Hardware:
     raw = _table(_where(key), raw, "a table of the chip's fields")
+    _known_fields(_where(key), raw, _ENTRY_FIELDS)
     missing = [k for k in _REQUIRED if k not in raw]
     if missing:
         raise CatalogError(f"{_where(key)}: missing field(s) {', '.join(missing)}")
@@ -258,8 +284,14 @@ def _hardware(key: str, raw, sources: Mapping[str, Source]) -> Hardware:
     aliases = raw.get("aliases", [])
     if not isinstance(aliases, list):
         raise CatalogError(f"{_where(key, 'aliases')}: expected a list of strings such as [\"h100\"], got {_shown(aliases)}")
+    seen: dict[str, int] = {}
     for i, alias in enumerate(aliases):
         _text_field(_where(key, f"aliases[{i}]"), alias)
+        name = alias.strip().lower()
+        if name in seen:
+            raise CatalogError(f"{_where(key, f'aliases[{i}]')}: {alias!r} is given twice (aliases[{seen[name]}] "
+                               "already); give each alias once")
+        seen[name] = i
     figures: dict[str, Spec] = {}
     for name, si in _FIGURE_UNITS.items():
         if name in raw:
@@ -291,7 +323,7 @@ def _hardware(key: str, raw, sources: Mapping[str, Source]) -> Hardware:
         here = _where(key, f"interconnect.{tier}")
         if tier not in _TIERS:
             raise CatalogError(f"{here}: unknown tier; expected one of {', '.join(_TIERS)}")
-        f = _figure(here, fig, sources, "B/s")
+        f = _figure(here, fig, sources, "B/s", _LINK_FIELDS)
         direction = fig.get("direction")
         if direction not in ("bidirectional", "each way"):
             raise CatalogError(f"{here}.direction: expected 'bidirectional' or 'each way', got {_shown(direction)}")
@@ -371,9 +403,12 @@ def _validated(raw: dict) -> dict[str, Hardware]:
             raise CatalogError(f"[sources.{key}]: missing {', '.join(missing)}")
         title = _text_field(f"[sources.{key}] title", s["title"])
         url = _text_field(f"[sources.{key}] url", s["url"])
-        if isinstance(s["date"], (dict, list, bool)):
-            raise CatalogError(f"[sources.{key}] date: expected a date such as \"2024-03\", got {_shown(s['date'])}")
+        _known_fields(f"[sources.{key}]", s, ("title", "url", "date"))
+        if isinstance(s["date"], (dict, list, bool)) or not _DATE.fullmatch(str(s["date"])):
+            raise CatalogError(f"[sources.{key}] date: expected a date such as \"2024\", \"2024-03\" or \"2024-03-18\", "
+                               f"got {_shown(s['date'])}")
         sources[key] = Source(key, title, url, str(s["date"]))
+    _known_fields("hardware catalog", raw, ("sources", "gpus"))
     gpus = _table("[gpus]", raw.get("gpus", {}), "a table of [gpus.KEY] tables")
     if not gpus:
         raise CatalogError("hardware catalog has no [gpus.*] entries")

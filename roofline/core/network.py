@@ -13,12 +13,28 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Mapping
 
-from roofline.core.checks import number
+from roofline.core.checks import count, number
 from roofline.core.collectives import bytes_sent
 from roofline.core.hardware import Spec, Hardware, get_hardware
 from roofline.core.policies import ZERO_STAGES, zero_stage as zero_stage_of
 
-__all__ = ["Tier", "bandwidth_tiers", "data_parallel_bytes", "ZERO_STAGES", "ZERO_COLLECTIVES", "transfer_time"]
+__all__ = ["Tier", "bandwidth_tiers", "data_parallel_bytes", "ZERO_STAGES", "ZERO_COLLECTIVES", "transfer_time",
+           "MAX_GPUS", "MAX_GPUS_PER_NODE", "gpu_count"]
+
+# The fabric's bounds on a GPU count. One NVLink domain (a "node" here) holds at most 576 GPUs (NVIDIA's largest
+# announced NVLink switch domain, NVL576; an HGX node has 8, a GB200 NVL72 rack 72); a cluster, at most 2**20
+# GPUs (about ten times the largest built so far). Counts past them describe no machine and only grow the sums.
+MAX_GPUS_PER_NODE = 576
+MAX_GPUS = 2**20
+
+
+def gpu_count(name: str, value, *, per_node: bool = False) -> int:
+    """``value`` as an ``int`` after checking it is a GPU count the fabric can hold: at most :data:`MAX_GPUS` in a
+    cluster, or :data:`MAX_GPUS_PER_NODE` in one NVLink domain (``per_node``); a ``ValueError`` naming ``name``."""
+    if per_node:
+        return count(name, value, maximum=MAX_GPUS_PER_NODE, what=" (the largest NVLink domain, "
+                                                                  "roofline.core.network.MAX_GPUS_PER_NODE)")
+    return count(name, value, maximum=MAX_GPUS, what=" (a cluster of 2**20 GPUs, roofline.core.network.MAX_GPUS)")
 
 # The collectives each ZeRO stage runs per step on the gradients' or weights' size (chapter 7): plain data
 # parallelism all-reduces the gradients; stages 1 and 2 reduce-scatter them (each GPU keeps the share it

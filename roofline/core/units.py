@@ -7,6 +7,7 @@ Formatting happens only at the edge, in :func:`fmt` and :class:`Quantity`.
 
 from __future__ import annotations
 
+import decimal
 import math
 import re
 from dataclasses import dataclass
@@ -126,6 +127,9 @@ _PREFIXED = {"s", "B", "B/s", "FLOP", "FLOP/s", "W", "b/s"}
 # Units written against the number, with no space.
 _TIGHT = {"%", "×"}
 
+# Beyond these (after the prefix), a number prints in scientific notation, which a reader can read at any size.
+_SCIENTIFIC = (1e15, 1e-9)
+
 _PREFIXES = [(1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"), (1.0, ""), (1e-3, "m"), (1e-6, "µ"), (1e-9, "n")]
 
 
@@ -163,12 +167,16 @@ def fmt(value: float, unit: str = "", digits: int = 3, *, prefix: str | None = N
         raise ValueError(f"prefix must be one of {', '.join(repr(p) for _, p in _PREFIXES)}, got {prefix!r}")
     try:
         value = float(value)
+    except OverflowError:  # an integer past the largest float (10**400): its digits, in scientific notation
+        text = f"{decimal.Decimal(int(value)):.{digits - 1}e}".replace("E", "e")
+        return f"{text} {unit}".strip() if unit not in _TIGHT else text + unit
     except (TypeError, ValueError):
         raise TypeError(f"value must be a single real number, got {type(value).__name__} {value!r}"[:160]) from None
     if convert:
         value = _converted(value, unit)
     if not math.isfinite(value):
         return f"{value} {unit}".strip()
+    forced = prefix is not None
     if prefix is None:
         scale, prefix = 1.0, ""
         if value != 0 and unit in _PREFIXED:
@@ -181,6 +189,11 @@ def fmt(value: float, unit: str = "", digits: int = 3, *, prefix: str | None = N
     else:
         scale = dict((p, s) for s, p in _PREFIXES)[prefix]
     x = value / scale
+    if x != 0 and not _SCIENTIFIC[1] <= abs(x) < _SCIENTIFIC[0]:  # past every prefix: 1.00e+30 s, never 31 digits
+        if not forced:
+            x, prefix = value, ""
+        sep = "" if unit in _TIGHT else " "
+        return f"{x:.{digits - 1}e}{sep}{prefix}{unit}".rstrip()
     if fixed is not None:
         text = f"{x:,.{fixed}f}"
     else:

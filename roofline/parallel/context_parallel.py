@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from roofline.core.checks import number, unknown_name
+from roofline.core.checks import count, number, unknown_name
 from roofline.core.collectives import bytes_sent, collective_cost
 from roofline.core.cost import Breakdown
 from roofline.core.hardware import Hardware, get_hardware
@@ -37,6 +37,7 @@ from roofline.workloads.inference import prefill
 from roofline.workloads.memory import (FitsOnItsHardware, Footprint, activation_bytes, layer_activations,
                                        training_footprint)
 from roofline.core.model import Model, NotModelledError, load_model
+from roofline.core.network import gpu_count
 from roofline.core.policies import recompute_policy
 from roofline.core.roof import predict
 from roofline.workloads.training import training_step
@@ -64,8 +65,14 @@ def _layout(layout: str) -> str:
     return layout
 
 
+# The largest context-parallel degree priced: the ring's pair matrix grows as cp**2 (cp 4,096 took 1.7 GB), and
+# no published run spreads one sequence over more GPUs than this (smallest_cp searches up to it too).
+_MAX_CP = 1024
+
+
 def _cp(cp) -> int:
-    return int(number("cp", cp, integer=True))
+    return count("cp", cp, maximum=_MAX_CP, what=" (the ring's pairs grow as cp**2; no run spreads one sequence "
+                                                 "over more GPUs)")
 
 
 def _split(seq, cp: int, layout: str) -> int:
@@ -374,7 +381,7 @@ def plan_context_parallel(model: Model | str, hardware: Hardware | str, *, seq, 
     cp, method, layout = _cp(cp), _method(method), _layout(layout)
     seq = int(number("seq", seq, integer=True))
     micro_batch = int(number("micro_batch", micro_batch, integer=True))
-    gpus = cp if gpus is None else int(number("gpus", gpus, integer=True))
+    gpus = cp if gpus is None else gpu_count("gpus", gpus)
     if method == "ring":
         _split(seq, cp, layout)
     else:
@@ -472,7 +479,7 @@ def longest_sequence(model: Model | str, hardware: Hardware | str, *, cp=1, reco
     (default ``cp``). 0 when not even the shortest fits (the model state alone is too big)."""
     m, hw = load_model(model), get_hardware(hardware)
     cp = _cp(cp)
-    gpus = cp if gpus is None else int(number("gpus", gpus, integer=True))
+    gpus = cp if gpus is None else gpu_count("gpus", gpus)
     unit = int(np.lcm(int(number("multiple", multiple, integer=True)), 2 * cp))
 
     def fits(n: int) -> bool:

@@ -38,12 +38,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from roofline.core.checks import number, unknown_name
+from roofline.core.checks import count, number, unknown_name
 from roofline.core.collectives import collective_cost
 from roofline.parallel.data_parallel import DEFAULT_BUCKET, exposed_time
 from roofline.core.hardware import Hardware, get_hardware
 from roofline.workloads.memory import activation_bytes, recompute_working_set
 from roofline.core.model import Model, load_model, param_count
+from roofline.core.network import MAX_GPUS, MAX_GPUS_PER_NODE
 from roofline.parallel.pipeline import boundary_bytes
 from roofline.parallel.tensor_parallel import check_tp, predict_tp, tp_training_step
 from roofline.workloads.training import check_dense, training_step
@@ -166,6 +167,8 @@ class Plan:
 
     def layout(self, i: int) -> Layout:
         g = self.grid
+        n = len(g["tp"])
+        i = count("i", i, minimum=-n, maximum=n - 1, what=f" (the grid has {n:,} layouts)") if n else count("i", i)
         return Layout(int(g["tp"][i]), int(g["pp"][i]), int(g["dp"][i]), int(g["micro_batch"][i]),
                       int(g["micro_batches"][i]), int(g["v"][i]), str(RECOMPUTES[int(g["recompute"][i])]),
                       int(g["zero_stage"][i]), float(g["memory"][i]), float(g["compute"][i]), float(g["bubble"][i]),
@@ -192,7 +195,15 @@ class Plan:
 
 
 def _degrees(n: int) -> list[int]:
-    return [d for d in range(1, n + 1) if n % d == 0]
+    """The divisors of ``n``, in order: trial division up to its square root, never a loop to ``n``."""
+    small = [d for d in range(1, math.isqrt(n) + 1) if n % d == 0]
+    return small + [n // d for d in reversed(small) if d * d != n]
+
+
+# The most values any of plan's lists (micro_batches, recomputes, zero_stages, chunks) may hold, and the most
+# layouts one search may price: the grid's arrays grow with their product.
+_MOST_CHOICES = 256
+_MOST_LAYOUTS = 20_000_000
 
 
 def _per_case(m: Model, hw: Hardware, t: int, seq: int, mb: int, rc: str, g: int, timing: str, achieved):
@@ -237,16 +248,24 @@ def plan(model: Model | str, hardware: Hardware | str, *, nodes, gpus_per_node=8
     none fits in memory."""
     m, hw = load_model(model), get_hardware(hardware)
     check_dense(m, "plan")
-    nodes = int(number("nodes", nodes, integer=True))
-    g = int(number("gpus_per_node", gpus_per_node, integer=True))
-    seq = int(number("seq", seq, integer=True))
-    B = int(number("global_batch", global_batch, integer=True))
+    g = count("gpus_per_node", gpus_per_node, maximum=MAX_GPUS_PER_NODE,
+              what=" (the largest NVLink domain, roofline.core.network.MAX_GPUS_PER_NODE)")
+    nodes = count("nodes", nodes, maximum=MAX_GPUS // g,
+                  what=f" at {g} GPUs per node (a cluster of at most {MAX_GPUS:,} GPUs, roofline.core.network.MAX_GPUS)")
+    seq = count("seq", seq)
+    B = count("global_batch", global_batch)
+    for name, values in (("micro_batches", micro_batches), ("recomputes", recomputes), ("zero_stages", zero_stages),
+                         ("chunks", chunks)):
+        if np.ndim(values) != 1 or not 0 < len(values) <= _MOST_CHOICES:
+            raise ValueError(f"{name} must be a list of 1 to {_MOST_CHOICES} values, got "
+                             f"{'an array of shape ' + str(np.shape(values)) if np.ndim(values) != 1 else len(values)}")
     bucket = float(number("bucket", bucket))
     if achieved is not None:
         achieved = float(number("achieved", achieved))
         if achieved > 1:
             raise ValueError(f"achieved is a fraction of peak and cannot exceed 1, got {achieved!r}")
     mbs = sorted({int(number("micro_batches", x, integer=True)) for x in micro_batches})
+    mbs = [x for x in mbs if B % x == 0] or mbs[:1]  # a micro-batch that does not divide the batch fits no layout
     rcs = list(dict.fromkeys(recomputes))
     for r in rcs:
         if r not in RECOMPUTES:
@@ -278,6 +297,10 @@ def plan(model: Model | str, hardware: Hardware | str, *, nodes, gpus_per_node=8
     model_flops_seq = float(one["forward"].flops + one["backward"].flops)
 
     # the grid: every combination, as flat arrays
+    size = len(tps) * len(_degrees(N)) * len(mbs) * len(rcs) * len(zs) * len(vs)
+    if size > _MOST_LAYOUTS:
+        raise ValueError(f"the search would price {size:,} layouts, more than {_MOST_LAYOUTS:,}: give fewer "
+                         "micro_batches, recomputes or chunks")
     axes = np.meshgrid(np.arange(len(tps)), np.array(_degrees(N)), np.arange(len(mbs)), np.arange(len(rcs)),
                        np.array(zs), np.array(vs), indexing="ij")
     it, pp, imb, irc, zero, v = (x.ravel() for x in axes)

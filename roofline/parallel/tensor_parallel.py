@@ -39,6 +39,7 @@ from roofline.core.formats import formats as make_formats
 from roofline.core.hardware import Hardware, get_hardware
 from roofline.workloads.inference import decode_step, prefill
 from roofline.core.model import Model, NotModelledError, load_model
+from roofline.core.network import gpu_count
 from roofline.core.policies import recompute_policy
 from roofline.core.roof import Prediction, predict
 from roofline.workloads.kv_cache import largest_batch
@@ -389,7 +390,7 @@ def tp_training_plan(model: Model | str, hardware: Hardware | str, *, tp, gpus=N
     m = check_tp(model, tp, gpus_per_node=gpus_per_node)
     t = _tp(tp)
     hw = get_hardware(hardware)
-    g = t if gpus is None else int(number("gpus", gpus, integer=True))
+    g = t if gpus is None else gpu_count("gpus", gpus)
     if g % t:
         raise ValueError(f"gpus must be a multiple of tp ({t}): the GPUs form {t}-GPU tensor-parallel groups, "
                          f"got gpus={g}")

@@ -39,6 +39,7 @@ from roofline.core.cost import Breakdown
 from roofline.core.hardware import Hardware, get_hardware
 from roofline.workloads.inference import PARTS, decode_step, prefill
 from roofline.core.model import Model, NotModelledError, load_model
+from roofline.core.network import gpu_count
 from roofline.core.ops import Op
 from roofline.core.roof import CalibratedRoof, as_roof, predict
 from roofline.workloads.quantization import check_math
@@ -251,7 +252,7 @@ def serving_plan(model: Model | str, hardware: Hardware | str, context: int, *, 
     ``roofline serve`` prints it.
     """
     m, h = load_model(model), get_hardware(hardware)
-    g = int(number("gpus", gpus, integer=True))
+    g = gpu_count("gpus", gpus)
     context = number("context", context, integer=True)
     if np.ndim(context):
         raise TypeError("serving_plan takes one context; for a sweep call largest_batch with an array")
@@ -403,7 +404,7 @@ def time_to_first_token(model: Model | str, hardware: Hardware | str, prompt, *,
     logits, on ``gpus`` GPUs pooled (all-reduces not counted). Queueing and sharing the step with other
     requests add to it (:mod:`roofline.serving.batching` simulates both). Broadcasts over ``prompt``."""
     m, h = load_model(model), get_hardware(hardware)
-    g = int(number("gpus", gpus, integer=True))
+    g = gpu_count("gpus", gpus)
     prompt = number("prompt", prompt, integer=True)
     check_context(m, prompt)
     if math_dtype is not None:
@@ -427,7 +428,7 @@ def latency_throughput(model: Model | str, hardware: Hardware | str, context: in
     ``max_batch``. Raises a ``ValueError`` when nothing fits or a batch asked for does not.
     """
     m, h = load_model(model), get_hardware(hardware)
-    g = int(number("gpus", gpus, integer=True))
+    g = gpu_count("gpus", gpus)
     context = int(number("context", context, integer=True))
     check_context(m, context)
     kv_dtype = kv_dtype or weights_dtype

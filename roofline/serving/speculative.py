@@ -235,6 +235,9 @@ def speculate(target: Model | str, draft: Model | str, hardware="h200-sxm", alph
     plain = decode_step(t, b, c, **kw)
     small = decode_step(d, b, c, **kw)
     check = verify_step(t, g + 1, c, b, **kw)
+    if d.vocab_size != t.vocab_size:  # the target verifies the draft's tokens (checked after the steps: not modelled first)
+        raise ValueError(f"draft must share the target's vocabulary: {d.name} has {d.vocab_size:,} tokens, "
+                         f"{t.name} {t.vocab_size:,}; its proposals are not the target's tokens")
     p_plain, p_small, p_check = (predict(w, r, timing=timing) for w in (plain, small, check))
     e = expected_tokens(a, g)
     spec_flops = (g * np.asarray(small.flops) + np.asarray(check.flops)) / e

@@ -456,6 +456,10 @@ def attention_parity_tokens(model: Model | str) -> float:
     return m.active_params / (m.attention_width * m.num_layers)
 
 
+# The longest batch sweep compute_bound_batch makes (its arrays hold every batch from 1 to max_batch).
+_MAX_SWEEP = 2**20
+
+
 def compute_bound_batch(model: Model | str, roof, context=0, *, max_batch: int = 1 << 16, **options):
     """The smallest decode batch that the roofline calls compute-bound under ``roof``, or None.
 
@@ -465,6 +469,9 @@ def compute_bound_batch(model: Model | str, roof, context=0, *, max_batch: int =
     """
 
     max_batch = number("max_batch", max_batch, integer=True)
+    if not np.ndim(max_batch) and max_batch > _MAX_SWEEP:  # one array of max_batch batches: bound it first
+        raise ValueError(f"max_batch must be at most {_MAX_SWEEP:,} (2**20; the sweep holds one array of every "
+                         f"batch), got {max_batch:g}")
     if np.ndim(max_batch):
         raise TypeError(f"max_batch must be a single whole number, got an array of shape {np.shape(max_batch)}")
     if np.ndim(context):

@@ -19,7 +19,7 @@ from roofline.workloads.inference import prefill
 from roofline.workloads.memory import (FitsOnItsHardware, Footprint, layer_activations, model_state, offloaded_bytes,
                                        training_footprint)
 from roofline.core.model import Model, NotModelledError, load_model, param_count
-from roofline.core.network import data_parallel_bytes
+from roofline.core.network import data_parallel_bytes, gpu_count
 from roofline.core.ops import attention_flops
 from roofline.core.policies import RECOMPUTE, recompute_policy
 from roofline.core.roof import Prediction, predict
@@ -319,7 +319,7 @@ def plan_training(model: Model | str, hardware: Hardware | str, *, seq, micro_ba
     """
     m, hw = load_model(model), get_hardware(hardware)
     check_dense(m, "plan_training")
-    gpus = int(number("gpus", gpus, integer=True))
+    gpus = gpu_count("gpus", gpus)
     seq = int(number("seq", seq, integer=True))
     micro_batch = int(number("micro_batch", micro_batch, integer=True))
     policy = recompute_policy(recompute)

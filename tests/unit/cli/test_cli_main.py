@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from roofline.cli import main
 
-from cli_helpers import run
+from cli_helpers import in_process, run
 
 
 @pytest.mark.parametrize("args, expected", [
@@ -90,6 +90,47 @@ def test_a_full_device_is_a_message_not_a_traceback():
                               text=True, timeout=120)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert proc.stderr.strip() == "roofline: error: cannot write the output: No space left on device"
+
+
+def _closed(*args, stdout=subprocess.PIPE, stderr=subprocess.PIPE):
+    """``python -m roofline ARGS`` with stdout or stderr closed (None: the shell's ``>&-`` / ``2>&-``)."""
+    fds = {1: stdout, 2: stderr}
+    closing = [fd for fd, s in fds.items() if s is None]
+    preexec = (lambda: [os.close(fd) for fd in closing]) if closing else None
+    return subprocess.run([sys.executable, "-m", "roofline", *args], stdout=stdout or subprocess.DEVNULL,
+                          stderr=stderr or subprocess.DEVNULL, preexec_fn=preexec, timeout=120)
+
+
+@pytest.mark.parametrize("args, closed, status", [
+    (("hardware",), "stdout", 2),                        # `roofline hardware >&-`: nothing can be written
+    (("hardware",), "both", 2),
+    (("hardware", "no-such-chip"), "stderr", 2),         # the error path keeps its status with stderr gone
+    (("decode", "mixtral-8x7b", "--gpu", "h100", "--batch", "8", "--routing", "bogus"), "stderr", 2),
+    (("hardware", "no-such-chip", "--json"), "stdout", 2),  # the JSON error had nowhere to go: only the status
+    (("hardware", "--help"), "stdout", 2),
+    (("hardware",), "stderr", 0),
+])
+def test_closed_streams_give_a_status_never_a_traceback(args, closed, status):
+    out = None if closed in ("stdout", "both") else subprocess.PIPE
+    err = None if closed in ("stderr", "both") else subprocess.PIPE
+    proc = _closed(*args, stdout=out, stderr=err)
+    assert proc.returncode == status
+    if err is not None:
+        text = proc.stderr.decode()
+        assert "Traceback" not in text
+        if "--json" not in args and closed == "stdout":
+            assert text.strip() == "roofline: error: cannot write the output: stdout is closed"
+        elif closed == "stdout":
+            assert text == ""
+
+
+def test_help_under_json_is_json_and_json_with_a_value_is_a_json_error():
+    proc = run("hardware", "--help", "--json", check_rc=0)
+    assert json.loads(proc.stdout)["help"].startswith("usage: roofline hardware")
+    assert run("hardware", "--help", check_rc=0).stdout.startswith("usage: roofline hardware")
+    proc = run("hardware", "--json=1", check_rc=2)
+    error = json.loads(proc.stdout)
+    assert error["argument"] == "--json" and "ignored explicit argument '1'" in error["error"]
 
 
 @pytest.mark.parametrize("content, message", [
@@ -195,11 +236,77 @@ WORDS = ["hardware", "params", "ridge", "decode", "prefill", "--gpu", "--batch",
 def test_fuzz_the_argument_parser(argv):
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            status = main(argv)
-        except SystemExit as exc:  # --help
-            status = exc.code
+        status = main(argv)  # --help too returns, never exits
     assert status in (0, 1, 2), (argv, status, err.getvalue())
     assert "Traceback" not in err.getvalue()
-    if status and any(a == "--json" for a in argv) and "-h" not in argv and "--help" not in argv:
-        assert json.loads(out.getvalue())["status"] == status
+    if any(a == "--json" for a in argv):
+        got = json.loads(out.getvalue())
+        assert (got["status"] == status) if status else True
+
+
+# --- answers that stop meaning anything are refused, never printed as Infinity or NaN --------------
+
+@pytest.mark.parametrize("figure, replaced, message", [
+    ('bf16 = { value = 1000, unit = "TFLOP/s"', 'bf16 = { value = 1e-320, unit = "TFLOP/s"',
+     "[gpus.my-chip] dense.bf16: expected a figure between 1 and 1e+24 FLOP/s"),
+    ('value = 141, unit = "GB"', 'value = 1e30, unit = "GB"', "[gpus.my-chip] hbm_capacity: expected a figure between"),
+])
+def test_catalog_figures_out_of_any_chips_range_are_refused(tmp_path, figure, replaced, message):
+    path = tmp_path / "mine.toml"
+    path.write_text(MY_CHIP.replace(figure, replaced))
+    for command in (("decode", "llama-3-8b", "--gpu", "mine"), ("serve", "llama-3-8b", "--gpu", "mine", "--context",
+                                                                "1024", "--curve")):
+        status, out, _ = in_process(*command, "--catalog", str(path), "--json")
+        assert status == 2 and message in json.loads(out)["error"]
+
+
+def test_a_fraction_of_peak_too_small_to_mean_anything_is_refused():
+    status, out, _ = in_process("train", "llama-3-8b", "--gpu", "h100", "--seq", "4096", "--achieved", "5e-324",
+                                "--json")
+    error = json.loads(out)
+    assert status == 2 and error["argument"] == "--achieved" and "at least 1e-06" in error["error"]
+    status, out, _ = in_process("train", "llama-3-8b", "--gpu", "h100", "--seq", "4096", "--achieved", "1e-6", "--json")
+    assert status == 0 and json.loads(out, parse_constant=pytest.fail)["time_s"] > 1e5
+
+
+@pytest.mark.parametrize("out, as_json", [('{"time_s": Infinity}', True), ('{"a": {"ttft": NaN}}', True),
+                                           ("step inf s", False), ("utilization nan%", False)])
+def test_a_non_finite_answer_is_an_error(out, as_json):
+    from roofline.cli.main import finite
+    with pytest.raises(ValueError, match="not a finite number"):
+        finite(out, as_json, False)
+    finite('{"time_s": 1.0, "name": "Infinity"}', True, False)  # a word in a string is not a number
+    finite("information about infinity", False, False)
+
+
+
+@pytest.mark.parametrize("flags, argument", [
+    (("--carry-h200-efficiencies",), "--carry-h200-efficiencies"),
+    (("--launch", "eager"), "--launch"),
+])
+def test_measured_roof_options_without_the_measured_roof_are_refused(flags, argument):
+    status, out, _ = in_process("decode", "llama-3-8b", "--gpu", "h100", *flags, "--json")
+    error = json.loads(out)
+    assert status == 2 and error["argument"] == argument
+    assert argument in error["error"] and "--roof measured" in error["error"]
+
+
+@pytest.mark.parametrize("args, argument, message", [
+    (("train", "llama-3-8b", "--gpu", "h100", "--seq", "4096", "--gpus", "9007199254740992", "--zero", "3"), "--gpus",
+     "--gpus must be at most 1,048,576"),
+    (("train", "llama-3-8b", "--gpu", "h100", "--seq", "4096", "--nodes", "2", "--gpus-per-node", "1000"),
+     "--gpus-per-node", "--gpus-per-node must be at most 576"),
+    (("train", "llama-3-8b", "--gpu", "h100", "--seq", "4096", "--nodes", "9007199254740992"), "--nodes",
+     "--nodes must be at most 1,048,576"),
+])
+def test_gpu_counts_are_checked_against_the_fabric(args, argument, message):
+    status, out, _ = in_process(*args, "--json")
+    error = json.loads(out)
+    assert status == 2 and error["argument"] == argument and message in error["error"]
+
+
+@pytest.mark.parametrize("value", ["\u0663", "\u0661\u0662", "-0", "+1", "\uff11"])
+def test_whole_number_flags_take_ascii_digits_only(value):
+    status, out, _ = in_process("decode", "llama-3-8b", "--gpu", "h100", "--context", value, "--json")
+    assert status == 2 and "in the digits 0-9" in json.loads(out)["error"]
+    assert in_process("decode", "llama-3-8b", "--gpu", "h100", "--context", "1_024")[0] == 0

@@ -85,3 +85,23 @@ def test_speculate_refuses_a_context_past_the_trained_length():
 def test_speculate_a_mixture_of_experts_is_not_modelled():
     status, out, _ = call("speculate", "mixtral-8x7b", "--draft", "llama-3.2-1b", "--gpu", "h200", "--alpha", "0.8")
     assert status == 1
+
+
+def test_a_draft_with_another_vocabulary_is_refused():
+    status, out, _ = in_process("speculate", "llama-3-8b", "--draft", "gpt2", "--gpu", "h200", "--alpha", "0.8", "--json")
+    error = json.loads(out)
+    assert status == 2 and error["argument"] == "--draft"
+    assert "draft must share the target's vocabulary: gpt2 has 50,257 tokens, llama-3-8b 128,256" in error["error"]
+    with pytest.raises(ValueError, match="share the target's vocabulary"):
+        SP.speculate("llama-3-8b", "gpt2", "h200", 0.8)
+
+
+def test_speculate_says_whether_the_batch_fits():
+    base = ("speculate", "llama-3-8b", "--draft", "llama-3.2-1b", "--gpu", "h200", "--alpha", "0.8")
+    status, out, _ = in_process(*base, "--batch", "9007199254740992")
+    assert status == 0 and out.strip().splitlines()[-1].startswith("DOES NOT FIT: batch 9,007,199,254,740,992")
+    status, out, _ = in_process(*base)
+    assert status == 0 and "fits on the H200" in out.strip().splitlines()[-1]
+    data = json.loads(in_process(*base, "--batch", "4096", "--json")[1])
+    assert data["fits"] is False and data["largest_batch"] < 4096
+    assert json.loads(in_process(*base, "--json")[1])["fits"] is True

@@ -57,3 +57,18 @@ def test_bad_input_names_the_argument(args, argument, words):
     got = json.loads(out)
     assert got["argument"] == argument
     assert words in got["error"]
+
+
+@pytest.mark.parametrize("flags, argument, message", [
+    (("--nodes", "9007199254740992"), "--nodes", "--nodes must be at most 131,072 at 8 GPUs per node"),
+    (("--nodes", "1", "--gpus-per-node", "100000"), "--gpus-per-node", "--gpus-per-node must be at most 576"),
+    (("--nodes", "2", "--gpus-per-node", "9007199254740992"), "--gpus-per-node", "at most 576"),
+])
+def test_plan_answers_huge_clusters_at_once_naming_the_flag(flags, argument, message):
+    import time
+    start = time.perf_counter()
+    status, out, _ = in_process("plan", "llama-3-8b", "--gpu", "h100", "--seq", "4096", "--global-batch", "512",
+                                *flags, "--json")
+    error = json.loads(out)
+    assert status == 2 and error["argument"] == argument and message in error["error"]
+    assert time.perf_counter() - start < 2

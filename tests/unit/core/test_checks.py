@@ -497,3 +497,17 @@ def test_latency_share_bad_input_fails_at_the_edge():
     call, error, message = COLLECTIVES_BAD_INPUT["latency_share"]
     with pytest.raises(error, match=re.escape(message)):
         call()
+
+
+@pytest.mark.parametrize("value, unit, expected", [
+    (10**400, "s", "1.00e+400 s"),          # past the floats: its digits, never an OverflowError
+    (-10**400, "", "-1.00e+400"),
+    (1e308, "s", "1.00e+308 s"),            # past every prefix: scientific, never 300 digits
+    (3e16, "tokens", "3.00e+16 tokens"),
+    (1e-320, "s", "1.00e-320 s"),
+    (2.5e-12, "", "2.50e-12"),
+    (123_456.0, "tokens", "123,456 tokens"),  # within the range, as before
+    (4.794e-3, "s", "4.79 ms"),
+])
+def test_fmt_prints_extreme_values_readably(value, unit, expected):
+    assert fmt(value, unit) == expected

@@ -94,6 +94,14 @@ def test_the_shipped_catalog_parses_through_the_public_loader(tmp_path):
         (lambda t: t.replace('memory_type = "HBM3"\n', '', 1), r"missing field\(s\) memory_type"),
         (lambda t: t.replace('bf16 = { value = 989.4,', 'bf17 = { value = 989.4,', 1), "dense.bf17: unknown dtype"),
         (lambda t: t + "\n[gpus.broken\n", "not valid TOML"),
+        # fields no rule reads, malformed dates and an alias given twice: refused with the entry and field named
+        (lambda t: t.replace('memory_type = "HBM3"\n', 'memory_type = "HBM3"\nbogus = 5\n', 1), r"\[gpus.h100-sxm\]: unknown field 'bogus'"),
+        (lambda t: t.replace('hbm_bandwidth = { value = 3.35, unit = "TB/s",', 'hbm_bandwidth = { value = 3.35, unit = "TB/s", colour = 1,', 1), r"\[gpus.h100-sxm\] hbm_bandwidth: unknown field 'colour'"),
+        (lambda t: t + "\n[extras]\nx = 1\n", "hardware catalog: unknown field 'extras'"),
+        (lambda t: t.replace('date = "2024"', 'date = "yesterday"', 1), r"date: expected a date such as \"2024\".* got 'yesterday'"),
+        (lambda t: t.replace('date = "2024"', 'date = "2024-13"', 1), "got '2024-13'"),
+        (lambda t: t.replace('aliases = ["h100", "h100-sxm5"]', 'aliases = ["h100", "h100-sxm5", "H100"]', 1), r"\[gpus.h100-sxm\] aliases\[2\]: 'H100' is given twice \(aliases\[0\] already\)"),
+        (lambda t: t.replace('bf16 = { value = 989.4, unit = "TFLOP/s",', 'bf16 = { value = 1e-320, unit = "TFLOP/s",', 1), "dense.bf16: expected a figure between 1 and 1e\\+24 FLOP/s"),
     ],
 )
 def test_bad_catalog_entries_get_clear_errors(tmp_path, edit, message):

@@ -244,3 +244,11 @@ def test_a_ring_of_two_makes_one_transfer_per_pass_and_layer():
     four = plan_context_parallel("llama-3-8b", "h100-sxm", seq=65536, cp=4, recompute="none")
     assert four.comm_time == pytest.approx(3 * 32 * 3 * ring_layer_times("llama-3-8b", "h100-sxm", 65536, 4).transfer,
                                            rel=1e-12)
+
+
+def test_the_degree_is_bounded_before_the_pair_matrix_grows_as_its_square():
+    from roofline.parallel.context_parallel import pair_matrix
+    assert pair_matrix(2**20, 1024).shape == (1024, 1024)  # the largest degree priced: about 100 MB at the peak
+    for cp in (2048, 16384, 2**53):
+        with pytest.raises(ValueError, match="cp must be at most 1,024"):
+            pair_matrix(2**20, cp)

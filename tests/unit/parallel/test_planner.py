@@ -1,6 +1,7 @@
 """The planner of chapter 9: every layout it returns fits, the best is the fastest that fits, the grid is
 priced the way the pieces it is made of price one layout."""
 
+import re
 import numpy as np
 import pytest
 
@@ -176,3 +177,37 @@ def test_bubble_share_follows_the_schedule(seventy):
             assert planner.bubble_share(x) == 0
     with pytest.raises(TypeError, match="layout must be a Layout"):
         planner.bubble_share(seventy)
+
+
+# --- every count bounded where it enters: answers (or errors) at once, whatever the input -------------------
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"nodes": 1e308}, "nodes must be a whole number no larger than 9,007,199,254,740,992"),
+    ({"nodes": 2**53}, "nodes must be at most 131,072 at 8 GPUs per node"),
+    ({"nodes": 10**8}, "nodes must be at most 131,072"),
+    ({"nodes": 1, "gpus_per_node": 100_000}, "gpus_per_node must be at most 576"),
+    ({"nodes": 2, "gpus_per_node": 2**53}, "gpus_per_node must be at most 576"),
+    ({"nodes": np.array([])}, "nodes must be a single whole number"),
+    ({"nodes": 8, "micro_batches": np.arange(1, 100_001)}, "micro_batches must be a list of 1 to 256 values"),
+    ({"nodes": 8, "micro_batches": []}, "micro_batches must be a list of 1 to 256 values"),
+])
+def test_plan_refuses_counts_no_cluster_has_at_once(kwargs, message):
+    import time
+    start = time.perf_counter()
+    with pytest.raises((ValueError, TypeError), match=re.escape(message)):
+        plan("llama-3-8b", "h100-sxm", seq=4096, global_batch=512, **{"gpus_per_node": 8, **kwargs})
+    assert time.perf_counter() - start < 2
+
+
+def test_the_divisor_search_is_exact_and_fast():
+    from roofline.parallel.planner import _degrees
+    for n in (1, 2, 12, 36, 97, 1024, 720_720):
+        assert _degrees(n) == [d for d in range(1, n + 1) if n % d == 0]
+    assert _degrees(2**40)[-1] == 2**40 and len(_degrees(2**40)) == 41  # 2**20 trial divisions, not 2**40
+
+
+def test_a_layout_past_the_grid_is_a_clear_error():
+    p = plan("llama-3-8b", "h100-sxm", nodes=2, seq=4096, global_batch=512)
+    assert p.layout(0) == p.layout(-p.count)
+    with pytest.raises(ValueError, match=f"i must be at most {p.count - 1:,} \\(the grid has {p.count:,} layouts\\)"):
+        p.layout(10**9)

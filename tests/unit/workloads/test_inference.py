@@ -339,3 +339,13 @@ def test_a_huge_layer_count_is_counted_not_looped(llama):
         MAX_LAYERS / moe.num_layers * rl.decode_step(moe)["weights"].bytes, rel=1e-12)
     with pytest.raises(ValueError, match="num_layers must be at most 100,000"):
         replace(llama, num_layers=2**50)
+
+
+def test_counts_past_2_to_the_53_are_refused_where_they_enter():
+    with pytest.raises(ValueError, match=r"batch must be a whole number no larger than 9,007,199,254,740,992 \(2\*\*53\), got 1e\+308"):
+        rl.decode_step("llama-3-8b", 1e308)
+    with pytest.raises(ValueError, match="no larger than 9,007,199,254,740,992"):
+        rl.decode_step("llama-3-8b", np.array([1.0, 2.0**60]))
+    assert rl.decode_step("llama-3-8b", 2**53).flops < float("inf")  # the largest count still computes
+    with pytest.raises(ValueError, match=r"max_batch must be at most 1,048,576"):
+        rl.workloads.inference.compute_bound_batch("llama-3-8b", "h100-sxm", max_batch=2**53)
