@@ -77,15 +77,15 @@ BOOK_MARKER = "_toc.yml"  # the file that marks a Jupyter Book's root
 def figures_folder(start: str | Path | None = None) -> Path:
     """Where :func:`save` writes when no folder is given: ``$ROOFLINE_FIGURES`` if set, else the
     ``figures/`` folder of the book that holds ``start`` (default: the working directory, which for a
-    chapter is ``chapters/``), found by walking up to the folder with ``_toc.yml``."""
+    chapter is ``chapters/``), found by walking up to the folder with ``_toc.yml``; a chapter opened
+    outside the book (a copy in a reader's own folder) saves into ``figures/`` beside itself."""
     if os.environ.get("ROOFLINE_FIGURES"):
         return Path(os.environ["ROOFLINE_FIGURES"])
     here = Path(start if start is not None else Path.cwd()).resolve()
     for folder in (here, *here.parents):
         if (folder / BOOK_MARKER).is_file():
             return folder / "figures"
-    raise FileNotFoundError(f"folder: no book found above {str(here)!r} (no {BOOK_MARKER}); pass save(fig, name, "
-                            "folder=...) or set ROOFLINE_FIGURES")
+    return here / "figures"
 
 
 @contextmanager

@@ -84,8 +84,9 @@ def test_figures_folder_is_the_books_figures_or_the_environments(tmp_path, monke
     (tmp_path / "book" / "chapters").mkdir(parents=True)
     (tmp_path / "book" / "_toc.yml").write_text("")
     assert plot.figures_folder(tmp_path / "book" / "chapters") == (tmp_path / "book" / "figures").resolve()
-    with pytest.raises(FileNotFoundError, match="folder: no book found above"):
-        plot.figures_folder(tmp_path)
+    # a chapter copied out of the book (JupyterLab on a reader's folder) still runs: figures/ beside it
+    (tmp_path / "mine").mkdir()
+    assert plot.figures_folder(tmp_path / "mine") == (tmp_path / "mine" / "figures").resolve()
     monkeypatch.setenv("ROOFLINE_FIGURES", str(tmp_path / "elsewhere"))
     assert plot.figures_folder(tmp_path) == tmp_path / "elsewhere"
 
