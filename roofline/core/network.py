@@ -19,7 +19,7 @@ from roofline.core.hardware import Spec, Hardware, get_hardware
 from roofline.core.policies import ZERO_STAGES, zero_stage as zero_stage_of
 
 __all__ = ["Tier", "bandwidth_tiers", "data_parallel_bytes", "ZERO_STAGES", "ZERO_COLLECTIVES", "transfer_time",
-           "MAX_GPUS", "MAX_GPUS_PER_NODE", "gpu_count"]
+           "MAX_GPUS", "MAX_GPUS_PER_NODE", "gpu_count", "cluster"]
 
 # The fabric's bounds on a GPU count. One NVLink domain (a "node" here) holds at most 576 GPUs (NVIDIA's largest
 # announced NVLink switch domain, NVL576; an HGX node has 8, a GB200 NVL72 rack 72); a cluster, at most 2**20
@@ -35,6 +35,17 @@ def gpu_count(name: str, value, *, per_node: bool = False) -> int:
         return count(name, value, maximum=MAX_GPUS_PER_NODE, what=" (the largest NVLink domain, "
                                                                   "roofline.core.network.MAX_GPUS_PER_NODE)")
     return count(name, value, maximum=MAX_GPUS, what=" (a cluster of 2**20 GPUs, roofline.core.network.MAX_GPUS)")
+
+
+def cluster(nodes, gpus_per_node) -> tuple[int, int]:
+    """``(nodes, gpus_per_node)`` as ints after checking each with :func:`gpu_count` and their product
+    against :data:`MAX_GPUS`; a ``ValueError`` naming the argument at fault."""
+    g = gpu_count("gpus_per_node", gpus_per_node, per_node=True)
+    n = gpu_count("nodes", nodes)
+    if n * g > MAX_GPUS:
+        raise ValueError(f"nodes x gpus_per_node must be at most {MAX_GPUS:,} GPUs (roofline.core.network.MAX_GPUS), "
+                         f"got {n:,} x {g:,}")
+    return n, g
 
 # The collectives each ZeRO stage runs per step on the gradients' or weights' size (chapter 7): plain data
 # parallelism all-reduces the gradients; stages 1 and 2 reduce-scatter them (each GPU keeps the share it

@@ -38,7 +38,7 @@ from roofline.core.collectives import bytes_sent, collective_cost, collective_ti
 from roofline.core.hardware import Hardware, get_hardware
 from roofline.workloads.memory import Footprint, training_footprint
 from roofline.core.model import Model, load_model, param_count
-from roofline.core.network import MAX_GPUS, ZERO_COLLECTIVES, gpu_count
+from roofline.core.network import ZERO_COLLECTIVES, cluster
 from roofline.core.policies import recompute_policy, zero_stage as zero_stage_of
 from roofline.core.roof import predict
 from roofline.parallel.tensor_parallel import tier_ridge
@@ -156,11 +156,7 @@ def data_parallel_step(model: Model | str, hardware: Hardware | str, *, nodes=1,
     """
     m, hw = load_model(model), get_hardware(hardware)
     check_dense(m, "data_parallel_step")
-    g = gpu_count("gpus_per_node", gpus_per_node, per_node=True)
-    nodes = gpu_count("nodes", nodes)
-    if nodes * g > MAX_GPUS:
-        raise ValueError(f"nodes x gpus_per_node must be at most {MAX_GPUS:,} GPUs (roofline.core.network.MAX_GPUS), "
-                         f"got {nodes:,} x {g:,}")
+    nodes, g = cluster(nodes, gpus_per_node)
     stage = zero_stage_of(zero_stage).stage
     if not isinstance(hybrid, bool):
         raise TypeError(f"hybrid must be True or False, got {hybrid!r}")
@@ -239,11 +235,7 @@ def hiding_tokens(model: Model | str, hardware: Hardware | str, *, nodes=1, gpus
     threshold scales as one over the link's bandwidth): ``(n-1)/n`` times the link's ridge point for plain
     data parallelism."""
     m, hw = load_model(model), get_hardware(hardware)
-    g = gpu_count("gpus_per_node", gpus_per_node, per_node=True)
-    nodes = gpu_count("nodes", nodes)
-    if nodes * g > MAX_GPUS:
-        raise ValueError(f"nodes x gpus_per_node must be at most {MAX_GPUS:,} GPUs (roofline.core.network.MAX_GPUS), "
-                         f"got {nodes:,} x {g:,}")
+    nodes, g = cluster(nodes, gpus_per_node)
     stage = zero_stage_of(zero_stage).stage
     achieved = float(number("achieved", achieved))
     if achieved > 1:

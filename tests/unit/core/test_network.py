@@ -15,3 +15,13 @@ def test_link_ridge_by_hand():
         rl.link_ridge(h100, "pcie")
     with pytest.raises(ValueError, match="achieved"):
         rl.link_ridge(h100, "host", achieved=0)
+
+
+def test_a_cluster_is_checked_as_a_whole_and_each_count_by_name():
+    from roofline.core.network import MAX_GPUS, cluster
+
+    assert cluster(2048, 8) == (2048, 8)
+    with pytest.raises(ValueError, match="nodes x gpus_per_node must be at most"):
+        cluster(MAX_GPUS // 4, 8)
+    with pytest.raises(ValueError, match="gpus_per_node"):
+        cluster(1, 100_000)
