@@ -174,10 +174,7 @@ def tier_link(hardware: Hardware | str, tier: str) -> tuple[float, float]:
     hw = get_hardware(hardware)
     if tier not in TIERS:
         raise unknown_name("tier", tier, TIERS)
-    if tier not in hw.interconnect:
-        raise ValueError(f"tier must be one of {', '.join(map(repr, hw.interconnect))} for the {hw.short} "
-                         f"(the catalog gives it no {tier!r} link), got {tier!r}")
-    return hw.interconnect[tier].each_way, LATENCY[tier]
+    return hw.link(tier).each_way, LATENCY[tier]
 
 
 @dataclass(frozen=True)

@@ -41,8 +41,8 @@ def test_missing_arguments_exit_2():
 
 
 def test_not_modelled_is_said_plainly():
-    proc = run("decode", "mixtral-8x7b", "--gpu", "h100", "--batch", "8", check_rc=1)
-    assert "not modelled" in proc.stderr and "routing" in proc.stderr
+    proc = run("decode", "deepseek-v3", "--gpu", "h100", "--accounting", "refined", check_rc=1)
+    assert "not modelled" in proc.stderr and "latent attention" in proc.stderr
     assert run("decode", "mixtral-8x7b", "--gpu", "h100", check_rc=0).stdout
 
 
@@ -162,7 +162,7 @@ def test_path_like_models_say_what_is_wrong_with_the_path(args, message):
     (("ridge", "a100-sxm"), 2, "gpu", "did you mean 'a100-sxm-40gb' or 'a100-sxm-80gb'"),
     (("ridge", "v100", "--dtype", "bf16"), 2, "--dtype", "no dense bf16 peak"),
     (("params", "lama-3-8b"), 2, "model", "did you mean"),
-    (("decode", "mixtral-8x7b", "--gpu", "h100", "--batch", "8"), 1, None, "not modelled"),
+    (("decode", "deepseek-v3", "--gpu", "h100", "--accounting", "refined"), 1, None, "not modelled"),
 ])
 def test_json_errors_are_one_object_with_the_argument(args, status, argument, message):
     proc = run(*args, "--json", check_rc=status)
