@@ -90,6 +90,9 @@ class _Parser(argparse.ArgumentParser):
         argument = found.group(1).split("/")[0] if found else None
         if argument is None and (required := re.search(r"arguments are required: (.+)$", message)):
             argument = required.group(1).split(", ")[0]
+        if argument is not None and (given := re.search(r"ignored explicit argument (.+)$", message)):
+            message = (f"argument {argument}: {argument} is a switch and takes no value, got {given.group(1)}: give "
+                       f"{argument} alone")
         raise UsageError(f"{self.prog}: error: {message}", argument, self.format_usage())
 
 

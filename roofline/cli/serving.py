@@ -153,6 +153,7 @@ def expert_parallel(args: argparse.Namespace, m: Model, h: Hardware, assumed: bo
     wd = args.weights_dtype or dtype
     # serve keeps the cache in the weights' format unless told (chapter 5); decode and prefill in --dtype's
     kvd = args.kv_dtype or (wd if args.command == "serve" else dtype)
+    need_links(args, h, args.ep, f"{args.command} --ep {args.ep}")
     per_gpu = at("--ep", weights_per_gpu, m, ep=args.ep, weights_dtype=wd)
     if args.command == "serve":
         most = at("--ep", expert_parallel_batch, m, h, args.context, ep=args.ep, weights_dtype=wd, kv_dtype=kvd,
@@ -171,7 +172,6 @@ def expert_parallel(args: argparse.Namespace, m: Model, h: Hardware, assumed: bo
     else:
         step = at("--ep" if batch % args.ep == 0 else "--batch", expert_parallel_step, m, h, batch, context,
                    ep=args.ep, routing=args.routing, prompt=prompt, dtype=dtype, weights_dtype=wd, kv_dtype=kvd)
-    need_links(args, h, args.ep, f"{args.command} --ep {args.ep}")
     tokens = batch * (prompt or 1)
     out = {"workload": args.command, "model": m.name, "gpu": h.key, "ep": args.ep,
            **routing_fields(m, max(tokens, 1), args.routing, assumed), "batch": batch, "weights_per_gpu": per_gpu,
