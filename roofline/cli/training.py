@@ -113,7 +113,9 @@ def _plan(args, catalog) -> str:
         flags = {"global_batch": "--global-batch", "gpus_per_node": "--gpus-per-node", "nodes": "--nodes",
                  "seq": "--seq", "achieved": "--achieved"}
         named = next((f for f in flags if message.startswith(f + " ")), None)
-        argument = flags[named] if named else "--nodes" if "fits on no" in message else "model"
+        beyond = m.max_position_embeddings is not None and args.seq > m.max_position_embeddings
+        argument = (flags[named] if named else ("--seq" if beyond else "--nodes") if "fits on no" in message
+                    else "model")
         raise UsageError(message.replace(named, flags[named], 1) if named else message, argument) from None
     top = result.top(args.top)
     if args.json:
