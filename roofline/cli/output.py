@@ -35,10 +35,10 @@ def routing_line(fields: dict) -> list[str]:
     if "experts_read_per_layer" not in fields:
         return []
     read, experts = fields["experts_read_per_layer"], fields["experts"]
-    how = {"uniform": "each token picks its experts independently and uniformly: the expected count",
-           "best": "every token sent to the same experts: the fewest, a lower bound",
-           "worst": "as many experts as the tokens can reach: the most, an upper bound"}[fields["routing"]]
-    lines = [f"routing: {fields['routing']} ({how}): {read:,.2f} of {experts} experts read per MoE layer"]
+    how = {"uniform": "independent uniform choices: the expected count",
+           "best": "every token to the same experts: a lower bound",
+           "worst": "as many experts as the tokens reach: an upper bound"}[fields["routing"]]
+    lines = [f"routing: {fields['routing']} ({how}), {read:,.2f} of {experts} experts read per MoE layer"]
     if fields["routing_assumed"]:
         lines.append("  assumed, as no --routing was given; --routing best or worst gives the bounds")
     return lines
