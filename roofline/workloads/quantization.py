@@ -498,6 +498,18 @@ class MeasuredFp8(NamedTuple):
         r = self.row(m)
         return r[3] / r[4 if bf16 == "per call" else 5]
 
+    def graph_over_call(self, m: int) -> float:
+        """The bf16 product of the fp8 shape of ``m`` rows: its rate timed in CUDA graphs over its rate timed
+        one call at a time (chapter 6). A graph only removes the launch, so this should be at least one; below
+        one, the two sweeps differ by more than the launch (clocks, power, the kernel cuBLAS picked)."""
+        r = self.row(m)
+        return r[5] / r[4]
+
+    def graph_slower(self) -> tuple:
+        """The rows ``m`` of the fp8 shapes at which bf16 in CUDA graphs ran slower than bf16 one call at a
+        time (chapter 6): where run-to-run variation outweighs the launch a graph saves."""
+        return tuple(r[0] for r in self.same_shape if r[4] is not None and r[5] is not None and r[5] < r[4])
+
     def of_peak(self, hardware: Hardware | str) -> tuple[float, float]:
         """(fp8, bf16) ceilings as fractions of the datasheet's dense peaks of ``hardware`` (chapter 6)."""
         h = get_hardware(hardware)
