@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Iterable, Mapping, Sequence
+from typing import Iterable, Mapping, NamedTuple, Sequence
 
 import numpy as np
 
@@ -445,6 +445,42 @@ def implied_launches(run: DecodeRun, record: Measurement) -> float:
     record's launch costs: ``(eager - graph) / (eager per kernel - graph per kernel)``."""
     lo = record.launch_overhead
     return (run.seconds_eager - run.seconds_graph) / (lo.eager_s_per_kernel - lo.graph_s_per_kernel)
+
+
+class CallOverhead(NamedTuple):
+    """One bf16 product timed one call at a time against the same product in a CUDA graph (appendix A)."""
+
+    per_call: float  # seconds, one timed call from Python
+    graph: float  # seconds, the same product replayed in a graph
+    launch: float  # seconds, the record's eager launch of a tiny kernel
+
+    @property
+    def extra(self) -> float:
+        """What the per-call timing adds to the product: ``per_call - graph``."""
+        return self.per_call - self.graph
+
+    @property
+    def beyond_launch(self) -> float:
+        """The part of :attr:`extra` the launch figure does not cover: PyTorch's and cuBLAS's host path for a
+        matmul call (argument checks, the dispatcher, the output's allocation, the kernel's selection) and
+        the timer's own events, all inside the timed window: ``extra - launch``."""
+        return self.extra - self.launch
+
+
+def call_overhead(record: Measurement, m: int, n: int, k: int | None = None) -> CallOverhead:
+    """Appendix A: the bf16 product ``m x k @ k x n`` (``k = n`` unless given) of a record timed one call at a
+    time and in a CUDA graph, beside the record's eager launch cost."""
+    k = n if k is None else k
+    def find(gemms, how):
+        got = [g for g in gemms if (g.m, g.n, g.k) == (m, n, k) and getattr(g, "dtype", "bf16") == "bf16"]
+        if not got:
+            raise ValueError(f"(m, n, k) must be a bf16 product the record timed {how}, got {(m, n, k)!r}")
+        return got[0]
+    return CallOverhead(find(record.gemm_per_call, "one call at a time").seconds, find(record.gemm_graph, "in a graph").seconds,
+                        record.launch_overhead.eager_s_per_kernel)
+
+
+__all__ += ["CallOverhead", "call_overhead"]
 
 
 def weights_over_kv(step: Breakdown) -> float:

@@ -510,6 +510,11 @@ class MeasuredFp8(NamedTuple):
         time (chapter 6): where run-to-run variation outweighs the launch a graph saves."""
         return tuple(r[0] for r in self.same_shape if r[4] is not None and r[5] is not None and r[5] < r[4])
 
+    def slower_than_graph(self) -> tuple:
+        """The rows ``m`` at which fp8, timed one call at a time, ran slower than bf16 of the same shape in
+        CUDA graphs (appendix A, exercise 4): small products, where the call's overhead outweighs the math."""
+        return tuple(r[0] for r in self.same_shape if r[5] is not None and r[3] < r[5])
+
     def of_peak(self, hardware: Hardware | str) -> tuple[float, float]:
         """(fp8, bf16) ceilings as fractions of the datasheet's dense peaks of ``hardware`` (chapter 6)."""
         h = get_hardware(hardware)

@@ -478,3 +478,15 @@ def test_calibrated_interpolation_is_straight_on_log_log_axes():
     assert roof.memory_seconds(1e4) == pytest.approx(4e-6, rel=1e-12)
     assert roof.memory_seconds(10**3.5) == pytest.approx(2e-6 * 4**0.25, rel=1e-12)
     assert roof.matmul_flops_per_s(10.0) == pytest.approx(2e13, rel=1e-12)  # sqrt(1e12 x 4e14)
+
+
+def test_a_product_timed_one_call_at_a_time_pays_far_more_than_a_launch(rec):
+    c = M.call_overhead(rec, 1, 4096)
+    # 55.7 us per call against 12.9 us in a graph: 42.7 us added, of which an 11.5 us launch is about a quarter
+    assert (c.per_call, c.graph) == pytest.approx((55.68e-6, 12.94e-6), rel=1e-3)
+    assert c.extra == pytest.approx(c.per_call - c.graph) and c.extra == pytest.approx(42.74e-6, rel=1e-3)
+    assert c.beyond_launch == pytest.approx(c.extra - rec.launch_overhead.eager_s_per_kernel)
+    assert 30e-6 < c.beyond_launch < 32e-6
+    assert M.call_overhead(rec, 1, 8192, 8192).per_call == M.sweep(rec.gemm_per_call, 8192)[0].seconds
+    with pytest.raises(ValueError, match=r"\(m, n, k\) must be a bf16 product the record timed one call at a time"):
+        M.call_overhead(rec, 3, 4096)

@@ -310,6 +310,13 @@ def test_bf16_in_graphs_ran_slower_than_per_call_at_the_headline_shape():
         gap.graph_over_call(3)
 
 
+def test_fp8_per_call_is_slower_than_bf16_in_graphs_only_for_small_products_and_never_against_per_call():
+    gap = q.measured_fp8_speedup(load_measurement())
+    assert gap.slower_than_graph() == (16, 32, 64, 128)  # 43.8 us against 34.1 us at m = 16
+    assert all(gap.ratio_at(m, bf16="graph") > 1 for m, *_ in gap.same_shape if m >= 256)
+    assert min(gap.ratio_at(m) for m, *_ in gap.same_shape) > 1.4  # like with like, fp8 is faster at every m
+
+
 def test_launch_and_output_shares_of_a_measured_fp8_product():
     rec = load_measurement()
     g = next(x for x in rec.gemm_fp8_per_call if x.m == 8192)
