@@ -392,9 +392,21 @@ def test_launch_total_and_one_layers_kv_read(cal):
     assert fraction == pytest.approx(rate / cal.bandwidth) and 0 < fraction < 1
 
 
-def test_slower_op_time_adds_the_ops_memory_time(cal):
+def test_implied_slowdown_solves_the_kernels_factor_from_a_timing(cal, rec):
     p = rl.predict(rl.decode_step("llama-3-8b", 1, 32768, accounting="refined"), cal, timing="kernel")
-    assert M.slower_op_time(p, "attention") == pytest.approx(p.time + float(p.op("attention").memory))
+    att = p.op("attention")
+    # reading at half the rate doubles attention's memory time: the factor that timing implies is two
+    assert M.implied_slowdown(p, p.time + float(att.memory)) == pytest.approx(2.0)
+    assert M.implied_slowdown(p, p.time) == pytest.approx(1.0)
+    # the appendix's miss: one sequence over 131,072 tokens measured 12.98 ms against 9.21 ms estimated
+    model = M.model_of(rec)
+    long = rl.predict(rl.decode_step(model, 1, 131072, accounting="refined", **M.MEASURED_WORKLOAD), cal, timing="kernel")
+    run = next(r for r in rec.decode if (r.batch, r.context) == (1, 131072))
+    assert M.implied_slowdown(long, run.seconds_graph) == pytest.approx(1.885, abs=0.005)
+    with pytest.raises(ValueError, match="op must be a kernel bound by memory"):
+        M.implied_slowdown(rl.predict(rl.prefill("llama-3-8b", 4096), cal, timing="kernel"), 1.0, "attention")
+    with pytest.raises(ValueError, match="measured"):
+        M.implied_slowdown(p, -1.0)
 
 
 def test_achieved_rates_launches_and_weights_over_kv(rec):
