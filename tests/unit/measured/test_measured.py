@@ -502,3 +502,17 @@ def test_a_product_timed_one_call_at_a_time_pays_far_more_than_a_launch(rec):
     assert M.call_overhead(rec, 1, 8192, 8192).per_call == M.sweep(rec.gemm_per_call, 8192)[0].seconds
     with pytest.raises(ValueError, match=r"\(m, n, k\) must be a bf16 product the record timed one call at a time"):
         M.call_overhead(rec, 3, 4096)
+
+
+def test_checkpointing_raised_hfu_everywhere_but_the_shortest_run():
+    effects = M.checkpointing_effects(M.checkpoint_runs())
+    by = {e.label: e for e in effects}
+    assert len(effects) == 5
+    short = by["2,048 x 1"]
+    # 46.5% -> 44.2%: 1.40x the time for 1.33x the FLOPs
+    assert (short.hfu_without, short.hfu_with) == pytest.approx((0.465, 0.442), abs=0.001)
+    assert short.time_ratio == pytest.approx(1.402, abs=0.001) and short.flop_ratio == pytest.approx(4 / 3)
+    assert not short.hfu_rose
+    assert [e.label for e in effects if e.hfu_rose] == ["4,096 x 1", "8,192 x 1", "4,096 x 2", "4,096 x 4"]
+    for e in effects:  # HFU rises exactly when the time grew by less than the FLOPs
+        assert e.hfu_rose == (e.time_ratio < e.flop_ratio)
