@@ -439,8 +439,8 @@ def best_plan(model: Model | str, hardware: Hardware | str, *, seq, micro_batch=
 @dataclass(frozen=True)
 class FrontierPoint:
     """One policy on the memory/FLOPs plane: the activation bytes on the GPU at the peak (kept tensors
-    plus the recompute working set), the extra FLOPs as a fraction of the model's, the bytes sent to
-    host memory (0 without offloading)."""
+    plus the recompute working set), the FLOPs the GPU runs beyond the model's (recomputation, and explicit
+    attention's masked half) as a fraction of the model's, the bytes sent to host memory (0 without offloading)."""
 
     label: str
     recompute: str
@@ -468,9 +468,9 @@ def frontier(model: Model | str, seq, micro_batch=1, *, spacings=None) -> list[F
     for label, policy, attention, offload in cases:
         step = training_step(m, seq, micro_batch, recompute=policy, attention=attention)
         fp = training_footprint(m, seq, micro_batch, recompute=policy, flash=attention == "flash", offload=offload)
-        host = float(layer_activations(m, seq, micro_batch, recompute=policy, flash=attention == "flash")[0]) \
-            if offload else 0.0
-        extra = step["recompute"].flops / (step["forward"].flops + step["backward"].flops)
+        host = float(fp.host)
+        model_flops = step["forward"].flops + step["backward"].flops
+        extra = (step.flops - model_flops) / model_flops  # recomputed, and explicit attention's masked half
         points.append(FrontierPoint(label, policy, attention, offload,
                                     float(fp["activations"] + fp["recompute working set"]), float(extra), host))
     return points

@@ -6,7 +6,7 @@ from hypothesis import strategies as st
 
 import roofline as rl
 import roofline.workloads.training
-from roofline.workloads import training
+from roofline.workloads import memory, training
 
 
 def test_six_n_and_recompute(llama):
@@ -344,3 +344,16 @@ def test_selective_recomputation_with_explicit_attention_reruns_the_whole_square
     assert sel["forward"].flops + sel["backward"].flops == pytest.approx(none["forward"].flops + none["backward"].flops)
     assert sel["recompute"].flops == pytest.approx(sum(o.flops for o in rl.prefill(
         "llama-3-8b", 4096, accounting="refined", attention="explicit").ops if o.name in ("scores", "pv")))
+
+
+def test_frontier_charges_explicit_attention_its_masked_half_and_flash_nothing():
+    pts = {p.label: p for p in training.frontier("llama-3-8b", 4096, 1, spacings=[1])}
+    explicit = training.training_step("llama-3-8b", 4096, attention="explicit")
+    model = explicit["forward"].flops + explicit["backward"].flops
+    assert pts["no recompute, explicit attention"].extra_flops == pytest.approx(explicit["masked"].flops / model)
+    assert 0.06 < pts["no recompute, explicit attention"].extra_flops < 0.07  # 6.7% at 4,096 tokens
+    assert pts["no recompute, flash"].extra_flops == 0 and pts["offload, no recompute"].extra_flops == 0
+    assert pts["full (every layer)"].extra_flops == pytest.approx(training.recompute_overhead(training.training_step(
+        "llama-3-8b", 4096, recompute="full")))
+    assert pts["offload, no recompute"].host_bytes == pytest.approx(
+        float(memory.training_footprint("llama-3-8b", 4096, 1, offload=True).host))
