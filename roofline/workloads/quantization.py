@@ -272,6 +272,25 @@ def decode_speedup(model: Model | str, hardware: Hardware | str, batch=1, contex
     return out.item() if out.ndim == 0 else out
 
 
+def equal_saving_context(model: Model | str, batch: int = 1, *, weights: str = "W4A16 (int4, g128)",
+                         kv_dtype: str = "fp8") -> float:
+    """Chapter 6, exercise 3: the context (tokens per sequence) at which a batch of ``batch`` sequences saves
+    as many bytes per decode step from a narrower KV cache (``kv_dtype``, against bf16) as from the weight
+    scheme ``weights`` of :data:`SCHEMES` (against bf16 weights): ``dW / (batch * dK)``, with ``dW`` the weight
+    bytes saved and ``dK`` the cache bytes saved per token. Longer contexts favour the cache, shorter the
+    weights. Llama 3 8B, W4A16 against an fp8 cache: 158,080 tokens for one sequence, 9,880 for sixteen."""
+    m = load_model(model)
+    batch = number("batch", batch, integer=True)
+    saved_w = weight_bytes(m) - weight_bytes(m, **scheme(weights))
+    saved_kv = m.kv_bytes_per_token() - m.kv_bytes_per_token(kv_dtype)
+    if saved_kv <= 0:
+        raise ValueError(f"kv_dtype must be narrower than bf16 to save cache bytes, got {kv_dtype!r}")
+    return float(saved_w / (batch * saved_kv))
+
+
+__all__ += ["equal_saving_context"]
+
+
 def dequantization_budget(hardware: Hardware | str, weights: str = "int4-g128", *, vector: str = "fp32") -> float:
     """Vector-unit operations per weight that a batch-1 weight-only kernel can spend without being seen.
 

@@ -337,3 +337,19 @@ def test_chapter_6_helpers_refuse_bad_input():
         q.bf16_kept_share("llama-3-9b")
     with pytest.raises(KeyError, match="unknown hardware"):
         q.measured_fp8_speedup(load_measurement()).of_peak("h300")
+
+
+def test_the_context_where_an_fp8_cache_saves_as_much_as_four_bit_weights():
+    m = rl.load_model("llama-3-8b")
+    w4 = q.scheme("W4A16 (int4, g128)")
+    one, sixteen = q.equal_saving_context(m, 1), q.equal_saving_context(m, 16)
+    assert one == pytest.approx(158_080) and sixteen == pytest.approx(one / 16)
+    # there both save the same bytes, so (memory-bound) both speed decode up by the same factor
+    for batch, ctx in ((1, one), (16, sixteen)):
+        assert q.decode_speedup(m, "h200-sxm", batch, round(ctx), kv_dtype="fp8") == pytest.approx(
+            q.decode_speedup(m, "h200-sxm", batch, round(ctx), **w4), rel=1e-3)
+    # shorter contexts favour the weights, longer the cache
+    assert q.decode_speedup(m, "h200-sxm", 16, 4096, **w4) > q.decode_speedup(m, "h200-sxm", 16, 4096, kv_dtype="fp8")
+    assert q.decode_speedup(m, "h200-sxm", 16, 32768, **w4) < q.decode_speedup(m, "h200-sxm", 16, 32768, kv_dtype="fp8")
+    with pytest.raises(ValueError, match="kv_dtype must be narrower than bf16"):
+        q.equal_saving_context(m, 1, kv_dtype="bf16")
