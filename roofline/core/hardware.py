@@ -97,6 +97,7 @@ class Hardware:
     sparse_flops: Mapping[str, float] = field(default_factory=dict)  # 2:4 structured-sparsity peaks, if given
     hbm_total: float | None = None  # bytes the device reports to a program (None: not given, the marketing figure)
     reserve: float = 0.0  # bytes kept for the CUDA context and library workspaces
+    host_memory: float | None = None  # bytes of host DRAM per GPU in its usual server (chapter 3's offloading budget)
 
     @property
     def usable_capacity(self) -> float:
@@ -217,6 +218,7 @@ _FIGURE_UNITS = {
     "hbm_capacity": "B",
     "hbm_total": "B",
     "reserve": "B",
+    "host_memory": "B",
     "l2": "B",
     "llc": "B",
     "shared_memory_per_sm": "B",
@@ -311,7 +313,7 @@ def _known_fields(where: str, raw: Mapping, known) -> None:
 _FIGURE_FIELDS = ("value", "unit", "source", "note", "sparse")
 _LINK_FIELDS = (*_FIGURE_FIELDS, "direction", "name")
 _ENTRY_FIELDS = ("name", "short", "aliases", "vendor", "architecture", "year", "form_factor", "memory_type",
-                 "hbm_bandwidth", "hbm_capacity", "hbm_total", "reserve", "l2", "llc", "shared_memory_per_sm",
+                 "hbm_bandwidth", "hbm_capacity", "hbm_total", "reserve", "host_memory", "l2", "llc", "shared_memory_per_sm",
                  "power", "dense", "sparse", "interconnect")
 # A source's date: a year, a month or a day, as ISO 8601 writes them ("2024", "2024-03", "2024-03-18").
 _DATE = re.compile(r"(19|20|21)\d\d(-(0[1-9]|1[0-2])(-(0[1-9]|[12]\d|3[01]))?)?")
@@ -439,6 +441,7 @@ def _hardware(key: str, raw, sources: Mapping[str, Source]) -> Hardware:
         sparse_flops=MappingProxyType(sparse),
         hbm_total=figures["hbm_total"].value if "hbm_total" in figures else None,
         reserve=figures["reserve"].value if "reserve" in figures else CONTEXT_RESERVE,
+        host_memory=figures["host_memory"].value if "host_memory" in figures else None,
     )
 
 

@@ -12,6 +12,7 @@ into MFU and HFU against the GPU's datasheet peak.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from roofline.core.hardware import Hardware, get_hardware
 from roofline.workloads.memory import layer_activations
@@ -19,7 +20,7 @@ from roofline.core.model import Model, load_model
 from roofline.core.ops import attention_flops
 from roofline.measured.records import LayersMeasurement, TrainRun, load_layers
 
-__all__ = ["CheckpointRun", "checkpoint_runs"]
+__all__ = ["CheckpointRun", "checkpoint_runs", "CheckpointingEffect", "checkpointing_effects"]
 
 
 @dataclass(frozen=True)
@@ -96,4 +97,40 @@ def checkpoint_runs(layers: LayersMeasurement | None = None, model: Model | str 
         again = (2 * r.layer_params * r.layers * tokens + attention) if r.checkpoint else 0.0
         out.append(CheckpointRun(r, float(kept) * share, float(working), temporaries, model_flops,
                                  model_flops + again, peak))
+    return out
+
+
+class CheckpointingEffect(NamedTuple):
+    """One length and micro-batch measured with and without checkpointing (chapter 3)."""
+
+    tokens: int
+    batch: int
+    hfu_without: float
+    hfu_with: float
+    time_ratio: float  # seconds with checkpointing over seconds without
+    flop_ratio: float  # hardware FLOPs with checkpointing over the model's FLOPs
+
+    @property
+    def hfu_rose(self) -> bool:
+        """Whether checkpointing raised HFU: it cost less time than the FLOPs it added (``time_ratio < flop_ratio``)."""
+        return self.hfu_with > self.hfu_without
+
+    @property
+    def label(self) -> str:
+        """The table's name for the run, e.g. '2,048 x 1'."""
+        return f"{self.tokens:,} x {self.batch}"
+
+
+def checkpointing_effects(runs: list[CheckpointRun]) -> list[CheckpointingEffect]:
+    """Chapter 3: for every length and micro-batch measured both ways, HFU without and with checkpointing,
+    and the time and FLOPs checkpointing multiplied, in the order of the runs without it."""
+    pairs = {}
+    for r in runs:
+        pairs.setdefault((r.run.tokens, r.run.batch), {})[r.run.checkpoint] = r
+    out = []
+    for (tokens, batch), p in pairs.items():
+        if set(p) == {False, True}:
+            n, c = p[False], p[True]
+            out.append(CheckpointingEffect(tokens, batch, n.hfu, c.hfu, c.run.seconds / n.run.seconds,
+                                           c.hardware_flops / n.hardware_flops))
     return out

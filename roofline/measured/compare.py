@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Iterable, Mapping, Sequence
+from typing import Iterable, Mapping, NamedTuple, Sequence
 
 import numpy as np
 
@@ -261,8 +261,10 @@ CALIBRATION_BAND = 1.25
 CALIBRATION_EXCEPTIONS = MappingProxyType({
     "decode batch=1 context=131072": (
         "attention over 131k cached tokens for one sequence: a kernel that parallelizes over sequences and heads "
-        "has 8 to 32 thread blocks for 132 SMs, and most likely reads the cache at about half the bandwidth; the "
-        "record predates the probe's decode attention sweep, which measures a kernel with so few blocks"),
+        "has 8 to 32 thread blocks for 132 SMs, and most likely reads the cache well below the bandwidth the read "
+        "sweep reached with every SM busy (matching the timing takes attention about 1.9x slower, a factor solved "
+        "from this point, not measured); the record predates the probe's decode attention sweep, which measures a "
+        "kernel with so few blocks"),
 })
 
 
@@ -423,10 +425,16 @@ def layer_kv_read(model: Model, context: int, roof: CalibratedRoof):
     return nbytes, rate, rate / roof.bandwidth
 
 
-def slower_op_time(prediction, op: str = "attention") -> float:
-    """Appendix B, exercise 6: the step's time if kernel ``op`` read memory at half the rate: its memory
-    time counted twice (``time + memory(op)``)."""
-    return prediction.time + float(prediction.op(op).memory)
+def implied_slowdown(prediction, measured: float, op: str = "attention") -> float:
+    """Appendix B, exercise 6: the factor by which kernel ``op``, bound by memory, would have to read more
+    slowly than ``prediction`` (kernel rule) assumes for the step to take ``measured`` seconds:
+    ``(measured - (time - time(op))) / memory(op)``. Solved from a timing, it is a fit to that timing, never a
+    calibration of the roof that predicts it."""
+    measured = number("measured", measured)
+    t = prediction.op(op)
+    if t.bound != "memory":
+        raise ValueError(f"op must be a kernel bound by memory in the prediction, got {op!r} bound by {t.bound}")
+    return (measured - (prediction.time - float(t.time))) / float(t.memory)
 
 
 def achieved(cost, seconds) -> tuple[float, float]:
@@ -447,6 +455,42 @@ def implied_launches(run: DecodeRun, record: Measurement) -> float:
     return (run.seconds_eager - run.seconds_graph) / (lo.eager_s_per_kernel - lo.graph_s_per_kernel)
 
 
+class CallOverhead(NamedTuple):
+    """One bf16 product timed one call at a time against the same product in a CUDA graph (appendix A)."""
+
+    per_call: float  # seconds, one timed call from Python
+    graph: float  # seconds, the same product replayed in a graph
+    launch: float  # seconds, the record's eager launch of a tiny kernel
+
+    @property
+    def extra(self) -> float:
+        """What the per-call timing adds to the product: ``per_call - graph``."""
+        return self.per_call - self.graph
+
+    @property
+    def beyond_launch(self) -> float:
+        """The part of :attr:`extra` the launch figure does not cover: PyTorch's and cuBLAS's host path for a
+        matmul call (argument checks, the dispatcher, the output's allocation, the kernel's selection) and
+        the timer's own events, all inside the timed window: ``extra - launch``."""
+        return self.extra - self.launch
+
+
+def call_overhead(record: Measurement, m: int, n: int, k: int | None = None) -> CallOverhead:
+    """Appendix A: the bf16 product ``m x k @ k x n`` (``k = n`` unless given) of a record timed one call at a
+    time and in a CUDA graph, beside the record's eager launch cost."""
+    k = n if k is None else k
+    def find(gemms, how):
+        got = [g for g in gemms if (g.m, g.n, g.k) == (m, n, k) and getattr(g, "dtype", "bf16") == "bf16"]
+        if not got:
+            raise ValueError(f"(m, n, k) must be a bf16 product the record timed {how}, got {(m, n, k)!r}")
+        return got[0]
+    return CallOverhead(find(record.gemm_per_call, "one call at a time").seconds, find(record.gemm_graph, "in a graph").seconds,
+                        record.launch_overhead.eager_s_per_kernel)
+
+
+__all__ += ["CallOverhead", "call_overhead"]
+
+
 def weights_over_kv(step: Breakdown) -> float:
     """Appendix A, exercises 3 and 5: the weights' bytes (output head included) over one sequence's KV
     cache bytes in a decode step: the batch at which the KV cache reads as much as the weights."""
@@ -459,7 +503,7 @@ def seconds_per_token(runs) -> list[float]:
 
 
 __all__ += ["predictions", "worst_factor", "idle_sm_share", "half_bandwidth_read", "time_shares",
-            "gap_shares", "launch_total", "layer_kv_read", "slower_op_time", "achieved", "eager_tokens_per_s",
+            "gap_shares", "launch_total", "layer_kv_read", "implied_slowdown", "achieved", "eager_tokens_per_s",
             "implied_launches", "weights_over_kv", "seconds_per_token"]
 
 

@@ -113,7 +113,7 @@ def roofline_chart(roofs, points: Sequence[dict] = (), *, intensity=(0.1, 1e4), 
     """Log-log roofline: one roof per entry of ``roofs``, and work as labelled points under them.
 
     ``points`` are dicts with ``intensity``, ``flops_per_s`` (achieved or attainable), ``label`` and
-    optional ``color``, ``marker`` and ``legend`` (a legend entry instead of a label beside the point). ``traffic`` names the memory the bytes cross, for the x axis
+    optional ``color``, ``marker``, ``size``, ``hollow`` (drawn as a ring, over a point that shares its place) and ``legend`` (a legend entry instead of a label beside the point). ``traffic`` names the memory the bytes cross, for the x axis
     ('HBM' on a GPU, 'memory' for a CPU's DRAM). Returns the figure.
     """
     roofs = _roofs(roofs)
@@ -137,9 +137,13 @@ def roofline_chart(roofs, points: Sequence[dict] = (), *, intensity=(0.1, 1e4), 
                 ax.plot([r.ridge_point], [r.peak_flops / 1e12], "o", color=color, ms=5)
                 ax.axvline(r.ridge_point, color=color, lw=0.8, ls=":", zorder=1)
         for p in points:  # a point with a "legend" entry is named in the legend rather than beside it
-            ax.plot([p["intensity"]], [p["flops_per_s"] / 1e12], p.get("marker", "D"), ms=8,
-                    color=p.get("color", PALETTE["vermillion"]), mec="black", mew=0.6, zorder=5,
-                    label=p.get("legend"))
+            color = p.get("color", PALETTE["vermillion"])
+            if p.get("hollow"):  # a ring around the spot, so that a point drawn at the same place shows inside
+                ax.plot([p["intensity"]], [p["flops_per_s"] / 1e12], p.get("marker", "D"), ms=p.get("size", 14),
+                        mfc="none", mec=color, mew=2.2, zorder=6, label=p.get("legend"))
+            else:
+                ax.plot([p["intensity"]], [p["flops_per_s"] / 1e12], p.get("marker", "D"), ms=p.get("size", 8),
+                        color=color, mec="black", mew=0.6, zorder=5, label=p.get("legend"))
             if p.get("label"):
                 ax.annotate(p["label"], (p["intensity"], p["flops_per_s"] / 1e12), textcoords="offset points",
                             xytext=p.get("offset", (8, -4)), fontsize=9.5, ha=p.get("ha", "left"))

@@ -152,7 +152,7 @@ def memory_explorer(model: Model | str = "llama-3-8b", *, gpus: int = 8, zero_st
         _set_bar(rects, total_text, fp, limit)
         if blitter is None:
             blitter = Blitter(fig, rects + [total_text])
-        verdict = fit_summary(float(fp.total), gpus_hw)
+        verdict = fit_summary(float(fp.total), gpus_hw, host=float(fp.host))
         state = sum(float(v) for k, v in fp.parts.items() if k not in _NOT_STATE)
         terms = [f"model state {fmt(state, 'B')}", f"activations {fmt(float(fp['activations']), 'B')}"]
         if float(fp["recompute working set"]) > 0:
@@ -210,7 +210,7 @@ def recompute_explorer(model: Model | str = "llama-3-8b", *, gpus: int = 8, zero
         _set_bar(rects, total_text, fp, limit)
         if blitter is None:
             blitter = Blitter(fig, rects + [total_text])
-        verdict = fit_summary(float(fp.total), gpus_hw)
+        verdict = fit_summary(float(fp.total), gpus_hw, host=float(fp.host))
         extra = plan.hardware_flops / plan.model_flops - 1
         hidden = ("all of it hidden behind the compute" if plan.offload_exposed == 0
                   else f"{fmt(plan.offload_exposed, 's')} of it not hidden")

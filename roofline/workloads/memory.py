@@ -52,6 +52,7 @@ __all__ = [
     "offloaded_bytes",
     "weight_bytes",
     "fits_in_hbm",
+    "fits_in_host",
     "fit_verdict",
     "fit_summary",
     "RECOMPUTE_POLICIES",
@@ -82,10 +83,12 @@ class Footprint:
     """Bytes resident on one GPU, part by part; ``total`` is their sum."""
 
     parts: Mapping[str, float | np.ndarray]
+    host: float | np.ndarray = 0.0  # bytes parked in host memory for this GPU (offloading, chapter 3); not in total
 
     def __post_init__(self):
         checked = {k: number(f"bytes of {k}", v, strict=False) for k, v in self.parts.items()}
         object.__setattr__(self, "parts", MappingProxyType(checked))
+        object.__setattr__(self, "host", number("host", self.host, strict=False))
 
     def __getitem__(self, part: str):
         try:
@@ -106,8 +109,10 @@ class Footprint:
 
     def fits(self, hardware: Hardware | str):
         """True where the total fits in the GPU's usable HBM (:attr:`~roofline.core.hardware.Hardware.usable_capacity`:
-        the device's own total less the CUDA context's reserve); broadcasts over array parts."""
-        return fits_in_hbm(self.total, hardware)
+        the device's own total less the CUDA context's reserve) and what it parks in host memory fits the
+        host's share per GPU (:func:`fits_in_host`); broadcasts over array parts."""
+        out = np.logical_and(fits_in_hbm(self.total, hardware), fits_in_host(self.host, hardware))
+        return out if np.ndim(out) else bool(out)
 
     def spare(self, hardware: Hardware | str):
         """Usable HBM left over (negative: the bytes by which the footprint does not fit)."""
@@ -405,20 +410,23 @@ def training_footprint(model: Model | str, seq, micro_batch, *, gpus=1, zero_sta
     for the loss.
 
     ``recompute`` is 'none', 'selective', 'full' or 'every-K' (:func:`layer_activations`). With
-    ``offload`` the kept activations live in host memory and HBM holds two layers' worth in flight
+    ``offload`` the kept activations live in host memory (the footprint's ``host``, checked by
+    :meth:`Footprint.fits` against the host's memory per GPU) and HBM holds two layers' worth in flight
     (one being written out or fetched while the next is computed; two checkpoints under 'every-K');
     the working set stays on the GPU.
     """
     m = load_model(model)
     state = zero_model_state(m, gpus, zero_stage, recipe).parts
     layers, working = layer_activations(m, seq, micro_batch, recompute=recompute, flash=flash)
+    parked = layers if offload else 0.0  # everything kept lives in host memory
     if offload:  # two stored units in flight: layers, or checkpoints under 'every-K'
         every = recompute_policy(recompute).every
         units = -(-m.num_layers // min(every, m.num_layers)) if every > 1 else m.num_layers
         layers = min(2, units) * layers / units
     s, b = number("seq", seq, integer=True), number("micro_batch", micro_batch, integer=True)
     logits = s * b * m.vocab_size * 4
-    return Footprint({**state, "activations": layers, "recompute working set": working, "logits": logits})
+    return Footprint({**state, "activations": layers, "recompute working set": working, "logits": logits},
+                     host=parked)
 
 
 def fits_in_hbm(nbytes, hardware: Hardware | str):
@@ -431,31 +439,68 @@ def fits_in_hbm(nbytes, hardware: Hardware | str):
     return out if np.ndim(out) else bool(out)
 
 
-def fit_verdict(nbytes, hardware: Hardware | str, *, digits: int = 3) -> str:
+def fits_in_host(nbytes, hardware: Hardware | str):
+    """True where ``nbytes`` parked in host memory (offloading, chapter 3) fit the host's memory per GPU
+    (:attr:`~roofline.core.hardware.Hardware.host_memory`, a server figure: 250 GB per GPU in a DGX H100 or
+    H200, 2 TB for eight). Nothing parked always fits; a chip whose catalog entry gives no host memory leaves
+    it unchecked (True). Broadcasts over ``nbytes``."""
+    parked = number("nbytes", nbytes, strict=False)
+    limit = get_hardware(hardware).host_memory
+    out = np.asarray(parked) <= (np.inf if limit is None else limit)
+    out = np.logical_or(out, np.asarray(parked) == 0)
+    return out if np.ndim(out) else bool(out)
+
+
+def _host_clause(host: float, h: Hardware, digits: int) -> str:
+    if h.host_memory is None:
+        return f"{fmt(host, 'B', digits)} in host memory (the catalog gives no host memory for the {h.short})"
+    return f"{fmt(host, 'B', digits)} in host memory, of {fmt(h.host_memory, 'B', digits)} per GPU"
+
+
+def fit_verdict(nbytes, hardware: Hardware | str, *, host=0.0, digits: int = 3) -> str:
     """A footprint against one GPU's HBM capacity, as words for a sentence (chapter 2):
     'fits on the H100 SXM with 15.8 GB to spare' or 'does not fit on the H100 SXM, by 48.5 GB'.
+    With ``host`` bytes parked in host memory (offloading, chapter 3) the host's share per GPU is a budget
+    too: 'fits on the H200 with 71.6 GB to spare, and 176 GB in host memory, of 250 GB per GPU' or
+    'does not fit on the H200: 352 GB in host memory, over the 250 GB per GPU by 102 GB'.
 
     Computed from the usable capacity the catalog gives (the device's total less the CUDA context's
-    reserve), so the words follow when a capacity changes.
+    reserve) and its host memory per GPU, so the words follow when a figure changes.
     """
     total = float(number("nbytes", nbytes, strict=False))
+    host = float(number("host", host, strict=False))
     h = get_hardware(hardware)
     margin = h.usable_capacity - total
-    if fits_in_hbm(total, h):
-        return f"fits on the {h.short} with {fmt(margin, 'B', digits)} to spare"
-    return f"does not fit on the {h.short}, by {fmt(-margin, 'B', digits)}"
+    if not fits_in_hbm(total, h):
+        return f"does not fit on the {h.short}, by {fmt(-margin, 'B', digits)}"
+    if not fits_in_host(host, h):
+        return (f"does not fit on the {h.short}: {fmt(host, 'B', digits)} in host memory, over the "
+                f"{fmt(h.host_memory, 'B', digits)} per GPU by {fmt(host - h.host_memory, 'B', digits)}")
+    spare = f"fits on the {h.short} with {fmt(margin, 'B', digits)} to spare"
+    return f"{spare}, and {_host_clause(host, h, digits)}" if host > 0 else spare
 
 
-def fit_summary(nbytes, hardware, *, digits: int = 3) -> str:
+def fit_summary(nbytes, hardware, *, host=0.0, digits: int = 3) -> str:
     """A footprint against several GPUs' capacities in one English clause (the chapter 2 explorer):
     'fits on the H100 SXM and the H200', 'fits on the H200, not on the H100 SXM (over by 12.3 GB)',
-    'fits on neither the H100 SXM nor the H200 (over the larger by 56.1 GB)'."""
+    'fits on neither the H100 SXM nor the H200 (over the larger by 56.1 GB)'. With ``host`` bytes
+    parked in host memory (chapter 3's offloading) the host's memory per GPU is checked first:
+    'does not fit on the H100 SXM or the H200: 705 GB in host memory, over the 250 GB per GPU by 455 GB'."""
     total = float(number("nbytes", nbytes, strict=False))
+    host = float(number("host", host, strict=False))
     hws = [get_hardware(h) for h in ([hardware] if isinstance(hardware, (str, Hardware)) else hardware)]
     if not hws:
         raise ValueError("hardware must name at least one GPU")
     if len(hws) == 1:
-        return fit_verdict(total, hws[0], digits=digits)
+        return fit_verdict(total, hws[0], host=host, digits=digits)
+    if host > 0:
+        short = [h for h in hws if not fits_in_host(host, h)]
+        if short:  # the host is over its budget, whatever the HBM says: name the smallest host's shortfall
+            h = min(short, key=lambda x: x.host_memory)
+            where = [f"the {x.short}" for x in short]
+            where = where[0] if len(where) == 1 else ", ".join(where[:-1]) + " or " + where[-1]
+            return (f"does not fit on {where}: {fmt(host, 'B', digits)} in host memory, over the "
+                    f"{fmt(h.host_memory, 'B', digits)} per GPU by {fmt(host - h.host_memory, 'B', digits)}")
     names = [f"the {h.short}" for h in hws]
     fits = [n for n, h in zip(names, hws) if fits_in_hbm(total, h)]
     over = [(n, total - h.usable_capacity) for n, h in zip(names, hws) if not fits_in_hbm(total, h)]

@@ -272,6 +272,25 @@ def decode_speedup(model: Model | str, hardware: Hardware | str, batch=1, contex
     return out.item() if out.ndim == 0 else out
 
 
+def equal_saving_context(model: Model | str, batch: int = 1, *, weights: str = "W4A16 (int4, g128)",
+                         kv_dtype: str = "fp8") -> float:
+    """Chapter 6, exercise 3: the context (tokens per sequence) at which a batch of ``batch`` sequences saves
+    as many bytes per decode step from a narrower KV cache (``kv_dtype``, against bf16) as from the weight
+    scheme ``weights`` of :data:`SCHEMES` (against bf16 weights): ``dW / (batch * dK)``, with ``dW`` the weight
+    bytes saved and ``dK`` the cache bytes saved per token. Longer contexts favour the cache, shorter the
+    weights. Llama 3 8B, W4A16 against an fp8 cache: 158,080 tokens for one sequence, 9,880 for sixteen."""
+    m = load_model(model)
+    batch = number("batch", batch, integer=True)
+    saved_w = weight_bytes(m) - weight_bytes(m, **scheme(weights))
+    saved_kv = m.kv_bytes_per_token() - m.kv_bytes_per_token(kv_dtype)
+    if saved_kv <= 0:
+        raise ValueError(f"kv_dtype must be narrower than bf16 to save cache bytes, got {kv_dtype!r}")
+    return float(saved_w / (batch * saved_kv))
+
+
+__all__ += ["equal_saving_context"]
+
+
 def dequantization_budget(hardware: Hardware | str, weights: str = "int4-g128", *, vector: str = "fp32") -> float:
     """Vector-unit operations per weight that a batch-1 weight-only kernel can spend without being seen.
 
@@ -497,6 +516,23 @@ class MeasuredFp8(NamedTuple):
             raise ValueError(f"bf16 must be 'per call' or 'graph', got {bf16!r}")
         r = self.row(m)
         return r[3] / r[4 if bf16 == "per call" else 5]
+
+    def graph_over_call(self, m: int) -> float:
+        """The bf16 product of the fp8 shape of ``m`` rows: its rate timed in CUDA graphs over its rate timed
+        one call at a time (chapter 6). A graph only removes the launch, so this should be at least one; below
+        one, the two sweeps differ by more than the launch (clocks, power, the kernel cuBLAS picked)."""
+        r = self.row(m)
+        return r[5] / r[4]
+
+    def graph_slower(self) -> tuple:
+        """The rows ``m`` of the fp8 shapes at which bf16 in CUDA graphs ran slower than bf16 one call at a
+        time (chapter 6): where run-to-run variation outweighs the launch a graph saves."""
+        return tuple(r[0] for r in self.same_shape if r[4] is not None and r[5] is not None and r[5] < r[4])
+
+    def slower_than_graph(self) -> tuple:
+        """The rows ``m`` at which fp8, timed one call at a time, ran slower than bf16 of the same shape in
+        CUDA graphs (appendix A, exercise 4): small products, where the call's overhead outweighs the math."""
+        return tuple(r[0] for r in self.same_shape if r[5] is not None and r[3] < r[5])
 
     def of_peak(self, hardware: Hardware | str) -> tuple[float, float]:
         """(fp8, bf16) ceilings as fractions of the datasheet's dense peaks of ``hardware`` (chapter 6)."""

@@ -190,13 +190,23 @@ _OUTSIDE_LAYERS = frozenset({"embedding", "final_norm", "lm_head", "sample"})
 _ATTENTION_CORE = frozenset({"attention", "scores", "softmax", "pv"})  # what selective recomputation reruns
 
 
-def _phase(op, phase: str, factor: float):
+# What a causal model needs of explicit attention's score and value products: the rest is the masked half of
+# the square, which the kernel computes and the model throws away (hardware FLOPs, never model FLOPs).
+_SQUARE_PRODUCTS = frozenset({"scores", "pv"})
+
+
+def _phase(op, phase: str, factor: float, needed: float = 1.0):
     """``op`` run ``factor`` times its forward work, all of it in the part ``phase``. A backward matmul is
-    two launches of the forward's size (the gradients of the input and of the weight)."""
+    two launches of the forward's size (the gradients of the input and of the weight). For explicit
+    attention's square products, only the ``needed`` share of the FLOPs (the causal triangle) is ``phase``
+    work; the rest goes to the part 'masked', FLOPs the GPU runs and the model does not need."""
     count = op.count * 2 if (phase == "backward" and op.kind == "matmul") else op.count
     flops, reads, writes = op.flops * factor, op.reads * factor, op.writes * factor
+    split_flops = {phase: flops}
+    if op.name in _SQUARE_PRODUCTS and needed < 1 and phase != "recompute":
+        split_flops = {phase: flops * needed, "masked": flops * (1 - needed)}
     return op._replace(name=op.name if phase == "forward" else f"{op.name} ({phase})", flops=flops, reads=reads,
-                       writes=writes, count=count, split=({phase: flops}, {phase: reads}, {phase: writes}))
+                       writes=writes, count=count, split=(split_flops, {phase: reads}, {phase: writes}))
 
 
 def check_dense(m: Model, what: str) -> None:
@@ -213,7 +223,13 @@ def training_step(model: Model | str, seq, micro_batch=1, *, recompute: str = "n
     runs again: nothing for 'none', the attention core for 'selective', every layer's forward for
     'full' and 'every-K'.
 
-    Model FLOPs are ``forward + backward``; hardware FLOPs add ``recompute``. A flash kernel's backward
+    Model FLOPs are ``forward + backward``; hardware FLOPs (``step.flops``) add ``recompute`` and, with
+    explicit attention, ``masked``. This is the book's one definition of model FLOPs (MFU's, after PaLM,
+    Chowdhery et al. 2022, appendix B): the FLOPs of one forward and one backward pass of the model, whatever
+    the implementation, with causal attention counted as the model needs it, the triangle of token pairs
+    (each query against itself and the keys before it), not the whole square. PaLM's formula counts the
+    whole square; ours halves attention's share of it. So flash and explicit attention have the same model
+    FLOPs; explicit attention's masked half is hardware work, like recomputation. A flash kernel's backward
     recomputes its scores inside the kernel; like Korthikanti et al., this count does not add them.
     """
     policy = recompute_policy(recompute)
@@ -223,7 +239,12 @@ def training_step(model: Model | str, seq, micro_batch=1, *, recompute: str = "n
     check_dense(m, "training_step")
     fwd = prefill(m, seq, micro_batch, accounting="refined", attention=attention, dtype=dtype)
     forward = [op for op in fwd.ops if op.name not in ("sample", "kv_write")]
-    ops = [_phase(op, "forward", 1) for op in forward] + [_phase(op, "backward", 2) for op in forward]
+    needed = 1.0
+    if attention == "explicit":  # the causal triangle of the square the explicit products compute
+        causal = prefill(m, seq, micro_batch, accounting="refined", attention="flash", dtype=dtype).op("attention").flops
+        needed = float(causal) / float(sum(op.flops for op in forward if op.name in _SQUARE_PRODUCTS))
+    ops = ([_phase(op, "forward", 1, needed) for op in forward]
+           + [_phase(op, "backward", 2, needed) for op in forward])
     if policy.every:
         ops += [_phase(op, "recompute", 1) for op in forward if op.name not in _OUTSIDE_LAYERS]
     elif policy.name == "selective":
@@ -419,8 +440,8 @@ def best_plan(model: Model | str, hardware: Hardware | str, *, seq, micro_batch=
 @dataclass(frozen=True)
 class FrontierPoint:
     """One policy on the memory/FLOPs plane: the activation bytes on the GPU at the peak (kept tensors
-    plus the recompute working set), the extra FLOPs as a fraction of the model's, the bytes sent to
-    host memory (0 without offloading)."""
+    plus the recompute working set), the FLOPs the GPU runs beyond the model's (recomputation, and explicit
+    attention's masked half) as a fraction of the model's, the bytes sent to host memory (0 without offloading)."""
 
     label: str
     recompute: str
@@ -448,9 +469,9 @@ def frontier(model: Model | str, seq, micro_batch=1, *, spacings=None) -> list[F
     for label, policy, attention, offload in cases:
         step = training_step(m, seq, micro_batch, recompute=policy, attention=attention)
         fp = training_footprint(m, seq, micro_batch, recompute=policy, flash=attention == "flash", offload=offload)
-        host = float(layer_activations(m, seq, micro_batch, recompute=policy, flash=attention == "flash")[0]) \
-            if offload else 0.0
-        extra = step["recompute"].flops / (step["forward"].flops + step["backward"].flops)
+        host = float(fp.host)
+        model_flops = step["forward"].flops + step["backward"].flops
+        extra = (step.flops - model_flops) / model_flops  # recomputed, and explicit attention's masked half
         points.append(FrontierPoint(label, policy, attention, offload,
                                     float(fp["activations"] + fp["recompute working set"]), float(extra), host))
     return points

@@ -7,7 +7,7 @@ import pytest
 import roofline as rl
 from roofline.core.hardware import CatalogError, load_catalog
 
-DTYPES = ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "int8", "fp4")
+DTYPES = ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "int8", "int4", "fp4")
 
 
 def _text():
@@ -34,8 +34,16 @@ def test_every_entry_is_complete_and_sourced(key):
 def test_formats_the_chips_lack_are_absent():
     assert not {"bf16", "tf32", "fp8", "int8"} & set(rl.get_hardware("v100-sxm2").dense_flops)
     assert "fp8" not in rl.get_hardware("a100-sxm-80gb").dense_flops
-    for key in rl.hardware_names():
-        assert "int4" not in rl.get_hardware(key).dense_flops  # Hopper has no INT4 tensor-core rate
+    for key in rl.hardware_names():  # Hopper and Blackwell have no INT4 tensor-core rate; Ampere does
+        has = "int4" in rl.get_hardware(key).dense_flops
+        assert has == rl.get_hardware(key).architecture.startswith("Ampere"), key
+
+
+def test_a100_int4_peak_is_the_datasheets_1248_tops_dense_twice_its_int8():
+    for key in ("a100-sxm-80gb", "a100-sxm-40gb"):
+        a100 = rl.get_hardware(key)
+        assert a100.peak_flops("int4") == pytest.approx(1248e12)
+        assert a100.peak_flops("int4") == 2 * a100.peak_flops("int8")
 
 
 def test_h100_sparse_column_is_twice_the_dense_one(h100):

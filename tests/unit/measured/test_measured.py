@@ -392,9 +392,21 @@ def test_launch_total_and_one_layers_kv_read(cal):
     assert fraction == pytest.approx(rate / cal.bandwidth) and 0 < fraction < 1
 
 
-def test_slower_op_time_adds_the_ops_memory_time(cal):
+def test_implied_slowdown_solves_the_kernels_factor_from_a_timing(cal, rec):
     p = rl.predict(rl.decode_step("llama-3-8b", 1, 32768, accounting="refined"), cal, timing="kernel")
-    assert M.slower_op_time(p, "attention") == pytest.approx(p.time + float(p.op("attention").memory))
+    att = p.op("attention")
+    # reading at half the rate doubles attention's memory time: the factor that timing implies is two
+    assert M.implied_slowdown(p, p.time + float(att.memory)) == pytest.approx(2.0)
+    assert M.implied_slowdown(p, p.time) == pytest.approx(1.0)
+    # the appendix's miss: one sequence over 131,072 tokens measured 12.98 ms against 9.21 ms estimated
+    model = M.model_of(rec)
+    long = rl.predict(rl.decode_step(model, 1, 131072, accounting="refined", **M.MEASURED_WORKLOAD), cal, timing="kernel")
+    run = next(r for r in rec.decode if (r.batch, r.context) == (1, 131072))
+    assert M.implied_slowdown(long, run.seconds_graph) == pytest.approx(1.885, abs=0.005)
+    with pytest.raises(ValueError, match="op must be a kernel bound by memory"):
+        M.implied_slowdown(rl.predict(rl.prefill("llama-3-8b", 4096), cal, timing="kernel"), 1.0, "attention")
+    with pytest.raises(ValueError, match="measured"):
+        M.implied_slowdown(p, -1.0)
 
 
 def test_achieved_rates_launches_and_weights_over_kv(rec):
@@ -478,3 +490,29 @@ def test_calibrated_interpolation_is_straight_on_log_log_axes():
     assert roof.memory_seconds(1e4) == pytest.approx(4e-6, rel=1e-12)
     assert roof.memory_seconds(10**3.5) == pytest.approx(2e-6 * 4**0.25, rel=1e-12)
     assert roof.matmul_flops_per_s(10.0) == pytest.approx(2e13, rel=1e-12)  # sqrt(1e12 x 4e14)
+
+
+def test_a_product_timed_one_call_at_a_time_pays_far_more_than_a_launch(rec):
+    c = M.call_overhead(rec, 1, 4096)
+    # 55.7 us per call against 12.9 us in a graph: 42.7 us added, of which an 11.5 us launch is about a quarter
+    assert (c.per_call, c.graph) == pytest.approx((55.68e-6, 12.94e-6), rel=1e-3)
+    assert c.extra == pytest.approx(c.per_call - c.graph) and c.extra == pytest.approx(42.74e-6, rel=1e-3)
+    assert c.beyond_launch == pytest.approx(c.extra - rec.launch_overhead.eager_s_per_kernel)
+    assert 30e-6 < c.beyond_launch < 32e-6
+    assert M.call_overhead(rec, 1, 8192, 8192).per_call == M.sweep(rec.gemm_per_call, 8192)[0].seconds
+    with pytest.raises(ValueError, match=r"\(m, n, k\) must be a bf16 product the record timed one call at a time"):
+        M.call_overhead(rec, 3, 4096)
+
+
+def test_checkpointing_raised_hfu_everywhere_but_the_shortest_run():
+    effects = M.checkpointing_effects(M.checkpoint_runs())
+    by = {e.label: e for e in effects}
+    assert len(effects) == 5
+    short = by["2,048 x 1"]
+    # 46.5% -> 44.2%: 1.40x the time for 1.33x the FLOPs
+    assert (short.hfu_without, short.hfu_with) == pytest.approx((0.465, 0.442), abs=0.001)
+    assert short.time_ratio == pytest.approx(1.402, abs=0.001) and short.flop_ratio == pytest.approx(4 / 3)
+    assert not short.hfu_rose
+    assert [e.label for e in effects if e.hfu_rose] == ["4,096 x 1", "8,192 x 1", "4,096 x 2", "4,096 x 4"]
+    for e in effects:  # HFU rises exactly when the time grew by less than the FLOPs
+        assert e.hfu_rose == (e.time_ratio < e.flop_ratio)

@@ -132,6 +132,15 @@ def test_roofline_chart_draws_each_roof_its_ridge_and_the_points():
     assert dot and dot[0].get_ydata()[0] == pytest.approx(3.35)
 
 
+def test_roofline_chart_rings_a_hollow_point_so_one_at_the_same_place_shows_inside():
+    spot = {"intensity": 1.0, "flops_per_s": 3.35e12}
+    fig = plot.roofline_chart("h100-sxm", [{**spot, "legend": "W8A16"}, {**spot, "legend": "W8A8", "hollow": True}])
+    lines = {l.get_label(): l for l in fig.axes[0].lines}
+    filled, ring = lines["W8A16"], lines["W8A8"]
+    assert ring.get_markerfacecolor() == "none" and ring.get_markersize() > filled.get_markersize()
+    assert ring.get_zorder() > filled.get_zorder()
+
+
 def test_roofline_chart_names_the_traffic_and_can_leave_the_ridge_out():
     fig = plot.roofline_chart("h100-sxm", intensity=(10, 1e6), traffic="link", annotate_ridge=False)
     ax = fig.axes[0]

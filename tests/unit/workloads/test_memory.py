@@ -487,3 +487,41 @@ def test_the_model_state_of_a_training_footprint_is_sixteen_bytes_a_parameter():
 def test_chapter_1_to_3_memory_helpers_refuse_bad_input(call, error, message):
     with pytest.raises(error, match=message):
         call()
+
+
+# ---- host memory: offloading's budget (chapter 3) --------------------------------------------------------
+
+def test_dgx_hopper_hosts_give_each_gpu_a_quarter_terabyte():
+    for key in ("h100-sxm", "h200-sxm"):
+        h = rl.get_hardware(key)
+        assert h.host_memory == 250e9  # 2 TB of system memory for eight GPUs
+        assert "2 TB" in h.source("host_memory").note
+    assert rl.get_hardware("mi300x").host_memory is None  # not in the catalog: unchecked
+
+
+def test_offloading_parks_the_kept_activations_in_host_memory_and_must_fit_there():
+    m = rl.load_model("llama-3-8b")
+    kept, _ = M.layer_activations(m, 65536, 1)
+    fp = M.training_footprint(m, 65536, 1, gpus=8, zero_stage=3, offload=True)
+    assert fp.host == pytest.approx(kept) and 350e9 < fp.host < 355e9  # 352 GB per GPU, 2.8 TB per node
+    assert M.fits_in_hbm(fp.total, "h200-sxm") and not M.fits_in_host(fp.host, "h200-sxm")
+    assert not fp.fits("h200-sxm")  # the HBM holds it, the host does not
+    assert M.training_footprint(m, 65536, 1, gpus=8, zero_stage=3).host == 0
+    half = M.training_footprint(m, 32768, 1, gpus=8, zero_stage=3, offload=True)
+    assert half.fits("h200-sxm") and half.host == pytest.approx(fp.host / 2)
+    assert M.fits_in_host(1e15, "mi300x") and M.fits_in_host(0, "h100-sxm")
+    assert list(M.fits_in_host(np.array([100e9, 300e9]), "h100-sxm")) == [True, False]
+
+
+def test_fit_verdict_and_summary_name_the_host_when_it_is_over():
+    h = rl.get_hardware("h200-sxm")
+    assert M.fit_verdict(40e9, h, host=352.5e9) == \
+        "does not fit on the H200: 352 GB in host memory, over the 250 GB per GPU by 102 GB"
+    assert M.fit_verdict(40e9, h, host=176e9).startswith("fits on the H200 with ")
+    assert M.fit_verdict(40e9, h, host=176e9).endswith(", and 176 GB in host memory, of 250 GB per GPU")
+    assert M.fit_verdict(40e9, h) == M.fit_verdict(40e9, h, host=0)  # nothing parked, nothing said
+    assert M.fit_summary(127e9, ["h100-sxm", "h200-sxm"], host=705e9) == \
+        "does not fit on the H100 SXM or the H200: 705 GB in host memory, over the 250 GB per GPU by 455 GB"
+    assert M.fit_summary(44e9, ["h100-sxm", "h200-sxm"], host=176e9) == "fits on both the H100 SXM and the H200"
+    with pytest.raises(ValueError, match="host"):
+        M.fit_verdict(40e9, h, host=-1)

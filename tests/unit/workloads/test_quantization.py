@@ -296,6 +296,27 @@ def test_fp8_ratios_at_one_shape_and_against_the_datasheet():
         gap.ratio_at(m, bf16="eager")
 
 
+def test_bf16_in_graphs_ran_slower_than_per_call_at_the_headline_shape():
+    gap = q.measured_fp8_speedup(load_measurement())
+    m = gap.fp8_shape[0]
+    assert m == 4096
+    # 693 TFLOP/s in graphs against 776 one call at a time: a graph saves only the launch, so this is noise
+    assert gap.graph_over_call(m) == pytest.approx(693.0 / 775.8, rel=1e-3)
+    assert gap.ratio_at(m) == pytest.approx(1.74, abs=0.005) and gap.ratio_at(m, bf16="graph") == pytest.approx(1.95, abs=0.005)
+    # small products gain from the graph (launch-bound); from 2,048 rows on the graph sweep ran slower
+    assert gap.graph_over_call(16) > 1.5
+    assert gap.graph_slower() == (2048, 4096, 8192, 16384)
+    with pytest.raises(ValueError, match="m must be one of"):
+        gap.graph_over_call(3)
+
+
+def test_fp8_per_call_is_slower_than_bf16_in_graphs_only_for_small_products_and_never_against_per_call():
+    gap = q.measured_fp8_speedup(load_measurement())
+    assert gap.slower_than_graph() == (16, 32, 64, 128)  # 43.8 us against 34.1 us at m = 16
+    assert all(gap.ratio_at(m, bf16="graph") > 1 for m, *_ in gap.same_shape if m >= 256)
+    assert min(gap.ratio_at(m) for m, *_ in gap.same_shape) > 1.4  # like with like, fp8 is faster at every m
+
+
 def test_launch_and_output_shares_of_a_measured_fp8_product():
     rec = load_measurement()
     g = next(x for x in rec.gemm_fp8_per_call if x.m == 8192)
@@ -316,3 +337,19 @@ def test_chapter_6_helpers_refuse_bad_input():
         q.bf16_kept_share("llama-3-9b")
     with pytest.raises(KeyError, match="unknown hardware"):
         q.measured_fp8_speedup(load_measurement()).of_peak("h300")
+
+
+def test_the_context_where_an_fp8_cache_saves_as_much_as_four_bit_weights():
+    m = rl.load_model("llama-3-8b")
+    w4 = q.scheme("W4A16 (int4, g128)")
+    one, sixteen = q.equal_saving_context(m, 1), q.equal_saving_context(m, 16)
+    assert one == pytest.approx(158_080) and sixteen == pytest.approx(one / 16)
+    # there both save the same bytes, so (memory-bound) both speed decode up by the same factor
+    for batch, ctx in ((1, one), (16, sixteen)):
+        assert q.decode_speedup(m, "h200-sxm", batch, round(ctx), kv_dtype="fp8") == pytest.approx(
+            q.decode_speedup(m, "h200-sxm", batch, round(ctx), **w4), rel=1e-3)
+    # shorter contexts favour the weights, longer the cache
+    assert q.decode_speedup(m, "h200-sxm", 16, 4096, **w4) > q.decode_speedup(m, "h200-sxm", 16, 4096, kv_dtype="fp8")
+    assert q.decode_speedup(m, "h200-sxm", 16, 32768, **w4) < q.decode_speedup(m, "h200-sxm", 16, 32768, kv_dtype="fp8")
+    with pytest.raises(ValueError, match="kv_dtype must be narrower than bf16"):
+        q.equal_saving_context(m, 1, kv_dtype="bf16")

@@ -6,6 +6,7 @@ from hypothesis import strategies as st
 
 import roofline as rl
 import roofline.workloads.training
+from roofline.workloads import memory, training
 
 
 def test_six_n_and_recompute(llama):
@@ -314,3 +315,45 @@ def test_sequence_compute_time_and_the_embedding_overcount_by_hand():
 def test_chapter_1_and_3_training_helpers_refuse_bad_input(call, error, message):
     with pytest.raises(error, match=message):
         call()
+
+
+# ---- one definition of model FLOPs (chapter 1, used everywhere) ----------------------------------------
+
+def test_model_flops_count_causal_attention_whatever_the_kernel():
+    flash = training.training_step("llama-3-8b", 4096)
+    explicit = training.training_step("llama-3-8b", 4096, attention="explicit")
+    model = lambda s: s["forward"].flops + s["backward"].flops
+    # 197.6 TFLOP of model FLOPs both ways; explicit attention runs the masked half of the square on top
+    assert model(flash) == pytest.approx(197.63e12, rel=1e-4)
+    assert model(explicit) == pytest.approx(model(flash))
+    assert explicit.flops == pytest.approx(210.82e12, rel=1e-4)
+    assert explicit["masked"].flops == pytest.approx(explicit.flops - model(explicit))
+    assert "masked" not in flash.parts and flash.flops == pytest.approx(model(flash))
+    # the masked half is a little under half the square's products: the causal triangle keeps the diagonal
+    square = 3 * sum(o.flops for o in rl.prefill("llama-3-8b", 4096, accounting="refined", attention="explicit").ops
+                     if o.name in ("scores", "pv"))
+    assert explicit["masked"].flops == pytest.approx(square * (1 - 4097 / 8192), rel=1e-9)
+    # so MFU is the same for both kernels at the same step time, and only HFU sees the masked work
+    assert training.mfu_ceiling(explicit) == pytest.approx(model(flash) / explicit.flops)
+    assert training.mfu_ceiling(flash) == 1
+
+
+def test_selective_recomputation_with_explicit_attention_reruns_the_whole_square():
+    sel = training.training_step("llama-3-8b", 4096, recompute="selective", attention="explicit")
+    none = training.training_step("llama-3-8b", 4096, attention="explicit")
+    assert sel["forward"].flops + sel["backward"].flops == pytest.approx(none["forward"].flops + none["backward"].flops)
+    assert sel["recompute"].flops == pytest.approx(sum(o.flops for o in rl.prefill(
+        "llama-3-8b", 4096, accounting="refined", attention="explicit").ops if o.name in ("scores", "pv")))
+
+
+def test_frontier_charges_explicit_attention_its_masked_half_and_flash_nothing():
+    pts = {p.label: p for p in training.frontier("llama-3-8b", 4096, 1, spacings=[1])}
+    explicit = training.training_step("llama-3-8b", 4096, attention="explicit")
+    model = explicit["forward"].flops + explicit["backward"].flops
+    assert pts["no recompute, explicit attention"].extra_flops == pytest.approx(explicit["masked"].flops / model)
+    assert 0.06 < pts["no recompute, explicit attention"].extra_flops < 0.07  # 6.7% at 4,096 tokens
+    assert pts["no recompute, flash"].extra_flops == 0 and pts["offload, no recompute"].extra_flops == 0
+    assert pts["full (every layer)"].extra_flops == pytest.approx(training.recompute_overhead(training.training_step(
+        "llama-3-8b", 4096, recompute="full")))
+    assert pts["offload, no recompute"].host_bytes == pytest.approx(
+        float(memory.training_footprint("llama-3-8b", 4096, 1, offload=True).host))
