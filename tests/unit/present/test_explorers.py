@@ -82,11 +82,15 @@ def test_speculation_explorer_reads_speculate_and_a_custom_grid_starts_inside_it
 
 
 def test_tp_explorer_fits_70b_at_eight_gpus_not_one():
-    e = widgets.tp_explorer(models=("llama-3-70b",), degrees=(1, 8), batches=(1,), contexts=(1024,),
-                            tiers=(("NVLink", "scale_up"),))
-    one, eight = e.text((0, 0, 0, 0, 0)), e.text((0, 1, 0, 0, 0))
+    from roofline.parallel.tensor_parallel import decode_by_degree
+
+    e = widgets.tp_explorer(models=("llama-3-70b",), degrees=(1, 8), batches=(1,), contexts=(1024,))
+    key = (0,) * len(e.controls)
+    one, eight = e.text(key), e.text(key[:1] + (1,) + key[2:])
     assert "<b>does not fit</b>" in one and "no collectives" in one
     assert "does not fit" not in eight and "collectives" in eight
+    points = decode_by_degree("llama-3-70b", get_hardware("h100-sxm"), (1, 8), batch=1, context=1024)
+    assert fmt(points[1].time, "s") in eight and fmt(points[1].weights_per_gpu, "B") in eight
     assert _frames_differ(e)
 
 
