@@ -776,6 +776,34 @@ def speedup_chart(batches, curves: dict, *, marks: dict | None = None, title=Non
     return fig
 
 
+def quality_points(model, hardware, batch=1, context=0, *, groups: dict, named_above: float = 0.1) -> list[dict]:
+    """Chapter 6's points for :func:`quality_chart`: each published result of
+    :data:`roofline.workloads.quantization.PUBLISHED` whose formats the package models, at the decode speedup
+    its formats buy ``model`` on ``hardware`` (``batch`` sequences, ``context`` tokens) and the quality it
+    lost in percent. ``groups`` names each source's group (its key in the bibliography -> a legend entry);
+    a result that lost more than ``named_above`` (a fraction) is named beside its point, the names taking
+    turns above and below so that neighbours do not overlap."""
+    from roofline.workloads import quantization as q
+
+    points: list[dict] = []
+    named = 0
+    for row in q.PUBLISHED:
+        formats = q.formats_of(row)
+        if formats is None:
+            continue
+        if row.source not in groups:
+            raise ValueError(f"groups names no group for source {row.source!r}; it names {', '.join(sorted(groups))}")
+        lost = q.relative_change(row)
+        label = f"{row.method}, {row.model}" if lost > named_above else ""
+        points.append({"x": q.decode_speedup(model, hardware, batch, context, **formats), "y": 100 * lost,
+                       "group": groups[row.source], "label": label, "offset": (8, 4 if named % 2 else -10)})
+        named += bool(label)
+    return points
+
+
+__all__ += ["quality_points"]
+
+
 def quality_chart(points: Sequence[dict], *, title=None, xlabel="predicted decode speedup", ylabel="quality lost (%)"):
     """Chapter 6: published methods as points, speed bought (x) against quality lost (y, percent).
 
