@@ -4,6 +4,7 @@ import matplotlib
 # environment, and the notebooks must keep their inline backend to show their figures.)
 matplotlib.use("Agg")
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -23,6 +24,34 @@ settings.register_profile("laws", deadline=None)
 # means the change under test broke a law, not that this run drew an unlucky example.
 settings.register_profile("ci", deadline=None, derandomize=True, database=None)
 settings.load_profile("ci" if os.environ.get("CI", "").lower() == "true" else "laws")
+
+
+@contextlib.contextmanager
+def _memory_cap(extra: int):
+    """Let the process map at most ``extra`` more bytes of address space while the block runs (Linux; a
+    no-op elsewhere): an allocation past it raises MemoryError in the test instead of taking the machine."""
+    try:
+        import resource
+
+        with open("/proc/self/statm") as f:
+            mapped = int(f.read().split()[0]) * resource.getpagesize()
+    except (ImportError, OSError):
+        yield
+        return
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    cap = mapped + extra if hard == resource.RLIM_INFINITY else min(hard, mapped + extra)
+    resource.setrlimit(resource.RLIMIT_AS, (cap, hard))
+    try:
+        yield
+    finally:
+        resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
+
+
+@pytest.fixture(scope="session")
+def memory_cap():
+    """``with memory_cap(extra):`` caps the address space the block may add (see :func:`_memory_cap`); for the fuzz
+    tests, whose draws may ask for anything, so that a runaway allocation fails the test, not the machine."""
+    return _memory_cap
 
 
 @pytest.fixture(scope="session")

@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import json
 
-from roofline.cli.output import tp_lines
-from roofline.cli.parser import GPUS_PER_NODE, UsageError, at, one_split
+from roofline.cli.output import routing_fields, routing_line, tp_lines
+from roofline.cli.parser import GPUS_PER_NODE, UsageError, at, need_links, moe_routing, one_split
 from roofline.cli.serving import expert_parallel
 from roofline.core.cost import Breakdown
 from roofline.core.formats import Formats, formats as make_formats
 from roofline.core.hardware import Hardware, get_hardware
-from roofline.core.model import Model, NotModelledError, load_model
+from roofline.core.model import Model, load_model
 from roofline.core.roof import predict
 from roofline.core.units import fmt
 from roofline.measured import calibrated_roof_for
@@ -46,12 +46,16 @@ def _run(args) -> str:
                                  f"{flag} out", flag)
     m, h = at("model", load_model, args.model), at("--gpu", get_hardware, args.gpu, args.catalog)
     one_split(args)
+    assumed = moe_routing(args, m)
     if args.ep > 1:
-        return expert_parallel(args, m, h)
-    if m.moe is not None and args.routing is None and args.batch * getattr(args, "tokens", 1) > 1:
-        raise NotModelledError(f"{m.name} with more than one token in a step: which experts are read depends on the "
-                               "routing; name it with --routing uniform (the expected count), best or worst")
-    accounting = args.accounting or ("text" if args.timing == "step" else "refined")
+        return expert_parallel(args, m, h, assumed)
+    kernels = [flag for flag, given in (("--attention", args.attention != OPTIONS["attention"][0]),
+                                        ("--lm-head", getattr(args, "lm_head", "all") != "all")) if given]
+    if args.accounting == "text" and kernels:
+        raise UsageError(f"{' and '.join(kernels)} choose{'s' if len(kernels) == 1 else ''} kernels, which only the "
+                         "refined accounting counts: drop --accounting text (a kernel option asks for the refined "
+                         f"count by default) or leave {' and '.join(kernels)} out", kernels[0])
+    accounting = args.accounting or ("text" if args.timing == "step" and not kernels else "refined")
     options = {"attention": args.attention}
     if getattr(args, "lm_head", "all") != "all":
         options["lm_head"] = args.lm_head
@@ -65,7 +69,8 @@ def _run(args) -> str:
     f = at("--math-dtype" if args.math_dtype else "--weights-dtype", make_formats, **formats)
     at("--math-dtype" if args.math_dtype else "--dtype", check_math, h, f)
     settings = {"model": m.name, "batch": args.batch, "accounting": accounting, "dtype": args.dtype,
-                "weights_dtype": f.weights, "kv_dtype": f.kv, "attention": args.attention}
+                "weights_dtype": f.weights, "kv_dtype": f.kv, "attention": args.attention,
+                **routing_fields(m, args.batch * getattr(args, "tokens", 1), args.routing, assumed)}
     if args.math_dtype is not None or args.embeddings_dtype is not None:
         settings.update(math_dtype=f.math, embeddings_dtype=f.embeddings or f.weights)
     if args.tp > 1:
@@ -145,7 +150,7 @@ def _workload(kind: str, b: Breakdown, h: Hardware, tokens: int, as_json: bool, 
              + (f", launches {fmt(pred.launch_time, 's')}" if pred.launch_time else "")]
     if getattr(pred.roof, "assumption", ""):
         lines.append(f"  assumption: {pred.roof.assumption}")
-    return "\n\n".join(shown) + "\n\n" + "\n".join(lines + _fit_lines(fit, h))
+    return "\n\n".join(shown) + "\n\n" + "\n".join(lines + routing_line(settings) + _fit_lines(fit, h))
 
 
 
@@ -154,6 +159,7 @@ def _context_parallel(args, m: Model, h: Hardware) -> str:
     if args.batch != 1 or args.dtype != "bf16" or args.weights_dtype or args.kv_dtype or args.math_dtype:
         raise UsageError("--cp spreads one bf16 prompt: leave --batch, --dtype and the other formats at their "
                          "defaults", "--cp")
+    need_links(args, h, args.cp, f"prefill --cp {args.cp}")
     p = at("--cp", context_parallel_prefill, m, h, args.tokens, args.cp)
     if args.json:
         return json.dumps({"workload": "prefill", "model": m.name, "gpu": h.key, "tokens": p.tokens, "cp": p.cp,
@@ -172,6 +178,7 @@ def _tensor_parallel(args, m: Model, h: Hardware, accounting: str, formats: dict
     """``decode --tp N`` and ``prefill --tp N``: one GPU's share of the step plus the collectives (chapter 8)."""
     t = args.tp
     at("--tp", check_tp, m, t, gpus_per_node=GPUS_PER_NODE)
+    need_links(args, h, t, f"{args.command} --tp {t}")
     roof = None
     if args.roof == "measured":
         roof = at("--roof", calibrated_roof_for, h, mode=args.launch, carry=args.carry_h200_efficiencies)

@@ -16,7 +16,9 @@
 
 A model is a shipped name (``roofline params --help`` lists them) or the path of any Hugging Face
 ``config.json``. Bad input exits with status 2 and a one-line message; a question the package does
-not model yet (a mixture-of-experts step with many tokens, latent attention) exits with status 1.
+not model yet (latent attention kernel by kernel) exits with status 1. A mixture-of-experts step of more
+than one token is priced at the uniform-routing expectation unless ``--routing`` names another, and the
+output says that it assumed it.
 With ``--json`` an error is one JSON object on stdout, ``{"error": ..., "argument": ...}``, with the
 same status. ``--catalog PATH`` (or the ``ROOFLINE_CATALOG`` variable) reads a reader's own hardware
 catalog instead of the shipped one. A closed pipe (``roofline hardware | head -1``) ends the program

@@ -9,9 +9,39 @@ import sys
 from typing import Sequence
 
 from roofline.core.hardware import Hardware
+from roofline.core.model import Model
+from roofline.core.routing import experts_touched
 from roofline.core.units import fmt
 
-__all__ = ["wants_json", "tp_lines", "report", "write", "quiet_stdout", "EXIT_BROKEN_PIPE"]
+__all__ = ["wants_json", "tp_lines", "report", "write", "quiet_stdout", "EXIT_BROKEN_PIPE", "routing_fields",
+           "routing_line"]
+
+
+def routing_fields(m: Model, tokens, routing: str | None, assumed: bool) -> dict:
+    """The JSON fields that say how a mixture of experts was priced: ``routing`` (the routing used),
+    ``routing_assumed`` (true where ``--routing`` was not given and the uniform expectation was taken) and
+    ``experts_read_per_layer`` (distinct routed experts a MoE layer reads for the step's ``tokens``, of
+    ``experts``). Empty for a dense model."""
+    if m.moe is None:
+        return {}
+    return {"routing": routing, "routing_assumed": assumed,
+            "experts_read_per_layer": float(experts_touched(m, tokens, routing or "uniform")),
+            "experts": m.moe.num_experts}
+
+
+def routing_line(fields: dict) -> list[str]:
+    """The text of :func:`routing_fields` (among other fields): one line naming the routing, and whether it was
+    assumed; nothing for a dense model."""
+    if "experts_read_per_layer" not in fields:
+        return []
+    read, experts = fields["experts_read_per_layer"], fields["experts"]
+    how = {"uniform": "independent uniform choices: the expected count",
+           "best": "every token to the same experts: a lower bound",
+           "worst": "as many experts as the tokens reach: an upper bound"}[fields["routing"]]
+    lines = [f"routing: {fields['routing']} ({how}), {read:,.2f} of {experts} experts read per MoE layer"]
+    if fields["routing_assumed"]:
+        lines.append("  assumed, as no --routing was given; --routing best or worst gives the bounds")
+    return lines
 
 
 def wants_json(argv: Sequence[str]) -> bool:

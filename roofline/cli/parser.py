@@ -12,7 +12,7 @@ import argparse
 import os
 import re
 
-from roofline.core.hardware import CatalogError
+from roofline.core.hardware import CatalogError, require_links
 from roofline.core.model import NotModelledError, model_names
 from roofline.core.policies import recompute_policy
 from roofline.core.roof import TIMINGS
@@ -23,7 +23,7 @@ from roofline.serving.speculative import DRAFTS
 from roofline.workloads.inference import ACCOUNTINGS, OPTIONS
 
 __all__ = ["UsageError", "HelpRequested", "build_parser", "whole", "storage_format", "fraction", "acceptance", "recompute", "at",
-           "one_split", "GPUS_PER_NODE", "SMALLEST_FRACTION"]
+           "one_split", "GPUS_PER_NODE", "SMALLEST_FRACTION", "need_links", "moe_routing", "DEFAULT_ROUTING"]
 
 
 # The largest count the command line takes: 2**53, past which a float no longer holds every whole number.
@@ -90,6 +90,9 @@ class _Parser(argparse.ArgumentParser):
         argument = found.group(1).split("/")[0] if found else None
         if argument is None and (required := re.search(r"arguments are required: (.+)$", message)):
             argument = required.group(1).split(", ")[0]
+        if argument is not None and (given := re.search(r"ignored explicit argument (.+)$", message)):
+            message = (f"argument {argument}: {argument} is a switch and takes no value, got {given.group(1)}: give "
+                       f"{argument} alone")
         raise UsageError(f"{self.prog}: error: {message}", argument, self.format_usage())
 
 
@@ -130,7 +133,8 @@ def build_parser() -> argparse.ArgumentParser:
             _cp_flags(p, methods=False)
         p.add_argument("--accounting", choices=ACCOUNTINGS, default=None,
                        help="the first-order count ('text') or the refined one, kernel by kernel "
-                            "(default: text under --timing step, refined otherwise)")
+                            "(default: text under --timing step with no kernel option such as "
+                            "--attention explicit, refined otherwise)")
         p.add_argument("--dtype", default="bf16", choices=list(DTYPE_BYTES),
                        help="format of everything: weights, activations, KV cache, math (default bf16)")
         p.add_argument("--weights-dtype", type=storage_format, metavar="FORMAT",
@@ -224,12 +228,26 @@ def _moe_flags(p: argparse.ArgumentParser) -> None:
     """The two flags of chapter 10, the same on decode, prefill and serve."""
     p.add_argument("--routing", choices=ROUTINGS, default=None, metavar="ROUTING",
                    help="how a mixture of experts routes a step's tokens, one of uniform (independent uniform choices, the "
-                        "expected experts read), best (all to the same k) or worst (as many experts as possible); "
-                        "needed at more than one token, no default")
+                        "expected experts read), best (all to the same k: the fewest bytes) or worst (as many experts "
+                        "as possible: the most); default uniform, and the output says it was assumed")
     p.add_argument("--ep", type=whole(1), default=1, metavar="N",
                    help="expert parallelism: the routed experts spread over N GPUs, everything else copied, the batch "
                         "split N ways, two all-to-alls per MoE layer (NVLink within 8 GPUs a node, then InfiniBand); "
                         "text accounting, step rule, datasheet roof (default 1)")
+
+
+DEFAULT_ROUTING = "uniform"
+"""The routing a mixture of experts is priced with when ``--routing`` is not given: the expectation under
+independent uniform choices (chapter 10), named as assumed in the output; ``best`` and ``worst`` are the bounds."""
+
+
+def moe_routing(args, m) -> bool:
+    """Fill in ``args.routing`` for a mixture of experts given none (:data:`DEFAULT_ROUTING`); whether it was
+    assumed. A dense model keeps what was given (it reads every weight whatever the routing)."""
+    if m.moe is None or args.routing is not None:
+        return False
+    args.routing = DEFAULT_ROUTING
+    return True
 
 
 def at(argument: str, call, *args, **kwargs):
@@ -347,6 +365,16 @@ def _plan_parser(sub, models: str) -> None:
 
 
 GPUS_PER_NODE = 8  # an HGX/DGX node: the NVLink domain tensor parallelism stays inside
+
+INSIDE = ("scale_up", "host")  # a link inside a node: NVLink, or PCIe on a card that has none
+
+
+def need_links(args, h, gpus: int, what: str, *, per_node: int = GPUS_PER_NODE) -> None:
+    """Before a command prices traffic between ``gpus`` GPUs (``what``: the flags that ask for it): the links the
+    catalog must give ``h``, a link inside a node and, past ``per_node`` GPUs, the network, every one missing named
+    at once, with the argument at fault (``--catalog`` for a reader's own catalog, else ``--gpu``)."""
+    needs = ([INSIDE] if min(gpus, per_node) > 1 else []) + (["network"] if gpus > per_node else [])
+    at("--catalog" if args.catalog else "--gpu", require_links, h, needs, what)
 
 
 def _tp_flag(p) -> None:

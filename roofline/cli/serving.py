@@ -7,8 +7,8 @@ from __future__ import annotations
 import argparse
 import json
 
-from roofline.cli.output import tp_lines
-from roofline.cli.parser import GPUS_PER_NODE, UsageError, at, one_split
+from roofline.cli.output import routing_fields, routing_line, tp_lines
+from roofline.cli.parser import GPUS_PER_NODE, UsageError, at, need_links, moe_routing, one_split
 from roofline.core.hardware import Hardware, get_hardware
 from roofline.core.model import Model, NotModelledError, load_model
 from roofline.core.units import fmt
@@ -27,9 +27,10 @@ def run_serve(args) -> str:
     """``roofline serve MODEL --gpu GPU --context N``: the largest batch that fits and its decode step."""
     m, h = at("model", load_model, args.model), at("--gpu", get_hardware, args.gpu, args.catalog)
     one_split(args)
+    assumed = moe_routing(args, m)
     if args.ep > 1:
-        return expert_parallel(args, m, h)
-    return _tensor_parallel(args, m, h) if args.tp > 1 else _serve(args, m, h)
+        return expert_parallel(args, m, h, assumed)
+    return _tensor_parallel(args, m, h) if args.tp > 1 else _serve(args, m, h, assumed)
 
 
 def run_speculate(args) -> str:
@@ -64,14 +65,16 @@ def _serve_text(p: ServingPlan) -> str:
     return "\n".join(lines)
 
 
-def _serve(args: argparse.Namespace, m: Model, h: Hardware) -> str:
+def _serve(args: argparse.Namespace, m: Model, h: Hardware, assumed: bool = False) -> str:
     at("--context", check_context, m, args.context)
     at("--gpus", kv_replicas, m, args.gpus)
     plan = at("--batch" if args.batch else "--context", serving_plan, m, h, args.context, gpus=args.gpus,
                weights_dtype=args.weights_dtype, kv_dtype=args.kv_dtype, math_dtype=args.math_dtype,
                block_size=args.block_size, batch=args.batch, routing=args.routing)
     prompt = args.prompt or args.context
-    formats = dict(gpus=args.gpus, weights_dtype=args.weights_dtype, kv_dtype=args.kv_dtype, math_dtype=args.math_dtype)
+    formats = dict(gpus=args.gpus, weights_dtype=args.weights_dtype, kv_dtype=args.kv_dtype, math_dtype=args.math_dtype,
+                   routing=args.routing)
+    routed = routing_fields(m, max(plan.batch, 1), args.routing, assumed) if plan.step_time is not None else {}
     ttft = curve = None
     if plan.step_time is not None:  # it fits and its decode is modelled
         try:
@@ -81,15 +84,16 @@ def _serve(args: argparse.Namespace, m: Model, h: Hardware) -> str:
         except NotModelledError:
             ttft = curve = None
     if args.json:
-        out = {"gpu": h.key, **plan.as_dict(), "prompt": prompt, "ttft": ttft}
+        out = {"gpu": h.key, **plan.as_dict(), **routed, "prompt": prompt, "ttft": ttft}
         if args.curve:
             out["curve"] = None if curve is None else {k: (v.tolist() if hasattr(v, "tolist") else v)
                                                        for k, v in curve.items()}
         return json.dumps(out, indent=2)
     text = _serve_text(plan)
-    if ttft is None:
-        return text
     head, verdict = text.rsplit("\n", 1)
+    head = "\n".join([head, *("  " + line for line in routing_line(routed))])
+    if ttft is None:
+        return "\n".join([head, verdict])
     lines = [head, f"  time to first token: {fmt(ttft, 's')} (a prompt of {prompt:,} tokens prefilled alone)"]
     if curve is not None:
         lines.append("  latency against throughput (decode at each batch):")
@@ -135,16 +139,13 @@ def _speculate(args: argparse.Namespace, m: Model, h: Hardware) -> str:
                       f"  (roof: {plan.roof}, datasheet; text accounting; the draft's own memory not counted)", memory])
 
 
-def expert_parallel(args: argparse.Namespace, m: Model, h: Hardware) -> str:
+def expert_parallel(args: argparse.Namespace, m: Model, h: Hardware, assumed: bool = False) -> str:
     """decode, prefill or serve with ``--ep N``: one GPU's step and the all-to-alls (roofline.parallel.moe)."""
     if m.moe is None:
         raise UsageError(f"--ep: {m.name} has no experts; expert parallelism needs a mixture of experts", "--ep")
     if args.command == "serve" and (args.curve or args.prompt is not None or args.gpus > 1):
         raise UsageError("--ep prices one expert-parallel decode step; it does not combine with --curve, --prompt "
                          "or --gpus yet", "--ep")
-    if args.routing is None:
-        raise NotModelledError(f"{m.name} over {args.ep} expert-parallel GPUs: which experts each GPU reads depends "
-                               "on the routing; name it with --routing uniform, best or worst")
     if args.command != "serve" and (args.timing != "step" or args.roof != "datasheet" or args.accounting == "refined"):
         raise UsageError("--ep is modelled with the text accounting, the step rule and the datasheet roof "
                          "(leave out --timing, --roof and --accounting refined)", "--ep")
@@ -152,6 +153,7 @@ def expert_parallel(args: argparse.Namespace, m: Model, h: Hardware) -> str:
     wd = args.weights_dtype or dtype
     # serve keeps the cache in the weights' format unless told (chapter 5); decode and prefill in --dtype's
     kvd = args.kv_dtype or (wd if args.command == "serve" else dtype)
+    need_links(args, h, args.ep, f"{args.command} --ep {args.ep}")
     per_gpu = at("--ep", weights_per_gpu, m, ep=args.ep, weights_dtype=wd)
     if args.command == "serve":
         most = at("--ep", expert_parallel_batch, m, h, args.context, ep=args.ep, weights_dtype=wd, kv_dtype=kvd,
@@ -170,8 +172,9 @@ def expert_parallel(args: argparse.Namespace, m: Model, h: Hardware) -> str:
     else:
         step = at("--ep" if batch % args.ep == 0 else "--batch", expert_parallel_step, m, h, batch, context,
                    ep=args.ep, routing=args.routing, prompt=prompt, dtype=dtype, weights_dtype=wd, kv_dtype=kvd)
-    out = {"workload": args.command, "model": m.name, "gpu": h.key, "ep": args.ep, "routing": args.routing,
-           "batch": batch, "weights_per_gpu": per_gpu,
+    tokens = batch * (prompt or 1)
+    out = {"workload": args.command, "model": m.name, "gpu": h.key, "ep": args.ep,
+           **routing_fields(m, max(tokens, 1), args.routing, assumed), "batch": batch, "weights_per_gpu": per_gpu,
            "weights_per_gpu_tensor_parallel": weights_per_gpu(m, tp=args.ep, weights_dtype=wd)}
     if most is not None:
         out.update(context=args.context, max_batch=most)
@@ -192,7 +195,8 @@ def expert_parallel(args: argparse.Namespace, m: Model, h: Hardware) -> str:
         what = f"prefill of {batch:,} × {args.tokens:,} tokens"
     else:
         what = f"serving at {context:,} tokens per request, batch {batch:,}"
-    lines = [f"{m.name} on {args.ep} × {h.short}, expert-parallel, {args.routing} routing: {what}",
+    lines = [f"{m.name} on {args.ep} × {h.short}, expert-parallel, {args.routing} routing"
+             + (" (assumed: no --routing given; best or worst gives the bounds)" if assumed else "") + f": {what}",
              f"  weights per GPU        {fmt(per_gpu, 'B')} (tensor-parallel over {args.ep}: "
              f"{fmt(out['weights_per_gpu_tensor_parallel'], 'B')})"]
     if most is not None:
@@ -224,6 +228,7 @@ def _tensor_parallel(args, m: Model, h: Hardware) -> str:
         raise UsageError("--tp prices one tensor-parallel decode step; it does not combine with --curve, --prompt "
                          "or --gpus (chapter 5's pooled GPUs) yet", "--tp")
     at("--tp", check_tp, m, t, gpus_per_node=GPUS_PER_NODE)
+    need_links(args, h, t, f"serve --tp {t}")
     p = at("--batch" if args.batch else "--context", tp_serving_plan, m, h, args.context, tp=t,
            weights_dtype=args.weights_dtype, kv_dtype=args.kv_dtype, math_dtype=args.math_dtype,
            block_size=args.block_size, batch=args.batch, gpus_per_node=GPUS_PER_NODE)

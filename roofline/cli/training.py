@@ -7,8 +7,8 @@ from __future__ import annotations
 import json
 
 from roofline.cli.output import tp_lines
-from roofline.cli.parser import GPUS_PER_NODE, UsageError, at, one_split
-from roofline.core.hardware import Hardware, get_hardware
+from roofline.cli.parser import GPUS_PER_NODE, UsageError, at, need_links, one_split
+from roofline.core.hardware import Hardware, get_hardware, require_links
 from roofline.core.model import Model, NotModelledError, load_model
 from roofline.core.units import fmt
 from roofline.parallel.context_parallel import plan_context_parallel
@@ -43,6 +43,10 @@ def _train(args, catalog) -> str:
         return _tensor_parallel(args, m, h)
     if args.cp > 1:
         return _context_parallel(args, m, h)
+    if args.gpus > 1:
+        need_links(args, h, args.gpus, f"train --gpus {args.gpus}")
+    if args.offload:
+        at("--catalog" if args.catalog else "--gpu", require_links, h, ["host"], "train --offload")
     plan = at("--offload" if args.offload else "--seq", plan_training, m, h, seq=args.seq,
                micro_batch=args.micro_batch, gpus=args.gpus, recompute=args.recompute, zero_stage=args.zero,
                offload=args.offload, achieved=args.achieved, timing=args.timing, attention=args.attention)
@@ -97,6 +101,8 @@ def _train(args, catalog) -> str:
 def _plan(args, catalog) -> str:
     """``roofline plan``: chapter 9's search, the best layouts first."""
     m, h = at("model", load_model, args.model), at("--gpu", get_hardware, args.gpu, catalog)
+    need_links(args, h, args.nodes * args.gpus_per_node, f"plan over {args.nodes:,} node{'s' if args.nodes > 1 else ''} "
+          f"of {args.gpus_per_node} GPUs", per_node=args.gpus_per_node)
     try:
         result = plan_layouts(m, h, nodes=args.nodes, gpus_per_node=args.gpus_per_node, seq=args.seq,
                       global_batch=args.global_batch, achieved=args.achieved, timing=args.timing)
@@ -107,7 +113,9 @@ def _plan(args, catalog) -> str:
         flags = {"global_batch": "--global-batch", "gpus_per_node": "--gpus-per-node", "nodes": "--nodes",
                  "seq": "--seq", "achieved": "--achieved"}
         named = next((f for f in flags if message.startswith(f + " ")), None)
-        argument = flags[named] if named else "--nodes" if "fits on no" in message else "model"
+        beyond = m.max_position_embeddings is not None and args.seq > m.max_position_embeddings
+        argument = (flags[named] if named else ("--seq" if beyond else "--nodes") if "fits on no" in message
+                    else "model")
         raise UsageError(message.replace(named, flags[named], 1) if named else message, argument) from None
     top = result.top(args.top)
     if args.json:
@@ -148,6 +156,8 @@ def _train_dp(args, catalog) -> str:
     if args.hybrid and args.zero != 3:
         raise UsageError(f"--hybrid is ZeRO-3 inside each node: give --zero 3 with it, got --zero {args.zero}", "--hybrid")
     m, h = at("model", load_model, args.model), at("--gpu", get_hardware, args.gpu, catalog)
+    need_links(args, h, nodes * per_node, f"train over {nodes:,} node{'s' if nodes > 1 else ''} of {per_node} GPUs",
+          per_node=per_node)
     step = at("--nodes", data_parallel_step, m, h, nodes=nodes, gpus_per_node=per_node, zero_stage=args.zero,
                hybrid=args.hybrid, seq=args.seq, micro_batch=args.micro_batch, accumulation=args.accumulation,
                recompute=args.recompute, achieved=args.achieved, timing=args.timing, attention=args.attention)
@@ -191,6 +201,7 @@ def _context_parallel(args, m: Model, h: Hardware) -> str:
     """``train --cp N``: one sequence's training step spread over ``N`` GPUs (chapter 11)."""
     if args.offload or args.attention != "flash":
         raise UsageError("--cp models flash attention kept on the GPU: drop --offload and --attention explicit", "--cp")
+    need_links(args, h, args.cp, f"train --cp {args.cp}")
     plan = at("--cp", plan_context_parallel, m, h, seq=args.seq, cp=args.cp, method=args.cp_method,
               micro_batch=args.micro_batch, recompute=args.recompute, zero_stage=args.zero,
               gpus=args.gpus * args.cp, achieved=args.achieved, timing=args.timing)
@@ -228,6 +239,7 @@ def _tensor_parallel(args, m: Model, h: Hardware) -> str:
     """``train --tp N``: one GPU's step over its shard plus the tensor-parallel collectives (chapter 8)."""
     t = args.tp
     at("--tp", check_tp, m, t, gpus_per_node=GPUS_PER_NODE)
+    need_links(args, h, max(t, args.gpus), f"train --tp {t}")
     gpus = args.gpus if args.gpus > 1 else t
     if gpus % t:
         raise UsageError(f"--gpus ({gpus}) must be a multiple of --tp ({t}): the GPUs form {t}-GPU "

@@ -150,4 +150,5 @@ def unknown_name(kind: str, name: str, known: Iterable[str]) -> UnknownNameError
         hint = "did you mean " + " or ".join(repr(c) for c in close) + "?"
     else:
         hint = "known: " + ", ".join(known)
-    return UnknownNameError(f"unknown {kind} {name!r}; {hint}")
+    shown = repr(name) if len(str(name)) <= 60 else f"{str(name)[:40]!r}... ({len(str(name)):,} characters)"
+    return UnknownNameError(f"unknown {kind} {shown}; {hint}")

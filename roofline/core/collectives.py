@@ -43,7 +43,7 @@ from typing import Mapping
 import numpy as np
 
 from roofline.core.checks import broadcast, number, unknown_name
-from roofline.core.hardware import Hardware, get_hardware
+from roofline.core.hardware import Hardware, get_hardware, require_links
 
 __all__ = ["COLLECTIVES", "ALGORITHMS", "TIERS", "LATENCY", "BASE_LATENCY", "LATENCY_SOURCE",
            "bytes_sent", "latency_steps", "bus_factor", "algorithm_bandwidth", "bus_bandwidth",
@@ -174,10 +174,7 @@ def tier_link(hardware: Hardware | str, tier: str) -> tuple[float, float]:
     hw = get_hardware(hardware)
     if tier not in TIERS:
         raise unknown_name("tier", tier, TIERS)
-    if tier not in hw.interconnect:
-        raise ValueError(f"tier must be one of {', '.join(map(repr, hw.interconnect))} for the {hw.short} "
-                         f"(the catalog gives it no {tier!r} link), got {tier!r}")
-    return hw.interconnect[tier].each_way, LATENCY[tier]
+    return hw.link(tier).each_way, LATENCY[tier]
 
 
 @dataclass(frozen=True)
@@ -249,17 +246,16 @@ def collective_cost(collective, n, size, hardware: Hardware | str, *, gpus_per_n
         cost = CollectiveCost(c.name, algorithm, n, size, (tier, tier), sent, np.zeros(shape) if shape else 0.0,
                               latency, sent / bandwidth)
         return _scalars(cost, shape)
+    spans = nn > g
+    require_links(hw, [("scale_up", "host")] + (["network"] if spans.any() else []),
+                  f"{c.name.replace('_', '-')} over {float(nn.max()):g} GPUs in nodes of {g:g}")
     inside = "scale_up" if "scale_up" in hw.interconnect else "host"
     b_in, a_in = tier_link(hw, inside)
-    spans = nn > g
     if spans.any():
         bad = spans & (nn % g != 0)
         if bad.any():
             raise ValueError(f"n must be at most gpus_per_node ({g:g}) or a whole number of nodes (a multiple of it), "
                              f"got {float(nn[bad].flat[0]):g}")
-        if "network" not in hw.interconnect:
-            raise ValueError(f"a group of more than gpus_per_node ({g:g}) GPUs spans nodes, and the catalog gives the "
-                             f"{hw.short} no network link")
         b_out, a_out = tier_link(hw, "network")
     else:
         b_out, a_out = 1.0, 0.0

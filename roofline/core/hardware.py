@@ -30,6 +30,9 @@ __all__ = [
     "get_hardware",
     "hardware_names",
     "load_catalog",
+    "MissingLinkError",
+    "require_links",
+    "TIER_WORDS",
 ]
 
 
@@ -114,6 +117,10 @@ class Hardware:
             if dtype not in DTYPE_BYTES:
                 raise unknown_name("dtype", dtype, DTYPE_BYTES)
             number(f"dense_flops[{dtype!r}]", peak)
+        if not isinstance(self.interconnect, _Links) or self.interconnect._hw is not None:
+            # built by hand, or a copy by with_(): its own links, so that a missing tier names this GPU
+            object.__setattr__(self, "interconnect", _Links(dict(self.interconnect)))
+        self.interconnect._hw = self
 
     def peak_flops(self, dtype: str = "bf16") -> float:
         """Dense peak FLOP/s for ``dtype``; an error if the chip has no such format."""
@@ -138,9 +145,67 @@ class Hardware:
         except KeyError:
             raise unknown_name("figure", path, self.figures) from None
 
+    def link(self, tier: str, *, name: str = "tier") -> Link:
+        """The catalog's link on ``tier`` ('scale_up', 'host' or 'network'); a :class:`MissingLinkError` naming the
+        tier, the tiers the entry gives and where to add it when the catalog gives none (``name``: the argument
+        that asked for the tier, named in the message)."""
+        try:
+            return self.interconnect[tier]
+        except KeyError:
+            raise _missing(self, tier, name) from None
+
     def with_(self, **changes) -> "Hardware":
         """A copy with some figures changed, for what-if questions (``hbm_bandwidth=4e12``)."""
         return replace(self, **changes)
+
+
+# What each interconnect tier is, in the words the errors use.
+TIER_WORDS = {"scale_up": "GPU to GPU inside a node: NVLink, Infinity Fabric",
+              "host": "GPU to CPU: PCIe",
+              "network": "between nodes, per GPU: InfiniBand, Ethernet"}
+
+
+class MissingLinkError(ValueError, KeyError):
+    """A link a computation needs and the catalog does not give the GPU; the message names the tiers missing, the
+    tiers the entry gives, and the table to add them to. A ``ValueError`` (bad input) and a ``KeyError`` (a
+    missing key of :attr:`Hardware.interconnect`) both."""
+
+    def __str__(self) -> str:  # KeyError would print the message inside quotes
+        return str(self.args[0])
+
+
+def _given(hw: Hardware) -> str:
+    return ("gives only " + ", ".join(map(repr, hw.interconnect)) if hw.interconnect
+            else "gives no interconnect at all (no [gpus." + hw.key + ".interconnect] table)")
+
+
+def _missing(hw: Hardware, tier: str, name: str) -> MissingLinkError:
+    if tier not in TIER_WORDS:
+        return MissingLinkError(f"{name} must be one of {', '.join(map(repr, TIER_WORDS))}, got {tier!r}")
+    start = (f"{name} must be one of {', '.join(map(repr, hw.interconnect))} for the {hw.short}, got {tier!r}"
+             if hw.interconnect else f"{name} {tier!r} needs a link the {hw.short} does not have")
+    return MissingLinkError(f"{start}: its catalog entry {_given(hw)}; add {tier} ({TIER_WORDS[tier]}) under "
+                            f"[gpus.{hw.key}.interconnect] to price it")
+
+
+def require_links(hardware: Hardware | str, needs, what: str) -> None:
+    """Check, before anything is priced, that the catalog gives ``hardware`` every link ``what`` needs: ``needs``
+    lists tiers, each a name ('network') or a tuple of names any one of which will do (``("scale_up", "host")``:
+    NVLink, or PCIe where a card has none). A :class:`MissingLinkError` names every need not met, what each tier
+    is, the tiers the entry gives and where to add them."""
+    hw = get_hardware(hardware)
+    unmet = []
+    for need in needs:
+        options = (need,) if isinstance(need, str) else tuple(need)
+        for tier in options:
+            if tier not in TIER_WORDS:
+                raise unknown_name("tier", tier, TIER_WORDS)
+        if not any(t in hw.interconnect for t in options):
+            unmet.append(" or ".join(f"{t!r} ({TIER_WORDS[t]})" for t in options))
+    if unmet:
+        raise MissingLinkError(f"{what} needs {' and '.join(unmet)} on the {hw.short}, and its catalog entry "
+                               f"{_given(hw)}; add {'them' if len(unmet) > 1 else 'it'} under "
+                               f"[gpus.{hw.key}.interconnect]")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -167,6 +232,32 @@ CONTEXT_RESERVE = 2**30
 
 class CatalogError(ValueError):
     """A malformed hardware catalog entry; the message names the entry and the field."""
+
+
+class _Links(Mapping):
+    """A GPU's links by tier, read-only; a missing tier is a :class:`MissingLinkError` that says which tiers the
+    entry gives and where to add the one asked for (not a bare ``KeyError``)."""
+
+    def __init__(self, links: dict):
+        self._links = dict(links)
+        self._hw: Hardware | None = None
+
+    def __getitem__(self, tier):
+        try:
+            return self._links[tier]
+        except (KeyError, TypeError):
+            if self._hw is None:
+                raise KeyError(tier) from None
+            raise _missing(self._hw, tier, "tier") from None
+
+    def __iter__(self):
+        return iter(self._links)
+
+    def __len__(self) -> int:
+        return len(self._links)
+
+    def __repr__(self) -> str:
+        return repr(self._links)
 
 
 # "1,979 with sparsity", "4.5 PFLOPS with sparsity", "9 POPS with sparsity": the number a note quotes
@@ -341,7 +432,7 @@ def _hardware(key: str, raw, sources: Mapping[str, Source]) -> Hardware:
         l2_bytes=figures["l2"].value if "l2" in figures else None,
         shared_memory_per_sm=figures["shared_memory_per_sm"].value if "shared_memory_per_sm" in figures else None,
         power_w=figures["power"].value if "power" in figures else None,
-        interconnect=MappingProxyType(links),
+        interconnect=_Links(links),
         figures=MappingProxyType(figures),
         aliases=tuple(a.strip().lower() for a in aliases),
         short=short,

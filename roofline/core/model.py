@@ -225,6 +225,10 @@ class Model:
             raise ValueError(f"Model.moe: no layer of the {self.num_layers} has experts (the first "
                              f"{self.moe.first_dense_layers} are dense, then one in {self.moe.layer_freq}, "
                              f"less {len(self.moe.dense_layers)} listed as dense); leave moe=None for a dense model")
+        if self.params > MAX_PARAMS:  # each shape within its bound, their product past any count meant
+            raise ValueError(f"Model {self.name!r} would have {self.params:.3g} parameters, more than the "
+                             f"{MAX_PARAMS:.3g} (2**53) a model may have (published ones have a few trillion); "
+                             "check hidden_size, intermediate_size, the layers and the experts")
 
     @property
     def title(self) -> str:
@@ -471,6 +475,39 @@ MAX_LAYERS = 100_000
 (sliding-window layers, expert layers) are held or walked layer by layer, so a layer count is bounded
 before anything is built from it."""
 
+MAX_WIDTH = 2**20
+"""The widest hidden size, head width, latent rank or MLP a model may have (1,048,576): the widest published
+are a few tens of thousands (Llama 3.1 405B: hidden 16,384, MLP 53,248)."""
+MAX_HEADS = 2**16
+"""The most attention heads (query or key/value) a model may have (65,536): published models have up to 128."""
+MAX_VOCAB = 2**24
+"""The largest vocabulary (16,777,216 tokens): published ones have up to a few hundred thousand (Gemma: 256,000)."""
+MAX_EXPERTS = 2**16
+"""The most routed experts (65,536): published mixtures of experts have up to a few hundred (DeepSeek-V3: 256)."""
+MAX_POSITIONS = 2**30
+"""The longest context or sliding window a config may give (1,073,741,824 tokens): published ones reach ten
+million."""
+MAX_PARAMS = 2**53
+"""The most parameters a model may have (about 9.0e15): past it a float no longer holds every whole number, and
+the largest published models have a few trillion. Every shape within the bounds above can still multiply past it,
+so the total is checked too."""
+
+# each bounded field of a Model (and of its MoE and MLA) and of a config.json, with its bound
+_LIMITS = {"hidden_size": MAX_WIDTH, "intermediate_size": MAX_WIDTH, "head_dim": MAX_WIDTH,
+           "num_heads": MAX_HEADS, "num_kv_heads": MAX_HEADS, "num_attention_heads": MAX_HEADS,
+           "num_key_value_heads": MAX_HEADS, "vocab_size": MAX_VOCAB,
+           "max_position_embeddings": MAX_POSITIONS, "sliding_window": MAX_POSITIONS,
+           "position_embeddings": MAX_POSITIONS, "norms_per_layer": 16,
+           "num_experts": MAX_EXPERTS, "num_local_experts": MAX_EXPERTS, "n_routed_experts": MAX_EXPERTS,
+           "experts_per_token": MAX_EXPERTS, "num_experts_per_tok": MAX_EXPERTS, "n_shared_experts": MAX_EXPERTS,
+           "expert_intermediate_size": MAX_WIDTH, "moe_intermediate_size": MAX_WIDTH,
+           "shared_intermediate_size": MAX_WIDTH * 64, "shared_expert_intermediate_size": MAX_WIDTH,
+           "first_dense_layers": MAX_LAYERS, "first_k_dense_replace": MAX_LAYERS, "layer_freq": MAX_LAYERS,
+           "decoder_sparse_step": MAX_LAYERS, "moe_layer_freq": MAX_LAYERS, "sliding_window_pattern": MAX_LAYERS,
+           "max_window_layers": MAX_LAYERS,
+           "kv_lora_rank": MAX_WIDTH, "q_lora_rank": MAX_WIDTH, "qk_rope_head_dim": MAX_WIDTH,
+           "qk_nope_head_dim": MAX_WIDTH, "v_head_dim": MAX_WIDTH, "n_embd": MAX_WIDTH, "n_inner": MAX_WIDTH}
+
 
 def _shown(value) -> str:
     if isinstance(value, int) and not isinstance(value, bool) and abs(value) > LARGEST:
@@ -479,13 +516,21 @@ def _shown(value) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
+def _bound(key: str) -> tuple[int, str]:
+    """The largest value a shape field may take, and the words that say so."""
+    most = _LIMITS.get(key.rsplit(".", 1)[-1], LARGEST)
+    return most, "2**53" if most == LARGEST else f"{most:,}"
+
+
 def _positive_int(name: str, value, *, minimum: int = 1) -> int:
-    """``value`` if it is a whole number from ``minimum`` to 2**53, else an error naming ``name``."""
+    """``value`` if it is a whole number from ``minimum`` to the field's bound (:data:`MAX_WIDTH` and the rest,
+    else 2**53), else an error naming ``name``."""
     if isinstance(value, bool) or not isinstance(value, int):
         raise TypeError(f"{name} must be a whole number (an int), got {type(value).__name__} {_shown(value)}")
-    if not minimum <= value <= LARGEST:
+    most, said = _bound(name)
+    if not minimum <= value <= most:
         what = "a positive integer" if minimum == 1 else f"an integer >= {minimum}"
-        raise ValueError(f"{name} must be {what} no larger than 2**53, got {_shown(value)}")
+        raise ValueError(f"{name} must be {what} no larger than {said}, got {_shown(value)}")
     return value
 
 
@@ -495,9 +540,10 @@ def _int_field(config: dict, key: str, where: str, default=None, *, minimum: int
             return default
         raise ValueError(f"{where}: config is missing '{key}'")
     value = config[key]
-    if isinstance(value, bool) or not isinstance(value, int) or not minimum <= value <= LARGEST:
+    most, said = _bound(key)
+    if isinstance(value, bool) or not isinstance(value, int) or not minimum <= value <= most:
         what = "a positive integer" if minimum == 1 else f"an integer >= {minimum}"
-        cap = " (at most 2**53)" if isinstance(value, int) and value > LARGEST else ""
+        cap = f" (at most {said})" if isinstance(value, int) and value > most else ""
         raise ValueError(f"{where}: '{key}' must be {what}{cap}, got {_shown(value)}")
     return value
 
@@ -674,7 +720,7 @@ def model_from_config(config: dict, name: str = "model") -> Model:
     if max_pos is not None:
         max_pos = _int_field(config, "max_position_embeddings", where)
     window, sliding = _sliding(config, family, layers, where)
-    return Model(
+    return _built(where,
         name=name,
         hidden_size=hidden,
         intermediate_size=_int_field(config, "intermediate_size", where),
@@ -701,6 +747,14 @@ def model_from_config(config: dict, name: str = "model") -> Model:
         attention_softcap=_cap(config, "attn_logit_softcapping", where),
         final_softcap=_cap(config, "final_logit_softcapping", where),
     )
+
+
+def _built(where: str, **fields) -> Model:
+    """``Model(**fields)``, its refusal (too many parameters) said of the config it came from."""
+    try:
+        return Model(**fields)
+    except ValueError as exc:
+        raise ValueError(f"{where}: {exc}") from None
 
 
 def _cap(config: dict, key: str, where: str) -> float | None:
@@ -739,18 +793,26 @@ def load_model(name_or_path: str | Path | Model) -> Model:
     if key in _shipped():
         return _load_shipped(key)
     path = Path(name_or_path)
-    if path.is_file():
-        return _load_file(path)
-    if path.is_dir():
+    try:
+        is_file, is_dir = path.is_file(), path.is_dir()
         inside = path / "config.json"
-        if inside.is_file():
-            return _load_file(inside)
-        raise ValueError(f"model {str(name_or_path)!r} is a directory with no config.json in it; "
+        has_config = is_dir and inside.is_file()
+        parent_exists = path.parent.is_dir()
+    except (OSError, ValueError):  # a name too long for a file name, a NUL byte: no such file
+        is_file = is_dir = has_config = False
+        parent_exists = None
+    if is_file:
+        return _load_file(path)
+    if has_config:
+        return _load_file(inside)
+    if is_dir:
+        raise ValueError(f"model {_shown(str(name_or_path))} is a directory with no config.json in it; "
                          "give a shipped model's name or the path of a config.json")
     if isinstance(name_or_path, Path) or _looks_like_path(str(name_or_path)):
-        parent = path.parent
-        where = "its folder does not exist either" if not parent.is_dir() else f"there is no such file in {str(parent)!r}"
-        raise ValueError(f"model config {str(name_or_path)!r} not found: {where}")
+        where = ("it is not a path this system can open (too long, or a character no file name has)"
+                 if parent_exists is None else "its folder does not exist either" if not parent_exists
+                 else f"there is no such file in {str(path.parent)!r}")
+        raise ValueError(f"model config {_shown(str(name_or_path))} not found: {where}")
     raise unknown_name("model", str(name_or_path), _shipped())
 
 

@@ -115,9 +115,7 @@ def link_ridge(hardware: Hardware | str, link: str, *, achieved: float = 1.0, dt
     time one byte crosses ``link`` each way, ``achieved x peak / each_way``. Work that sends fewer bytes
     per FLOP than this hides its traffic."""
     hw = get_hardware(hardware)
-    if link not in hw.interconnect:
-        raise ValueError(f"link must be one of {', '.join(map(repr, hw.interconnect))} for the {hw.short}, got {link!r}")
-    return number("achieved", achieved) * hw.peak_flops(dtype) / hw.interconnect[link].each_way
+    return number("achieved", achieved) * hw.peak_flops(dtype) / hw.link(link, name="link").each_way
 
 
 __all__ += ["link_ridge"]

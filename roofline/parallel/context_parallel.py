@@ -32,7 +32,7 @@ import numpy as np
 from roofline.core.checks import count, number, unknown_name
 from roofline.core.collectives import bytes_sent, collective_cost
 from roofline.core.cost import Breakdown
-from roofline.core.hardware import Hardware, get_hardware
+from roofline.core.hardware import Hardware, get_hardware, require_links
 from roofline.workloads.inference import prefill
 from roofline.workloads.memory import (FitsOnItsHardware, Footprint, activation_bytes, layer_activations,
                                        training_footprint)
@@ -358,6 +358,8 @@ def _passes(recompute: str) -> float:
 def _tier(hw: Hardware, cp: int, tier, gpus_per_node) -> str:
     if tier is not None:
         return tier
+    require_links(hw, [("scale_up", "host") if cp <= gpus_per_node else "network"],
+                  f"context parallelism over {cp:g} GPUs in nodes of {gpus_per_node:g}")
     inside = "scale_up" if "scale_up" in hw.interconnect else "host"
     return inside if cp <= gpus_per_node else "network"
 

@@ -423,9 +423,7 @@ def tier_ridge(hardware: Hardware | str, tier: str = "scale_up", *, dtype: str =
     """FLOPs a GPU can run in the time it sends one byte over ``tier``: the peak over the tier's one-way
     bandwidth per GPU (H100 SXM, bf16: 989 TFLOP/s over NVLink's 450 GB/s, about 2,200)."""
     hw = get_hardware(hardware)
-    if tier not in hw.interconnect:
-        raise ValueError(f"tier must be one of {', '.join(map(repr, hw.interconnect))} for the {hw.short}, got {tier!r}")
-    return hw.peak_flops(dtype) / hw.interconnect[tier].each_way
+    return hw.peak_flops(dtype) / hw.link(tier).each_way
 
 
 def hiding_width(model: Model | str, tp, hardware: Hardware | str, tier: str = "scale_up", *, dtype: str = "bf16",

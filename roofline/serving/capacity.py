@@ -398,11 +398,12 @@ def expert_parallel_footprint(model: Model | str, batch, tokens, *, ep, weights_
 
 def time_to_first_token(model: Model | str, hardware: Hardware | str, prompt, *, gpus: int = 1,
                         weights_dtype: str = "bf16", kv_dtype: str | None = None, math_dtype: str | None = None,
-                        roof=None, accounting: str = "text", timing: str = "step"):
+                        roof=None, accounting: str = "text", timing: str = "step", routing: str | None = None):
     """Seconds from a request's admission to its first token when its prompt of ``prompt`` tokens is
     prefilled alone (chapter 12): one :func:`~roofline.workloads.inference.prefill` that keeps only the last
     logits, on ``gpus`` GPUs pooled (all-reduces not counted). Queueing and sharing the step with other
-    requests add to it (:mod:`roofline.serving.batching` simulates both). Broadcasts over ``prompt``."""
+    requests add to it (:mod:`roofline.serving.batching` simulates both). Broadcasts over ``prompt``.
+    ``routing`` as in :func:`~roofline.workloads.inference.prefill` (a mixture of experts)."""
     m, h = load_model(model), get_hardware(hardware)
     g = gpu_count("gpus", gpus)
     prompt = number("prompt", prompt, integer=True)
@@ -410,7 +411,7 @@ def time_to_first_token(model: Model | str, hardware: Hardware | str, prompt, *,
     if math_dtype is not None:
         check_math(h, math_dtype)
     work = prefill(m, prompt, weights_dtype=weights_dtype, kv_dtype=kv_dtype or weights_dtype, math_dtype=math_dtype,
-                   accounting=accounting, **({"lm_head": "last"} if accounting == "refined" else {}))
+                   accounting=accounting, routing=routing, **({"lm_head": "last"} if accounting == "refined" else {}))
     t = predict(work, _server_roof(h, g, roof, math_dtype or "bf16"), timing=timing).time
     return float(t) if np.ndim(t) == 0 else np.asarray(t)
 
@@ -418,14 +419,15 @@ def time_to_first_token(model: Model | str, hardware: Hardware | str, prompt, *,
 def latency_throughput(model: Model | str, hardware: Hardware | str, context: int, *, batches=None, prompt=None,
                        gpus: int = 1, weights_dtype: str = "bf16", kv_dtype: str | None = None,
                        math_dtype: str | None = None, roof=None, accounting: str = "text",
-                       timing: str = "step") -> dict:
+                       timing: str = "step", routing: str | None = None) -> dict:
     """The serving frontier at one context (chapter 12): for each batch that fits, the time per output
     token (one decode step) and the tokens per second it gives, with the time to first token of a
     ``prompt``-token prompt alone (default: the context) and the largest batch (chapter 5's wall).
 
     ``batches`` defaults to the powers of two below the wall and the wall itself. Returns a dict of
     numpy arrays ``batch``, ``tpot``, ``tokens_per_s``, ``bound`` and the numbers ``ttft`` and
-    ``max_batch``. Raises a ``ValueError`` when nothing fits or a batch asked for does not.
+    ``max_batch``. Raises a ``ValueError`` when nothing fits or a batch asked for does not. ``routing``
+    as in :func:`~roofline.workloads.inference.decode_step` (a mixture of experts).
     """
     m, h = load_model(model), get_hardware(hardware)
     g = gpu_count("gpus", gpus)
@@ -444,12 +446,13 @@ def latency_throughput(model: Model | str, hardware: Hardware | str, context: in
         raise ValueError(f"batches: at {context:,} tokens at most {most:,} sequences fit, asked for "
                          f"{int(np.max(batches)):,}")
     step = decode_step(m, batches, context, weights_dtype=weights_dtype, kv_dtype=kv_dtype, math_dtype=math_dtype,
-                       accounting=accounting)
+                       accounting=accounting, routing=routing)
     step = _with_replicas(step, kv_replicas(m, g))
     pred = predict(step, _server_roof(h, g, roof, math_dtype or "bf16"), timing=timing)
     tpot = np.asarray(pred.time, dtype=float)
     ttft = time_to_first_token(m, h, context if prompt is None else prompt, gpus=g, weights_dtype=weights_dtype,
-                               kv_dtype=kv_dtype, math_dtype=math_dtype, roof=roof, accounting=accounting, timing=timing)
+                               kv_dtype=kv_dtype, math_dtype=math_dtype, roof=roof, accounting=accounting, timing=timing,
+                               routing=routing)
     return {"batch": batches.astype(int), "tpot": tpot, "tokens_per_s": batches / tpot,
             "bound": np.broadcast_to(np.asarray(pred.bound), batches.shape), "ttft": float(ttft), "max_batch": int(most)}
 

@@ -36,6 +36,7 @@ from roofline.core.roof import CalibratedRoof, as_roof, predict
 
 __all__ = [
     "PUBLISHED",
+    "MAX_GAMMA",
     "DRAFTS",
     "SpeculativePlan",
     "load_draft",
@@ -103,8 +104,17 @@ def _alpha(alpha):
     return a
 
 
+MAX_GAMMA = 1024
+"""The longest draft a verify step may check (1,024 tokens): published drafts propose a few to a few tens of tokens
+a step, and the verify step grows with it."""
+
+
 def _gamma(gamma):
-    return number("gamma", gamma, integer=True)
+    g = number("gamma", gamma, integer=True)
+    if np.any(np.asarray(g) > MAX_GAMMA):
+        raise ValueError(f"gamma must be at most {MAX_GAMMA:,} draft tokens per verify step (drafts propose a few "
+                         f"to a few tens), got {gamma!r}")
+    return g
 
 
 def verify_tokens(gamma):

@@ -14,7 +14,7 @@ import numpy as np
 
 from roofline.core.checks import number
 from roofline.core.cost import Breakdown
-from roofline.core.hardware import Hardware, get_hardware
+from roofline.core.hardware import Hardware, get_hardware, require_links
 from roofline.workloads.inference import prefill
 from roofline.workloads.memory import (FitsOnItsHardware, Footprint, layer_activations, model_state, offloaded_bytes,
                                        training_footprint)
@@ -160,8 +160,7 @@ def gradient_sync_tokens(model, hardware: Hardware | str, gpus, link: str = "net
     NVLink, 'network' for InfiniBand, 'host' for PCIe).
     """
     hw = get_hardware(hardware)
-    if link not in hw.interconnect:
-        raise ValueError(f"link must be one of {', '.join(map(repr, hw.interconnect))} for the {hw.short}, got {link!r}")
+    hw.link(link, name="link")
     n = param_count(model)
     sent = data_parallel_bytes(n, gpus, zero_stage=zero_stage)
     return sent * hw.peak_flops(dtype) / (hw.interconnect[link].each_way * training_flops_per_token(n))
@@ -301,7 +300,11 @@ def _link(hw: Hardware, gpus: int) -> str:
     """The link the data-parallel traffic crosses: the scale-up link inside a node of eight, else the network."""
     if gpus <= 8 and "scale_up" in hw.interconnect:
         return "scale_up"
-    return "network" if "network" in hw.interconnect else next(iter(hw.interconnect), "")
+    if "network" in hw.interconnect:
+        return "network"
+    if gpus > 1 and not hw.interconnect:  # nothing to send the gradients over
+        require_links(hw, [("scale_up", "host")] if gpus <= 8 else ["network"], f"data parallelism over {gpus:,} GPUs")
+    return next(iter(hw.interconnect), "")
 
 
 def plan_training(model: Model | str, hardware: Hardware | str, *, seq, micro_batch=1, gpus=1, recompute: str = "none",
@@ -342,8 +345,7 @@ def plan_training(model: Model | str, hardware: Hardware | str, *, seq, micro_ba
     network = sent / hw.interconnect[link].each_way if sent else 0.0
     host_bytes = exposed = host_time = 0.0
     if offload:
-        if "host" not in hw.interconnect:
-            raise ValueError(f"offload needs the GPU's host link, and the catalog gives none for the {hw.short}")
+        require_links(hw, ["host"], "offload")
         per_layer_bytes = float(offloaded_bytes(m, seq, micro_batch, recompute=policy.name, flash=flash))
         host_bytes = per_layer_bytes * m.num_layers
         per_layer = per_layer_bytes / hw.interconnect["host"].each_way
@@ -379,8 +381,7 @@ def offload_hiding_seq(model: Model | str, hardware: Hardware | str, *, recomput
     m, hw = load_model(model), get_hardware(hardware)
     check_dense(m, "offload_hiding_seq")
     achieved = float(number("achieved", achieved))
-    if link not in hw.interconnect:
-        raise ValueError(f"link must be one of {', '.join(map(repr, hw.interconnect))} for the {hw.short}, got {link!r}")
+    hw.link(link, name="link")
     ratio = achieved * hw.peak_flops("bf16") / hw.interconnect[link].each_way  # FLOPs per byte sent
     # a(s) = a0 + a1 s per token per layer (a1 = 0 but for explicit attention's score-sized tensors)
     a1_2, a1_1 = (float(layer_activations(m, s, 1, recompute=recompute, flash=flash)[0]) / m.num_layers / s

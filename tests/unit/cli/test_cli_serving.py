@@ -52,7 +52,8 @@ def test_block_size_and_gpus_reach_the_plan():
     assert status == 0 and "on 4 × H100 SXM" in out and "all-reduces not counted" in out
     status, out, _ = call("serve", "deepseek-v3", "--gpu", "h200", "--context", "32768", "--gpus", "8",
                           "--weights-dtype", "fp8")
-    assert status == 0 and "(8 copies across the GPUs)" in out and "decode not modelled" in out
+    assert status == 0 and "(8 copies across the GPUs)" in out and "decode step at batch" in out
+    assert "routing: uniform" in out and "assumed, as no --routing was given" in out
 
 
 def test_a_context_beyond_the_trained_length_is_bad_input():

@@ -34,13 +34,33 @@ def test_prefill_and_serve_take_the_routing():
     assert status == 0 and json.loads(out)["step_time"] == plan.step_time is not None
 
 
-def test_without_a_routing_a_moe_step_is_not_modelled_and_says_which_flag():
-    status, out, err = call("decode", "mixtral-8x7b", "--gpu", "h200", "--batch", "8")
-    assert status == 1 and not out and "--routing uniform" in err
-    status, _, err = call("decode", "deepseek-v3", "--gpu", "h200", "--batch", "64", "--ep", "8")
-    assert status == 1 and "--routing" in err
-    # one token needs no routing
+def test_without_a_routing_the_uniform_expectation_is_assumed_and_said():
+    """decode mixtral-8x7b --batch 64 answers as peers do, with the expected experts of uniform routing, and says
+    so (text and JSON); --routing best and worst still give the bounds around it."""
+    status, out, err = call("decode", "mixtral-8x7b", "--gpu", "h200", "--batch", "64", "--json")
+    data = json.loads(out)
+    step = rl.decode_step("mixtral-8x7b", 64, routing="uniform")
+    assert status == 0 and not err and data["bytes"] == step.bytes and data["time_s"] == rl.predict(step, "h200").time
+    assert data["routing"] == "uniform" and data["routing_assumed"] is True
+    assert data["experts_read_per_layer"] == pytest.approx(8 * (1 - (1 - 2 / 8) ** 64)) and data["experts"] == 8
+    given = json.loads(call("decode", "mixtral-8x7b", "--gpu", "h200", "--batch", "64", "--routing", "uniform",
+                            "--json")[1])
+    assert given["routing_assumed"] is False and given["time_s"] == data["time_s"]
+    best, worst = (json.loads(call("decode", "mixtral-8x7b", "--gpu", "h200", "--batch", "64", "--routing", r,
+                                   "--json")[1]) for r in ("best", "worst"))
+    assert best["bytes"] < data["bytes"] <= worst["bytes"] and best["experts_read_per_layer"] == 2
+    status, text, _ = call("decode", "mixtral-8x7b", "--gpu", "h200", "--batch", "64")
+    assert status == 0 and "routing: uniform" in text and "assumed, as no --routing was given" in text
+    status, text, _ = call("decode", "deepseek-v3", "--gpu", "h200", "--batch", "64", "--ep", "8")
+    assert status == 0 and "uniform routing (assumed" in text
+    status, text, _ = call("prefill", "qwen3-30b-a3b", "--gpu", "h200", "--tokens", "256", "--json")
+    assert status == 0 and json.loads(text)["flops"] == rl.prefill("qwen3-30b-a3b", 256, routing="uniform").flops
+    # the Python API still asks: its Breakdown has no field to say a routing was assumed (chapter 10)
+    with pytest.raises(rl.NotModelledError, match="routing"):
+        rl.decode_step("mixtral-8x7b", 64)
+    # one token needs no routing, and a dense model gets no routing fields
     assert call("decode", "mixtral-8x7b", "--gpu", "h200")[0] == 0
+    assert "routing" not in json.loads(call("decode", "llama-3-8b", "--gpu", "h200", "--batch", "8", "--json")[1])
 
 
 def test_ep_prints_one_gpus_step_and_the_all_to_alls():

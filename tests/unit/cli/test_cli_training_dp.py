@@ -51,7 +51,8 @@ def test_without_the_new_flags_the_chapter_three_output_is_unchanged():
     (("--nodes", "4", "--gpus", "8"), "--gpus 8 disagrees with --nodes 4 x --gpus-per-node 8"),
     (("--nodes", "2", "--hybrid"), "--hybrid is ZeRO-3 inside each node: give --zero 3"),
     (("--nodes", "2", "--offload"), "--offload is priced by the chapter 3 step on one node"),
-    (("--nodes", "2", "--gpu", "h100-pcie"), "no network link"),
+    (("--nodes", "2", "--gpu", "h100-pcie"), "needs 'network' (between nodes, per GPU: InfiniBand, Ethernet) on the "
+                                             "H100 PCIe, and its catalog entry gives only 'scale_up', 'host'"),
     (("--gpus-per-node", "two"), "expected a whole number >= 1"),
 ])
 def test_bad_input_is_named(args, message):

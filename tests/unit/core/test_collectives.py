@@ -195,7 +195,7 @@ def test_zero_stages_run_collectives_that_add_up_to_the_seeds_count(llama):
     (lambda: col.bytes_sent(3, 8, 1), TypeError, "collective must be a name"),
     (lambda: col.bytes_sent("all_reduce", [1, 2], [1, 2, 3]), ValueError, "do not broadcast together"),
     (lambda: col.collective_cost("all_reduce", 12, 1e6, "h100"), ValueError, "n must be at most gpus_per_node (8)"),
-    (lambda: col.collective_cost("all_reduce", 16, 1e6, "h100-pcie"), ValueError, "no network link"),
+    (lambda: col.collective_cost("all_reduce", 16, 1e6, "h100-pcie"), ValueError, "needs 'network'"),
     (lambda: col.collective_cost("all_reduce", 8, 1e6, "h100", tier="nvlink"), KeyError, "unknown tier 'nvlink'"),
     (lambda: col.collective_cost("all_reduce", 8, 1e6, "h100", gpus_per_node=0), ValueError, "gpus_per_node must be"),
     (lambda: col.tier_link("h100-pcie", "network"), ValueError, "tier must be one of 'scale_up', 'host'"),

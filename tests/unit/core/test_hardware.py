@@ -244,3 +244,29 @@ def test_a_peak_given_in_pflop_s_is_a_thousand_tflop_s():
     b200, h100 = rl.get_hardware("b200"), rl.get_hardware("h100-sxm")
     assert b200.peak_flops("bf16") == 2.25e15 and b200.peak_flops("fp8") == 4.5e15 and b200.peak_flops("fp4") == 9e15
     assert b200.peak_flops("bf16") / h100.peak_flops("bf16") == pytest.approx(2.274, abs=1e-3)
+
+
+# --- a link the catalog does not give: named, with the tiers the entry has and where to add it (issue 33) ---------
+
+def test_a_missing_link_names_the_tier_the_entry_and_the_table():
+    from roofline.core.hardware import MissingLinkError, require_links
+    pcie = rl.get_hardware("h100-pcie")
+    with pytest.raises(MissingLinkError, match=r"tier must be one of 'scale_up', 'host' for the H100 PCIe, got "
+                                               r"'network': .* add network \(between nodes"):
+        pcie.interconnect["network"]
+    with pytest.raises(ValueError, match=r"\[gpus.h100-pcie.interconnect\]"):
+        pcie.link("network")
+    assert pcie.link("host") is pcie.interconnect["host"]
+    bare = pcie.with_(interconnect={})
+    with pytest.raises(KeyError, match="gives no interconnect at all"):  # a KeyError too, never KeyError('')
+        bare.interconnect["scale_up"]
+    with pytest.raises(MissingLinkError, match=r"^train over 2 nodes needs 'scale_up' \(GPU to GPU inside a node: "
+                                               r"NVLink, Infinity Fabric\) or 'host' \(GPU to CPU: PCIe\) and "
+                                               r"'network' .* gives no interconnect at all"):
+        require_links(bare, [("scale_up", "host"), "network"], "train over 2 nodes")
+    with pytest.raises(MissingLinkError, match=r"needs 'network' .* gives only 'scale_up', 'host'; add it under"):
+        require_links(pcie, [("scale_up", "host"), "network"], "x")
+    require_links("h100-sxm", [("scale_up", "host"), "network"], "x")  # every link there: nothing raised
+    with pytest.raises(KeyError, match="unknown tier 'nvlink'"):
+        require_links("h100-sxm", ["nvlink"], "x")
+    assert pcie.with_(hbm_bandwidth=1e12).interconnect.keys() == pcie.interconnect.keys()

@@ -223,3 +223,34 @@ def test_kv_bytes_per_layer_is_the_one_width_the_cache_counts(llama, shape):
     windowed = len(gemma.sliding_layers)
     assert gemma.kv_cache_bytes(10_000) == gemma.kv_bytes_per_layer() * (
         (gemma.num_layers - windowed) * 10_000 + windowed * 4096)
+
+
+# --- shapes bounded where they enter (issue 33): a width a model can mean, a total a float counts exactly -------
+
+@pytest.mark.parametrize("change, message", [
+    ({"hidden_size": 2**40}, r"'hidden_size' must be a positive integer \(at most 1,048,576\), got 1099511627776"),
+    ({"intermediate_size": 2**21}, r"'intermediate_size' must be a positive integer \(at most 1,048,576\)"),
+    ({"num_attention_heads": 2**17}, r"'num_attention_heads' must be a positive integer \(at most 65,536\)"),
+    ({"num_key_value_heads": 2**17}, r"'num_key_value_heads' must be a positive integer \(at most 65,536\)"),
+    ({"vocab_size": 2**25}, r"'vocab_size' must be a positive integer \(at most 16,777,216\)"),
+    ({"head_dim": 2**21}, r"'head_dim' must be a positive integer \(at most 1,048,576\)"),
+    ({"max_position_embeddings": 2**31}, r"'max_position_embeddings' must be a positive integer \(at most 1,073,741,824\)"),
+    ({"hidden_size": 2**20, "intermediate_size": 2**20, "num_hidden_layers": 100_000, "head_dim": 128},
+     r"would have 3.3e\+17 parameters, more than the 9.01e\+15 \(2\*\*53\)"),
+])
+def test_shapes_past_any_model_are_refused_naming_the_field(change, message):
+    with pytest.raises(ValueError, match=message):
+        model_from_config(_config(**change), "test")
+
+
+def test_the_bounds_hold_for_a_model_built_directly_and_leave_every_shipped_model_in():
+    from roofline.core.model import MAX_HEADS, MAX_PARAMS, MAX_VOCAB, MAX_WIDTH
+    for change, message in ((dict(hidden_size=MAX_WIDTH + 1), "Model.hidden_size must be a positive integer no "
+                                                              "larger than 1,048,576"),
+                            (dict(num_heads=2 * MAX_HEADS, num_kv_heads=2), "Model.num_heads .* no larger than 65,536"),
+                            (dict(vocab_size=MAX_VOCAB + 1), "Model.vocab_size .* no larger than 16,777,216")):
+        with pytest.raises(ValueError, match=message):
+            rl.Model(**_fields(**change))
+    assert rl.Model(**_fields(hidden_size=MAX_WIDTH, head_dim=16)).hidden_size == MAX_WIDTH  # the bound itself is in
+    biggest = max(rl.load_model(n).params for n in rl.model_names())
+    assert biggest == rl.load_model("deepseek-v3").params < MAX_PARAMS / 1000
