@@ -7,7 +7,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 BOOK   := _build/html/index.html
 
-.PHONY: book test check bench lab execute lock vendor clean
+.PHONY: book pdf test check bench lab execute lock vendor clean
 
 $(STAMP): requirements.txt pyproject.toml
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python 3.11 or newer is needed, found " + sys.version.split()[0]'
@@ -17,10 +17,26 @@ $(STAMP): requirements.txt pyproject.toml
 	$(BIN)/python -m pip install --quiet --no-deps -e .
 	touch $@
 
-# The HTML book in _build/html; notebooks are executed during the build; any warning fails it.
+# The HTML book in _build/html; notebooks are executed during the build; any warning fails it. The build also
+# writes the figure pack's index (booktools/figindex.py), copied to figures/README.md. STUDENT=1 then writes the
+# student edition beside it, _build/student/html: the same site without the worked solutions.
 book: $(STAMP)
 	$(BIN)/jupyter-book build . --warningiserror --keep-going
+	cp _build/figure-index.md figures/README.md
+ifeq ($(STUDENT),1)
+	$(BIN)/python -m booktools.student --site _build/html --out _build/student/html
+	@echo "open _build/student/html/index.html"
+else
 	@echo "open _build/html/index.html"
+endif
+
+# The book printed to PDF by headless Chromium (the browser the tests use): _build/pdf/book.pdf and one PDF per
+# page beside it; STUDENT=1 prints the student edition into _build/student/pdf. Builds the book first if it is not built.
+PDF_FROM := $(if $(filter 1,$(STUDENT)),_build/student/html,_build/html)
+PDF_TO   := $(if $(filter 1,$(STUDENT)),_build/student/pdf,_build/pdf)
+pdf: $(STAMP)
+	@test -f $(PDF_FROM)/index.html || $(MAKE) book STUDENT=$(STUDENT)
+	$(BIN)/python -m booktools.pdf --site $(PDF_FROM) --out $(PDF_TO)
 
 # Every test: the package, the text's numbers, nbval on the committed notebooks, the book build.
 test: $(STAMP)

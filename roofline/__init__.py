@@ -23,7 +23,7 @@ from roofline.workloads.training import (MFU_REPORTS, hfu, mfu, model_state_byte
 from roofline.core.checks import UnknownNameError
 from roofline.core.units import Quantity, dtype_bytes, fmt
 
-from roofline.core.cost import difference, gain, ratio
+from roofline.core.cost import difference, gain, nearest, ratio
 from roofline.core.network import link_ridge
 from roofline.core.roof import time_per_token, tokens_per_s
 from roofline.core.hardware import scale_hardware
@@ -40,4 +40,4 @@ __all__ = [
     "tokens_per_s_at_mfu", "training_flops_per_token", "transfer_time", "plan_training", "training_step",
     "verify_step",
 ]
-__all__ += ["difference", "gain", "link_ridge", "ratio", "scale_hardware", "time_per_token", "tokens_per_s"]
+__all__ += ["difference", "gain", "link_ridge", "nearest", "ratio", "scale_hardware", "time_per_token", "tokens_per_s"]

@@ -203,6 +203,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--batch", type=whole(1), default=1, help="sequences decoded together (default 1)")
     p.add_argument("--context", type=whole(0), default=2048, help="cached tokens per sequence (default 2048)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--routing", choices=ROUTINGS, default=None, metavar="ROUTING",
+                   help="for a mixture-of-experts target, how the verify step's tokens reach the experts: uniform "
+                        "(the expectation), best or worst (the bounds); default uniform, and the output says it was assumed")
 
     _train_parser(sub, models)
     _plan_parser(sub, models)

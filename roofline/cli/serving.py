@@ -106,17 +106,20 @@ def _serve(args: argparse.Namespace, m: Model, h: Hardware, assumed: bool = Fals
 def _speculate(args: argparse.Namespace, m: Model, h: Hardware) -> str:
     draft = args.draft
     at("--context", check_context, m, args.context)
-    plan = at("--draft", speculate, m, draft, h, args.alpha, args.gamma, batch=args.batch, context=args.context)
-    even = breakeven_alpha(m, draft, h, args.gamma, batch=args.batch, context=args.context)
-    best, best_speed = best_gamma(m, draft, h, args.alpha, batch=args.batch, context=args.context)
-    stop = stops_paying_batch(m, draft, h, args.alpha, args.gamma, context=args.context)
+    assumed = moe_routing(args, m)
+    moe = {"routing": args.routing} if m.moe is not None else {}
+    plan = at("--draft", speculate, m, draft, h, args.alpha, args.gamma, batch=args.batch, context=args.context, **moe)
+    even = breakeven_alpha(m, draft, h, args.gamma, batch=args.batch, context=args.context, **moe)
+    best, best_speed = best_gamma(m, draft, h, args.alpha, batch=args.batch, context=args.context, **moe)
+    stop = stops_paying_batch(m, draft, h, args.alpha, args.gamma, context=args.context, **moe)
+    routing = routing_fields(m, args.batch * (args.gamma + 1), args.routing, assumed)
     room = largest_batch(m, h, max(args.context, 1))
     held = inference_footprint(m, args.batch, args.context + 1)  # the target's weights and cache after the step
     fits = bool(held.fits(h))
     if args.json:
         return json.dumps({"gpu": h.key, **plan.as_dict(), "breakeven_alpha": even, "best_gamma": best,
                            "best_gamma_speedup": best_speed, "stops_paying_batch": stop,
-                           "largest_batch": room, "fits": fits, "resident_bytes": float(held.total)}, indent=2)
+                           "largest_batch": room, "fits": fits, "resident_bytes": float(held.total), **routing}, indent=2)
     rows = [("tokens per verify step", f"{plan.tokens_per_step:.3f} (gamma {plan.gamma}, alpha {plan.alpha:g})"),
             ("plain decode step", f"{fmt(plan.decode_time, 's')} ({plan.decode_bound}-bound)"),
             ("draft step", fmt(plan.draft_time, "s")),
@@ -136,7 +139,8 @@ def _speculate(args: argparse.Namespace, m: Model, h: Hardware) -> str:
               f"DOES NOT FIT: batch {args.batch:,} at {args.context:,} tokens holds {fmt(float(held.total), 'B')}, "
               f"{verdict}; the times above assume it fit")
     return "\n".join([f"speculative decoding of {where}", *(f"  {k.ljust(width)}  {v}" for k, v in rows),
-                      f"  (roof: {plan.roof}, datasheet; text accounting; the draft's own memory not counted)", memory])
+                      f"  (roof: {plan.roof}, datasheet; text accounting; the draft's own memory not counted)",
+                      *(f"  {line}" for line in routing_line(routing)), memory])
 
 
 def expert_parallel(args: argparse.Namespace, m: Model, h: Hardware, assumed: bool = False) -> str:

@@ -293,14 +293,16 @@ def collective_time(collective, n, size, hardware: Hardware | str, **kwargs):
     return collective_cost(collective, n, size, hardware, **kwargs).time
 
 
-def break_even_size(collective, n, hardware: Hardware | str, **kwargs):
+def break_even_size(collective, n, hardware: Hardware | str, *, times: float = 1.0, **kwargs):
     """The buffer size (bytes) at which a ``collective``'s latency equals its transfer time: below it the
     alpha terms dominate (chapter 8's small activations), well above it the link's bandwidth does (a
-    gradient bucket ten times this size spends about a tenth of its time on latency). Arguments as
+    gradient bucket ten times this size spends about a tenth of its time on latency). ``times`` scales it
+    (``times=9``: a bucket nine times the break-even size, chapter 7's exercise 3). Other arguments as
     :func:`collective_cost`; ``inf`` for a group of one (no transfer at all)."""
+    scale = number("times", times, strict=True)
     one = collective_cost(collective, n, 1.0, hardware, **kwargs)
     per_byte, latency = np.asarray(one.transfer, dtype=float), np.asarray(one.latency, dtype=float)
-    out = np.divide(latency, per_byte, out=np.full(per_byte.shape, np.inf), where=per_byte > 0)
+    out = scale * np.divide(latency, per_byte, out=np.full(per_byte.shape, np.inf), where=per_byte > 0)
     return float(out) if out.ndim == 0 else out
 
 

@@ -65,6 +65,19 @@ def difference(a, b, what: str | None = None):
 __all__ += ["difference"]
 
 
+def nearest(values, target):
+    """The member of ``values`` (numbers, or the keys of a dict) closest to ``target``: "the measured
+    context nearest the crossover" (chapter 5). The first of two equally close; ``values`` must not be empty."""
+    options = list(values)
+    if not options:
+        raise ValueError("values must hold at least one number to pick from, got none")
+    goal = number("target", target, strict=False)
+    return min(options, key=lambda v: abs(number("values", v, strict=False) - goal))
+
+
+__all__ += ["nearest"]
+
+
 def gain(a, b, what: str | None = None):
     """How much more ``a`` is than ``b``, as a fraction (as :func:`ratio`): ``a / b - 1``; "12% faster"."""
     return ratio(a, b, what) - 1

@@ -18,7 +18,7 @@ from roofline.core.checks import unknown_name
 
 __all__ = ["DTYPE_BYTES", "SCALE_FORMATS", "GroupFormat", "group_format", "dtype_bytes", "bits_per_element",
            "Quantity", "fmt", "SCALE"]
-__all__ += ["CONVERTIBLE"]
+__all__ += ["CONVERTIBLE", "SCALES"]
 
 # Bytes per element of each number format the book uses.
 DTYPE_BYTES: dict[str, float] = {
@@ -137,6 +137,12 @@ _PREFIXES = [(1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"), (1.0,
 # shown in percent, bytes in binary multiples.
 CONVERTIBLE: dict[str, float] = {"%": 1 / 100, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30}
 
+# Scales a count is shown in with ``per=`` when the prose writes the scale's word after the number
+# ("{eval}`params` billion parameters", "batches of {eval}`tokens` M tokens", "... x 10^24 FLOP"):
+# the number printed is the count divided by the scale, and no unit is added for it.
+SCALES: dict[str, float] = {"thousand": 1e3, "million": 1e6, "billion": 1e9, "trillion": 1e12, "1e24": 1e24,
+                            "Mi": 2.0**20}
+
 
 def _converted(value: float, unit: str) -> float:
     """``value`` (a fraction, or bytes) in the display ``unit`` of :data:`CONVERTIBLE`."""
@@ -147,13 +153,14 @@ def _converted(value: float, unit: str) -> float:
 
 
 def fmt(value: float, unit: str = "", digits: int = 3, *, prefix: str | None = None, fixed: int | None = None,
-        convert: bool = False) -> str:
+        convert: bool = False, per: str | None = None) -> str:
     """Format ``value`` (SI base units) with a decimal prefix: ``fmt(4.794e-3, 's') == '4.79 ms'``.
 
     ``digits`` is the number of significant figures; ``fixed`` instead fixes the decimals after the
     prefix is chosen. ``prefix`` forces a prefix ('T' for TFLOP/s, '' for none). ``convert`` takes
     ``value`` in its base unit and shows it in ``unit``: a fraction in '%' (``fmt(0.25, '%', convert=True)
-    == '25.0%'``), bytes in 'KiB', 'MiB' or 'GiB' (:data:`CONVERTIBLE`).
+    == '25.0%'``), bytes in 'KiB', 'MiB' or 'GiB' (:data:`CONVERTIBLE`). ``per`` shows a count in one of
+    the :data:`SCALES` whose word the prose writes: ``fmt(8.03e9, per='billion') == '8.03'``.
     """
     if isinstance(value, (str, bytes, bool, np.bool_)) or np.ndim(value) != 0 or np.iscomplexobj(value):
         raise TypeError(f"value must be a single real number, got {type(value).__name__} {value!r}"[:160])
@@ -163,6 +170,10 @@ def fmt(value: float, unit: str = "", digits: int = 3, *, prefix: str | None = N
         raise ValueError(f"digits must be a whole number >= 1, got {digits!r}")
     if fixed is not None and (isinstance(fixed, bool) or not isinstance(fixed, int) or fixed < 0):
         raise ValueError(f"fixed must be a whole number >= 0 or None, got {fixed!r}")
+    if per is not None and per not in SCALES:
+        raise ValueError(f"per must be one of {', '.join(map(repr, SCALES))} (a count shown in that scale), got {per!r}")
+    if per is not None and (convert or prefix not in (None, "")):
+        raise ValueError("per shows a count in a scale the prose names; it does not combine with convert or a prefix")
     if prefix is not None and prefix not in {p for _, p in _PREFIXES} | {""}:
         raise ValueError(f"prefix must be one of {', '.join(repr(p) for _, p in _PREFIXES)}, got {prefix!r}")
     try:
@@ -174,6 +185,8 @@ def fmt(value: float, unit: str = "", digits: int = 3, *, prefix: str | None = N
         raise TypeError(f"value must be a single real number, got {type(value).__name__} {value!r}"[:160]) from None
     if convert:
         value = _converted(value, unit)
+    if per is not None:
+        value = value / SCALES[per]
     if not math.isfinite(value):
         return f"{value} {unit}".strip()
     forced = prefix is not None
@@ -218,16 +231,17 @@ class Quantity:
     fixed: int | None = None
     suffix: str = ""
     convert: bool = False  # value in its base unit, shown in ``unit`` (a fraction in %, bytes in KiB): fmt's convert
+    per: str | None = None  # a count shown in one of SCALES, the scale's word written in the prose: fmt's per
 
     def __repr__(self) -> str:
         return fmt(self.value, self.unit, self.digits, prefix=self.prefix, fixed=self.fixed,
-                   convert=self.convert) + self.suffix
+                   convert=self.convert, per=self.per) + self.suffix
 
     __str__ = __repr__
 
     def __post_init__(self):
         fmt(self.value, self.unit, self.digits, prefix=self.prefix, fixed=self.fixed,
-            convert=self.convert)  # the same checks, at once
+            convert=self.convert, per=self.per)  # the same checks, at once
         if not isinstance(self.suffix, str):
             raise TypeError(f"suffix must be a string, got {self.suffix!r}")
 

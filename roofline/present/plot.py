@@ -102,6 +102,44 @@ def style():
     matplotlib.interactive(interactive)
 
 
+@contextmanager
+def _chart(width: float, height: float, *, ax=None, nrows: int = 1, ncols: int = 1, **subplots):
+    """Every chart's frame: the book's :func:`style`, and a new figure ``width`` x ``height`` inches with
+    constrained layout (``nrows`` x ``ncols`` axes, ``subplots`` passed on), or the figure of ``ax`` when a
+    caller draws into its own axes. Yields ``(figure, axes)``."""
+    with style():
+        if ax is None:
+            fig, ax = plt.subplots(nrows, ncols, figsize=(width, height), layout="constrained", **subplots)
+        else:
+            fig = ax.figure
+        yield fig, ax
+
+
+def _label(ax, *, xlabel: str | None = None, ylabel: str | None = None, title: str | None = None,
+           legend: int | None = None) -> None:
+    """Every chart's finish: axis labels, the title when one is given, and the legend below the axes in
+    ``legend`` columns (none when ``legend`` is None)."""
+    if xlabel is not None:
+        ax.set_xlabel(xlabel)
+    if ylabel is not None:
+        ax.set_ylabel(ylabel)
+    if title:
+        ax.set_title(title)
+    if legend is not None:
+        legend_below(ax, ncol=legend)
+
+
+def _log_axis(ax, which: str, major=None, minor=None) -> None:
+    """A log-scaled ``which`` ('x' or 'y') axis whose ticks read as plain numbers: ``major`` and ``minor``
+    format the ticks (:func:`_plain`, :func:`_thousands`, :func:`_two_five`), None keeps matplotlib's."""
+    getattr(ax, f"set_{which}scale")("log")
+    axis = getattr(ax, f"{which}axis")
+    if major is not None:
+        axis.set_major_formatter(matplotlib.ticker.FuncFormatter(major))
+    if minor is not None:
+        axis.set_minor_formatter(matplotlib.ticker.FuncFormatter(minor))
+
+
 def _roofs(roofs) -> list[Roof]:
     if isinstance(roofs, (Roof, Hardware, str)):
         roofs = [roofs]
@@ -117,11 +155,7 @@ def roofline_chart(roofs, points: Sequence[dict] = (), *, intensity=(0.1, 1e4), 
     ('HBM' on a GPU, 'memory' for a CPU's DRAM). Returns the figure.
     """
     roofs = _roofs(roofs)
-    with style():
-        if ax is None:
-            fig, ax = plt.subplots(figsize=(7, 4.4), layout="constrained")
-        else:
-            fig = ax.figure
+    with _chart(7, 4.4, ax=ax) as (fig, ax):
         x = np.geomspace(*intensity, 400)
         for i, r in enumerate(roofs):
             color = _CYCLE[i % len(_CYCLE)]
@@ -152,11 +186,8 @@ def roofline_chart(roofs, points: Sequence[dict] = (), *, intensity=(0.1, 1e4), 
         ax.set_xlim(*intensity)
         top = max(r.peak_flops for r in roofs) / 1e12
         ax.set_ylim(top * 1e-4, top * 2.5)
-        ax.set_xlabel(f"arithmetic intensity (FLOP per byte of {traffic} traffic)")
-        ax.set_ylabel("attainable throughput (TFLOP/s)")
-        if title:
-            ax.set_title(title)
-        legend_below(ax)
+        _label(ax, xlabel=f"arithmetic intensity (FLOP per byte of {traffic} traffic)",
+                   ylabel="attainable throughput (TFLOP/s)", title=title, legend=1)
     return fig
 
 
@@ -197,8 +228,7 @@ def ridge_chart(names: Iterable[str], dtype: str = "bf16", fallback: str = "fp16
         bw.append(h.hbm_bandwidth)
     flops, bw = np.array(flops), np.array(bw)
     ridge = flops / bw
-    with style():
-        fig, (a, b) = plt.subplots(1, 2, figsize=(7.5, 3.9), layout="constrained")
+    with _chart(7.5, 3.9, nrows=1, ncols=2) as (fig, (a, b)):
         x = np.arange(len(hws))
         peak = "16-bit" if dtype in ("bf16", "fp16") else dtype  # the format the line draws, named
         a.plot(x, flops / flops[0], "o-", color=PALETTE["blue"], label=f"dense {peak} peak FLOP/s")
@@ -228,8 +258,7 @@ def ridge_chart(names: Iterable[str], dtype: str = "bf16", fallback: str = "fp16
 
 def tiers_chart(tiers: Sequence[Tier]):
     """Horizontal bars, log scale: bytes per second one way per GPU for each tier, fastest on top."""
-    with style():
-        fig, ax = plt.subplots(figsize=(7, 0.55 * len(tiers) + 1.2), layout="constrained")
+    with _chart(7, 0.55 * len(tiers) + 1.2) as (fig, ax):
         y = np.arange(len(tiers))[::-1]
         values = np.array([t.each_way for t in tiers]) / 1e9
         ax.barh(y, values, color=[_CYCLE[i % len(_CYCLE)] for i in range(len(tiers))], edgecolor="black", linewidth=0.6)
@@ -277,11 +306,7 @@ def measured_vs_predicted_chart(x, measured, predicted: dict, *, xlabel: str, yl
     """
     x = np.asarray(x)
     measured = measured if isinstance(measured, dict) else {"measured": measured}
-    with style():
-        if ax is None:
-            fig, ax = plt.subplots(figsize=(6.2, 3.9), layout="constrained")
-        else:
-            fig = ax.figure
+    with _chart(6.2, 3.9, ax=ax) as (fig, ax):
         lines = ("-", "--", ":", "-.")
         for i, (label, y) in enumerate(predicted.items()):
             ax.plot(x, np.asarray(y) / scale, lines[i % len(lines)], color=_CYCLE[i % len(_CYCLE)], lw=1.8,
@@ -296,11 +321,7 @@ def measured_vs_predicted_chart(x, measured, predicted: dict, *, xlabel: str, yl
             ax.minorticks_off()
         if logy:
             ax.set_yscale("log")
-        ax.set_xlabel(xlabel)
-        ax.set_ylabel(ylabel)
-        if title:
-            ax.set_title(title)
-        legend_below(ax, ncol=2)
+        _label(ax, xlabel=xlabel, ylabel=ylabel, title=title, legend=2)
     return fig
 
 
@@ -323,11 +344,7 @@ def memory_bars(footprints, capacities=("h100-sxm", "h200-sxm"), *, title=None, 
     labels = list(footprints)
     parts = list(dict.fromkeys(p for f in footprints.values() for p in f.parts))
     colors = dict(zip(parts, _CYCLE + [PALETTE["yellow"], "#777777"]))
-    with style():
-        if ax is None:
-            fig, ax = plt.subplots(figsize=(7.5, 0.6 * len(labels) + 2.2), layout="constrained")
-        else:
-            fig = ax.figure
+    with _chart(7.5, 0.6 * len(labels) + 2.2, ax=ax) as (fig, ax):
         y = np.arange(len(labels))[::-1]
         left = np.zeros(len(labels))
         for part in parts:
@@ -351,19 +368,14 @@ def memory_bars(footprints, capacities=("h100-sxm", "h200-sxm"), *, title=None, 
         ax.set_ylim(y.min() - 0.6 - (0.9 if len(labels) == 1 else 0), y.max() + 1.05)
         ax.grid(axis="y", visible=False)
         legend_below(ax, ncol=4)
-        if title:
-            ax.set_title(title)
+        _label(ax, title=title)
     return fig
 
 
 def memory_curves(x, curves, *, capacities=("h100-sxm", "h200-sxm"), xlabel="sequence length (tokens)",
                   title=None, ax=None):
     """Bytes against a swept quantity (log-log), one line per labelled curve, capacities as lines."""
-    with style():
-        if ax is None:
-            fig, ax = plt.subplots(figsize=(7, 4.2), layout="constrained")
-        else:
-            fig = ax.figure
+    with _chart(7, 4.2, ax=ax) as (fig, ax):
         markers = "osD^v<>"
         for i, (label, y) in enumerate(curves.items()):
             ax.plot(x, np.asarray(y) / 1e9, marker=markers[i % len(markers)], ms=4, label=label)
@@ -379,8 +391,7 @@ def memory_curves(x, curves, *, capacities=("h100-sxm", "h200-sxm"), xlabel="seq
         ax.set_xlabel(xlabel)
         ax.set_ylabel("memory (GB, log scale)")
         legend_below(ax)
-        if title:
-            ax.set_title(title)
+        _label(ax, title=title)
     return fig
 
 
@@ -388,8 +399,7 @@ def calibration_chart(roof, datasheet: Hardware | str, *, title=None):
     """What a calibrated roof knows (appendix): bandwidth by bytes per kernel, and matmul and flash
     attention throughput by rows, each against the datasheet's ceiling."""
     h = get_hardware(datasheet)
-    with style():
-        fig, (left, right) = plt.subplots(2, 1, figsize=(6.4, 7.2), layout="constrained")
+    with _chart(6.4, 7.2, nrows=2, ncols=1) as (fig, (left, right)):
         xs = np.asarray(roof.read_bytes)
         grid = np.geomspace(xs[0] / 4, xs[-1] * 4, 200)
         left.plot(grid, grid / roof.memory_seconds(grid) / 1e12, "-", color=PALETTE["blue"], lw=1.6,
@@ -434,8 +444,7 @@ def ratio_chart(series: dict, *, band: float = 1.25, title=None, xlim=(0.4, 1.6)
     y = np.arange(len(labels))[::-1]
     markers = ("o", "D", "s", "^")
     colors = (PALETTE["vermillion"], PALETTE["blue"], PALETTE["green"], PALETTE["purple"])
-    with style():
-        fig, ax = plt.subplots(figsize=(6.4, 0.22 * len(labels) + 1.3), layout="constrained")
+    with _chart(6.4, 0.22 * len(labels) + 1.3) as (fig, ax):
         ax.axvspan(1 / band, band, color="#e8f4ea", zorder=0, label=f"within {band:g}x")
         ax.axvline(1, color="black", lw=0.8)
         for i, (label, comps) in enumerate(series.items()):
@@ -456,8 +465,7 @@ def ratio_chart(series: dict, *, band: float = 1.25, title=None, xlim=(0.4, 1.6)
         ax.set_xlabel("predicted / measured time")
         ax.grid(axis="y", visible=False)
         ax.legend(loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=1, fontsize=8, frameon=False)
-        if title:
-            ax.set_title(title)
+        _label(ax, title=title)
     return fig
 
 
@@ -491,11 +499,7 @@ def timing_bars(predictions: dict, *, title=None, xmax=None, ax=None):
     colors.update({"launches": PALETTE["purple"], "the whole step": "#999999"})
     labels = list(predictions)
     y = np.arange(len(labels))[::-1]
-    with style():
-        if ax is None:
-            fig, ax = plt.subplots(figsize=(7, 0.5 * len(labels) + 1.4), layout="constrained")
-        else:
-            fig = ax.figure
+    with _chart(7, 0.5 * len(labels) + 1.4, ax=ax) as (fig, ax):
         seen = set()
         for yi, label in zip(y, labels):
             left = 0.0
@@ -527,8 +531,7 @@ _LAYOUT_COLORS = {"MHA": PALETTE["vermillion"], "GQA": PALETTE["blue"], "MQA": P
 def kv_bytes_chart(rows: Sequence[tuple[str, str, float]], *, title=None):
     """Horizontal bars of KV-cache bytes per token (kB, log scale), one per model, coloured by layout
     (chapter 5). ``rows`` holds (label, layout, bytes) triples, drawn top to bottom."""
-    with style():
-        fig, ax = plt.subplots(figsize=(7, 0.36 * len(rows) + 1.2), layout="constrained")
+    with _chart(7, 0.36 * len(rows) + 1.2) as (fig, ax):
         y = np.arange(len(rows))[::-1]
         seen = set()
         for yi, (label, layout, nbytes) in zip(y, rows):
@@ -544,9 +547,7 @@ def kv_bytes_chart(rows: Sequence[tuple[str, str, float]], *, title=None):
         ax.set_xscale("log")
         ax.set_xlim(right=ax.get_xlim()[1] * 3)
         ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(_thousands))
-        ax.set_xlabel("KV cache per token of context (kB, log scale)")
-        if title:
-            ax.set_title(title)
+        _label(ax, xlabel="KV cache per token of context (kB, log scale)", title=title)
         ax.legend(loc="lower right", fontsize=9.5, frameon=True, framealpha=1, edgecolor="#dddddd")
     return fig
 
@@ -555,8 +556,7 @@ def capacity_chart(curves: dict, *, title=None, xlabel="context per sequence (to
     """The largest batch against the context (log-log), one line per labelled curve (chapter 5).
     ``curves`` maps a label to ``(contexts, batches, style)``, ``style`` a matplotlib format such as
     '-' or '--'; a curve ends where the model's trained context ends."""
-    with style():
-        fig, ax = plt.subplots(figsize=(7, 4.6), layout="constrained")
+    with _chart(7, 4.6) as (fig, ax):
         colors = {}
         for label, (x, b, fmt_) in curves.items():
             model = label.split(",")[0]
@@ -574,9 +574,7 @@ def capacity_chart(curves: dict, *, title=None, xlabel="context per sequence (to
         ax.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(_thousands))
         ax.set_ylabel("largest batch that fits (log scale)")
         ax.grid(True, which="major")
-        if title:
-            ax.set_title(title)
-        legend_below(ax, ncol=2)
+        _label(ax, title=title, legend=2)
     return fig
 
 
@@ -584,8 +582,7 @@ def serving_throughput_chart(batches, curves: dict, walls: dict, *, title=None):
     """Decode tokens per second against the batch (log-log), one line per labelled curve, each ending
     at its capacity wall, marked with a bar and the batch (chapter 5). ``curves`` maps a label to
     tokens/s at ``batches``; ``walls`` maps the same label to the largest batch that fits."""
-    with style():
-        fig, ax = plt.subplots(figsize=(7, 4.4), layout="constrained")
+    with _chart(7, 4.4) as (fig, ax):
         x = np.asarray(batches, dtype=float)
         for i, (label, y) in enumerate(curves.items()):
             color = _CYCLE[i % len(_CYCLE)]
@@ -607,17 +604,14 @@ def serving_throughput_chart(batches, curves: dict, walls: dict, *, title=None):
         ax.set_xlabel("batch (sequences decoded together, log scale)")
         ax.set_ylabel("tokens per second (log scale)")
         ax.grid(True, which="major")
-        if title:
-            ax.set_title(title)
-        legend_below(ax, ncol=1)
+        _label(ax, title=title, legend=1)
     return fig
 
 
 def sweep_chart(sweeps: dict, *, xlabel: str, ylabel: str = "time per decode step (ms)", title=None, scale=1e-3):
     """Measured points and predicted lines for several sweeps on one log-log chart (chapter 5).
     ``sweeps`` maps a label to ``(x, measured, predicted)``; values are divided by ``scale``."""
-    with style():
-        fig, ax = plt.subplots(figsize=(7, 4.4), layout="constrained")
+    with _chart(7, 4.4) as (fig, ax):
         for i, (label, (x, measured, predicted)) in enumerate(sweeps.items()):
             color = _CYCLE[i % len(_CYCLE)]
             ax.plot(x, np.asarray(predicted) / scale, "-", color=color, lw=1.8, label=f"{label}: predicted")
@@ -634,9 +628,7 @@ def sweep_chart(sweeps: dict, *, xlabel: str, ylabel: str = "time per decode ste
         ax.set_xlabel(xlabel)
         ax.set_ylabel(ylabel)
         ax.grid(True, which="major")
-        if title:
-            ax.set_title(title)
-        legend_below(ax, ncol=2)
+        _label(ax, title=title, legend=2)
     return fig
 
 
@@ -646,8 +638,7 @@ def frontier_chart(points, *, capacity=None, title=None, annotate=(1, 4, 8)):
     (every spacing runs one extra forward pass); those in ``annotate`` are labelled with their ``k``.
     Offloading is drawn hollow: it buys its memory with host-link time, not FLOPs. ``capacity`` (bytes)
     draws a horizontal line, for example the room left beside the model state."""
-    with style():
-        fig, ax = plt.subplots(figsize=(7, 4.6), layout="constrained")
+    with _chart(7, 4.6) as (fig, ax):
         spaced = [p for p in points if p.recompute.startswith("every-")]
         others = [p for p in points if not p.recompute.startswith("every-")]
         ax.plot([100 * p.extra_flops for p in spaced], [p.memory / 1e9 for p in spaced], "o", ms=5,
@@ -672,16 +663,14 @@ def frontier_chart(points, *, capacity=None, title=None, annotate=(1, 4, 8)):
         ax.set_ylabel("activations on the GPU (GB, log scale)")
         ax.set_xlim(-3, None)
         legend_below(ax, ncol=2)
-        if title:
-            ax.set_title(title)
+        _label(ax, title=title)
     return fig
 
 
 def recompute_throughput_chart(micro_batches, series: dict, *, title=None, ylabel="TFLOP/s per GPU"):
     """Throughput against micro-batch (chapter 3): one line per labelled series of FLOP/s (NaN where the
     configuration does not fit, so the line stops there)."""
-    with style():
-        fig, ax = plt.subplots(figsize=(7, 4.2), layout="constrained")
+    with _chart(7, 4.2) as (fig, ax):
         styles = ["-", "--", ":", "-."]
         for i, (label, y) in enumerate(series.items()):
             y = np.asarray(y, dtype=float) / 1e12
@@ -693,8 +682,7 @@ def recompute_throughput_chart(micro_batches, series: dict, *, title=None, ylabe
         ax.set_ylabel(ylabel)
         ax.set_ylim(0, None)
         legend_below(ax)
-        if title:
-            ax.set_title(title)
+        _label(ax, title=title)
     return fig
 
 
@@ -704,8 +692,7 @@ def tile_traffic_chart(tiles, bytes_moved, intensity, *, ridge: float, ridge_lab
     holds on chip, log-log. ``marks`` maps a label to a tile (drawn as vertical lines on both panels);
     ``ridge`` is drawn across the right panel and ``crossing`` (a tile) marked where it is reached."""
     tiles = np.asarray(tiles, dtype=float)
-    with style():
-        fig, (left, right) = plt.subplots(1, 2, figsize=(7.2, 3.9), layout="constrained")
+    with _chart(7.2, 3.9, nrows=1, ncols=2) as (fig, (left, right)):
         left.plot(tiles, np.asarray(bytes_moved) / 1e9, color=PALETTE["blue"], lw=2, label="HBM traffic")
         right.plot(tiles, np.asarray(intensity), color=PALETTE["blue"], lw=2)
         right.axhline(ridge, color=PALETTE["vermillion"], ls="--", lw=1.2, label=ridge_label)
@@ -743,8 +730,7 @@ def attention_sweep_chart(seqs, predicted: dict, measured: dict, *, capacity: fl
     the intensity panel ``ridge``."""
     seqs = np.asarray(seqs, dtype=float)
     colors = {0: PALETTE["vermillion"], 1: PALETTE["blue"], 2: PALETTE["green"]}
-    with style():
-        fig, axes = plt.subplots(2, 2, figsize=(7.2, 6.4), layout="constrained")
+    with _chart(7.2, 6.4, nrows=2, ncols=2) as (fig, axes):
         panels = (("bytes", "HBM traffic (GB)", 1e9), ("peak", "peak memory (GB)", 1e9),
                   ("time", "time (ms)", 1e-3), ("intensity", "intensity (FLOP/byte)", 1.0))
         for ax, (key, ylabel, scale) in zip(axes.flat, panels):
@@ -779,8 +765,7 @@ def attention_sweep_chart(seqs, predicted: dict, measured: dict, *, capacity: fl
 def speedup_chart(batches, curves: dict, *, marks: dict | None = None, title=None, ylabel="decode speedup over bf16"):
     """Chapter 6: one speedup curve per format against the batch (log x), and a dotted line at the batch
     where each format's step turns compute-bound (``marks``: label -> batch, None for never)."""
-    with style():
-        fig, ax = plt.subplots(figsize=(7, 4.2), layout="constrained")
+    with _chart(7, 4.2) as (fig, ax):
         for i, (label, y) in enumerate(curves.items()):
             color = _CYCLE[i % len(_CYCLE)]  # and a dash pattern each, so that curves that coincide both show
             ax.plot(batches, y, ls=("-", (0, (5, 2)), "-.", (0, (1.5, 1.5)))[i % 4], color=color, lw=2.2, label=label)
@@ -791,10 +776,36 @@ def speedup_chart(batches, curves: dict, *, marks: dict | None = None, title=Non
         ax.set_xlabel("decode batch (sequences)")
         ax.set_ylabel(ylabel)
         ax.set_ylim(bottom=0)
-        if title:
-            ax.set_title(title)
-        legend_below(ax, ncol=2)
+        _label(ax, title=title, legend=2)
     return fig
+
+
+def quality_points(model, hardware, batch=1, context=0, *, groups: dict, named_above: float = 0.1) -> list[dict]:
+    """Chapter 6's points for :func:`quality_chart`: each published result of
+    :data:`roofline.workloads.quantization.PUBLISHED` whose formats the package models, at the decode speedup
+    its formats buy ``model`` on ``hardware`` (``batch`` sequences, ``context`` tokens) and the quality it
+    lost in percent. ``groups`` names each source's group (its key in the bibliography -> a legend entry);
+    a result that lost more than ``named_above`` (a fraction) is named beside its point, the names taking
+    turns above and below so that neighbours do not overlap."""
+    from roofline.workloads import quantization as q
+
+    points: list[dict] = []
+    named = 0
+    for row in q.PUBLISHED:
+        formats = q.formats_of(row)
+        if formats is None:
+            continue
+        if row.source not in groups:
+            raise ValueError(f"groups names no group for source {row.source!r}; it names {', '.join(sorted(groups))}")
+        lost = q.relative_change(row)
+        label = f"{row.method}, {row.model}" if lost > named_above else ""
+        points.append({"x": q.decode_speedup(model, hardware, batch, context, **formats), "y": 100 * lost,
+                       "group": groups[row.source], "label": label, "offset": (8, 4 if named % 2 else -10)})
+        named += bool(label)
+    return points
+
+
+__all__ += ["quality_points"]
 
 
 def quality_chart(points: Sequence[dict], *, title=None, xlabel="predicted decode speedup", ylabel="quality lost (%)"):
@@ -804,8 +815,7 @@ def quality_chart(points: Sequence[dict], *, title=None, xlabel="predicted decod
     per group, named in the legend).
     """
     markers = "osD^vP"
-    with style():
-        fig, ax = plt.subplots(figsize=(7, 4.6), layout="constrained")
+    with _chart(7, 4.6) as (fig, ax):
         groups = list(dict.fromkeys(p["group"] for p in points))
         for i, g in enumerate(groups):
             mine = [p for p in points if p["group"] == g]
@@ -816,19 +826,14 @@ def quality_chart(points: Sequence[dict], *, title=None, xlabel="predicted decod
                     ax.annotate(p["label"], (p["x"], p["y"]), textcoords="offset points", xytext=p.get("offset", (7, -3)),
                                 fontsize=8.5)
         ax.axhline(0, color="#333333", lw=0.8)
-        ax.set_xlabel(xlabel)
-        ax.set_ylabel(ylabel)
-        if title:
-            ax.set_title(title)
-        legend_below(ax, ncol=2)
+        _label(ax, xlabel=xlabel, ylabel=ylabel, title=title, legend=2)
     return fig
 
 
 def matmul_throughput_chart(m, series: dict, *, peaks: dict | None = None, title=None):
     """Measured matmul throughput (TFLOP/s) against the rows ``m`` of the product, one line per series, with
     each datasheet peak (``peaks``: label -> (FLOP/s, the series it caps)) dashed in that series' colour."""
-    with style():
-        fig, ax = plt.subplots(figsize=(7, 4.2), layout="constrained")
+    with _chart(7, 4.2) as (fig, ax):
         for i, (label, y) in enumerate(series.items()):
             color = _CYCLE[i % len(_CYCLE)]
             ax.plot(m, np.asarray(y, dtype=float) / 1e12, "o-", color=color, ms=4, lw=1.8, label=label)
@@ -839,9 +844,7 @@ def matmul_throughput_chart(m, series: dict, *, peaks: dict | None = None, title
         ax.set_xlabel("rows m of the product (n = k = 8192)")
         ax.set_ylabel("TFLOP/s")
         ax.set_ylim(bottom=0)
-        if title:
-            ax.set_title(title)
-        legend_below(ax, ncol=2)
+        _label(ax, title=title, legend=2)
     return fig
 
 
@@ -850,8 +853,7 @@ def matmul_throughput_chart(m, series: dict, *, peaks: dict | None = None, title
 def collective_bytes_chart(groups, series: dict, *, title=None):
     """Bytes each GPU sends, as a multiple of the buffer, against the group size (chapter 7): one line per
     labelled collective."""
-    with style():
-        fig, ax = plt.subplots(figsize=(7, 4.2), layout="constrained")
+    with _chart(7, 4.2) as (fig, ax):
         styles = ["-", "--", ":", "-.", (0, (4, 1, 1, 1))]
         for i, (label, y) in enumerate(series.items()):
             ax.plot(groups, y, marker="os^Dv"[i % 5], ms=5, ls=styles[i % len(styles)], label=label)
@@ -861,16 +863,14 @@ def collective_bytes_chart(groups, series: dict, *, title=None):
         ax.set_ylabel("bytes sent per GPU / buffer size")
         ax.set_ylim(0, None)
         legend_below(ax, ncol=2)
-        if title:
-            ax.set_title(title)
+        _label(ax, title=title)
     return fig
 
 
 def exposure_chart(tokens, panels: dict, *, title=None):
     """Step time split into compute and exposed communication against tokens per GPU (chapter 7): one
     panel per labelled case, each a dict with ``compute`` and ``exposed`` arrays (seconds)."""
-    with style():
-        fig, axes = plt.subplots(1, len(panels), figsize=(7.2, 3.9), layout="constrained", sharey=True, squeeze=False)
+    with _chart(7.2, 3.9, nrows=1, ncols=len(panels), sharey=True, squeeze=False) as (fig, axes):
         for ax, (label, d) in zip(axes[0], panels.items()):
             compute, exposed = np.asarray(d["compute"]) * 1e3, np.asarray(d["exposed"]) * 1e3
             ax.stackplot(tokens, compute, exposed, labels=["compute", "exposed communication"],
@@ -893,8 +893,7 @@ def exposure_chart(tokens, panels: dict, *, title=None):
 def zero_tradeoff_chart(points, *, capacity=None, capacity_label="", title=None):
     """Memory per GPU against bytes each GPU sends per step (chapter 7): ``points`` are dicts with
     ``memory``, ``sent`` (bytes), ``label`` and optional ``offset``; ``capacity`` a vertical line (bytes)."""
-    with style():
-        fig, ax = plt.subplots(figsize=(7, 4.2), layout="constrained")
+    with _chart(7, 4.2) as (fig, ax):
         for i, p in enumerate(points):
             ax.plot([p["memory"] / 1e9], [p["sent"] / 1e9], "os^Dv"[i % 5], ms=9, color=_CYCLE[i % len(_CYCLE)],
                     mec="black", mew=0.6, zorder=3)
@@ -904,13 +903,11 @@ def zero_tradeoff_chart(points, *, capacity=None, capacity_label="", title=None)
             ax.axvline(capacity / 1e9, color="black", ls="--", lw=1)
             ax.annotate(capacity_label, (capacity / 1e9, 0.03), xycoords=("data", "axes fraction"),
                         textcoords="offset points", xytext=(-4, 0), ha="right", fontsize=9.5)
-        ax.set_xscale("log")
-        ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(_thousands))
+        _log_axis(ax, "x", _thousands)
         ax.set_xlabel("memory per GPU (GB, log scale)")
         ax.set_ylabel("bytes each GPU sends per step (GB)")
         ax.set_ylim(0, 1.15 * max(p["sent"] for p in points) / 1e9)
-        if title:
-            ax.set_title(title)
+        _label(ax, title=title)
     return fig
 
 
@@ -920,8 +917,7 @@ def ttft_tpot_chart(tpot: dict, ttft: dict, *, title=None):
     """Chapter 12, two panels. Left: time per output token against the batch, one line per label, each
     ending at its memory wall (``tpot`` maps a label to ``(batches, seconds)``). Right: time to first
     token against the prompt length (``ttft`` maps a label to ``(prompts, seconds)``)."""
-    with style():
-        fig, (left, right) = plt.subplots(1, 2, figsize=(7.2, 3.9), layout="constrained")
+    with _chart(7.2, 3.9, nrows=1, ncols=2) as (fig, (left, right)):
         for i, (label, (b, t)) in enumerate(tpot.items()):
             color = _CYCLE[i % len(_CYCLE)]
             left.plot(b, np.asarray(t) * 1e3, "-", color=color, lw=2, label=label)
@@ -954,8 +950,7 @@ def serving_frontier_chart(curves: dict, *, roof_tokens_per_s: float | None = No
     """Chapter 12: time per output token against tokens per second, one line per label (a context),
     points at each batch, ending at the memory wall; ``roof_tokens_per_s`` draws the compute roof's limit.
     ``curves`` maps a label to ``(tokens_per_s, seconds per token, batches)``."""
-    with style():
-        fig, ax = plt.subplots(figsize=(7, 4.4), layout="constrained")
+    with _chart(7, 4.4) as (fig, ax):
         for i, (label, (tps, t, b)) in enumerate(curves.items()):
             color = _CYCLE[i % len(_CYCLE)]
             ax.plot(tps, np.asarray(t) * 1e3, "-o", ms=4, color=color, lw=2, label=label)
@@ -968,19 +963,15 @@ def serving_frontier_chart(curves: dict, *, roof_tokens_per_s: float | None = No
         ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(_thousands))
         ax.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(_plain))
         ax.yaxis.set_minor_formatter(matplotlib.ticker.FuncFormatter(_two_five))
-        ax.set_xlabel("throughput (output tokens per second, log scale)")
-        ax.set_ylabel("time per output token (ms, log scale)")
-        if title:
-            ax.set_title(title)
-        legend_below(ax, ncol=2)
+        _label(ax, xlabel="throughput (output tokens per second, log scale)",
+                   ylabel="time per output token (ms, log scale)", title=title, legend=2)
     return fig
 
 
 def batching_timeline_chart(series: dict, *, capacity: int, until: float, title=None):
     """Chapter 12: sequences decoding in each step against time, one step line per policy. ``series``
     maps a label to ``(step starts, step times, sequences decoding)``; only steps before ``until`` s."""
-    with style():
-        fig, ax = plt.subplots(figsize=(7, 3.8), layout="constrained")
+    with _chart(7, 3.8) as (fig, ax):
         for i, (label, (start, dt, n)) in enumerate(series.items()):
             keep = start < until
             x = np.append(start[keep], start[keep][-1] + dt[keep][-1])
@@ -988,39 +979,27 @@ def batching_timeline_chart(series: dict, *, capacity: int, until: float, title=
         ax.axhline(capacity, color="black", lw=1, ls=":", label=f"slots ({capacity})")
         ax.set_xlim(0, until)
         ax.set_ylim(0, capacity * 1.1)
-        ax.set_xlabel("time (s)")
-        ax.set_ylabel("sequences making a token")
-        if title:
-            ax.set_title(title)
-        legend_below(ax, ncol=3)
+        _label(ax, xlabel="time (s)", ylabel="sequences making a token", title=title, legend=3)
     return fig
 
 
 def step_time_chart(series: dict, *, window: tuple[float, float], title=None):
     """Chapter 12: the duration of each step against time, one line per policy (``series`` maps a label
     to ``(step starts, step times)``), within ``window`` seconds: prompts that join a step show as spikes."""
-    with style():
-        fig, ax = plt.subplots(figsize=(7, 3.8), layout="constrained")
+    with _chart(7, 3.8) as (fig, ax):
         lo, hi = window
         for i, (label, (start, dt)) in enumerate(series.items()):
             keep = (start >= lo) & (start < hi)
             ax.plot(start[keep], dt[keep] * 1e3, "-", color=_CYCLE[i % len(_CYCLE)], lw=1.3, label=label)
-        ax.set_yscale("log")
-        ax.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(_plain))
-        ax.yaxis.set_minor_formatter(matplotlib.ticker.FuncFormatter(_two_five))
-        ax.set_xlabel("time (s)")
-        ax.set_ylabel("step duration (ms, log scale)")
-        if title:
-            ax.set_title(title)
-        legend_below(ax, ncol=2)
+        _log_axis(ax, "y", _plain, _two_five)
+        _label(ax, xlabel="time (s)", ylabel="step duration (ms, log scale)", title=title, legend=2)
     return fig
 
 
 def speculation_chart(alphas, panels: dict, *, title=None):
     """Chapter 12: speculative speed-up against the acceptance rate, one panel per setting (a batch),
     one line per draft length. ``panels`` maps a panel title to ``{label: speed-ups at alphas}``."""
-    with style():
-        fig, axes = plt.subplots(1, len(panels), figsize=(7.2, 3.9), layout="constrained", sharey=True)
+    with _chart(7.2, 3.9, nrows=1, ncols=len(panels), sharey=True) as (fig, axes):
         axes = np.atleast_1d(axes)
         for ax, (name, curves) in zip(axes, panels.items()):
             for i, (label, y) in enumerate(curves.items()):
@@ -1045,8 +1024,7 @@ def tp_layer_chart(degrees, series: dict, *, title=None, ylabel="time per layer,
     """One block's compute against its two all-reduces as the tensor-parallel degree grows (chapter 8).
     ``series`` maps a label to ``(seconds at each degree, style)`` with style 'compute' (solid) or
     'comm' (dashed); log scales."""
-    with style():
-        fig, ax = plt.subplots(figsize=(7, 4.4), layout="constrained")
+    with _chart(7, 4.4) as (fig, ax):
         x = np.asarray(degrees, dtype=float)
         for i, (label, (y, kind)) in enumerate(series.items()):
             ax.plot(x, np.asarray(y) * 1e3, "-o" if kind == "compute" else "--s", color=_CYCLE[i % len(_CYCLE)],
@@ -1058,19 +1036,14 @@ def tp_layer_chart(degrees, series: dict, *, title=None, ylabel="time per layer,
         ax.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(_plain))
         ax.yaxis.set_minor_locator(matplotlib.ticker.LogLocator(subs=(2, 5)))  # a decade or less: label 0.2, 0.5...
         ax.yaxis.set_minor_formatter(matplotlib.ticker.FuncFormatter(_plain))
-        ax.set_xlabel("tensor-parallel degree t (GPUs)")
-        ax.set_ylabel(ylabel)
-        if title:
-            ax.set_title(title)
-        legend_below(ax, ncol=2)
+        _label(ax, xlabel="tensor-parallel degree t (GPUs)", ylabel=ylabel, title=title, legend=2)
     return fig
 
 
 def tp_decode_chart(degrees, times: dict, per_gpu: dict, *, fits: dict | None = None, title=None):
     """Two panels against the tensor-parallel degree (chapter 8): the time per output token (left) and
     tokens per second per GPU (right), one line per model; hollow markers where the weights do not fit."""
-    with style():
-        fig, (a1, a2) = plt.subplots(1, 2, figsize=(7, 3.9), layout="constrained")
+    with _chart(7, 3.9, nrows=1, ncols=2) as (fig, (a1, a2)):
         x = np.asarray(degrees, dtype=float)
         for i, label in enumerate(times):
             color = _CYCLE[i % len(_CYCLE)]
@@ -1099,8 +1072,7 @@ def tp_memory_chart(degrees, weights, kv_room, batches, *, capacity: float, titl
     """Per-GPU memory against the tensor-parallel degree (chapter 8): stacked bars of the weights and the
     room left for the KV cache (bytes), up to the usable ``capacity``; each bar labelled with the
     largest batch that fits (``batches``; 0 where the weights alone do not fit)."""
-    with style():
-        fig, ax = plt.subplots(figsize=(7, 3.9), layout="constrained")
+    with _chart(7, 3.9) as (fig, ax):
         pos = np.arange(len(degrees))
         w = np.asarray(weights, dtype=float) / 1e9
         room = np.maximum(np.asarray(kv_room, dtype=float), 0) / 1e9
@@ -1116,9 +1088,7 @@ def tp_memory_chart(degrees, weights, kv_room, batches, *, capacity: float, titl
         ax.set_xticks(pos, [f"t = {d}" for d in degrees])
         ax.set_ylabel("GB per GPU")
         ax.set_ylim(0, max(w.max(), capacity / 1e9) * 1.25)
-        if title:
-            ax.set_title(title)
-        legend_below(ax, ncol=2)
+        _label(ax, title=title, legend=2)
     return fig
 
 
@@ -1127,8 +1097,7 @@ def experts_touched_chart(tokens, series: dict, *, simulated: dict | None = None
     colour: the expected share under uniform routing (line) between its two bounds (shaded), and the
     mean of a seeded random routing (dots). ``series`` maps a label to ``(expected, fewest, most, E)``
     (counts); ``simulated`` a label to ``(tokens, mean counts)``."""
-    with style():
-        fig, ax = plt.subplots(figsize=(7, 4.2), layout="constrained")
+    with _chart(7, 4.2) as (fig, ax):
         for i, (label, (expected, low, high, experts)) in enumerate(series.items()):
             color = _CYCLE[i % len(_CYCLE)]
             ax.fill_between(tokens, 100 * np.asarray(low) / experts, 100 * np.asarray(high) / experts, color=color,
@@ -1144,9 +1113,7 @@ def experts_touched_chart(tokens, series: dict, *, simulated: dict | None = None
         ax.set_xlabel("tokens in the step (decode batch)")
         ax.set_ylabel("experts read per layer (% of all)")
         ax.set_ylim(0, 102)
-        if title:
-            ax.set_title(title)
-        legend_below(ax, ncol=2)
+        _label(ax, title=title, legend=2)
     return fig
 
 
@@ -1154,8 +1121,7 @@ def moe_decode_chart(batches, curves: dict, *, title=None, ylabel="decode step t
     """Chapter 10: decode step time against the batch for a MoE and its dense equivalents (log-log).
     ``curves`` maps a label to times in seconds; a label ending in 'bounds' with a pair of arrays is drawn
     as a shaded band."""
-    with style():
-        fig, ax = plt.subplots(figsize=(7, 4.4), layout="constrained")
+    with _chart(7, 4.4) as (fig, ax):
         styles = ("-", (0, (5, 2)), "-.", (0, (1.5, 1.5)))
         i = 0
         for label, y in curves.items():
@@ -1173,17 +1139,14 @@ def moe_decode_chart(batches, curves: dict, *, title=None, ylabel="decode step t
         ax.set_xlabel("decode batch (sequences)")
         ax.set_ylabel(ylabel)
         ax.grid(True, which="major")
-        if title:
-            ax.set_title(title)
-        legend_below(ax, ncol=2)
+        _label(ax, title=title, legend=2)
     return fig
 
 
 def all_to_all_chart(tokens, compute, tiers: dict, *, title=None, scale=1e-6):
     """Chapter 10: per MoE layer, one GPU's expert work (``compute``, seconds) against the layer's two
     all-to-alls on each tier (``tiers``: label -> seconds), against the tokens each GPU holds (log-log)."""
-    with style():
-        fig, ax = plt.subplots(figsize=(7, 4.4), layout="constrained")
+    with _chart(7, 4.4) as (fig, ax):
         ax.plot(tokens, np.asarray(compute) / scale, color=PALETTE["black"], lw=2.4, label="expert work of the layer, one GPU")
         for i, (label, y) in enumerate(tiers.items()):
             ax.plot(tokens, np.asarray(y) / scale, color=_CYCLE[i % len(_CYCLE)], lw=2.2,
@@ -1195,9 +1158,7 @@ def all_to_all_chart(tokens, compute, tiers: dict, *, title=None, scale=1e-6):
         ax.set_xlabel("tokens per GPU in the step")
         ax.set_ylabel("time per MoE layer (µs)")
         ax.grid(True, which="major")
-        if title:
-            ax.set_title(title)
-        legend_below(ax, ncol=1)
+        _label(ax, title=title, legend=1)
     return fig
 
 
@@ -1208,8 +1169,7 @@ __all__ += ["attention_share_chart", "ring_hiding_chart"]
 def attention_share_chart(seqs, curves: dict, *, title=None):
     """Fractions against sequence length (log2 axis, 0 to 1): ``curves`` maps a label to one value per entry of
     ``seqs``; labels ending in 'time' are drawn dashed (chapter 11: attention's share of FLOPs and of time)."""
-    with style():
-        fig, ax = plt.subplots(figsize=(7, 4.2), layout="constrained")
+    with _chart(7, 4.2) as (fig, ax):
         colors = {}
         for label, y in curves.items():
             model = label.split(":")[0]
@@ -1224,8 +1184,7 @@ def attention_share_chart(seqs, curves: dict, *, title=None):
         ax.set_xlabel("sequence length (tokens)")
         ax.set_ylabel("attention's share (%)")
         legend_below(ax, ncol=2)
-        if title:
-            ax.set_title(title)
+        _label(ax, title=title)
     return fig
 
 
@@ -1233,8 +1192,7 @@ def ring_hiding_chart(blocks, compute, transfers: dict, thresholds: dict, *, tit
     """One ring step's attention (``compute``, seconds, one per block length) against the time to send the
     block over each tier (``transfers``: label -> seconds), log-log, with each tier's hiding block
     (``thresholds``: label -> tokens) marked where the lines cross (chapter 11)."""
-    with style():
-        fig, ax = plt.subplots(figsize=(7, 4.4), layout="constrained")
+    with _chart(7, 4.4) as (fig, ax):
         ax.plot(blocks, np.asarray(compute) * 1e3, "-", lw=2.2, color="black", label="attention on the block")
         for i, (label, t) in enumerate(transfers.items()):
             color = _CYCLE[i % len(_CYCLE)]
@@ -1252,8 +1210,7 @@ def ring_hiding_chart(blocks, compute, transfers: dict, thresholds: dict, *, tit
         ax.set_ylabel("time per ring step, one layer (ms)")
         ax.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(_plain))
         legend_below(ax, ncol=1)
-        if title:
-            ax.set_title(title)
+        _label(ax, title=title)
     return fig
 
 
@@ -1267,11 +1224,7 @@ def pipeline_timeline_chart(timeline, *, title=None, ax=None):
     """A simulated pipeline step (:class:`roofline.parallel.pipeline.Timeline`): one row per stage, forward passes
     light, backward passes dark, idle time (the bubble) shaded grey; chunks of an interleaved schedule
     carry their chunk's number."""
-    with style():
-        if ax is None:
-            fig, ax = plt.subplots(figsize=(7, 0.5 * timeline.p + 1.9), layout="constrained")
-        else:
-            fig = ax.figure
+    with _chart(7, 0.5 * timeline.p + 1.9, ax=ax) as (fig, ax):
         end = timeline.makespan
         for s in range(timeline.p):
             ax.broken_barh([(0, end)], (s - 0.4, 0.8), facecolors="#e6e6e6", edgecolor="none")
@@ -1289,16 +1242,14 @@ def pipeline_timeline_chart(timeline, *, title=None, ax=None):
                    matplotlib.patches.Patch(color=PALETTE["blue"], label="backward"),
                    matplotlib.patches.Patch(color="#e6e6e6", label="idle (bubble)")]
         fig.legend(handles=handles, loc="outside lower center", ncol=3)
-        if title:
-            ax.set_title(title)
+        _label(ax, title=title)
     return fig
 
 
 def bubble_chart(micro_batches, series: dict, *, threshold=None, title=None):
     """Bubble fraction against micro-batches per step, one line per schedule (``series``: label -> fractions);
     log x; ``threshold`` draws a horizontal line (a target fraction)."""
-    with style():
-        fig, ax = plt.subplots(figsize=(7, 4.2), layout="constrained")
+    with _chart(7, 4.2) as (fig, ax):
         x = np.asarray(micro_batches, dtype=float)
         for i, (label, y) in enumerate(series.items()):
             ax.plot(x, 100 * np.asarray(y), "-o", ms=4, lw=2, color=_CYCLE[i % len(_CYCLE)], label=label)
@@ -1310,17 +1261,14 @@ def bubble_chart(micro_batches, series: dict, *, threshold=None, title=None):
         ax.set_xlabel("micro-batches per step, m")
         ax.set_ylabel("bubble (% of the ideal step)")
         ax.set_ylim(0, None)
-        if title:
-            ax.set_title(title)
-        legend_below(ax, ncol=2)
+        _label(ax, title=title, legend=2)
     return fig
 
 
 def stage_memory_chart(stages, series: dict, *, capacity: float, capacity_label: str = "", title=None):
     """Memory per GPU against the pipeline degree, one line per setting (``series``: label -> bytes), with the
     usable capacity as a horizontal line; log x."""
-    with style():
-        fig, ax = plt.subplots(figsize=(7, 4.2), layout="constrained")
+    with _chart(7, 4.2) as (fig, ax):
         x = np.asarray(stages, dtype=float)
         for i, (label, y) in enumerate(series.items()):
             ax.plot(x, np.asarray(y) / 1e9, "-o", ms=4, lw=2, color=_CYCLE[i % len(_CYCLE)], label=label)
@@ -1332,27 +1280,18 @@ def stage_memory_chart(stages, series: dict, *, capacity: float, capacity_label:
         ax.set_xticks(x, [f"{v:g}" for v in x])
         ax.minorticks_off()
         ax.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(_plain))
-        ax.set_xlabel("pipeline stages p")
-        ax.set_ylabel("memory per GPU (GB)")
-        if title:
-            ax.set_title(title)
-        legend_below(ax, ncol=2)
+        _label(ax, xlabel="pipeline stages p", ylabel="memory per GPU (GB)", title=title, legend=2)
     return fig
 
 
 def plan_frontier_chart(times, memory, frontier, chosen, *, capacity: float, title=None):
     """The planner's layouts that fit: step time against memory per GPU (grey dots), the frontier no other
     layout beats on both (line), the chosen layout marked, the usable capacity as a line."""
-    with style():
-        fig, ax = plt.subplots(figsize=(7, 4.4), layout="constrained")
+    with _chart(7, 4.4) as (fig, ax):
         ax.scatter(np.asarray(times), np.asarray(memory) / 1e9, s=8, color="#bbbbbb", label="a layout that fits")
         ft, fm = zip(*frontier)
         ax.plot(ft, np.asarray(fm) / 1e9, "-o", ms=4, lw=2, color=PALETTE["blue"], label="frontier")
         ax.plot([chosen[0]], [chosen[1] / 1e9], "*", ms=16, color=PALETTE["vermillion"], label="chosen (fastest)")
         ax.axhline(capacity / 1e9, color=PALETTE["vermillion"], lw=1, ls="--", label="usable HBM")
-        ax.set_xlabel("predicted step time (s)")
-        ax.set_ylabel("memory per GPU (GB)")
-        if title:
-            ax.set_title(title)
-        legend_below(ax, ncol=2)
+        _label(ax, xlabel="predicted step time (s)", ylabel="memory per GPU (GB)", title=title, legend=2)
     return fig

@@ -582,7 +582,7 @@ def speculation_explorer(target: Model | str = "llama-3-70b", drafts: Sequence[s
             [("draft", [(load_draft(d).title, d) for d in drafts]), ("α", list(alphas)), ("γ", list(gammas)),
              ("batch", list(batches))], frame,
             f"speculative decoding of {m.name} on {gpus} × {h.short}: {len(drafts)} drafts x {len(alphas)} acceptance "
-            f"rates x {len(gammas)} draft lengths x {len(batches)} batches", start=[0, 2, 1, 0])
+            f"rates x {len(gammas)} draft lengths x {len(batches)} batches", start=[0, min(2, len(alphas) - 1), min(1, len(gammas) - 1), 0])
     finally:
         plt.close(fig)
     return explorer

@@ -117,6 +117,16 @@ def _gamma(gamma):
     return g
 
 
+def verify_tokens(gamma):
+    """Tokens the target scores per sequence in one verify step: the ``gamma`` drafted tokens and the one
+    after them that it computes anyway, ``gamma + 1`` (chapter 12)."""
+    g = number("gamma", gamma, strict=True, integer=True)
+    return g + 1
+
+
+__all__ += ["verify_tokens"]
+
+
 def expected_tokens(alpha, gamma):
     """Tokens one verify step yields on average: ``(1 - alpha**(gamma+1)) / (1 - alpha)``.
 

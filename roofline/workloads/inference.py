@@ -418,22 +418,23 @@ def prefill(model: Model | str, tokens, batch=1, *, dtype: str = "bf16", kv_dtyp
 
 def verify_step(model: Model | str, queries, context=0, batch=1, *, dtype: str = "bf16", kv_dtype: str | None = None,
                 weights_dtype: str | None = None, math_dtype: str | None = None, accounting: str = "text",
-                omit=(), embeddings_dtype: str | None = None, **options) -> Breakdown:
+                omit=(), embeddings_dtype: str | None = None, routing: str | None = None, **options) -> Breakdown:
     """One step that scores ``queries`` new tokens of each of ``batch`` sequences against ``context``
     cached tokens: speculative decoding's verify pass (chapter 12), and a prefill chunk on top of a cache.
 
     The weights are read once for all ``batch x queries`` tokens; each sequence's cache is read once; new
     query ``i`` attends to the cache and to the ``i`` new tokens up to itself (the causal count of
     :func:`roofline.core.ops.attention_flops` with ``causal='exact'``); the lm_head scores every query.
-    ``queries=1`` is :func:`decode_step` exactly. Formats, accountings and kernel options as there.
-    Broadcasts over ``queries``, ``context`` and ``batch``.
+    ``queries=1`` is :func:`decode_step` exactly. Formats, accountings, kernel options and a mixture of
+    experts' ``routing`` (required when ``batch x queries`` exceeds one) as there. Broadcasts over
+    ``queries``, ``context`` and ``batch``.
     """
     m = load_model(model)
     queries = number("queries", queries, integer=True)
     batch = number("batch", batch, integer=True)
     context = number("context", context, integer=True, strict=False)
     broadcast(queries=queries, batch=batch, context=context)
-    check_modelled(m, batch * queries, "verify_step", accounting=accounting)
+    check_modelled(m, batch * queries, "verify_step", routing, accounting)
     # the text's count reads the cache but not the new tokens' own keys (as decode_step); refined reads both.
     # Without a cache the text's count still lets each query see the new tokens before it (keys >= queries).
     if accounting == "refined":
@@ -443,7 +444,7 @@ def verify_step(model: Model | str, queries, context=0, batch=1, *, dtype: str =
         keys = float(keys) if keys.ndim == 0 else keys
     return build_step(f"verify step of {m.name}", m, batch, queries, keys, decode=True, dtype=dtype,
                  weights_dtype=weights_dtype, kv_dtype=kv_dtype, math_dtype=math_dtype, accounting=accounting,
-                 omit=omit, options=options, embeddings_dtype=embeddings_dtype)
+                 omit=omit, options=options, embeddings_dtype=embeddings_dtype, routing=routing)
 
 
 def attention_parity_tokens(model: Model | str) -> float:

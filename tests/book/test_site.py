@@ -144,3 +144,19 @@ def test_icons_still_come_from_the_themes_webfont(site):
     css = (site / "_static" / "styles" / "pydata-sphinx-theme.css").read_text(encoding="utf-8")
     assert ".fa-bars:before" in css and "fa-solid-900.woff2" in css
     assert (site / "_static" / "vendor" / "fontawesome" / "webfonts" / "fa-solid-900.woff2").is_file()
+
+
+def test_the_figure_index_is_the_one_the_build_made_and_lists_every_file(site):
+    """figures/README.md is generated (booktools/figindex.py, copied by `make book`): the committed copy is
+    the build's, and it names every figure file in figures/ and no file that is not there."""
+    built = (site.parent / "figure-index.md").read_text(encoding="utf-8")
+    committed = (ROOT / "figures" / "README.md").read_text(encoding="utf-8")
+    assert committed == built, "figures/README.md is stale: run `make book` and commit it"
+    listed = set(re.findall(r"\(([a-z0-9-]+)\.svg\)", committed))
+    on_disk = {p.stem for p in (ROOT / "figures").glob("*.svg")}
+    assert listed == on_disk
+    assert all((ROOT / "figures" / f"{name}.png").is_file() for name in listed)
+    numbers = [int(n) for n in re.findall(r"^\| (\d+) \|", committed, flags=re.M)]
+    assert numbers == list(range(1, len(numbers) + 1))  # every numbered figure, in the book's order
+    page = (site / "chapters" / "01-three-budgets.html").read_text(encoding="utf-8")
+    assert "Fig. 1" in page and "| 1 | The three budgets (01-three-budgets) |" in committed

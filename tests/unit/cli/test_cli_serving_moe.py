@@ -107,3 +107,28 @@ def test_ep_refuses_serve_flags_it_would_ignore(capsys):
     assert main(["serve", "mixtral-8x7b", "--gpu", "h200", "--context", "4096", "--ep", "2", "--routing", "uniform",
                  "--curve"]) == 2
     assert "does not combine" in capsys.readouterr().err
+
+
+def test_speculate_on_a_mixture_of_experts_assumes_uniform_routing_and_says_so():
+    from roofline.serving.speculative import speculate
+
+    status, out, err = call("speculate", "qwen3-30b-a3b", "--draft", "qwen3-8b", "--gpu", "h200", "--alpha", "0.7",
+                            "--json")
+    assert status == 0 and not err
+    data = json.loads(out)
+    assert data["routing"] == "uniform" and data["routing_assumed"] is True
+    plan = speculate("qwen3-30b-a3b", "qwen3-8b", "h200", 0.7, 4, routing="uniform")
+    assert data["speedup"] == pytest.approx(float(plan.speedup))
+    # the verify step scores gamma + 1 = 5 tokens: the experts a uniform routing of five tokens reads
+    assert data["experts_read_per_layer"] == pytest.approx(float(moe.experts_touched(rl.load_model("qwen3-30b-a3b"), 5)))
+    status, out, _ = call("speculate", "qwen3-30b-a3b", "--draft", "qwen3-8b", "--gpu", "h200", "--alpha", "0.7",
+                          "--routing", "best")
+    assert status == 0 and "routing: best" in out and "assumed" not in out
+
+
+def test_a_verify_step_of_a_mixture_of_experts_takes_the_routing():
+    best = rl.verify_step("qwen3-30b-a3b", 5, 1024, routing="best")
+    worst = rl.verify_step("qwen3-30b-a3b", 5, 1024, routing="worst")
+    assert best.bytes < worst.bytes  # five tokens on the same experts read fewer weights than spread out
+    with pytest.raises(rl.NotModelledError, match="routing"):
+        rl.verify_step("qwen3-30b-a3b", 5, 1024)

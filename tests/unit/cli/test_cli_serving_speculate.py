@@ -82,9 +82,10 @@ def test_speculate_refuses_a_context_past_the_trained_length():
     assert status == 2 and data["argument"] == "--context" and "max_position_embeddings 8,192" in data["error"]
 
 
-def test_speculate_a_mixture_of_experts_is_not_modelled():
+def test_speculate_a_mixture_of_experts_is_priced_and_a_foreign_draft_refused():
+    # Mixtral is priced at the uniform routing now (test_cli_serving_moe.py); Llama 3.2 1B's vocabulary is not its
     status, out, _ = call("speculate", "mixtral-8x7b", "--draft", "llama-3.2-1b", "--gpu", "h200", "--alpha", "0.8")
-    assert status == 1
+    assert status == 2 and "share the target's vocabulary" in out + _
 
 
 def test_a_draft_with_another_vocabulary_is_refused():

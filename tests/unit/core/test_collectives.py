@@ -218,3 +218,13 @@ def test_latency_share_is_latency_over_time():
     assert arr == pytest.approx([col.latency_share(c), col.latency_share(big)])
     with pytest.raises(TypeError, match="cost must be a CollectiveCost"):
         col.latency_share(1.0)
+
+
+def test_break_even_size_times_scales_the_bucket_and_its_latency_share_falls_to_a_tenth():
+    even = col.break_even_size("all_reduce", 256, "h100-sxm")
+    nine = col.break_even_size("all_reduce", 256, "h100-sxm", times=9)
+    assert nine == pytest.approx(9 * even)
+    # at nine times the break-even size latency is one part in ten of the time (1 : 9 against the bytes)
+    assert col.latency_share(col.collective_cost("all_reduce", 256, nine, "h100-sxm")) == pytest.approx(0.1)
+    with pytest.raises(ValueError, match="times"):
+        col.break_even_size("all_reduce", 256, "h100-sxm", times=0)

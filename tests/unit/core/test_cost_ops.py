@@ -135,3 +135,12 @@ def test_gain_is_ratio_less_one():
     assert rl.gain(3, 2) == 0.5 and rl.gain(2, 2) == 0
     with pytest.raises(ZeroDivisionError):
         rl.gain(3, 0)
+
+
+def test_nearest_picks_the_measured_value_closest_to_a_target():
+    import roofline as rl
+
+    assert rl.nearest([512, 2048, 8192, 32768], 6000) == 8192  # |8192 - 6000| < |2048 - 6000|
+    assert rl.nearest({512: "a", 2048: "b"}, 1280) == 512  # a tie goes to the first
+    with pytest.raises(ValueError, match="values must hold at least one number"):
+        rl.nearest([], 3)

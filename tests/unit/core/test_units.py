@@ -21,3 +21,23 @@ def test_convert_refuses_a_unit_it_cannot_convert_to():
         fmt(1.0, "B", convert=True)
     with pytest.raises(ValueError, match="convert=True needs a unit"):
         Quantity(1.0, "", convert=True)
+
+
+def test_per_shows_a_count_in_the_scale_the_prose_names():
+    assert fmt(8.03e9, per="billion") == "8.03"  # Llama 3 8B: "8.03 billion parameters"
+    assert fmt(405.9e9, per="billion", fixed=0) == "406"
+    assert fmt(14.8e12, per="trillion", fixed=1) == "14.8"  # DeepSeek-V3's training tokens
+    assert fmt(16 * 2**20, per="Mi", fixed=0) == "16"  # Llama 3's 16M-token batches are 2^24 tokens
+    assert fmt(3.4e24, per="1e24", digits=3) == "3.40"
+    assert repr(Quantity(100e9, per="billion", fixed=0, suffix="B")) == "100B"
+    # a count past a scale's prefix range still reads (no prefix is added to a bare count)
+    assert fmt(2.5e6, per="thousand", fixed=0) == "2,500"
+
+
+def test_per_refuses_an_unknown_scale_and_a_second_conversion():
+    with pytest.raises(ValueError, match="per must be one of 'thousand', 'million', 'billion'"):
+        fmt(1e9, per="billions")
+    with pytest.raises(ValueError, match="does not combine with convert or a prefix"):
+        fmt(0.5, "%", convert=True, per="million")
+    with pytest.raises(ValueError, match="per must be one of"):
+        Quantity(1.0, per="lots")

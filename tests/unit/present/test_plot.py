@@ -799,3 +799,22 @@ def test_ridge_chart_legend_names_the_format_it_draws():
     assert named(growth)  # the two lines are there
     assert "fp8" in legend(fig)[0] and "16-bit" not in legend(fig)[0]
     assert "16-bit" in legend(plot.ridge_chart(["h100-sxm", "h200-sxm"]))[0]  # bf16, the chapter's figure
+
+
+def test_quality_points_put_each_modelled_published_result_at_its_speedup_and_loss():
+    from roofline.workloads import quantization as q
+
+    groups = {r.source: r.source for r in q.PUBLISHED}
+    pts = plot.quality_points("llama-3-8b", "h100-sxm", 1, 2048, groups=groups)
+    modelled = [r for r in q.PUBLISHED if q.formats_of(r) is not None]
+    assert len(pts) == len(modelled) > 0
+    for p, r in zip(pts, modelled):
+        assert p["y"] == pytest.approx(100 * q.relative_change(r))
+        assert p["x"] == pytest.approx(q.decode_speedup("llama-3-8b", "h100-sxm", 1, 2048, **q.formats_of(r)))
+        assert (p["label"] != "") == (q.relative_change(r) > 0.1)
+    offsets = [p["offset"][1] for p in pts if p["label"]]
+    assert offsets[:2] == [-10, 4]  # named points take turns below and above
+    fig = plot.quality_chart(pts)
+    assert fig.axes[0].get_ylabel() == "quality lost (%)"
+    with pytest.raises(ValueError, match="groups names no group for source"):
+        plot.quality_points("llama-3-8b", "h100-sxm", groups={})

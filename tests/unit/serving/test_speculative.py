@@ -141,3 +141,11 @@ def test_cost_ratio_and_breakeven_tokens():
 def test_chapter_12_speculative_bad_input(fn):
     with pytest.raises(TypeError, match="plan must be a SpeculativePlan"):
         getattr(SP, fn)(0.5)
+
+
+def test_a_verify_step_scores_the_drafts_and_one_more():
+    from roofline.serving.speculative import verify_tokens
+
+    assert verify_tokens(4) == 5
+    with pytest.raises(ValueError, match="gamma"):
+        verify_tokens(2.5)
