@@ -143,6 +143,7 @@ BAD_INPUT.update({
     "difference": (lambda: rl.difference("a", 1), TypeError, "a must be a number"),
     "gain": (lambda: rl.gain(1, 0), ZeroDivisionError, "b is zero"),
     "link_ridge": (lambda: rl.link_ridge("h100-sxm", "pcie"), ValueError, "link must be one of"),
+    "nearest": (lambda: rl.nearest([], 3), ValueError, "values must hold at least one number"),
     "ratio": (lambda: rl.ratio(1, 2, what=3), TypeError, "what must be the name of an attribute"),
     "scale_hardware": (lambda: rl.scale_hardware("h100-sxm", hbm_bandwidth=-2), ValueError,
                        "the factor for hbm_bandwidth must be a positive number"),
