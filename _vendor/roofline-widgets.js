@@ -52,6 +52,8 @@
         name.className = "rl-description";
         name.textContent = s.description;
         out.className = "widget-readout";
+        // the longest label, which the readout's CSS reserves room for: no step changes its size
+        out.dataset.widest = s._options_labels.reduce(function (a, b) { return b.length > a.length ? b : a; }, "");
         input.type = "range";
         input.min = 0;
         input.max = s._options_labels.length - 1;
