@@ -52,8 +52,9 @@
         name.className = "rl-description";
         name.textContent = s.description;
         out.className = "widget-readout";
-        // the longest label, which the readout's CSS reserves room for: no step changes its size
-        out.dataset.widest = s._options_labels.reduce(function (a, b) { return b.length > a.length ? b : a; }, "");
+        // every label, one a line: the readout's CSS lays them out unseen to reserve the widest one's room,
+        // so that no step changes the readout's size
+        out.dataset.labels = s._options_labels.join("\n");
         input.type = "range";
         input.min = 0;
         input.max = s._options_labels.length - 1;
