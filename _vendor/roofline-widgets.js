@@ -52,6 +52,9 @@
         name.className = "rl-description";
         name.textContent = s.description;
         out.className = "widget-readout";
+        // every label, one a line: the readout's CSS lays them out unseen to reserve the widest one's room,
+        // so that no step changes the readout's size
+        out.dataset.labels = s._options_labels.join("\n");
         input.type = "range";
         input.min = 0;
         input.max = s._options_labels.length - 1;

@@ -7,6 +7,8 @@
 - chapter 1's page weight: its HTML (the explorer's frames ride inside it) and every file it loads
   (scripts, styles, fonts, images), in MB as stored and as a static host sends them (gzip); in
   headless Chromium when one is found (``booktools.browser``), else from the files the HTML names;
+- every chapter page's weight, its HTML and the files it names, as stored and gzipped (goal: under
+  4 MB stored each);
 - chapter 1's time to usable sliders: from opening the page from local disk (``file://``) in headless
   Chromium to the decode explorer's slider having a handle and its frame being on screen, the median
   of five cold loads (goals: at most 4 MB stored, 1.5 MB gzipped, 1.5 s);
@@ -156,8 +158,32 @@ def in_browser(site: Path, page: str = CHAPTER, loads: int = 5) -> tuple[float, 
     return sorted(times)[len(times) // 2], (sum(s for s, _ in sizes), sum(g for _, g in sizes)), outside
 
 
+def chapter_weights(site: Path) -> dict[str, tuple[int, int]]:
+    """Bytes (stored, gzipped) of every chapter page (``chapters/*.html``) with the files its HTML names
+    (:func:`page_weight`: the frames ride inside the HTML; the fonts the styles load are not counted)."""
+    out = {}
+    for path in sorted((site / "chapters").glob("*.html")):
+        if path.name.startswith("_"):
+            continue
+        weight = page_weight(site, path.relative_to(site).as_posix())
+        out[path.relative_to(site).as_posix()] = tuple(sum(w[k] for w in weight.values()) for k in (0, 1))
+    return out
+
+
+def report_chapters(site: Path) -> None:
+    """Print every chapter page's weight (goal: under 4 MB stored each)."""
+    weights = chapter_weights(site)
+    for page, (stored, sent) in weights.items():
+        print(f"page weight, {page} and the files it names: {stored / 1e6:.2f} MB as stored, {sent / 1e6:.2f} MB "
+              f"gzipped (goal: under 4 MB stored)", flush=True)
+    heaviest = max(weights, key=lambda p: weights[p][0])
+    print(f"heaviest chapter page: {heaviest}, {weights[heaviest][0] / 1e6:.2f} MB as stored", flush=True)
+
+
 def report_page(site: Path) -> None:
-    """Print chapter 1's weight and time to usable sliders for the built site in ``site``."""
+    """Print chapter 1's weight and time to usable sliders for the built site in ``site``, then every chapter's
+    weight."""
+    report_chapters(site)
     weight = page_weight(site, CHAPTER)
     total = [sum(w[k] for w in weight.values()) / 1e6 for k in (0, 1)]
     parts = ", ".join(f"{kind} {w[0] / 1e6:.2f}" for kind, w in weight.items())
@@ -221,7 +247,7 @@ def hidden_cells(paths=None) -> dict:
 
 
 def main(argv: list[str]) -> None:
-    """``python -m booktools.bench`` for every figure; ``--site _build/html`` for the page's alone."""
+    """``python -m booktools.bench`` for every figure; ``--site _build/html`` for the pages' alone."""
     if argv[:1] == ["--site"] and len(argv) == 2:
         report_page(Path(argv[1]).resolve())
         return

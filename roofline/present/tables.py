@@ -40,6 +40,7 @@ class Table:
     columns: tuple[str, ...]
     rows: tuple[tuple[str, ...], ...]
     title: str = ""
+    wrap: tuple[str, ...] = ()  # columns of words (names, sources), which may wrap on the page
 
     LONG = 40  # rows beyond which the page shows the table in a box that scrolls
 
@@ -47,6 +48,10 @@ class Table:
         for r in self.rows:
             if len(r) != len(self.columns):
                 raise ValueError(f"every row needs {len(self.columns)} cells, got {len(r)}: {r!r}")
+        unknown = [c for c in self.wrap if c not in self.columns]
+        if unknown:
+            raise ValueError(f"wrap names columns the table lacks: {', '.join(map(repr, unknown))} "
+                             f"(its columns: {', '.join(map(repr, self.columns))})")
 
     def __repr__(self) -> str:
         cells = [self.columns, *self.rows]
@@ -59,10 +64,12 @@ class Table:
         return "\n".join(lines)
 
     def _repr_html_(self) -> str:
+        words = {i for i, c in enumerate(self.columns) if c in self.wrap}
+
         def cell(tag, text, i):
-            align = "left" if i == 0 else "right"
-            # a number and its unit stay on one line; a table too wide for the page scrolls instead
-            wrap = "white-space:nowrap;" if tag == "td" and i > 0 else ""
+            align = "left" if i == 0 or i in words else "right"
+            # a number and its unit stay on one line; the row's name and columns of words may wrap
+            wrap = "white-space:nowrap;" if tag == "td" and i > 0 and i not in words else ""
             return f'<{tag} style="text-align:{align};padding:0.25em 0.9em;{wrap}">{html.escape(str(text))}</{tag}>'
 
         head = "".join(cell("th", c, i) for i, c in enumerate(self.columns))
@@ -145,7 +152,7 @@ def tiers_table(tiers: Sequence[Tier], title: str = "") -> Table:
         step = fmt(tiers[0].each_way / t.each_way, "×", 2)  # as chapter 1 glues its ratios
         rows.append((f"{t.name} ({t.note})", fmt(t.each_way, "B/s"), step, t.figure.source.title))
     first = tiers[0].name if tiers else "the first tier"
-    return Table(("tier", "per GPU, one way", f"slower than {first}", "source"), tuple(rows), title)
+    return Table(("tier", "per GPU, one way", f"slower than {first}", "source"), tuple(rows), title, wrap=("source",))
 
 
 def hardware_table(hardware: Sequence, dtype: str = "bf16", title: str = "", *, fallback: str | None = "fp16") -> Table:
@@ -439,9 +446,18 @@ def quality_table(rows=None, title: str = "") -> Table:
         shown = (lambda v: f"{v:.1f}%") if r.metric == "accuracy" else (lambda v: f"{v:.2f}")
         change = relative_change(r)
         out.append((r.method, r.scheme, r.model, f"{r.dataset} {r.metric}", shown(r.baseline),
-                    shown(r.value), f"{100 * change:+.1f}%", f"{r.source}, {r.where}"))
+                    shown(r.value), f"{100 * change:+.1f}%", f"{_author_year(r.source)}, {r.where}"))
     return Table(("method", "what is quantized", "model", "metric", "baseline", "quantized", "quality lost", "source"),
-                 tuple(out), title)
+                 tuple(out), title, wrap=("what is quantized", "model", "metric", "source"))
+
+
+def _author_year(key: str) -> str:
+    """A bibliography key as a reader cites it: 'dettmers2022llmint8' -> 'Dettmers 2022' (the book's keys are
+    the first author's surname, the year, a word of the title); a key of another form is kept as it is."""
+    import re
+
+    m = re.fullmatch(r"([a-z]+)(\d{4})[a-z0-9]*", key)
+    return f"{m.group(1).capitalize()} {m.group(2)}" if m else key
 
 
 def quantized_serving_table(models, hardware, context: int, schemes=None, title: str = "") -> Table:
@@ -556,16 +572,23 @@ def long_context_table(models: Sequence[str], seqs: Sequence[int], hardware="h10
 
 
 def plan_table(layouts, title: str = "") -> Table:
-    """Chapter 9: the planner's layouts (:class:`~roofline.parallel.planner.Layout`), one row each: degrees, micro-batch,
-    schedule, recomputation and ZeRO stage, memory per GPU, the step split into compute, bubble and exposed
-    communication, and MFU."""
-    columns = ("rank", "TP x PP x DP", "micro-batch (m)", "schedule", "recompute", "ZeRO", "memory per GPU",
-               "compute", "bubble", "exposed comm.", "step", "MFU")
-    rows = tuple((str(i), f"{x.tp} x {x.pp} x {x.dp}", f"{x.micro_batch} ({x.micro_batches})",
-                  "1F1B" if x.v == 1 else f"interleaved, v = {x.v}", x.recompute, str(x.zero_stage),
-                  fmt(x.memory, "B"), fmt(x.compute, "s"), fmt(x.bubble, "s"), fmt(x.exposed, "s"), fmt(x.time, "s"),
-                  f"{100 * x.mfu:.1f}%") for i, x in enumerate(layouts, 1))
-    return Table(columns, rows, title)
+    """Chapter 9: the planner's layouts (:class:`~roofline.parallel.planner.Layout`), one column each, ranked
+    (a page's width holds five): degrees, micro-batch, schedule, recomputation and ZeRO stage, memory per GPU,
+    the step split into compute, bubble and exposed communication, and MFU, one row each."""
+    layouts = list(layouts)
+    spec = (("TP x PP x DP", lambda x: f"{x.tp} x {x.pp} x {x.dp}"),
+            ("micro-batch (m)", lambda x: f"{x.micro_batch} ({x.micro_batches})"),
+            ("schedule", lambda x: "1F1B" if x.v == 1 else f"interleaved, v = {x.v}"),
+            ("recompute", lambda x: x.recompute),
+            ("ZeRO", lambda x: str(x.zero_stage)),
+            ("memory per GPU", lambda x: fmt(x.memory, "B")),
+            ("compute", lambda x: fmt(x.compute, "s")),
+            ("bubble", lambda x: fmt(x.bubble, "s")),
+            ("exposed comm.", lambda x: fmt(x.exposed, "s")),
+            ("step", lambda x: fmt(x.time, "s")),
+            ("MFU", lambda x: f"{100 * x.mfu:.1f}%"))
+    columns = ("rank", *(str(i) for i in range(1, len(layouts) + 1)))
+    return Table(columns, tuple((name, *(f(x) for x in layouts)) for name, f in spec), title)
 
 
 def megatron_table(runs, title: str = "") -> Table:

@@ -119,7 +119,8 @@ def test_no_page_loads_anything_from_outside_the_site(site):
             found[str(css.relative_to(site))] = hits
     assert found == {}, found
     chapter = (site / "chapters" / "01-three-budgets.html").read_text(encoding="utf-8")
-    for script in ("_static/roofline-widgets.js", "_static/mathjax/startup.js", "_static/roofline.css", "_static/roofline-nav.js"):
+    for script in ("_static/roofline-widgets.js", "_static/mathjax/startup.js", "_static/roofline.css", "_static/roofline-nav.js",
+                   "_static/roofline-math.js"):
         assert f"../{script}" in chapter, script
 
 

@@ -109,6 +109,13 @@ def test_table_prints_aligned_text_and_html_and_reads_a_column():
     assert t.column("ridge") == ("295", "153")
     with pytest.raises(ValueError, match="every row needs 2 cells, got 1"):
         tables.Table(("a", "b"), (("only one",),))
+    # a number and its unit stay on one line; the row's name and the columns named in wrap (words) may wrap
+    assert html.count("white-space:nowrap") == 2
+    words = tables.Table(("GPU", "ridge", "note"), (("H100 SXM", "295 FLOP/B", "the datasheet's dense peak"),),
+                         wrap=("note",))._repr_html_()
+    assert words.count("white-space:nowrap") == 1 and "nowrap;\">295 FLOP/B<" in words
+    with pytest.raises(ValueError, match="wrap names columns the table lacks: 'notes'"):
+        tables.Table(("GPU", "note"), (), wrap=("notes",))
     tall = tables.Table(("n",), tuple((str(i),) for i in range(tables.Table.LONG + 1)))
     assert "max-height:36em;overflow-y:auto" in tall._repr_html_() and "position:sticky" in tall._repr_html_()
 
@@ -305,7 +312,11 @@ def test_quality_table_reads_each_paper_against_its_own_baseline():
     naive = next(r for r in t.rows if r[0] == "W8A8 (naive)")
     # accuracy: worse is lower; 66.9% -> 35.5% is 46.9% of the accuracy lost
     assert naive[4:7] == ("66.9%", "35.5%", f"{100 * (1 - 35.5 / 66.9):+.1f}%")
-    assert rtn[7] == "frantar2023gptq, Table 3"
+    # the source as a reader cites it (first author, year), with the paper's table; the words may wrap
+    assert rtn[7] == "Frantar 2023, Table 3" and tables.quality_table().wrap == ("what is quantized", "model",
+                                                                                   "metric", "source")
+    assert {r[7].split(",")[0] for r in t.rows} == {"Dettmers 2022", "Xiao 2023", "Frantar 2023", "Lin 2024",
+                                                     "Micikevicius 2022"}
 
 
 def test_quantized_serving_table_weights_batch_and_steps(llama, h100):
@@ -364,18 +375,21 @@ def _layout(**kw):
     return Layout(**{**base, **kw})
 
 
-def test_plan_table_one_row_per_layout_ranked():
+def test_plan_table_one_column_per_layout_ranked():
     from roofline.parallel import planner
 
+    # one column per layout, ranked, so that five fit a page's width; one row per quantity
     t = tables.plan_table([_layout(), _layout(v=1, time=11.0)], title="the fastest layouts")
-    assert t.columns == ("rank", "TP x PP x DP", "micro-batch (m)", "schedule", "recompute", "ZeRO", "memory per GPU",
-                         "compute", "bubble", "exposed comm.", "step", "MFU") and len(t.rows) == 2
-    assert t.rows[0] == ("1", "8 x 4 x 2", "1 (32)", "interleaved, v = 2", "full", "1", fmt(60e9, "B"), fmt(10.0, "s"),
-                         fmt(0.5, "s"), fmt(0.1 + 0.2, "s"), fmt(10.8, "s"), "45.0%")
-    assert t.rows[1][:4] == ("2", "8 x 4 x 2", "1 (32)", "1F1B")
+    assert t.columns == ("rank", "1", "2")
+    assert [r[0] for r in t.rows] == ["TP x PP x DP", "micro-batch (m)", "schedule", "recompute", "ZeRO",
+                                      "memory per GPU", "compute", "bubble", "exposed comm.", "step", "MFU"]
+    assert t.column("1") == ("8 x 4 x 2", "1 (32)", "interleaved, v = 2", "full", "1", fmt(60e9, "B"), fmt(10.0, "s"),
+                             fmt(0.5, "s"), fmt(0.1 + 0.2, "s"), fmt(10.8, "s"), "45.0%")
+    assert t.column("2")[:3] == ("8 x 4 x 2", "1 (32)", "1F1B") and t.column("2")[9] == fmt(11.0, "s")
     p = planner.plan("llama-3-8b", "h100", nodes=1, seq=2048, global_batch=8)
     top = tables.plan_table(p.top(3))
-    assert len(top.rows) == 3 and top.rows[0][10] == fmt(float(p.grid["time"][p.grid["fits"]].min()), "s")
+    assert top.columns == ("rank", "1", "2", "3")
+    assert dict((r[0], r[1]) for r in top.rows)["step"] == fmt(float(p.grid["time"][p.grid["fits"]].min()), "s")
 
 
 def test_megatron_table_puts_each_published_run_over_the_planners_bound():
