@@ -12,6 +12,7 @@ import numbers
 from collections.abc import Iterable
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 __all__ = ["number", "count", "LARGEST_COUNT", "broadcast", "unknown_name", "UnknownNameError", "close_matches"]
 
@@ -23,7 +24,7 @@ class UnknownNameError(KeyError):
         return str(self.args[0])
 
 
-def number(name: str, value, *, minimum: float = 0.0, strict: bool = True, integer: bool = False):
+def number(name: str, value: ArrayLike, *, minimum: float = 0.0, strict: bool = True, integer: bool = False):
     """Return ``value`` as a float (or a float array) after checking it.
 
     ``strict`` means ``value > minimum``; otherwise ``value >= minimum``. ``integer`` asks for whole

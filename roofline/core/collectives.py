@@ -41,6 +41,7 @@ from types import MappingProxyType
 from typing import Mapping
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from roofline.core.checks import broadcast, number, unknown_name
 from roofline.core.hardware import Hardware, get_hardware, require_links
@@ -106,7 +107,7 @@ def _group(n):
     return number("n", n, integer=True, minimum=1, strict=False)
 
 
-def bytes_sent(collective, n, size, *, algorithm: str = "ring"):
+def bytes_sent(collective, n: ArrayLike, size: ArrayLike, *, algorithm: str = "ring"):
     """Bytes each of ``n`` GPUs sends for one ``collective`` on a ``size``-byte buffer (nccl-tests' size).
 
     ``2 (n-1)/n * size`` for an all-reduce (ring or tree), ``(n-1)/n * size`` for reduce-scatter,
@@ -124,7 +125,7 @@ def bytes_sent(collective, n, size, *, algorithm: str = "ring"):
     return c.traffic * (n - 1) / n * size
 
 
-def latency_steps(collective, n, *, algorithm: str = "ring"):
+def latency_steps(collective, n: ArrayLike, *, algorithm: str = "ring"):
     """Latency steps (alpha terms) of one ``collective`` over ``n`` GPUs: ``2 (n-1)`` for a ring all-reduce,
     ``2 ceil(log2 n)`` for a tree one (up the tree and down again), ``n-1`` for reduce-scatter, all-gather
     and all-to-all (pairwise exchanges), 1 for point to point; 0 for a group of one."""
@@ -216,7 +217,7 @@ class CollectiveCost:
         return self.algbw * bus_factor(self.collective, self.n)
 
 
-def collective_cost(collective, n, size, hardware: Hardware | str, *, gpus_per_node=8, tier: str | None = None,
+def collective_cost(collective, n: ArrayLike, size: ArrayLike, hardware: Hardware | str, *, gpus_per_node=8, tier: str | None = None,
                     algorithm: str = "ring", overhead=BASE_LATENCY) -> CollectiveCost:
     """Price one ``collective`` over ``n`` GPUs on a ``size``-byte buffer on ``hardware``'s tiers.
 

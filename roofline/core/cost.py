@@ -12,13 +12,14 @@ from types import MappingProxyType
 from typing import Iterator, Mapping
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from roofline.core.checks import number, unknown_name
 
 __all__ = ["Cost", "Breakdown", "arithmetic_intensity"]
 
 
-def arithmetic_intensity(flops, bytes_moved):
+def arithmetic_intensity(flops: ArrayLike, bytes_moved: ArrayLike):
     """FLOPs per byte of HBM traffic. Work that moves no bytes has infinite intensity."""
     flops = number("flops", flops, strict=False)
     bytes_moved = number("bytes_moved", bytes_moved, strict=False)

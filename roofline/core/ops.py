@@ -17,6 +17,7 @@ from types import MappingProxyType
 from typing import Mapping, NamedTuple
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from roofline.core.checks import broadcast, number
 from roofline.core.cost import Cost
@@ -25,7 +26,7 @@ from roofline.core.units import dtype_bytes
 __all__ = ["Op", "OP_KINDS", "matmul", "attention_flops", "kv_cache_bytes"]
 
 
-def matmul(m, n, k, dtype: str = "bf16") -> Cost:
+def matmul(m: ArrayLike, n: ArrayLike, k: ArrayLike, dtype: str = "bf16") -> Cost:
     """``(m x k) @ (k x n)``: 2mnk FLOPs; A and B read once and C written once.
 
     Those bytes are the minimum HBM traffic, reached when tiling keeps every reuse on chip. The
@@ -40,7 +41,7 @@ def matmul(m, n, k, dtype: str = "bf16") -> Cost:
     return Cost(2 * m * n * k, b * (m * k + k * n + m * n))
 
 
-def attention_flops(queries, keys, width, layers=1, *, causal: bool | str = False, window=None):
+def attention_flops(queries: ArrayLike, keys: ArrayLike, width: ArrayLike, layers: ArrayLike=1, *, causal: bool | str = False, window=None):
     """FLOPs of the score (QK^T) and value (PV) products: ``4 * queries * keys * width`` per layer.
 
     ``width`` is query heads times head size. ``causal`` picks how the masked half is counted:
@@ -85,7 +86,7 @@ def attention_flops(queries, keys, width, layers=1, *, causal: bool | str = Fals
     return 4 * pairs * width * layers
 
 
-def kv_cache_bytes(tokens, kv_bytes_per_token, sequences=1):
+def kv_cache_bytes(tokens: ArrayLike, kv_bytes_per_token, sequences: ArrayLike=1):
     """Bytes of the KV cache that ``sequences`` sequences of ``tokens`` tokens hold (or read once)."""
     tokens = number("tokens", tokens, integer=True, strict=False)
     sequences = number("sequences", sequences, integer=True)

@@ -35,6 +35,7 @@ from types import MappingProxyType
 from typing import Mapping, NamedTuple
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from roofline.core.checks import number, unknown_name
 from roofline.core.cost import Breakdown, Cost
@@ -170,7 +171,7 @@ class CalibratedRoof:
             raise ValueError(f"{self.label} has no measured {dtype} matmuls (it has: "
                              f"{', '.join(self.matmul_flops)}); measure them, or use a datasheet roof") from None
 
-    def memory_seconds(self, nbytes):
+    def memory_seconds(self, nbytes: ArrayLike):
         """Time one kernel takes to move ``nbytes`` through HBM, from the read sweep."""
         nbytes = np.asarray(nbytes, dtype=float)
         xs, ys = np.asarray(self.read_bytes), np.asarray(self.read_seconds)
@@ -179,18 +180,18 @@ class CalibratedRoof:
         t = _loglog(np.maximum(nbytes, xs[0]), xs, ys)
         return np.where(nbytes <= xs[0], small, np.where(nbytes >= xs[-1], np.maximum(big, ys[-1]), t))
 
-    def matmul_flops_per_s(self, m, dtype: str = "bf16"):
+    def matmul_flops_per_s(self, m: ArrayLike, dtype: str = "bf16"):
         """FLOP/s a matmul of ``m`` rows reaches at best, from the sweeps (flat beyond their ends)."""
         rows, flops = self._matmul(dtype)
         return _loglog(np.asarray(m, dtype=float), rows, flops)
 
-    def attention_flops_per_s(self, tokens, dtype: str = "bf16"):
+    def attention_flops_per_s(self, tokens: ArrayLike, dtype: str = "bf16"):
         """FLOP/s of flash attention over ``tokens`` queries, from its sweep (else the matmul rate)."""
         if not self.attention_tokens:
             return self.matmul_flops_per_s(tokens, dtype)
         return _loglog(np.asarray(tokens, dtype=float), self.attention_tokens, self.attention_flops)
 
-    def decode_attention_bandwidth(self, groups, bytes_per_group):
+    def decode_attention_bandwidth(self, groups: ArrayLike, bytes_per_group: ArrayLike):
         """Bytes/s a decode attention kernel of ``groups`` sequences x KV heads, each moving
         ``bytes_per_group``, reached in the record's sweep: log-log interpolation along each measured
         group count, then between group counts; held flat beyond the sweep's ends."""
@@ -281,7 +282,7 @@ def ridge_point(hardware: str | Hardware | Roof | CalibratedRoof, dtype: str = "
     return as_roof(hardware, dtype).ridge_point
 
 
-def attainable_flops(intensity, roof: Roof | Hardware | str, dtype: str = "bf16"):
+def attainable_flops(intensity: ArrayLike, roof: Roof | Hardware | str, dtype: str = "bf16"):
     """The best FLOP/s any kernel of this intensity can reach: ``min(peak, bandwidth * intensity)``."""
     r = as_roof(roof, dtype)
     intensity = number("intensity", intensity, strict=False)

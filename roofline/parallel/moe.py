@@ -23,6 +23,7 @@ from dataclasses import dataclass, replace
 from typing import NamedTuple
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from roofline.core.checks import broadcast, number
 from roofline.core.collectives import CollectiveCost, collective_cost
@@ -102,7 +103,7 @@ def all_to_all_bytes_per_token(model: Model | str, dtype: str = "bf16") -> float
     return float(m.moe.experts_per_token * m.hidden_size * dtype_bytes(dtype))
 
 
-def weights_per_gpu(model: Model | str, *, ep: int = 1, tp: int = 1, weights_dtype: str = "bf16") -> float:
+def weights_per_gpu(model: Model | str, *, ep: ArrayLike = 1, tp: ArrayLike = 1, weights_dtype: str = "bf16"):
     """Weight bytes each GPU holds with the routed experts spread over ``ep`` GPUs (each keeping a copy of
     everything else) and everything split ``tp`` ways by tensor parallelism: ``(P - P_routed) / tp +
     P_routed / (ep tp)`` parameters. ``ep=1`` is pure tensor parallelism, ``tp=1`` pure expert parallelism."""

@@ -16,6 +16,7 @@ from typing import Iterable, Sequence
 import matplotlib
 import matplotlib.pyplot as plt
 import numpy as np
+from numpy.typing import ArrayLike
 
 from roofline.core.hardware import Hardware, get_hardware
 from roofline.core.network import Tier
@@ -296,7 +297,7 @@ def measured_roofline_chart(roofs, series: dict, *, intensity=(0.3, 1e4), title=
     return fig
 
 
-def measured_vs_predicted_chart(x, measured, predicted: dict, *, xlabel: str, ylabel: str, title=None,
+def measured_vs_predicted_chart(x: ArrayLike, measured, predicted: dict, *, xlabel: str, ylabel: str, title=None,
                                 logx=True, logy=False, scale=1.0, ax=None):
     """Measured values as dots and the roofline's predictions as lines against ``x`` (appendix).
 
@@ -578,7 +579,7 @@ def capacity_chart(curves: dict, *, title=None, xlabel="context per sequence (to
     return fig
 
 
-def serving_throughput_chart(batches, curves: dict, walls: dict, *, title=None):
+def serving_throughput_chart(batches: ArrayLike, curves: dict, walls: dict, *, title=None):
     """Decode tokens per second against the batch (log-log), one line per labelled curve, each ending
     at its capacity wall, marked with a bar and the batch (chapter 5). ``curves`` maps a label to
     tokens/s at ``batches``; ``walls`` maps the same label to the largest batch that fits."""
@@ -686,7 +687,7 @@ def recompute_throughput_chart(micro_batches, series: dict, *, title=None, ylabe
     return fig
 
 
-def tile_traffic_chart(tiles, bytes_moved, intensity, *, ridge: float, ridge_label: str, marks: dict = (),
+def tile_traffic_chart(tiles: ArrayLike, bytes_moved: ArrayLike, intensity: ArrayLike, *, ridge: float, ridge_label: str, marks: dict = (),
                        crossing=None, title=None):
     """Chapter 4: a tiled matmul's HBM traffic (left) and intensity (right) against the square tile it
     holds on chip, log-log. ``marks`` maps a label to a tile (drawn as vertical lines on both panels);
@@ -721,7 +722,7 @@ def tile_traffic_chart(tiles, bytes_moved, intensity, *, ridge: float, ridge_lab
     return fig
 
 
-def attention_sweep_chart(seqs, predicted: dict, measured: dict, *, capacity: float, capacity_label: str,
+def attention_sweep_chart(seqs: ArrayLike, predicted: dict, measured: dict, *, capacity: float, capacity_label: str,
                           ridge: float, ridge_label: str, title=None):
     """Chapter 4: attention's HBM traffic, peak memory, time and intensity against sequence length,
     2 x 2 panels, log-log. ``predicted`` maps a variant ('explicit', 'flash') to a dict of arrays
@@ -1020,7 +1021,7 @@ __all__ += ["ttft_tpot_chart", "serving_frontier_chart", "batching_timeline_char
             "speculation_chart"]
 
 
-def tp_layer_chart(degrees, series: dict, *, title=None, ylabel="time per layer, forward (ms)"):
+def tp_layer_chart(degrees: ArrayLike, series: dict, *, title=None, ylabel="time per layer, forward (ms)"):
     """One block's compute against its two all-reduces as the tensor-parallel degree grows (chapter 8).
     ``series`` maps a label to ``(seconds at each degree, style)`` with style 'compute' (solid) or
     'comm' (dashed); log scales."""
@@ -1040,7 +1041,7 @@ def tp_layer_chart(degrees, series: dict, *, title=None, ylabel="time per layer,
     return fig
 
 
-def tp_decode_chart(degrees, times: dict, per_gpu: dict, *, fits: dict | None = None, title=None):
+def tp_decode_chart(degrees: ArrayLike, times: dict, per_gpu: dict, *, fits: dict | None = None, title=None):
     """Two panels against the tensor-parallel degree (chapter 8): the time per output token (left) and
     tokens per second per GPU (right), one line per model; hollow markers where the weights do not fit."""
     with _chart(7, 3.9, nrows=1, ncols=2) as (fig, (a1, a2)):
@@ -1068,7 +1069,7 @@ def tp_decode_chart(degrees, times: dict, per_gpu: dict, *, fits: dict | None = 
     return fig
 
 
-def tp_memory_chart(degrees, weights, kv_room, batches, *, capacity: float, title=None):
+def tp_memory_chart(degrees, weights: ArrayLike, kv_room: ArrayLike, batches, *, capacity: float, title=None):
     """Per-GPU memory against the tensor-parallel degree (chapter 8): stacked bars of the weights and the
     room left for the KV cache (bytes), up to the usable ``capacity``; each bar labelled with the
     largest batch that fits (``batches``; 0 where the weights alone do not fit)."""
@@ -1143,7 +1144,7 @@ def moe_decode_chart(batches, curves: dict, *, title=None, ylabel="decode step t
     return fig
 
 
-def all_to_all_chart(tokens, compute, tiers: dict, *, title=None, scale=1e-6):
+def all_to_all_chart(tokens, compute: ArrayLike, tiers: dict, *, title=None, scale=1e-6):
     """Chapter 10: per MoE layer, one GPU's expert work (``compute``, seconds) against the layer's two
     all-to-alls on each tier (``tiers``: label -> seconds), against the tokens each GPU holds (log-log)."""
     with _chart(7, 4.4) as (fig, ax):
@@ -1188,7 +1189,7 @@ def attention_share_chart(seqs, curves: dict, *, title=None):
     return fig
 
 
-def ring_hiding_chart(blocks, compute, transfers: dict, thresholds: dict, *, title=None):
+def ring_hiding_chart(blocks, compute: ArrayLike, transfers: dict, thresholds: dict, *, title=None):
     """One ring step's attention (``compute``, seconds, one per block length) against the time to send the
     block over each tier (``transfers``: label -> seconds), log-log, with each tier's hiding block
     (``thresholds``: label -> tokens) marked where the lines cross (chapter 11)."""
@@ -1246,7 +1247,7 @@ def pipeline_timeline_chart(timeline, *, title=None, ax=None):
     return fig
 
 
-def bubble_chart(micro_batches, series: dict, *, threshold=None, title=None):
+def bubble_chart(micro_batches: ArrayLike, series: dict, *, threshold=None, title=None):
     """Bubble fraction against micro-batches per step, one line per schedule (``series``: label -> fractions);
     log x; ``threshold`` draws a horizontal line (a target fraction)."""
     with _chart(7, 4.2) as (fig, ax):
@@ -1265,7 +1266,7 @@ def bubble_chart(micro_batches, series: dict, *, threshold=None, title=None):
     return fig
 
 
-def stage_memory_chart(stages, series: dict, *, capacity: float, capacity_label: str = "", title=None):
+def stage_memory_chart(stages: ArrayLike, series: dict, *, capacity: float, capacity_label: str = "", title=None):
     """Memory per GPU against the pipeline degree, one line per setting (``series``: label -> bytes), with the
     usable capacity as a horizontal line; log x."""
     with _chart(7, 4.2) as (fig, ax):
@@ -1284,7 +1285,7 @@ def stage_memory_chart(stages, series: dict, *, capacity: float, capacity_label:
     return fig
 
 
-def plan_frontier_chart(times, memory, frontier, chosen, *, capacity: float, title=None):
+def plan_frontier_chart(times: ArrayLike, memory: ArrayLike, frontier, chosen, *, capacity: float, title=None):
     """The planner's layouts that fit: step time against memory per GPU (grey dots), the frontier no other
     layout beats on both (line), the chosen layout marked, the usable capacity as a line."""
     with _chart(7, 4.4) as (fig, ax):

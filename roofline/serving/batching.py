@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from roofline.core.checks import number
 from roofline.core.hardware import Hardware, get_hardware
@@ -104,7 +105,7 @@ class StepCost:
         return cls(float(two.flops - one.flops), float(ctx.flops - one.flops), float(one.bytes),
                    float(ctx.bytes - one.bytes), float(roof.peak_flops), float(roof.bandwidth))
 
-    def time(self, tokens, pairs, kv_tokens):
+    def time(self, tokens: ArrayLike, pairs: ArrayLike, kv_tokens: ArrayLike):
         """Seconds for a step of ``tokens`` tokens, ``pairs`` query-key pairs and ``kv_tokens`` tokens of
         cache read or written; 0 for a step with no tokens. Broadcasts."""
         tokens = np.asarray(tokens, dtype=float)
@@ -113,12 +114,12 @@ class StepCost:
         out = np.where(tokens > 0, np.maximum(compute, memory), 0.0)
         return float(out) if out.ndim == 0 else out
 
-    def decode(self, batch, context):
+    def decode(self, batch: ArrayLike, context: ArrayLike):
         """A decode step of ``batch`` sequences with ``context`` cached tokens each."""
         batch = np.asarray(batch, dtype=float)
         return self.time(batch, batch * np.asarray(context, dtype=float), batch * np.asarray(context, dtype=float))
 
-    def prefill(self, tokens, batch=1):
+    def prefill(self, tokens: ArrayLike, batch: ArrayLike=1):
         """A prefill of ``batch`` prompts of ``tokens`` tokens (causal: half the square of pairs)."""
         t, b = np.asarray(tokens, dtype=float), np.asarray(batch, dtype=float)
         return self.time(b * t, b * t * t / 2.0, b * t)

@@ -49,6 +49,7 @@ from __future__ import annotations
 from types import MappingProxyType
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from roofline.core.checks import broadcast, number, unknown_name
 from roofline.core.cost import Breakdown
@@ -69,7 +70,7 @@ def _check_accounting(accounting: str) -> None:
         raise ValueError(f"accounting must be one of {', '.join(map(repr, ACCOUNTINGS))}, got {accounting!r}")
 
 
-def check_modelled(m: Model, tokens, what: str, routing=None, accounting: str = "text") -> None:
+def check_modelled(m: Model, tokens: ArrayLike, what: str, routing=None, accounting: str = "text") -> None:
     """Refuse what the package cannot count: MLA kernel by kernel, and MoE steps of more than one token
     with no routing named."""
     if routing is not None:
@@ -367,7 +368,7 @@ def build_step(name, m, batch, queries, keys, *, decode, dtype, weights_dtype, k
     return Breakdown.from_ops(name, ops, f, PARTS)
 
 
-def decode_step(model: Model | str, batch=1, context=0, *, dtype: str = "bf16", kv_dtype: str | None = None,
+def decode_step(model: Model | str, batch: ArrayLike=1, context: ArrayLike=0, *, dtype: str = "bf16", kv_dtype: str | None = None,
                 weights_dtype: str | None = None, math_dtype: str | None = None, accounting: str = "text",
                 omit=(), embeddings_dtype: str | None = None, routing: str | None = None, **options) -> Breakdown:
     """One decode step: ``batch`` sequences each produce one token, each attending to ``context``
@@ -394,7 +395,7 @@ def decode_step(model: Model | str, batch=1, context=0, *, dtype: str = "bf16", 
                  embeddings_dtype=embeddings_dtype, routing=routing)
 
 
-def prefill(model: Model | str, tokens, batch=1, *, dtype: str = "bf16", kv_dtype: str | None = None,
+def prefill(model: Model | str, tokens: ArrayLike, batch: ArrayLike=1, *, dtype: str = "bf16", kv_dtype: str | None = None,
             weights_dtype: str | None = None, math_dtype: str | None = None, accounting: str = "text",
             omit=(), embeddings_dtype: str | None = None, routing: str | None = None, **options) -> Breakdown:
     """Process a prompt of ``tokens`` tokens for ``batch`` sequences in one pass, writing their KV cache.
@@ -416,7 +417,7 @@ def prefill(model: Model | str, tokens, batch=1, *, dtype: str = "bf16", kv_dtyp
                  omit=omit, options=options, embeddings_dtype=embeddings_dtype, routing=routing)
 
 
-def verify_step(model: Model | str, queries, context=0, batch=1, *, dtype: str = "bf16", kv_dtype: str | None = None,
+def verify_step(model: Model | str, queries: ArrayLike, context: ArrayLike=0, batch: ArrayLike=1, *, dtype: str = "bf16", kv_dtype: str | None = None,
                 weights_dtype: str | None = None, math_dtype: str | None = None, accounting: str = "text",
                 omit=(), embeddings_dtype: str | None = None, routing: str | None = None, **options) -> Breakdown:
     """One step that scores ``queries`` new tokens of each of ``batch`` sequences against ``context``

@@ -24,6 +24,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from roofline.core.checks import number
 from roofline.core.hardware import Hardware, get_hardware
@@ -51,7 +52,7 @@ def attention_layout(model: Model | str) -> str:
     return name + (" + sliding window" if m.sliding_layers else "")
 
 
-def check_context(model: Model | str, context) -> None:
+def check_context(model: Model | str, context: ArrayLike) -> None:
     """A ``ValueError`` if ``context`` passes the length the model was trained for (its
     ``max_position_embeddings``); nothing if the config does not say."""
     m = load_model(model)
@@ -93,7 +94,7 @@ def kv_bytes_per_token(model: Model | str, kv_dtype: str = "bf16", *, gpus: int 
     return m.kv_bytes_per_token(kv_dtype) * kv_replicas(m, gpus)
 
 
-def paged_tokens(context, block_size: int | None = VLLM_BLOCK_SIZE):
+def paged_tokens(context: ArrayLike, block_size: int | None = VLLM_BLOCK_SIZE):
     """Token slots a sequence of ``context`` tokens holds: whole blocks of ``block_size`` (``None``:
     exactly ``context``). Broadcasts over ``context``."""
     context = number("context", context, integer=True, strict=False)
@@ -105,7 +106,7 @@ def paged_tokens(context, block_size: int | None = VLLM_BLOCK_SIZE):
     return np.ceil(np.asarray(context, dtype=float) / b) * b if np.ndim(context) else math.ceil(context / b) * b
 
 
-def sequence_kv_bytes(model: Model | str, context, kv_dtype: str = "bf16", *, block_size: int | None = VLLM_BLOCK_SIZE,
+def sequence_kv_bytes(model: Model | str, context: ArrayLike, kv_dtype: str = "bf16", *, block_size: int | None = VLLM_BLOCK_SIZE,
                       gpus: int = 1, reserve_tokens: int | None = None):
     """Bytes of KV cache one sequence of ``context`` tokens holds on the server: its token slots
     (:func:`paged_tokens`, or ``reserve_tokens`` reserved up front), each layer keeping every slot or,

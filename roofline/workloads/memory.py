@@ -24,6 +24,7 @@ from types import MappingProxyType
 from typing import Mapping
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from roofline.core.checks import broadcast, number, unknown_name
 from roofline.core.hardware import Hardware, get_hardware
@@ -536,7 +537,7 @@ def weight_bytes(model: Model | str, *, dtype: str = "bf16", weights_dtype: str 
     return float(step.bytes)
 
 
-def inference_footprint(model: Model | str, batch=1, context=0, *, dtype: str = "bf16",
+def inference_footprint(model: Model | str, batch: ArrayLike=1, context: ArrayLike=0, *, dtype: str = "bf16",
                         kv_dtype: str | None = None, embeddings_dtype: str | None = None) -> Footprint:
     """What one GPU holds to serve ``batch`` sequences of ``context`` tokens each: the weights and the
     KV cache (chapter 1). Activations and the runtime's own memory come on top; compare
@@ -558,7 +559,7 @@ def inference_footprint(model: Model | str, batch=1, context=0, *, dtype: str = 
     return Footprint({"weights": weights, "kv_cache": batch * m.kv_cache_bytes(context, kv_dtype or dtype)})
 
 
-def kv_bytes_per_new_token(model: Model | str, context, dtype: str = "bf16"):
+def kv_bytes_per_new_token(model: Model | str, context: ArrayLike, dtype: str = "bf16"):
     """Bytes one more token adds to the KV cache of a sequence already holding ``context`` tokens: every
     layer's share, except that a sliding-window layer stops growing once ``context`` reaches its window
     (Gemma 2 9B in bf16: 344,064 B a token up to 4,096 tokens, 172,032 B beyond, its 21 global layers

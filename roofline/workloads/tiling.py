@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from roofline.core.checks import broadcast, number
 from roofline.core.cost import Breakdown, Cost
@@ -60,7 +61,7 @@ def _out(x):
 # Tiled matrix multiplication
 
 
-def tiled_matmul(m, n, k, tile_m, tile_n=None, dtype: str = "bf16") -> Cost:
+def tiled_matmul(m: ArrayLike, n: ArrayLike, k: ArrayLike, tile_m: ArrayLike, tile_n: ArrayLike=None, dtype: str = "bf16") -> Cost:
     """``(m x k) @ (k x n)`` computed one ``tile_m x tile_n`` output tile at a time (chapter 4).
 
     Each output tile is accumulated on chip while the kernel streams its panel of A (``tile_m x k``)
@@ -265,7 +266,7 @@ def flash_block(on_chip, head_dim, dtype: str = "bf16"):
     return _out(block)
 
 
-def causal_block_pairs(seq, block):
+def causal_block_pairs(seq: ArrayLike, block: ArrayLike):
     """(query row, key) pairs a causal flash kernel computes when it skips the blocks above the
     diagonal: square blocks of ``block`` rows, every block on the diagonal computed whole.
 
@@ -376,7 +377,7 @@ def dao_forward_accesses(seq, head_dim, sram):
 # Decode and the explicit form's crossing with the weights
 
 
-def decode_attention(context, head_dim, heads, *, kv_heads=None, batch=1, dtype: str = "bf16",
+def decode_attention(context, head_dim, heads, *, kv_heads=None, batch: ArrayLike=1, dtype: str = "bf16",
                      kv_dtype: str | None = None, splits: int = 1) -> AttentionIO:
     """One new token per sequence attending to ``context`` cached tokens (chapter 4; chapter 5 on).
 
@@ -598,7 +599,7 @@ def reference_attention(q, k, v):
 __all__ += ["reference_attention"]
 
 
-def agreement_digits(result, exact) -> float:
+def agreement_digits(result: ArrayLike, exact: ArrayLike) -> float:
     """Decimal digits two arrays agree to (chapter 4): ``-log10(max |result - exact| / max |exact|)``."""
     result, exact = np.asarray(result, dtype=float), np.asarray(exact, dtype=float)
     if result.shape != exact.shape:
@@ -700,7 +701,7 @@ def decode_work_items(kv_heads, *, splits: int = 1, batch=1):
 __all__ += ["decode_work_items"]
 
 
-def smallest_winning_on_chip(seq, head_dim, heads, *, kv_heads=None, sizes=None) -> float:
+def smallest_winning_on_chip(seq, head_dim, heads, *, kv_heads=None, sizes: ArrayLike=None) -> float:
     """The smallest on-chip memory (bytes, from ``sizes``: 8 KiB to 1 MiB in steps of 1 KiB by default) at
     which a flash forward pass moves fewer HBM bytes than the explicit one (chapter 4's exercise);
     None if none of them does."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from roofline.core.checks import number
 from roofline.core.cost import Breakdown
@@ -104,7 +105,7 @@ def _fraction_of_peak(what: str, value, tokens_per_s, gpus):
     return value
 
 
-def tokens_per_s_at_mfu(mfu_, model, hardware: Hardware | str, *, gpus=1, dtype: str = "bf16", attention_context=None):
+def tokens_per_s_at_mfu(mfu_: ArrayLike, model, hardware: Hardware | str, *, gpus=1, dtype: str = "bf16", attention_context=None):
     """Training throughput (tokens/s over ``gpus`` GPUs) that a given MFU implies: MFU backed out."""
     mfu_ = number("mfu", mfu_)
     if np.any(np.asarray(mfu_) > 1):

@@ -71,3 +71,35 @@ def test_importing_the_package_needs_numpy_alone():
             "print(','.join(heavy))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
     assert out.stdout.strip() == ""
+
+
+def test_parameters_that_take_arrays_say_so():
+    """A public function's parameter that its body broadcasts (``checks.broadcast(name=...)``) or turns into
+    an array (``np.asarray(name)`` and the like) is annotated ``ArrayLike``: a reader outside the book sees
+    from the signature that ``decode_step(model, batch=np.arange(1, 257))`` is meant."""
+    import ast
+
+    calls = {"asarray", "atleast_1d", "broadcast_arrays", "asanyarray", "array"}
+    missing = []
+    for path in sorted((ROOT / "roofline").rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        functions = [n for n in tree.body if isinstance(n, ast.FunctionDef)]
+        functions += [m for c in tree.body if isinstance(c, ast.ClassDef) and not c.name.startswith("_")
+                      for m in c.body if isinstance(m, ast.FunctionDef)]
+        for fn in functions:
+            if fn.name.startswith("_"):
+                continue
+            params = {a.arg: a for a in fn.args.args + fn.args.kwonlyargs + fn.args.posonlyargs}
+            arrays = set()
+            for node in ast.walk(fn):
+                if not isinstance(node, ast.Call):
+                    continue
+                if isinstance(node.func, ast.Attribute) and node.func.attr in calls and getattr(node.func.value, "id", "") == "np":
+                    arrays |= {a.id for a in node.args if isinstance(a, ast.Name)}
+                if isinstance(node.func, ast.Name) and node.func.id == "broadcast":
+                    arrays |= {k.value.id for k in node.keywords if isinstance(k.value, ast.Name)}
+            for name in sorted(arrays & set(params)):
+                annotation = params[name].annotation
+                if annotation is None or not any(t in ast.unparse(annotation) for t in ("ArrayLike", "ndarray", "Sequence")):
+                    missing.append(f"{path.relative_to(ROOT)}:{fn.lineno} {fn.name}({name})")
+    assert missing == [], "parameters that take arrays without an ArrayLike annotation"
