@@ -125,3 +125,20 @@ def chromium():
             pytest.fail(f"CI=true, and the browser tests need a browser: {how}; {ENABLE_BROWSER}.", pytrace=False)
         pytest.skip(f"browser tests skipped: {how}; {ENABLE_BROWSER}")
     return path
+
+
+@pytest.fixture(scope="module")
+def browser(chromium):
+    """Headless Chromium through Playwright, one per test module (a module that drives its own, as
+    tests/book/test_lab.py does, never overlaps it)."""
+    from playwright import sync_api
+
+    from booktools.browser import ARGS
+
+    with sync_api.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=chromium, args=ARGS)
+        try:
+            yield b
+        finally:
+            b.close()
+

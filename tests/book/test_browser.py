@@ -17,10 +17,9 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
-from playwright import sync_api
 
 from booktools.bench import size
-from booktools.browser import ARGS, USABLE_JS, record
+from booktools.browser import USABLE_JS, record
 
 ROOT = Path(__file__).resolve().parents[2]
 CHAPTER = "chapters/01-three-budgets.html"
@@ -48,16 +47,6 @@ def server(chromium, site):
     yield f"http://127.0.0.1:{httpd.server_address[1]}"
     httpd.shutdown()
     thread.join()
-
-
-@pytest.fixture(scope="module")
-def browser(chromium):
-    with sync_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=chromium, args=ARGS)
-        try:
-            yield b
-        finally:
-            b.close()
 
 
 @pytest.fixture(scope="module")

@@ -16,24 +16,12 @@ import re
 from pathlib import Path
 
 import pytest
-from playwright import sync_api
 
 from booktools.bench import chapter_weights
-from booktools.browser import ARGS
 from booktools.layout import WIDTHS, measure, pages, serve, steadiness
 
 ROOT = Path(__file__).resolve().parents[2]
 CHAPTERS = [p for p in pages(ROOT) if re.fullmatch(r"chapters/[^/]+\.html", p)]
-
-
-@pytest.fixture(scope="module")
-def browser(chromium):
-    with sync_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=chromium, args=ARGS)
-        try:
-            yield b
-        finally:
-            b.close()
 
 
 @pytest.fixture(scope="module")
