@@ -345,7 +345,7 @@ def memory_bars(footprints, capacities=("h100-sxm", "h200-sxm"), *, title=None, 
     labels = list(footprints)
     parts = list(dict.fromkeys(p for f in footprints.values() for p in f.parts))
     colors = dict(zip(parts, _CYCLE + [PALETTE["yellow"], "#777777"]))
-    with _chart(7.5, 0.6 * len(labels) + 2.2, ax=ax) as (fig, ax):
+    with _chart(7.5, 0.42 * len(labels) + 2.0, ax=ax) as (fig, ax):
         y = np.arange(len(labels))[::-1]
         left = np.zeros(len(labels))
         for part in parts:
@@ -361,12 +361,13 @@ def memory_bars(footprints, capacities=("h100-sxm", "h200-sxm"), *, title=None, 
         for i, name in enumerate(capacities):
             h = get_hardware(name)
             ax.axvline(h.usable_capacity / 1e9, color="black", ls=("--", ":", "-.")[i % 3], lw=1, zorder=1)
-            ax.annotate(f"{h.short} {h.usable_capacity / 1e9:,.1f} GB usable", (h.usable_capacity / 1e9, y.max() + 0.75),
-                        fontsize=9.5, ha="center", va="center", backgroundcolor="white")
+            # two short lines, so that the labels of two nearby capacities (84 and 149 GB) do not run together
+            ax.annotate(f"{h.short}\n{h.usable_capacity / 1e9:,.1f} GB usable", (h.usable_capacity / 1e9, y.max() + 1.0),
+                        fontsize=9.5, ha="center", va="center", backgroundcolor="white", linespacing=1.1)
         ax.set_yticks(y, labels, fontsize=9.5)
         ax.set_xlabel("memory per GPU (GB)")
         ax.set_xlim(0, limit)
-        ax.set_ylim(y.min() - 0.6 - (0.9 if len(labels) == 1 else 0), y.max() + 1.05)
+        ax.set_ylim(y.min() - 0.6 - (0.9 if len(labels) == 1 else 0), y.max() + 1.55)
         ax.grid(axis="y", visible=False)
         legend_below(ax, ncol=4)
         _label(ax, title=title)
@@ -400,7 +401,7 @@ def calibration_chart(roof, datasheet: Hardware | str, *, title=None):
     """What a calibrated roof knows (appendix): bandwidth by bytes per kernel, and matmul and flash
     attention throughput by rows, each against the datasheet's ceiling."""
     h = get_hardware(datasheet)
-    with _chart(6.4, 7.2, nrows=2, ncols=1) as (fig, (left, right)):
+    with _chart(7.0, 6.0, nrows=2, ncols=1) as (fig, (left, right)):
         xs = np.asarray(roof.read_bytes)
         grid = np.geomspace(xs[0] / 4, xs[-1] * 4, 200)
         left.plot(grid, grid / roof.memory_seconds(grid) / 1e12, "-", color=PALETTE["blue"], lw=1.6,
@@ -445,7 +446,7 @@ def ratio_chart(series: dict, *, band: float = 1.25, title=None, xlim=(0.4, 1.6)
     y = np.arange(len(labels))[::-1]
     markers = ("o", "D", "s", "^")
     colors = (PALETTE["vermillion"], PALETTE["blue"], PALETTE["green"], PALETTE["purple"])
-    with _chart(6.4, 0.22 * len(labels) + 1.3) as (fig, ax):
+    with _chart(7.2, 0.18 * len(labels) + 1.3) as (fig, ax):
         ax.axvspan(1 / band, band, color="#e8f4ea", zorder=0, label=f"within {band:g}x")
         ax.axvline(1, color="black", lw=0.8)
         for i, (label, comps) in enumerate(series.items()):
@@ -456,8 +457,8 @@ def ratio_chart(series: dict, *, band: float = 1.25, title=None, xlim=(0.4, 1.6)
             for yi, ri, si in zip(y, r, shown):
                 if ri != si:
                     ax.annotate(f"{ri:.2f}", (si, yi), textcoords="offset points", xytext=(4 if ri > 1 else -4, -3),
-                                ha="left" if ri > 1 else "right", fontsize=7)
-        ax.set_yticks(y, labels, fontsize=7.5)
+                                ha="left" if ri > 1 else "right", fontsize=8)
+        ax.set_yticks(y, labels, fontsize=9)
         ax.set_xscale("log")
         ax.set_xlim(*xlim)
         ticks = [0.5, 0.67, 0.8, 1, 1.25, 1.5]
@@ -532,7 +533,7 @@ _LAYOUT_COLORS = {"MHA": PALETTE["vermillion"], "GQA": PALETTE["blue"], "MQA": P
 def kv_bytes_chart(rows: Sequence[tuple[str, str, float]], *, title=None):
     """Horizontal bars of KV-cache bytes per token (kB, log scale), one per model, coloured by layout
     (chapter 5). ``rows`` holds (label, layout, bytes) triples, drawn top to bottom."""
-    with _chart(7, 0.36 * len(rows) + 1.2) as (fig, ax):
+    with _chart(7, 0.28 * len(rows) + 1.2) as (fig, ax):
         y = np.arange(len(rows))[::-1]
         seen = set()
         for yi, (label, layout, nbytes) in zip(y, rows):
@@ -731,7 +732,7 @@ def attention_sweep_chart(seqs: ArrayLike, predicted: dict, measured: dict, *, c
     the intensity panel ``ridge``."""
     seqs = np.asarray(seqs, dtype=float)
     colors = {0: PALETTE["vermillion"], 1: PALETTE["blue"], 2: PALETTE["green"]}
-    with _chart(7.2, 6.4, nrows=2, ncols=2) as (fig, axes):
+    with _chart(7.2, 5.4, nrows=2, ncols=2) as (fig, axes):
         panels = (("bytes", "HBM traffic (GB)", 1e9), ("peak", "peak memory (GB)", 1e9),
                   ("time", "time (ms)", 1e-3), ("intensity", "intensity (FLOP/byte)", 1.0))
         for ax, (key, ylabel, scale) in zip(axes.flat, panels):

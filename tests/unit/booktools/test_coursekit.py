@@ -76,3 +76,19 @@ def test_the_student_edition_is_the_site_with_solutions_cut(tmp_path):
     assert (tmp_path / "student" / "_static" / "x.css").read_text() == "p {}"
     assert (tmp_path / "student" / "index.html").read_text() == "<html>front</html>"
     assert (site / "chapters" / "one.html").read_text() == PAGE  # the full edition untouched
+
+
+def test_every_committed_figure_reads_on_a_slide():
+    """The figure pack is sized for slides: scaled to fill a 16:9 slide, most of each figure's text is at least
+    12 pt (labels readable when projected). A figure drawn too tall or with small text fails here, named."""
+    from pathlib import Path
+
+    figures = Path(__file__).resolve().parents[3] / "figures"
+    small = {}
+    for svg in sorted(figures.glob("*.svg")):
+        width, height, text = figindex.svg_size(svg)
+        _, points = figindex.on_slide(width, height, text)
+        if points < 12:
+            small[svg.stem] = round(points, 1)
+    assert len(list(figures.glob("*.svg"))) > 40
+    assert small == {}, "figures whose text is under 12 pt on a 16:9 slide"
