@@ -341,10 +341,10 @@ class RuleResult:
 
 
 def rules_for(model: Model | str, hardware: Hardware | str, *, nodes=1, gpus_per_node=8, seq=4096,
-              global_batch=None, batch=64, tp=8) -> list[RuleResult]:
+              global_batch=None, batch=64, tp=None) -> list[RuleResult]:
     """Every rule of this module for one model on one cluster of ``nodes`` x ``gpus_per_node`` GPUs, in
     chapter order. ``seq`` is the training sequence and the decode context, ``batch`` the decode batch,
-    ``tp`` the tensor degree the width rule asks about; ``global_batch`` (sequences a step) brings in the
+    ``tp`` the tensor degree the width rule asks about (default: the node's GPUs); ``global_batch`` (sequences a step) brings in the
     planner (:func:`roofline.parallel.planner.plan`) for the layout rules (without it they stand alone and
     one sequence per GPU is the training step)."""
     m, hw = _dense(model, "rules_for"), get_hardware(hardware)
@@ -352,10 +352,13 @@ def rules_for(model: Model | str, hardware: Hardware | str, *, nodes=1, gpus_per
     n = nodes * g
     seq = count("seq", seq)
     batch = count("batch", batch)
-    tp = count("tp", tp, maximum=g, what=f" (tensor parallelism stays inside a node of {g})")
+    tp = count("tp", g if tp is None else tp, maximum=g, what=f" (tensor parallelism stays inside a node of {g})")
     plan = None
     if global_batch is not None:
         global_batch = count("global_batch", global_batch)
+        if global_batch * seq > 2**53:
+            raise ValueError(f"global_batch x seq must be at most 2**53 tokens a step (a count past which a float "
+                             f"no longer holds every whole number), got {global_batch:,} x {seq:,}")
         plan = plan_layouts(m, hw, nodes=nodes, gpus_per_node=g, seq=seq, global_batch=global_batch)
     tokens = seq * (global_batch if global_batch is not None else n)
     per_gpu = tokens / n
@@ -371,9 +374,12 @@ def rules_for(model: Model | str, hardware: Hardware | str, *, nodes=1, gpus_per
                           "the dot product sits below the vector ridge: memory-bound on either roof"))
     decode = decode_step(m, batch, seq)
     band = time_band(decode, hw)
+    kernel = float(predict(decode, hw, timing="kernel").time / band.lower)
     out.append(RuleResult("max-to-sum band", band.ratio, "x", 1, "max(t_c, t_m) <= T <= t_c + t_m",
                           f"a decode step of {batch} at context {seq:,}: serial time over the step rule's",
-                          None, "", "", "at most 2, reached when compute and memory times are equal"))
+                          kernel, "x", "the kernel rule's time over the step rule's (each kernel's own max, summed)",
+                          "inside the band, as every timing rule is; the band is at most 2, reached when compute "
+                          "and memory times are equal"))
     bstar = decode_compute_batch(hw)
     full = compute_bound_batch(m, hw, seq)
     full_short = compute_bound_batch(m, hw, 0)
@@ -389,6 +395,7 @@ def rules_for(model: Model | str, hardware: Hardware | str, *, nodes=1, gpus_per
     out.append(RuleResult("KV-bound batch", kb, "sequences", 5, "B_kv = weight bytes / (S x KV bytes per token)",
                           f"context {seq:,}, bf16 weights and cache", fits, "sequences",
                           f"the largest batch that fits in the memory of {tp} GPU{'s' if tp > 1 else ''}",
+                          f"the weights alone do not fit on {tp} GPU{'s' if tp > 1 else ''}" if fits == 0 else
                           "the cache's reads overtake the weights' before memory runs out" if kb < fits else
                           "memory runs out before the cache's reads overtake the weights'"))
     dp = dp_tokens(m, hw, nodes=nodes, gpus_per_node=g)
@@ -407,16 +414,16 @@ def rules_for(model: Model | str, hardware: Hardware | str, *, nodes=1, gpus_per
                           "1.5 times the rule: it gives the forward pass's gather no compute to hide behind"))
     width = float(tp_width(m, tp, hw))
     wl = f"the model's hidden size (tensor degree {tp})"
-    out.append(RuleResult(f"tensor-parallel width (degree {tp})", width, "hidden size", 8,
+    out.append(RuleResult(f"tensor-parallel hiding width at degree {tp}", width, "", 8,
                           "h* = 2 (tp-1) a (F / W) / c", "NVLink, no latency, no overlap needed beyond the matmuls",
-                          m.hidden_size, "hidden size", wl,
+                          m.hidden_size, "", wl,
                           "the model is wider: its all-reduces hide" if m.hidden_size >= width else
                           "the model is narrower: its all-reduces cannot hide, which is why the chapter keeps the "
                           "degree small or accepts the wait"))
     bound = decode_tp_bound(m, hw, batch)
     degrees = tuple(d for d in (1, 2, 4, 8, 16, 32) if d <= g and _tp_ok(m, d, g))
     best = best_degree(m, hw, degrees, batch=batch, context=seq, gpus_per_node=g)
-    out.append(RuleResult(f"decode tensor-parallel bound (batch {batch})", bound, "GPUs", 8,
+    out.append(RuleResult(f"decode tensor-parallel bound at batch {batch}", bound, "GPUs", 8,
                           "Y < 1 + F_d / (B beta), beta = B_hbm / W", "bandwidth only: no latency, no KV reads; "
                           "independent of the format", best.t, "GPUs",
                           f"the fastest degree of {', '.join(map(str, degrees))} for decode (best_degree)",
@@ -428,9 +435,7 @@ def rules_for(model: Model | str, hardware: Hardware | str, *, nodes=1, gpus_per
     out.append(RuleResult("mixed FSDP x TP: tensor degree", mo.y, "GPUs", 9,
                           "X_opt = sqrt(B / F_m x W_X / W_Y x N), Y = N / X_opt",
                           f"{tokens:,} tokens a step; communication only, large degrees, no pipeline",
-                          mv, "GPUs" if mv is not None else "", label,
-                          (f"the planner also weighs compute, the bubble, memory and latency; it chose "
-                           f"{plan.best.describe()}") if plan is not None else "pass global_batch for the planner"))
+                          mv, "GPUs" if mv is not None else "", label, _mixed_reason(mo, g, plan)))
     out.append(RuleResult("mixing pays below", mo.tokens_per_gpu_limit, "tokens per GPU", 9, "B / N < F_m W_Y / W_X",
                           "as the mixed optimum", per_gpu, "tokens per GPU", "this step's tokens per GPU",
                           "mixing pays here" if mo.pays else "FSDP alone moves fewer bytes here"))
@@ -443,6 +448,19 @@ def rules_for(model: Model | str, hardware: Hardware | str, *, nodes=1, gpus_per
                           "agree within the diagonal the exact count adds" if exact is not None and
                           abs(exact - ac) <= 1 else "the sliding windows keep attention linear past the window"))
     return out
+
+
+def _mixed_reason(mo: MixedOptimum, g: int, plan) -> str:
+    if mo.y > g:
+        head = f"the rule asks for more than a node's {g} GPUs, and tensor parallelism stops at the node"
+    elif mo.y < 1:
+        head = "the rule's optimum is FSDP alone (X_opt above N)"
+    else:
+        head = "the rule counts communication alone"
+    if plan is None:
+        return head + "; pass global_batch for the planner"
+    return (f"{head}; the planner, weighing compute, the bubble, memory and latency too, chose "
+            f"{plan.best.describe()}")
 
 
 def _tp_ok(m: Model, d: int, g: int) -> bool:

@@ -5,11 +5,13 @@ elsewhere (a terminal, nbval's comparison). No pandas needed.
 from __future__ import annotations
 
 import html
+import math
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
 import numpy as np
 
+from roofline.core.checks import number
 from roofline.core.cost import Breakdown
 from roofline.core.hardware import get_hardware
 from roofline.workloads.memory import (KORTHIKANTI_CONFIGS, RECIPES, RECOMPUTE_POLICIES, activation_bytes,
@@ -30,7 +32,8 @@ __all__ = ["Table", "workload_table", "breakdown_table", "tiers_table", "hardwar
            "recipes_table", "saved_tensors_table", "footprint_table", "kv_capacity_table", "korthikanti_table",
            "matmul_intensity_table", "operations_table", "kv_layout_table", "serving_table", "recompute_table",
            "checkpoint_runs_table", "best_plan_table", "attention_table", "published_table", "formats_table", "quality_table",
-           "quantized_serving_table", "moe_comparison_table", "moe_memory_table", "collectives_table", "data_parallel_table"]
+           "quantized_serving_table", "moe_comparison_table", "moe_memory_table", "collectives_table", "data_parallel_table",
+           "rule_cell", "rules_table"]
 
 
 @dataclass(frozen=True)
@@ -638,4 +641,39 @@ def ceilings_table(datasheet: Roof | Sequence[Roof], measured: Roof | Sequence[R
                      f"{100 * m.ridge_point / d.ridge_point:.0f}%"))
     return Table(("ceiling", "datasheet", "measured", "measured / datasheet"), tuple(rows), title)
 
+
+def rule_cell(value) -> str:
+    """The Reference part's rules page (and ``roofline rules``): one rule's value, or the full model's, as a
+    cell: a word as it is ("never"), nothing for no value, a count of 100 or more to the unit with thousands
+    separated, a smaller value to three significant figures."""
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    v = float(number("value", value, minimum=-math.inf))
+    return f"{v:,.0f}" if abs(v) >= 100 else f"{v:.3g}"
+
+
+def rules_table(examples: Mapping[str, Sequence], title: str = "") -> Table:
+    """The rules page: one row per rule of :func:`roofline.parallel.rules.rules_for` (its name, its unit, the
+    chapter that derives it) and, for each example (a label and that example's results, all from the same
+    rules), two columns: the rule's value and the full model's answer beside it (empty where the full model
+    has none)."""
+    if not isinstance(examples, Mapping) or not examples:
+        raise TypeError(f"examples must map a label to rules_for's results, got {type(examples).__name__}")
+    lists = [list(v) for v in examples.values()]
+    names = [r.name for r in lists[0]]
+    for label, results in zip(examples, lists):
+        if [r.name for r in results] != names:
+            raise ValueError(f"examples must hold the same rules in the same order; {label!r} differs from "
+                             f"{next(iter(examples))!r} (give every example the same tp and batch)")
+    columns = ("rule", "chapter", *(c for label in examples for c in (f"{label}: rule", f"{label}: full model")))
+    rows = []
+    for i, first in enumerate(lists[0]):
+        cells = []
+        for results in lists:
+            r = results[i]
+            cells += [rule_cell(r.value), rule_cell(r.model_value)]
+        rows.append((f"{first.name} ({first.unit})" if first.unit else first.name, str(first.chapter), *cells))
+    return Table(columns, tuple(rows), title)
 
