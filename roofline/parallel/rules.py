@@ -43,7 +43,7 @@ from roofline.workloads.training import training_flops_per_token
 __all__ = ["ridge", "vector_roof", "vector_ridge", "dot_intensity", "dp_tokens", "dp_tokens_closed", "fsdp_tokens",
            "tp_width", "MixedOptimum", "mixed_optimum", "decode_tp_bound", "attention_crossover",
            "attention_crossover_exact", "kv_bound_batch", "decode_compute_batch", "Band", "time_band", "RuleResult",
-           "rules_for", "AGAINST"]
+           "rules_for", "find_rule", "AGAINST"]
 
 AGAINST = ("mlp", "layer")
 """What attention's FLOPs are set against in :func:`attention_crossover`: the MLP's matmuls, or every matmul
@@ -448,6 +448,18 @@ def rules_for(model: Model | str, hardware: Hardware | str, *, nodes=1, gpus_per
                           "agree within the diagonal the exact count adds" if exact is not None and
                           abs(exact - ac) <= 1 else "the sliding windows keep attention linear past the window"))
     return out
+
+
+def find_rule(results, name: str) -> RuleResult:
+    """The result of :func:`rules_for` whose name starts with ``name`` (``'mixed'``, ``'KV-bound'``); an error
+    listing the names when none does, or when more than one does."""
+    if not isinstance(name, str) or not name:
+        raise TypeError(f"name must be the start of a rule's name, got {name!r}")
+    found = [r for r in results if isinstance(r, RuleResult) and r.name.startswith(name)]
+    if len(found) != 1:
+        names = ", ".join(repr(r.name) for r in results if isinstance(r, RuleResult))
+        raise KeyError(f"name {name!r} starts {'no' if not found else 'more than one'} rule's name; the rules: {names}")
+    return found[0]
 
 
 def _mixed_reason(mo: MixedOptimum, g: int, plan) -> str:

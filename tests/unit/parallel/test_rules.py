@@ -187,6 +187,16 @@ def test_rules_for_a_cluster_sets_the_planner_beside_the_rules():
     assert all(r.reason for r in out if r.model_value is not None)
 
 
+def test_find_rule_picks_one_result_by_the_start_of_its_name():
+    out = rules.rules_for("llama-3-8b", H100)
+    assert rules.find_rule(out, "KV-bound").value == pytest.approx(rules.kv_bound_batch("llama-3-8b", 4096))
+    with pytest.raises(KeyError, match="starts no rule's name; the rules: 'ridge point'"):
+        rules.find_rule(out, "pipeline")
+    with pytest.raises(KeyError, match="more than one"):
+        rules.find_rule(out, "d")  # 'data-parallel ...' and 'decode ...'
+    assert rules.find_rule(out, "data").name == "data-parallel tokens per GPU"
+
+
 def test_rules_for_without_a_batch_stands_alone():
     out = rules.rules_for("llama-3-8b", "h200")
     mixed = next(r for r in out if r.name.startswith("mixed"))
