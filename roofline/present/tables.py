@@ -655,10 +655,10 @@ def rule_cell(value) -> str:
 
 
 def rules_table(examples: Mapping[str, Sequence], title: str = "") -> Table:
-    """The rules page: one row per rule of :func:`roofline.parallel.rules.rules_for` (its name, its unit, the
-    chapter that derives it) and, for each example (a label and that example's results, all from the same
-    rules), two columns: the rule's value and the full model's answer beside it (empty where the full model
-    has none)."""
+    """The rules page: one row per rule of :func:`roofline.parallel.rules.rules_for` (its name, with its unit and
+    the chapter that derives it) and one column per example (a label and that example's results, all from the
+    same rules), each cell the rule's value and, where the full model answers the same question, its answer
+    after a slash (``'2,164 / 65,536'``)."""
     if not isinstance(examples, Mapping) or not examples:
         raise TypeError(f"examples must map a label to rules_for's results, got {type(examples).__name__}")
     lists = [list(v) for v in examples.values()]
@@ -667,13 +667,10 @@ def rules_table(examples: Mapping[str, Sequence], title: str = "") -> Table:
         if [r.name for r in results] != names:
             raise ValueError(f"examples must hold the same rules in the same order; {label!r} differs from "
                              f"{next(iter(examples))!r} (give every example the same tp and batch)")
-    columns = ("rule", "chapter", *(c for label in examples for c in (f"{label}: rule", f"{label}: full model")))
     rows = []
     for i, first in enumerate(lists[0]):
-        cells = []
-        for results in lists:
-            r = results[i]
-            cells += [rule_cell(r.value), rule_cell(r.model_value)]
-        rows.append((f"{first.name} ({first.unit})" if first.unit else first.name, str(first.chapter), *cells))
-    return Table(columns, tuple(rows), title)
-
+        cells = [rule_cell(r[i].value) + ("" if r[i].model_value is None else " / " + rule_cell(r[i].model_value))
+                 for r in lists]
+        unit = f"{first.unit}, " if first.unit else ""
+        rows.append((f"{first.name} ({unit}chapter {first.chapter})", *cells))
+    return Table(("rule", *examples), tuple(rows), title)

@@ -468,21 +468,22 @@ def test_rule_cell_writes_counts_whole_and_small_values_to_three_figures():
 
 def test_rules_table_sets_each_examples_rule_beside_its_full_model():
     from roofline.parallel import rules
+    from roofline.parallel.planner import plan
 
     small = rules.rules_for("llama-3-8b", "h100-sxm")
     big = rules.rules_for("llama-3-70b", "h100-sxm", nodes=8, seq=8192, global_batch=512)
     t = tables.rules_table({"8B": small, "70B": big}, title="rules")
-    assert t.columns == ("rule", "chapter", "8B: rule", "8B: full model", "70B: rule", "70B: full model")
-    assert len(t.rows) == len(small)
+    assert t.columns == ("rule", "8B", "70B") and len(t.rows) == len(small)
     ridge = dict(zip(t.columns, t.rows[0]))
-    assert ridge["rule"] == "ridge point (FLOP/B)" and ridge["chapter"] == "1" and ridge["8B: rule"] == "295"
-    assert ridge["8B: full model"] == ""  # the ridge has no second answer
+    assert ridge == {"rule": "ridge point (FLOP/B, chapter 1)", "8B": "295", "70B": "295"}  # no second answer
+    assert next(r for r in t.rows if r[0].startswith("tensor"))[0] == "tensor-parallel hiding width at degree 8 (chapter 8)"
     mixed = next(dict(zip(t.columns, r)) for r in t.rows if r[0].startswith("mixed"))
-    from roofline.parallel.planner import plan
-    assert mixed["70B: full model"] == str(plan("llama-3-70b", "h100-sxm", nodes=8, seq=8192, global_batch=512).best.tp)
-    assert mixed["8B: full model"] == ""  # no global batch: no planner
+    best = plan("llama-3-70b", "h100-sxm", nodes=8, seq=8192, global_batch=512).best
+    assert mixed["70B"] == f"{tables.rule_cell(rules.find_rule(big, 'mixed').value)} / {best.tp}"
+    assert mixed["8B"] == tables.rule_cell(rules.find_rule(small, "mixed").value)  # no global batch: no planner
     crossover = next(dict(zip(t.columns, r)) for r in t.rows if r[0].startswith("attention"))
-    assert crossover["8B: rule"] == "43,008" and crossover["8B: full model"] == "43,007"
+    assert crossover["8B"] == "43,008 / 43,007"
+    assert next(r for r in t.rows if r[0].startswith("compute-bound"))[1] == "295 / never"
 
 
 def test_rules_table_refuses_examples_of_different_rules():
