@@ -365,13 +365,12 @@ def rules_for(model: Model | str, hardware: Hardware | str, *, nodes=1, gpus_per
     out = []
 
     r = ridge(hw)
-    out.append(RuleResult("ridge point", r, "FLOP/B", 1, "I* = F / B_hbm",
+    out.append(RuleResult("ridge point", r, "FLOP/B", 1, "I* = P_peak / B_HBM",
                           "dense bf16 tensor-core peak over HBM bandwidth, datasheet figures"))
     vr = vector_ridge(hw)
-    out.append(RuleResult("vector ridge point", vr, "FLOP/B", 1, "I*_vec = F_fp32 / B_hbm",
-                          "non-tensor FP32 peak; a bf16 dot product has intensity 0.5",
-                          dot_intensity("bf16"), "FLOP/B", "a bf16 dot product's intensity",
-                          "the dot product sits below the vector ridge: memory-bound on either roof"))
+    out.append(RuleResult("vector ridge point", vr, "FLOP/B", 1, "I*_vector = P_fp32 / B_HBM",
+                          f"non-tensor FP32 peak; a bf16 dot product has intensity {dot_intensity('bf16'):g} FLOP/B",
+                          None, "", "", "a dot product sits below the vector ridge too: memory-bound on either roof"))
     decode = decode_step(m, batch, seq)
     band = time_band(decode, hw)
     kernel = float(predict(decode, hw, timing="kernel").time / band.lower)
@@ -383,7 +382,7 @@ def rules_for(model: Model | str, hardware: Hardware | str, *, nodes=1, gpus_per
     bstar = decode_compute_batch(hw)
     full = compute_bound_batch(m, hw, seq)
     full_short = compute_bound_batch(m, hw, 0)
-    out.append(RuleResult("compute-bound decode batch", bstar, "sequences", 1, "B* = I* a / 2",
+    out.append(RuleResult("compute-bound decode batch", bstar, "sequences", 1, "B* = I* w / 2",
                           "weight reads only: no KV cache, no attention",
                           full if full is not None else "never", "sequences" if full is not None else "",
                           f"compute_bound_batch at context {seq:,} (at context 0: {full_short})",
@@ -399,7 +398,7 @@ def rules_for(model: Model | str, hardware: Hardware | str, *, nodes=1, gpus_per
                           "the cache's reads overtake the weights' before memory runs out" if kb < fits else
                           "memory runs out before the cache's reads overtake the weights'"))
     dp = dp_tokens(m, hw, nodes=nodes, gpus_per_node=g)
-    out.append(RuleResult("data-parallel tokens per GPU", dp, "tokens", 7, "t > (F / W) (G-1)/G (bf16 gradients)",
+    out.append(RuleResult("data-parallel tokens per GPU", dp, "tokens", 7, "t > (P_peak / B_link) (N_d - 1) / N_d, bf16 gradients",
                           "ring all-reduce behind the backward pass (4N FLOPs a token), no latency",
                           per_gpu, "tokens", "this step's tokens per GPU",
                           ("hides" if per_gpu >= dp else "exposed: fewer tokens per GPU than the threshold")
@@ -415,7 +414,7 @@ def rules_for(model: Model | str, hardware: Hardware | str, *, nodes=1, gpus_per
     width = float(tp_width(m, tp, hw))
     wl = f"the model's hidden size (tensor degree {tp})"
     out.append(RuleResult(f"tensor-parallel hiding width at degree {tp}", width, "", 8,
-                          "h* = 2 (tp-1) a (F / W) / c", "NVLink, no latency, no overlap needed beyond the matmuls",
+                          "h* = 2 (t - 1) e (P_peak / B_link) / c", "NVLink, no latency, no overlap needed beyond the matmuls",
                           m.hidden_size, "", wl,
                           "the model is wider: its all-reduces hide" if m.hidden_size >= width else
                           "the model is narrower: its all-reduces cannot hide, which is why the chapter keeps the "
@@ -424,7 +423,7 @@ def rules_for(model: Model | str, hardware: Hardware | str, *, nodes=1, gpus_per
     degrees = tuple(d for d in (1, 2, 4, 8, 16, 32) if d <= g and _tp_ok(m, d, g))
     best = best_degree(m, hw, degrees, batch=batch, context=seq, gpus_per_node=g)
     out.append(RuleResult(f"decode tensor-parallel bound at batch {batch}", bound, "GPUs", 8,
-                          "Y < 1 + F_d / (B beta), beta = B_hbm / W", "bandwidth only: no latency, no KV reads; "
+                          "t < 1 + F_d / (B beta), F_d = c h / 4, beta = B_HBM / B_link", "bandwidth only: no latency, no KV reads; "
                           "independent of the format", best.t, "GPUs",
                           f"the fastest degree of {', '.join(map(str, degrees))} for decode (best_degree)",
                           "the all-reduces' latency, which the rule leaves out, and the node's size cap the degree"
@@ -433,7 +432,7 @@ def rules_for(model: Model | str, hardware: Hardware | str, *, nodes=1, gpus_per
     label = "the planner's tensor degree" if plan is not None else ""
     mv = plan.best.tp if plan is not None else None
     out.append(RuleResult("mixed FSDP x TP: tensor degree", mo.y, "GPUs", 9,
-                          "X_opt = sqrt(B / F_m x W_X / W_Y x N), Y = N / X_opt",
+                          "X_opt = sqrt(B / F_m x W_X / W_Y x N), F_m = 3 c h / 8, Y = N / X_opt",
                           f"{tokens:,} tokens a step; communication only, large degrees, no pipeline",
                           mv, "GPUs" if mv is not None else "", label, _mixed_reason(mo, g, plan)))
     out.append(RuleResult("mixing pays below", mo.tokens_per_gpu_limit, "tokens per GPU", 9, "B / N < F_m W_Y / W_X",
@@ -441,7 +440,7 @@ def rules_for(model: Model | str, hardware: Hardware | str, *, nodes=1, gpus_per
                           "mixing pays here" if mo.pays else "FSDP alone moves fewer bytes here"))
     ac = attention_crossover(m)
     exact = attention_crossover_exact(m)
-    out.append(RuleResult("attention-MLP crossover", ac, "tokens", 11, "S* = P_mlp / w (causal)",
+    out.append(RuleResult("attention-MLP crossover", ac, "tokens", 11, "S* = P_mlp / d (causal)",
                           "causal mask counted as half the square; scores and values against the MLP's matmuls",
                           exact if exact is not None else "never", "tokens" if exact is not None else "",
                           "the package's exact count (the triangle pair by pair, windows included)",
