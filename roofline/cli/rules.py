@@ -23,6 +23,7 @@ def run_rules(args) -> str:
     """``roofline rules MODEL --gpu GPU [--nodes N --gpus-per-node G --seq S --global-batch B --batch B --tp T]``."""
     m, h = at("model", load_model, args.model), at("--gpu", get_hardware, args.gpu, args.catalog)
     gpus = args.nodes * args.gpus_per_node
+    at("--gpu", h.peak_flops, "bf16")  # the rules price bf16 work
     # the tensor-parallel rules price NVLink, and a cluster of nodes the network
     at("--catalog" if args.catalog else "--gpu", require_links, h, ["scale_up"] + (["network"] if args.nodes > 1 else []),
        f"rules over {args.nodes:,} node{'s' if args.nodes > 1 else ''} of {args.gpus_per_node} GPUs")

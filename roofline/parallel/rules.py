@@ -36,7 +36,7 @@ from roofline.parallel.data_parallel import hiding_tokens, tier_thresholds
 from roofline.parallel.planner import plan as plan_layouts
 from roofline.parallel.tensor_parallel import best_degree, check_tp, hiding_width, tier_ridge
 from roofline.workloads.inference import compute_bound_batch, decode_step
-from roofline.workloads.kv_cache import kv_bytes_per_token, largest_batch
+from roofline.workloads.kv_cache import check_context, kv_bytes_per_token, largest_batch
 from roofline.workloads.memory import weight_bytes
 from roofline.workloads.training import training_flops_per_token
 
@@ -351,6 +351,8 @@ def rules_for(model: Model | str, hardware: Hardware | str, *, nodes=1, gpus_per
     nodes, g = cluster(nodes, gpus_per_node)
     n = nodes * g
     seq = count("seq", seq)
+    check_context(m, seq)  # the decode rules take it as the context
+    hw.peak_flops("bf16")  # every rule prices bf16 work: a chip without a bf16 peak says so first
     batch = count("batch", batch)
     tp = count("tp", g if tp is None else tp, maximum=g, what=f" (tensor parallelism stays inside a node of {g})")
     plan = None

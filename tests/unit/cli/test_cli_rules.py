@@ -57,6 +57,8 @@ def test_defaults_are_one_node_of_eight_and_no_planner():
     (("llama-3-8b", "--gpu", "h1000"), "--gpu", "h100"),
     (("llama-3-8b",), "--gpu", "required"),
     (("mixtral-8x7b", "--gpu", "h100"), None, "not modelled"),
+    (("llama-3-8b", "--gpu", "v100-sxm2"), "--gpu", "no dense bf16 peak"),
+    (("llama-3-8b", "--gpu", "h100", "--seq", "200000"), "--seq", "beyond what llama-3-8b was trained for"),
 ])
 def test_bad_input_names_the_flag(args, argument, words):
     status, out, _ = run(*args, "--json")

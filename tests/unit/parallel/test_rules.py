@@ -205,6 +205,8 @@ def test_rules_for_without_a_batch_stands_alone():
 
 @pytest.mark.parametrize("call, error, match", [
     (lambda: rules.rules_for("llama-3-8b", H100, seq=0), ValueError, "seq"),
+    (lambda: rules.rules_for("llama-3-8b", H100, seq=10**5), ValueError, "beyond what llama-3-8b was trained for"),
+    (lambda: rules.rules_for("llama-3-8b", "v100-sxm2"), ValueError, "no dense bf16 peak"),
     (lambda: rules.rules_for("llama-3-8b", H100, tp=16), ValueError, "tp must be at most 8"),
     (lambda: rules.rules_for("llama-3-8b", H100, global_batch=-1), ValueError, "global_batch"),
     (lambda: rules.rules_for("llama-3-8b", H100, nodes=0), ValueError, "nodes"),
