@@ -222,3 +222,26 @@ def test_rules_for_without_a_batch_stands_alone():
 def test_bad_input_names_the_argument(call, error, match):
     with pytest.raises(error, match=match):
         call()
+
+
+def test_the_mixed_optimum_is_where_the_packages_own_collectives_cost_least():
+    # the layer's traffic priced by collective_cost (ZeRO-3's three collectives over X on the network, tensor
+    # parallelism's four all-reduces over Y on NVLink), at every power-of-two split of a large cluster
+    from roofline.core.collectives import collective_cost
+
+    m = load_model("llama-3-70b")
+    n, tokens = 4096, 4096 * 8192  # X_opt about 624, Y about 6.6: inside a node
+    shard = lambda y: m.layer_matmul_params * 2 / y  # noqa: E731 - bf16 weights, a tensor shard
+
+    def cost(x):
+        y = n // x
+        fsdp = sum(collective_cost(c, x, shard(y), H100, tier="network", overhead=0).transfer
+                   for c in ("all_gather", "all_gather", "reduce_scatter"))
+        tp = 4 * collective_cost("all_reduce", y, tokens / x * m.hidden_size * 2, H100, tier="scale_up",
+                                 overhead=0).transfer if y > 1 else 0.0
+        return fsdp + tp
+
+    splits = [2**k for k in range(1, 12)]
+    best = min(splits, key=cost)
+    mo = rules.mixed_optimum(m, H100, tokens=tokens, nodes=n // 8)
+    assert abs(math.log2(best) - math.log2(mo.x)) <= 0.5 + 0.1  # the power of two nearest the rule's X_opt
