@@ -13,6 +13,7 @@
     roofline speculate llama-3-70b --draft llama-3.2-1b --gpu h200 --alpha 0.8 --gamma 4
     roofline train llama-3-8b --gpu h100-sxm --gpus 8 --seq 4096 --recompute full --zero 3
     roofline decode llama-3-70b --gpu h100-sxm --context 1024 --tp 8   # split over 8 GPUs, all-reduces counted
+    roofline rules llama-3-70b --gpu h100 --nodes 8 --seq 8192 --global-batch 512   # every rule of thumb
 
 A model is a shipped name (``roofline params --help`` lists them) or the path of any Hugging Face
 ``config.json``. Bad input exits with status 2 and a one-line message; a question the package does
@@ -33,7 +34,7 @@ import sys
 import warnings
 from typing import Sequence
 
-from roofline.cli import catalog, inference, serving, training
+from roofline.cli import catalog, inference, rules, serving, training
 from roofline.cli.output import report, wants_json, write
 from roofline.cli.parser import HelpRequested, UsageError, at, build_parser
 from roofline.core.hardware import CatalogError, hardware_names
@@ -51,6 +52,7 @@ COMMANDS = {
     "speculate": serving.run_speculate,
     "train": training.run_train,
     "plan": training.run_plan,
+    "rules": rules.run_rules,
 }
 """Each command's handler: parsed arguments in, the text (or JSON) to print out."""
 

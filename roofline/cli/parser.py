@@ -209,6 +209,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     _train_parser(sub, models)
     _plan_parser(sub, models)
+    _rules_parser(sub, models)
     for p in sub.choices.values():
         p.add_argument("--catalog", metavar="PATH", default=os.environ.get("ROOFLINE_CATALOG") or None,
                        help="a hardware catalog TOML to use instead of the shipped one "
@@ -364,6 +365,29 @@ def _plan_parser(sub, models: str) -> None:
     p.add_argument("--achieved", type=fraction, default=None, metavar="FRACTION",
                    help="the fraction of peak the GPU's FLOPs run at (e.g. 0.5); default: the roofline floor")
     p.add_argument("--timing", choices=TIMINGS, default="step", help="the floor's timing rule (default step)")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+def _rules_parser(sub, models: str) -> None:
+    p = sub.add_parser("rules", help="every rule of thumb for a model on a cluster, beside the full model (all chapters)",
+                       description=f"Each chapter's threshold in closed form (the ridge, the tokens per GPU at which "
+                                   f"data parallelism and FSDP hide, the tensor-parallel width, the mixed FSDP x TP "
+                                   f"optimum, decode's tensor-parallel bound, the attention crossover, the KV-bound "
+                                   f"and compute-bound decode batches), with the chapter that derives it and, where "
+                                   f"the package's full model answers the same question, its answer and why they "
+                                   f"part. Dense models: {models}.")
+    p.add_argument("model", help="a shipped model name or the path of a Hugging Face config.json")
+    p.add_argument("--gpu", required=True, help="an accelerator key or alias, e.g. h100-sxm")
+    p.add_argument("--nodes", type=whole(1), default=1, help="nodes in the cluster (default 1)")
+    p.add_argument("--gpus-per-node", type=whole(1), default=8, help="GPUs per node on NVLink (default 8)")
+    p.add_argument("--seq", type=whole(1), default=4096,
+                   help="tokens per training sequence, and the decode context (default 4096)")
+    p.add_argument("--global-batch", type=whole(1), default=None,
+                   help="sequences per optimizer step, all GPUs together: runs the layout planner beside the "
+                        "layout rules (default: none, one sequence per GPU)")
+    p.add_argument("--batch", type=whole(1), default=64, help="sequences decoded together (default 64)")
+    p.add_argument("--tp", type=whole(1), default=None,
+                   help="the tensor degree the width rule asks about (default: the GPUs of a node)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
 
 

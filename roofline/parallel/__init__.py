@@ -6,4 +6,6 @@
 - :mod:`~roofline.parallel.planner`: the layout search over tensor, pipeline and data parallelism (chapter 9).
 - :mod:`~roofline.parallel.moe`: mixtures of experts and expert parallelism (chapter 10).
 - :mod:`~roofline.parallel.context_parallel`: one sequence over many GPUs (chapter 11).
+- :mod:`~roofline.parallel.rules`: every chapter's threshold in closed form, beside the full model (the Reference
+  part's rules of thumb).
 """

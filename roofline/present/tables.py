@@ -5,11 +5,13 @@ elsewhere (a terminal, nbval's comparison). No pandas needed.
 from __future__ import annotations
 
 import html
+import math
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
 import numpy as np
 
+from roofline.core.checks import number
 from roofline.core.cost import Breakdown
 from roofline.core.hardware import get_hardware
 from roofline.workloads.memory import (KORTHIKANTI_CONFIGS, RECIPES, RECOMPUTE_POLICIES, activation_bytes,
@@ -30,7 +32,8 @@ __all__ = ["Table", "workload_table", "breakdown_table", "tiers_table", "hardwar
            "recipes_table", "saved_tensors_table", "footprint_table", "kv_capacity_table", "korthikanti_table",
            "matmul_intensity_table", "operations_table", "kv_layout_table", "serving_table", "recompute_table",
            "checkpoint_runs_table", "best_plan_table", "attention_table", "published_table", "formats_table", "quality_table",
-           "quantized_serving_table", "moe_comparison_table", "moe_memory_table", "collectives_table", "data_parallel_table"]
+           "quantized_serving_table", "moe_comparison_table", "moe_memory_table", "collectives_table", "data_parallel_table",
+           "rule_cell", "rules_table"]
 
 
 @dataclass(frozen=True)
@@ -663,3 +666,35 @@ def ceilings_table(datasheet: Roof | Sequence[Roof], measured: Roof | Sequence[R
     return Table(("ceiling", "datasheet", "measured", "measured / datasheet"), tuple(rows), title)
 
 
+def rule_cell(value) -> str:
+    """The Reference part's rules page (and ``roofline rules``): one rule's value, or the full model's, as a
+    cell: a word as it is ("never"), nothing for no value, a count of 100 or more to the unit with thousands
+    separated, a smaller value to three significant figures."""
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    v = float(number("value", value, minimum=-math.inf))
+    return f"{v:,.0f}" if abs(v) >= 100 else f"{v:.3g}"
+
+
+def rules_table(examples: Mapping[str, Sequence], title: str = "") -> Table:
+    """The rules page: one row per rule of :func:`roofline.parallel.rules.rules_for` (its name, with its unit and
+    the chapter that derives it) and one column per example (a label and that example's results, all from the
+    same rules), each cell the rule's value and, where the full model answers the same question, its answer
+    after a slash (``'2,164 / 65,536'``)."""
+    if not isinstance(examples, Mapping) or not examples:
+        raise TypeError(f"examples must map a label to rules_for's results, got {type(examples).__name__}")
+    lists = [list(v) for v in examples.values()]
+    names = [r.name for r in lists[0]]
+    for label, results in zip(examples, lists):
+        if [r.name for r in results] != names:
+            raise ValueError(f"examples must hold the same rules in the same order; {label!r} differs from "
+                             f"{next(iter(examples))!r} (give every example the same tp and batch)")
+    rows = []
+    for i, first in enumerate(lists[0]):
+        cells = [rule_cell(r[i].value) + ("" if r[i].model_value is None else " / " + rule_cell(r[i].model_value))
+                 for r in lists]
+        unit = f"{first.unit}, " if first.unit else ""
+        rows.append((f"{first.name} ({unit}chapter {first.chapter})", *cells))
+    return Table(("rule", *examples), tuple(rows), title)

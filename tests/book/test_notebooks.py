@@ -18,6 +18,10 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 CHAPTERS = sorted((ROOT / "chapters").glob("*.ipynb"))
+REFERENCE = sorted((ROOT / "chapters" / "reference").glob("*.ipynb"))
+# the Reference part's pages written as notebooks (the rules of thumb): the house rules of a chapter's prose and
+# cells, without a chapter's objectives, figures and exercises
+NOTEBOOKS = CHAPTERS + REFERENCE
 EVAL_ROLE = re.compile(r"\{eval\}`([A-Za-z_][A-Za-z0-9_]*)`")
 ANY_EVAL = re.compile(r"\{eval\}`([^`]*)`")
 GLUE_ROLES = re.compile(r"\{glue(?::[a-z]*)?\}")
@@ -62,7 +66,7 @@ def test_there_is_a_chapter():
     assert CHAPTERS, "no notebooks in chapters/"
 
 
-@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_executed_once_top_to_bottom_with_outputs(path):
     code = [c for c in _cells(path) if c["cell_type"] == "code"]
     assert [c["execution_count"] for c in code] == list(range(1, len(code) + 1))
@@ -75,7 +79,7 @@ def test_executed_once_top_to_bottom_with_outputs(path):
             assert o.get("name") != "stderr", f"stderr output in: {''.join(c['source'])[:80]}"
 
 
-@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_every_glue_reference_is_glued_once_and_used(path):
     cells = _cells(path)
     glued = _glued(cells)
@@ -85,7 +89,7 @@ def test_every_glue_reference_is_glued_once_and_used(path):
     assert set(glued) - used == set(), "glued but never used in the prose"
 
 
-@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_prose_numbers_are_eval_roles_of_bare_names(path):
     """JupyterLab renders {eval} and not glue roles; the site's {eval} takes a glued name only."""
     for i, c in enumerate(_cells(path)):
@@ -99,7 +103,7 @@ def test_prose_numbers_are_eval_roles_of_bare_names(path):
         assert not odd, f"cell {i}: {{eval}} of {odd}, not a bare glued name"
 
 
-@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_jupyterlab_shows_the_glued_text_before_and_after_run_all(path):
     """Each markdown cell carries what the kernel answered for its {eval} roles when the executor
     reached it (jupyterlab-myst shows these on opening, and writes the same after Run All): one entry
@@ -118,7 +122,7 @@ def test_jupyterlab_shows_the_glued_text_before_and_after_run_all(path):
             assert e["result"]["data"]["text/plain"] == glued[e["expression"]], (i, e, glued[e["expression"]])
 
 
-@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_no_quantity_is_typed_into_prose(path):
     for c in _cells(path):
         # a JupyterLab caption cell copies a figure's metadata caption (names such as "A100 80GB")
@@ -232,9 +236,20 @@ def test_every_figure_is_referred_to_by_number(path):
     assert not missing, f"figures never referred to with {{numref}}: {missing}"
 
 
-@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_no_cell_defines_a_function_or_a_class(path):
     """Formulas live in the package: a chapter's cells, hidden or not, call, pick, format and glue."""
     from booktools.bench import hidden_cells
 
     assert hidden_cells([path])["defs"] == []
+
+
+def test_there_is_the_rules_page():
+    assert ROOT / "chapters" / "reference" / "rules.ipynb" in REFERENCE
+
+
+@pytest.mark.parametrize("path", REFERENCE, ids=lambda p: p.name)
+def test_reference_pages_show_no_glue_call(path):
+    shown = [c for c in _cells(path) if c["cell_type"] == "code" and "glue" in "".join(c["source"])
+             and "remove-cell" not in c["metadata"].get("tags", [])]
+    assert not shown, "glue calls a reader would see: " + "; ".join("".join(c["source"])[:60] for c in shown)

@@ -471,3 +471,40 @@ def test_kv_layout_table_names_models_as_their_makers_do():
     names = t.column("model")
     assert names[0] == "GPT-2" and names[1] == "DeepSeek-V3"
     assert "A2.7B" in names[2]  # a parameter count in capitals, as in '8B' and '70B'
+
+
+def test_rule_cell_writes_counts_whole_and_small_values_to_three_figures():
+    assert tables.rule_cell(2164.3) == "2,164" and tables.rule_cell(19.97) == "20" and tables.rule_cell(0.5) == "0.5"
+    assert tables.rule_cell(1.112) == "1.11" and tables.rule_cell("never") == "never" and tables.rule_cell(None) == ""
+    with pytest.raises(ValueError, match="value"):
+        tables.rule_cell(float("nan"))
+
+
+def test_rules_table_sets_each_examples_rule_beside_its_full_model():
+    from roofline.parallel import rules
+    from roofline.parallel.planner import plan
+
+    small = rules.rules_for("llama-3-8b", "h100-sxm")
+    big = rules.rules_for("llama-3-70b", "h100-sxm", nodes=8, seq=8192, global_batch=512)
+    t = tables.rules_table({"8B": small, "70B": big}, title="rules")
+    assert t.columns == ("rule", "8B", "70B") and len(t.rows) == len(small)
+    ridge = dict(zip(t.columns, t.rows[0]))
+    assert ridge == {"rule": "ridge point (FLOP/B, chapter 1)", "8B": "295", "70B": "295"}  # no second answer
+    assert next(r for r in t.rows if r[0].startswith("tensor"))[0] == "tensor-parallel hiding width at degree 8 (chapter 8)"
+    mixed = next(dict(zip(t.columns, r)) for r in t.rows if r[0].startswith("mixed"))
+    best = plan("llama-3-70b", "h100-sxm", nodes=8, seq=8192, global_batch=512).best
+    assert mixed["70B"] == f"{tables.rule_cell(rules.find_rule(big, 'mixed').value)} / {best.tp}"
+    assert mixed["8B"] == tables.rule_cell(rules.find_rule(small, "mixed").value)  # no global batch: no planner
+    crossover = next(dict(zip(t.columns, r)) for r in t.rows if r[0].startswith("attention"))
+    assert crossover["8B"] == "43,008 / 43,007"
+    assert next(r for r in t.rows if r[0].startswith("compute-bound"))[1] == "295 / never"
+
+
+def test_rules_table_refuses_examples_of_different_rules():
+    from roofline.parallel import rules
+
+    with pytest.raises(ValueError, match="same rules"):
+        tables.rules_table({"a": rules.rules_for("llama-3-8b", "h100", tp=8),
+                            "b": rules.rules_for("llama-3-8b", "h100", tp=4)})
+    with pytest.raises(TypeError, match="examples"):
+        tables.rules_table([])

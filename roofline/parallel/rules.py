@@ -1,0 +1,484 @@
+"""Rules of thumb: each chapter's threshold in closed form, to be worked by hand (the Reference part's page).
+
+Every rule is a first-order reading of the three budgets: a ratio of one peak to one bandwidth (a *ridge*)
+times a constant that comes from the model's shape. Where the package already has the quantity, the rule
+calls it (the ridge point is :func:`roofline.core.roof.ridge_point`, data parallelism's threshold is
+:func:`roofline.parallel.data_parallel.hiding_tokens`, tensor parallelism's width is
+:func:`roofline.parallel.tensor_parallel.hiding_width`, the compute-bound decode batch is
+:func:`roofline.workloads.inference.compute_bound_batch`); this module adds only what was missing and
+:func:`rules_for` sets each rule beside what the package's full model answers for the same question (the
+planner's layout, the decode step priced degree by degree, the batch sweep), with a line saying why they
+part where they do.
+
+The rules leave out, on purpose: collective latency (the alpha of the alpha-beta model), the pipeline
+bubble, memory, launch overheads and the contention of overlapping kernels. The full model has them, which
+is where the gaps come from. A measured (calibrated) roof moves every ridge below the datasheet's, and
+with it every threshold here.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import numpy as np
+
+from roofline.core.checks import count, number, unknown_name
+from roofline.core.collectives import collective_cost
+from roofline.core.cost import Breakdown, Cost
+from roofline.core.hardware import Hardware, get_hardware
+from roofline.core.model import Model, NotModelledError, load_model, param_count
+from roofline.core.network import cluster
+from roofline.core.roof import predict, ridge_point
+from roofline.core.units import dtype_bytes
+from roofline.parallel.data_parallel import hiding_tokens, tier_thresholds
+from roofline.parallel.planner import plan as plan_layouts
+from roofline.parallel.tensor_parallel import best_degree, check_tp, hiding_width, tier_ridge
+from roofline.workloads.inference import compute_bound_batch, decode_step
+from roofline.workloads.kv_cache import check_context, kv_bytes_per_token, largest_batch
+from roofline.workloads.memory import weight_bytes
+from roofline.workloads.training import training_flops_per_token
+
+__all__ = ["ridge", "vector_roof", "vector_ridge", "dot_intensity", "dp_tokens", "dp_tokens_closed", "fsdp_tokens",
+           "tp_width", "MixedOptimum", "mixed_optimum", "decode_tp_bound", "attention_crossover",
+           "attention_crossover_exact", "kv_bound_batch", "decode_compute_batch", "Band", "time_band", "RuleResult",
+           "rules_for", "find_rule", "AGAINST"]
+
+AGAINST = ("mlp", "layer")
+"""What attention's FLOPs are set against in :func:`attention_crossover`: the MLP's matmuls, or every matmul
+of the layer (the projections too, the comparison "How to Scale Your Model" makes)."""
+
+
+def _dense(model, what: str) -> Model:
+    m = load_model(model)
+    if m.moe is not None or m.mla is not None:
+        raise NotModelledError(f"{what} reads one dense layer's shape (its matmul weights, hidden size and attention "
+                               f"width); {m.name} has {'experts' if m.moe is not None else 'latent attention'}, "
+                               "which the rules of thumb do not model yet")
+    return m
+
+
+# --- chapter 1: the roofs ---------------------------------------------------------------------------------
+
+def ridge(hardware: Hardware | str, dtype: str = "bf16") -> float:
+    """Chapter 1: the ridge point ``F / B_hbm`` (FLOP per byte); work of lower intensity is memory-bound.
+    The catalog's own figure, :func:`roofline.core.roof.ridge_point` (H100 SXM in bf16: 295)."""
+    return float(ridge_point(get_hardware(hardware), dtype))
+
+
+def vector_roof(hardware: Hardware | str) -> float:
+    """Chapter 1: the second compute roof, FLOP/s of the vector (non-tensor) units, for work the tensor cores
+    cannot run (reductions, dot products, norms, softmax): the catalog's ``fp32`` entry, which is the
+    non-tensor FP32 rate on every chip it lists (H100 SXM: 66.9 TFLOP/s, against 989 on the tensor cores)."""
+    return float(get_hardware(hardware).peak_flops("fp32"))
+
+
+def vector_ridge(hardware: Hardware | str) -> float:
+    """Chapter 1: the vector roof's ridge, ``F_vector / B_hbm`` (H100 SXM: 20 FLOP/B): below it vector work is
+    memory-bound. A dot product (:func:`dot_intensity`, 0.5 in bf16) sits far below either ridge."""
+    hw = get_hardware(hardware)
+    return vector_roof(hw) / hw.hbm_bandwidth
+
+
+def dot_intensity(dtype: str = "bf16") -> float:
+    """Chapter 1: a dot product of two ``n``-vectors runs ``2 n`` FLOPs (a multiply and an add per element) on
+    ``2 n a`` bytes read, so its intensity is ``1 / a`` FLOP/B whatever ``n``: 0.5 in bf16, 0.25 in fp32."""
+    return 1.0 / dtype_bytes(dtype)
+
+
+class Band(NamedTuple):
+    """Chapter 1: the max-to-sum band of one piece of work: ``lower = max(t_compute, t_memory)`` (perfect
+    overlap, the step rule), ``upper = t_compute + t_memory`` (none, the serial rule), ``ratio = upper /
+    lower``, between 1 and 2."""
+
+    lower: float | np.ndarray
+    upper: float | np.ndarray
+    ratio: float | np.ndarray
+
+
+def time_band(work: Cost | Breakdown, roof, *, dtype: str | None = None) -> Band:
+    """Chapter 1: ``max(t_c, t_m) <= T <= t_c + t_m``: the step and serial timing rules of
+    :func:`roofline.core.roof.predict`, side by side. The sum is at most twice the max (``a + b <= 2 max(a,
+    b)``), so any overlap the hardware manages lands the time within a factor of two of the floor; the
+    ratio is largest (2) at the ridge, where the two times are equal."""
+    low = predict(work, roof, dtype=dtype, timing="step").time
+    high = predict(work, roof, dtype=dtype, timing="serial").time
+    ratio = np.divide(high, low)
+    return Band(low, high, float(ratio) if np.ndim(ratio) == 0 else ratio)
+
+
+# --- chapter 7: data parallelism and FSDP -------------------------------------------------------------------
+
+def dp_tokens(model: Model | str, hardware: Hardware | str, *, nodes=1, gpus_per_node=8,
+              grad_dtype: str = "bf16") -> float:
+    """Chapter 7: the tokens each GPU must process per step for plain data parallelism to hide its gradient
+    all-reduce behind the backward pass: :func:`~roofline.parallel.data_parallel.hiding_tokens` (ZeRO-0).
+
+    The exchange starts with the backward pass (the first buckets are ready as it begins), so it has the
+    backward's ``4 N`` FLOPs a token to hide behind, not the step's ``6 N``. A ring all-reduce sends
+    ``2 (G-1)/G`` of the ``a N`` gradient bytes, so ``4 N t / F >= 2 (G-1)/G a N / W`` gives
+
+    ``t >= (F / W) x a x 2 (G-1)/G / 4``, which is ``(F / W) (G-1)/G`` for bf16 gradients (``a = 2``):
+
+    the model's size cancels, and the threshold is the link's ridge point. Across nodes the slower tier
+    sets it (:func:`dp_tokens_closed`)."""
+    return float(hiding_tokens(model, hardware, nodes=nodes, gpus_per_node=gpus_per_node, zero_stage=0,
+                               grad_dtype=grad_dtype))
+
+
+def dp_tokens_closed(hardware: Hardware | str, *, nodes=1, gpus_per_node=8, grad_dtype: str = "bf16") -> float:
+    """Chapter 7, by hand: :func:`dp_tokens` as the largest of the tiers' thresholds
+    (:func:`~roofline.parallel.data_parallel.tier_thresholds`: NVLink carries ``(g-1)/g`` of the buffer, each
+    GPU's network port ``(nodes-1)/nodes / g``), scaled by ``a / 2`` for gradients of ``a`` bytes."""
+    nodes, g = cluster(nodes, gpus_per_node)
+    if nodes == 1:  # one node: NVLink alone, (g-1)/g of the buffer
+        worst = tier_ridge(hardware, "scale_up") * (g - 1) / g
+    else:
+        worst = max(t.tokens for t in tier_thresholds(hardware, nodes=nodes, gpus_per_node=g).values())
+    return worst * dtype_bytes(grad_dtype) / 2
+
+
+def fsdp_tokens(model: Model | str, hardware: Hardware | str, *, nodes=1, gpus_per_node=8,
+                grad_dtype: str = "bf16") -> float:
+    """Chapter 7: the tokens per GPU at which FSDP (ZeRO-3) hides its traffic once each layer's weight gather
+    overlaps the forward pass (the next layer prefetched while this one computes).
+
+    ZeRO-3 sends ``3 (G-1)/G a N`` bytes a step, 1.5 times plain data parallelism: a gather before the forward
+    pass, a gather and a reduce-scatter in the backward pass. Phase by phase, the forward's gather
+    (``(G-1)/G a N``) has ``2 N`` FLOPs a token to hide behind and the backward's two (``2 (G-1)/G a N``) have
+    ``4 N``: each phase has the same bytes per FLOP as data parallelism's all-reduce against the backward, so
+    the threshold is the same, ``(F / W) (G-1)/G`` in bf16. Priced here with
+    :func:`~roofline.core.collectives.collective_cost`, the larger of the two phases' thresholds.
+    (:func:`~roofline.parallel.data_parallel.hiding_tokens` with ``zero_stage=3`` sets all the traffic against
+    the backward pass and so finds 1.5 times this.)"""
+    m, hw = load_model(model), get_hardware(hardware)
+    nodes, g = cluster(nodes, gpus_per_node)
+    n = nodes * g
+    psi = param_count(m) * dtype_bytes(grad_dtype)
+    peak = hw.peak_flops("bf16")
+    forward = 2 * param_count(m)
+    backward = training_flops_per_token(m) - forward
+    kw = {"gpus_per_node": g}
+    gather = collective_cost("all_gather", n, psi, hw, overhead=0, **kw).transfer
+    scatter = collective_cost("reduce_scatter", n, psi, hw, overhead=0, **kw).transfer
+    return float(max(gather / (forward / peak), (gather + scatter) / (backward / peak)))
+
+
+# --- chapter 8: tensor parallelism ----------------------------------------------------------------------------
+
+def tp_width(model: Model | str, tp, hardware: Hardware | str, tier: str = "scale_up", *, dtype: str = "bf16"):
+    """Chapter 8: the hidden size past which degree ``tp``'s all-reduces hide behind the layer's matmuls:
+    :func:`~roofline.parallel.tensor_parallel.hiding_width` (latency left out).
+
+    Per token a layer runs ``2 c h^2 / tp`` FLOPs on each GPU (``c h^2`` its matmul weights, ``c`` about 12)
+    and sends two ring all-reduces of ``h a`` bytes, ``4 (tp-1)/tp h a``; equal times give
+
+    ``h* = 2 (tp-1) a (F / W) / c``,
+
+    the tier's ridge point again, times a constant. Broadcasts over ``tp``."""
+    return hiding_width(model, tp, hardware, tier, dtype=dtype)
+
+
+def decode_tp_bound(model: Model | str, hardware: Hardware | str, batch=1, *, tier: str = "scale_up",
+                    dtype: str = "bf16", weights_dtype: str | None = None):
+    """Chapter 8: the largest tensor-parallel degree at which a memory-bound decode step's all-reduces still
+    take less time than its weight reads: ``Y < 1 + F_d / (B beta)``, with ``beta = B_hbm / W`` (HBM
+    bandwidth over the link's) and ``F_d = P_layer / (4 h)``.
+
+    Per layer each GPU reads ``a_w P_layer / Y`` bytes of weights (at ``B_hbm``) and sends two ring
+    all-reduces of the batch's activations, ``2 x 2 (Y-1)/Y x B h a`` bytes (at ``W``). Communication wins
+    when ``4 (Y-1) B h a / W > a_w P_layer / B_hbm``. With one format for weights and activations
+    (``a_w = a``) the bytes per element cancel: the bound does not move with the precision, fp8 shrinks
+    both sides alike. ``weights_dtype`` narrower than ``dtype`` (fp8 weights, bf16 activations) lowers it in
+    proportion. KV-cache reads, which also shrink with ``Y``, are left out (they raise the bound), and so is
+    the all-reduces' latency (which, at a small batch, is what the full model finds binding). Broadcasts over
+    ``batch``."""
+    m, hw = _dense(model, "decode_tp_bound"), get_hardware(hardware)
+    b = number("batch", batch, integer=True)
+    a = dtype_bytes(dtype)
+    aw = dtype_bytes(weights_dtype or dtype)
+    w = hw.link(tier).each_way
+    reads = aw * m.layer_matmul_params / hw.hbm_bandwidth
+    per_degree = 4 * np.asarray(b, dtype=float) * m.hidden_size * a / w
+    out = 1 + reads / per_degree
+    return float(out) if np.ndim(out) == 0 else out
+
+
+# --- chapter 9: mixing FSDP and tensor parallelism --------------------------------------------------------------
+
+class MixedOptimum(NamedTuple):
+    """Chapter 9: the FSDP degree ``x`` (and tensor degree ``y = N / x``) that minimizes a training step's
+    communication for ``tokens`` tokens a step on ``n`` GPUs (unrounded), the width constant ``F_m``, the
+    bandwidth ratio ``W_x / W_y``, and ``pays``: whether mixing beats FSDP alone (``x < n``), which happens
+    below ``tokens_per_gpu_limit`` tokens per GPU."""
+
+    x: float
+    y: float
+    n: int
+    width_constant: float
+    bandwidth_ratio: float
+    tokens_per_gpu_limit: float
+    pays: bool
+
+
+def mixed_optimum(model: Model | str, hardware: Hardware | str, *, tokens, nodes=1, gpus_per_node=8) -> MixedOptimum:
+    """Chapter 9: ``X_opt = sqrt(B / F_m x W_X / W_Y x N)``, the FSDP degree that minimizes the traffic of
+    ``X``-way FSDP times ``Y``-way tensor parallelism (``X Y = N``) for a step of ``B`` tokens.
+
+    From the package's own cost terms, per layer and per step, at large degrees (``(k-1)/k`` taken as 1):
+    ZeRO-3 sends three collectives (:data:`~roofline.core.network.ZERO_COLLECTIVES`) of the layer's ``a
+    P_layer / Y`` weight shard over the FSDP link, ``3 a P_layer / (Y W_X)`` seconds; tensor parallelism four
+    all-reduces (two forward, two backward) of the ``B / X`` tokens' activations, ``2 x 4 B h a / (X W_Y)``.
+    With ``Y = N / X`` the sum ``3 a P_layer X / (N W_X) + 8 B h a / (X W_Y)`` is least at
+
+    ``X_opt^2 = B N W_X / (F_m W_Y)``, ``F_m = 3 P_layer / (8 h)`` (about ``4.5 h`` for a plain layer).
+
+    Mixing pays when ``X_opt < N``, that is when the tokens per GPU ``B / N`` are below ``F_m W_Y / W_X``.
+    ``W_X`` is the network (each GPU's port) when the cluster spans nodes, else NVLink; ``W_Y`` is NVLink
+    (tensor parallelism stays inside a node). Compute, latency, the pipeline and memory are left out: the
+    planner (:func:`roofline.parallel.planner.plan`) has them."""
+    m, hw = _dense(model, "mixed_optimum"), get_hardware(hardware)
+    nodes, g = cluster(nodes, gpus_per_node)
+    b = float(number("tokens", tokens, integer=True))
+    n = nodes * g
+    wy = hw.link("scale_up").each_way
+    wx = hw.link("network").each_way if nodes > 1 else wy
+    fm = 3 * m.layer_matmul_params / (8 * m.hidden_size)
+    ratio = wx / wy
+    x = math.sqrt(b / fm * ratio * n)
+    return MixedOptimum(x, n / x, n, fm, ratio, fm / ratio, x < n)
+
+
+# --- chapter 11: attention against the MLP ----------------------------------------------------------------------
+
+def _against(m: Model, against: str) -> float:
+    if against not in AGAINST:
+        raise unknown_name("against", against, AGAINST)
+    lins = m.dense_mlp_linears() if against == "mlp" else m.layer_linears()
+    return float(sum(lin.params for lin in lins))
+
+
+def attention_crossover(model: Model | str, *, against: str = "mlp", causal: bool = True) -> float:
+    """Chapter 11: the sequence length at which a layer's attention scores and values (``QK^T`` and ``PV``)
+    cost as many FLOPs as its MLP (``against='mlp'``) or as all its matmuls (``'layer'``).
+
+    Over a sequence of ``S`` tokens the matmuls run ``2 S P`` FLOPs (``P`` the weights they use) and the
+    causal attention ``4 S^2 w / 2`` (``w`` the query heads times head size; the mask keeps half the pairs),
+    so ``S* = P / w``. Counting every pair (``causal=False``) halves it: ``S* = P / (2 w)``. For a plain
+    layer against all its matmuls (``P = 16 D^2`` with a gated MLP of ``4 D``, ``w = D``) that is ``8 D``, the
+    figure "How to Scale Your Model" gives, which puts the crossover at half the length the mask does
+    (``16 D``)."""
+    m = _dense(model, "attention_crossover")
+    if not isinstance(causal, bool):
+        raise TypeError(f"causal must be True or False, got {causal!r}")
+    return _against(m, against) / (m.attention_width * (1 if causal else 2))
+
+
+def attention_crossover_exact(model: Model | str, *, against: str = "mlp", limit: int = 1 << 24):
+    """Chapter 11: the shortest sequence at which the package's own count of attention FLOPs
+    (:meth:`~roofline.core.model.Model.attention_flops`, the causal triangle counted pair by pair, sliding
+    windows through their window) reaches the MLP's (or the layer's) matmul FLOPs, by bisection up to
+    ``limit`` tokens; None if it never does (a model whose every layer attends through a window)."""
+    m = _dense(model, "attention_crossover_exact")
+    p = _against(m, against) * m.num_layers
+    limit = count("limit", limit, maximum=1 << 40)
+
+    def ahead(s: int) -> bool:
+        return float(m.attention_flops(s, s, causal="exact")) >= 2 * s * p
+
+    if not ahead(limit):
+        return None
+    lo, hi = 1, limit
+    while lo < hi:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if ahead(mid) else (mid + 1, hi)
+    return lo
+
+
+# --- chapter 5: decode's batch --------------------------------------------------------------------------------
+
+def kv_bound_batch(model: Model | str, context, *, kv_dtype: str = "bf16", weights_dtype: str = "bf16"):
+    """Chapter 5: the decode batch at which a step reads as many KV-cache bytes as weight bytes,
+    ``weights / (context x kv bytes per token)``: past it the cache, not the weights, is the larger read,
+    and a bigger batch no longer spreads the step's bytes over more tokens. (Chapter 5's
+    ``weights_kv_crossover`` asks the same equality for the context at a given batch.) Broadcasts over
+    ``context``."""
+    m = load_model(model)
+    c = number("context", context, integer=True)
+    out = weight_bytes(m, weights_dtype=weights_dtype) / (np.asarray(c, dtype=float) * kv_bytes_per_token(m, kv_dtype))
+    return float(out) if np.ndim(out) == 0 else out
+
+
+def decode_compute_batch(hardware: Hardware | str, dtype: str = "bf16") -> float:
+    """Chapters 1 and 5: the decode batch at which the weight matmuls reach the ridge. Each weight (``a``
+    bytes, read once a step) serves ``2 B`` FLOPs, an intensity of ``2 B / a``; it equals the ridge at ``B* =
+    ridge x a / 2``, 295 in bf16 on an H100 SXM (the ridge itself: ``a = 2``). KV reads and attention are left
+    out: :func:`~roofline.workloads.inference.compute_bound_batch` sweeps the whole step, and at a long
+    context finds the step never compute-bound."""
+    return ridge(hardware, dtype) * dtype_bytes(dtype) / 2
+
+
+# --- every rule at once ------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class RuleResult:
+    """One rule evaluated: its ``name``, ``value`` and ``unit``, the ``chapter`` that derives it, the
+    ``assumption`` it makes, and where the package's full model answers the same question, that answer
+    (``model_value``, ``model_unit``, what it is: ``model_label``) and ``reason``, one line on where and why
+    the two part (or that they agree)."""
+
+    name: str
+    value: float | None
+    unit: str
+    chapter: int
+    statement: str
+    assumption: str
+    model_value: float | str | None = None
+    model_unit: str = ""
+    model_label: str = ""
+    reason: str = ""
+
+
+def rules_for(model: Model | str, hardware: Hardware | str, *, nodes=1, gpus_per_node=8, seq=4096,
+              global_batch=None, batch=64, tp=None) -> list[RuleResult]:
+    """Every rule of this module for one model on one cluster of ``nodes`` x ``gpus_per_node`` GPUs, in
+    chapter order. ``seq`` is the training sequence and the decode context, ``batch`` the decode batch,
+    ``tp`` the tensor degree the width rule asks about (default: the node's GPUs); ``global_batch`` (sequences a step) brings in the
+    planner (:func:`roofline.parallel.planner.plan`) for the layout rules (without it they stand alone and
+    one sequence per GPU is the training step)."""
+    m, hw = _dense(model, "rules_for"), get_hardware(hardware)
+    nodes, g = cluster(nodes, gpus_per_node)
+    n = nodes * g
+    seq = count("seq", seq)
+    check_context(m, seq)  # the decode rules take it as the context
+    hw.peak_flops("bf16")  # every rule prices bf16 work: a chip without a bf16 peak says so first
+    batch = count("batch", batch)
+    tp = count("tp", g if tp is None else tp, maximum=g, what=f" (tensor parallelism stays inside a node of {g})")
+    plan = None
+    if global_batch is not None:
+        global_batch = count("global_batch", global_batch)
+        if global_batch * seq > 2**53:
+            raise ValueError(f"global_batch x seq must be at most 2**53 tokens a step (a count past which a float "
+                             f"no longer holds every whole number), got {global_batch:,} x {seq:,}")
+        plan = plan_layouts(m, hw, nodes=nodes, gpus_per_node=g, seq=seq, global_batch=global_batch)
+    tokens = seq * (global_batch if global_batch is not None else n)
+    per_gpu = tokens / n
+    out = []
+
+    r = ridge(hw)
+    out.append(RuleResult("ridge point", r, "FLOP/B", 1, "I* = P_peak / B_HBM",
+                          "dense bf16 tensor-core peak over HBM bandwidth, datasheet figures"))
+    vr = vector_ridge(hw)
+    out.append(RuleResult("vector ridge point", vr, "FLOP/B", 1, "I*_vector = P_fp32 / B_HBM",
+                          f"non-tensor FP32 peak; a bf16 dot product has intensity {dot_intensity('bf16'):g} FLOP/B",
+                          None, "", "", "a dot product sits below the vector ridge too: memory-bound on either roof"))
+    decode = decode_step(m, batch, seq)
+    band = time_band(decode, hw)
+    kernel = float(predict(decode, hw, timing="kernel").time / band.lower)
+    out.append(RuleResult("max-to-sum band", band.ratio, "x", 1, "max(t_c, t_m) <= T <= t_c + t_m",
+                          f"a decode step of {batch} at context {seq:,}: serial time over the step rule's",
+                          kernel, "x", "the kernel rule's time over the step rule's (each kernel's own max, summed)",
+                          "inside the band, as every timing rule is; the band is at most 2, reached when compute "
+                          "and memory times are equal"))
+    bstar = decode_compute_batch(hw)
+    full = compute_bound_batch(m, hw, seq)
+    full_short = compute_bound_batch(m, hw, 0)
+    out.append(RuleResult("compute-bound decode batch", bstar, "sequences", 1, "B* = I* w / 2",
+                          "weight reads only: no KV cache, no attention",
+                          full if full is not None else "never", "sequences" if full is not None else "",
+                          f"compute_bound_batch at context {seq:,} (at context 0: {full_short})",
+                          "the KV reads grow with the batch as fast as the FLOPs, so at a long context decode "
+                          "stays memory-bound" if full is None else
+                          "the full step adds the KV cache and attention, which push the crossing later"))
+    kb = kv_bound_batch(m, seq)
+    fits = int(largest_batch(m, hw, seq, gpus=tp))
+    out.append(RuleResult("KV-bound batch", kb, "sequences", 5, "B_kv = weight bytes / (S x KV bytes per token)",
+                          f"context {seq:,}, bf16 weights and cache", fits, "sequences",
+                          f"the largest batch that fits in the memory of {tp} GPU{'s' if tp > 1 else ''}",
+                          f"the weights alone do not fit on {tp} GPU{'s' if tp > 1 else ''}" if fits == 0 else
+                          "the cache's reads overtake the weights' before memory runs out" if kb < fits else
+                          "memory runs out before the cache's reads overtake the weights'"))
+    dp = dp_tokens(m, hw, nodes=nodes, gpus_per_node=g)
+    out.append(RuleResult("data-parallel tokens per GPU", dp, "tokens", 7, "t > (P_peak / B_link) (N_d - 1) / N_d, bf16 gradients",
+                          "ring all-reduce behind the backward pass (4N FLOPs a token), no latency",
+                          per_gpu, "tokens", "this step's tokens per GPU",
+                          ("hides" if per_gpu >= dp else "exposed: fewer tokens per GPU than the threshold")
+                          + (f"; the planner's layout leaves {plan.best.data_comm / plan.best.time:.1%} of its step "
+                             "in data-parallel traffic (latency, buckets and its own degrees counted)"
+                             if plan is not None else "")))
+    fs = fsdp_tokens(m, hw, nodes=nodes, gpus_per_node=g)
+    out.append(RuleResult("FSDP tokens per GPU", fs, "tokens", 7, "the same threshold, gathers behind the forward pass",
+                          "ZeRO-3, forward gather behind the forward pass, the rest behind the backward",
+                          hiding_tokens(m, hw, nodes=nodes, gpus_per_node=g, zero_stage=3), "tokens",
+                          "hiding_tokens(zero_stage=3): all traffic behind the backward pass",
+                          "1.5 times the rule: it gives the forward pass's gather no compute to hide behind"))
+    width = float(tp_width(m, tp, hw))
+    wl = f"the model's hidden size (tensor degree {tp})"
+    out.append(RuleResult(f"tensor-parallel hiding width at degree {tp}", width, "", 8,
+                          "h* = 2 (t - 1) e (P_peak / B_link) / c", "NVLink, no latency, no overlap needed beyond the matmuls",
+                          m.hidden_size, "", wl,
+                          "the model is wider: its all-reduces hide" if m.hidden_size >= width else
+                          "the model is narrower: its all-reduces cannot hide, which is why the chapter keeps the "
+                          "degree small or accepts the wait"))
+    bound = decode_tp_bound(m, hw, batch)
+    degrees = tuple(d for d in (1, 2, 4, 8, 16, 32) if d <= g and _tp_ok(m, d, g))
+    best = best_degree(m, hw, degrees, batch=batch, context=seq, gpus_per_node=g)
+    out.append(RuleResult(f"decode tensor-parallel bound at batch {batch}", bound, "GPUs", 8,
+                          "t < 1 + F_d / (B beta), F_d = c h / 4, beta = B_HBM / B_link", "bandwidth only: no latency, no KV reads; "
+                          "independent of the format", best.t, "GPUs",
+                          f"the fastest degree of {', '.join(map(str, degrees))} for decode (best_degree)",
+                          "the all-reduces' latency, which the rule leaves out, and the node's size cap the degree"
+                          if best.t < min(bound, max(degrees)) else "agree: the largest degree on offer pays"))
+    mo = mixed_optimum(m, hw, tokens=tokens, nodes=nodes, gpus_per_node=g)
+    label = "the planner's tensor degree" if plan is not None else ""
+    mv = plan.best.tp if plan is not None else None
+    out.append(RuleResult("mixed FSDP x TP: tensor degree", mo.y, "GPUs", 9,
+                          "X_opt = sqrt(B / F_m x W_X / W_Y x N), F_m = 3 c h / 8, Y = N / X_opt",
+                          f"{tokens:,} tokens a step; communication only, large degrees, no pipeline",
+                          mv, "GPUs" if mv is not None else "", label, _mixed_reason(mo, g, plan)))
+    out.append(RuleResult("mixing pays below", mo.tokens_per_gpu_limit, "tokens per GPU", 9, "B / N < F_m W_Y / W_X",
+                          "as the mixed optimum", per_gpu, "tokens per GPU", "this step's tokens per GPU",
+                          "mixing pays here" if mo.pays else "FSDP alone moves fewer bytes here"))
+    ac = attention_crossover(m)
+    exact = attention_crossover_exact(m)
+    out.append(RuleResult("attention-MLP crossover", ac, "tokens", 11, "S* = P_mlp / d (causal)",
+                          "causal mask counted as half the square; scores and values against the MLP's matmuls",
+                          exact if exact is not None else "never", "tokens" if exact is not None else "",
+                          "the package's exact count (the triangle pair by pair, windows included)",
+                          "agree within the diagonal the exact count adds" if exact is not None and
+                          abs(exact - ac) <= 1 else "the sliding windows keep attention linear past the window"))
+    return out
+
+
+def find_rule(results, name: str) -> RuleResult:
+    """The result of :func:`rules_for` whose name starts with ``name`` (``'mixed'``, ``'KV-bound'``); an error
+    listing the names when none does, or when more than one does."""
+    if not isinstance(name, str) or not name:
+        raise TypeError(f"name must be the start of a rule's name, got {name!r}")
+    found = [r for r in results if isinstance(r, RuleResult) and r.name.startswith(name)]
+    if len(found) != 1:
+        names = ", ".join(repr(r.name) for r in results if isinstance(r, RuleResult))
+        raise KeyError(f"name {name!r} starts {'no' if not found else 'more than one'} rule's name; the rules: {names}")
+    return found[0]
+
+
+def _mixed_reason(mo: MixedOptimum, g: int, plan) -> str:
+    if mo.y > g:
+        head = f"the rule asks for more than a node's {g} GPUs, and tensor parallelism stops at the node"
+    elif mo.y < 1:
+        head = "the rule's optimum is FSDP alone (X_opt above N)"
+    else:
+        head = "the rule counts communication alone"
+    if plan is None:
+        return head + "; pass global_batch for the planner"
+    return (f"{head}; the planner, weighing compute, the bubble, memory and latency too, chose "
+            f"{plan.best.describe()}")
+
+
+def _tp_ok(m: Model, d: int, g: int) -> bool:
+    try:
+        check_tp(m, d, gpus_per_node=g)
+        return True
+    except (ValueError, NotModelledError):
+        return False

@@ -1,0 +1,247 @@
+"""The rules of thumb (roofline.parallel.rules): each one's value worked by hand from the datasheet and the
+config, the laws they state (the band, the format that cancels, the optimum that is a minimum), their
+agreement with the package's full model where they should agree, and bad input."""
+
+import dataclasses
+import math
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from roofline.core.cost import Cost
+from roofline.core.hardware import get_hardware
+from roofline.core.model import NotModelledError, load_model
+from roofline.parallel import rules
+from roofline.parallel.data_parallel import hiding_tokens
+from roofline.parallel.planner import plan
+from roofline.serving.capacity import weights_kv_crossover
+from roofline.workloads.inference import compute_bound_batch, decode_step
+from roofline.workloads.memory import weight_bytes
+
+H100 = get_hardware("h100-sxm")
+NVLINK = 450e9  # H100 SXM: NVLink 4's 900 GB/s bidirectional, each way
+NIC = 50e9  # one 400 Gb/s ConnectX-7 per GPU
+
+
+def test_the_ridge_is_the_catalogs_295_on_an_h100():
+    assert rules.ridge("h100-sxm") == pytest.approx(989.4e12 / 3.35e12)
+    assert round(rules.ridge("h100-sxm")) == 295
+    assert rules.ridge("h100-sxm", "fp8") == pytest.approx(2 * rules.ridge("h100-sxm"), rel=1e-3)  # 1978.9 vs 989.4
+
+
+def test_the_vector_roof_is_the_non_tensor_fp32_rate_and_a_dot_product_sits_under_it():
+    assert rules.vector_roof("h100-sxm") == pytest.approx(66.9e12)
+    assert rules.vector_ridge("h100-sxm") == pytest.approx(66.9 / 3.35)  # about 20 FLOP/B
+    assert rules.dot_intensity("bf16") == 0.5 and rules.dot_intensity("fp32") == 0.25
+    # every chip's fp32 entry is the vector rate, as its source says
+    from roofline.core.hardware import hardware_names
+    for key in hardware_names():
+        hw = get_hardware(key)
+        if "fp32" in hw.dense_flops:
+            note = hw.source("dense.fp32").note.lower()
+            assert "non-tensor" in note or "vector" in note, (key, note)
+
+
+def test_the_band_holds_and_is_two_at_the_ridge():
+    at_ridge = Cost(flops=rules.ridge(H100) * 1e9, bytes=1e9)
+    band = rules.time_band(at_ridge, H100)
+    assert band.ratio == pytest.approx(2.0)
+    assert band.upper == pytest.approx(2 * band.lower)
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(1, 512), st.integers(0, 32768))
+def test_max_le_time_le_sum_within_two(batch, context):
+    band = rules.time_band(decode_step("llama-3-8b", batch, context), H100)
+    assert band.lower <= band.upper <= 2 * band.lower * (1 + 1e-12)
+    assert 1 <= band.ratio <= 2 + 1e-12
+
+
+def test_data_parallel_threshold_by_hand():
+    # one node: (F / W) (G-1)/G = 989.4e12 / 450e9 x 7/8
+    assert rules.dp_tokens("llama-3-8b", H100) == pytest.approx(989.4e12 / NVLINK * 7 / 8)
+    # eight nodes: the network port, which carries (nodes-1)/nodes / g of the buffer: 989.4e12 / 50e9 x 7/8 / 8
+    assert rules.dp_tokens("llama-3-8b", H100, nodes=8) == pytest.approx(989.4e12 / NIC * 7 / 8 / 8)
+
+
+@pytest.mark.parametrize("nodes", [1, 2, 8, 64])
+@pytest.mark.parametrize("model", ["llama-3-8b", "llama-3-70b"])
+def test_the_closed_form_is_the_packages_threshold_and_the_model_cancels(model, nodes):
+    assert rules.dp_tokens_closed(H100, nodes=nodes) == pytest.approx(rules.dp_tokens(model, H100, nodes=nodes))
+    assert rules.dp_tokens(model, H100, nodes=nodes) == pytest.approx(rules.dp_tokens("llama-3-8b", H100, nodes=nodes))
+
+
+@pytest.mark.parametrize("nodes", [1, 4])
+def test_fsdp_has_data_parallelisms_threshold_once_its_gathers_overlap_the_forward_pass(nodes):
+    fsdp = rules.fsdp_tokens("llama-3-70b", H100, nodes=nodes)
+    assert fsdp == pytest.approx(rules.dp_tokens("llama-3-70b", H100, nodes=nodes))
+    # everything behind the backward pass, as hiding_tokens counts ZeRO-3: 1.5 times
+    assert hiding_tokens("llama-3-70b", H100, nodes=nodes, zero_stage=3) == pytest.approx(1.5 * fsdp)
+
+
+def test_tensor_parallel_width_by_hand_for_llama_3_70b():
+    m = load_model("llama-3-70b")
+    h, i, kv = m.hidden_size, m.intermediate_size, m.num_kv_heads * m.head_dim
+    c = (2 * h * h + 2 * h * kv + 3 * h * i) / h**2  # q, o; k, v; gate, up, down
+    assert c == pytest.approx(12.75)
+    want = 2 * (8 - 1) * 2 * (989.4e12 / NVLINK) / c
+    assert rules.tp_width(m, 8, H100) == pytest.approx(want)
+    assert 4800 < want < h  # so 70B's width hides its all-reduces at degree 8
+
+
+def test_decode_tp_bound_by_hand():
+    m = load_model("llama-3-70b")
+    p_layer = m.layer_matmul_params
+    beta = 3.35e12 / NVLINK
+    want = 1 + p_layer / (4 * m.hidden_size) / (64 * beta)
+    assert rules.decode_tp_bound(m, H100, 64) == pytest.approx(want)
+    assert 55 < want < 57
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(1, 4096), st.sampled_from(["fp16", "fp8", "fp32", "int8"]))
+def test_decode_tp_bound_does_not_move_with_the_format(batch, dtype):
+    same = rules.decode_tp_bound("llama-3-70b", H100, batch, dtype=dtype)
+    assert same == pytest.approx(rules.decode_tp_bound("llama-3-70b", H100, batch, dtype="bf16"))
+
+
+def test_narrower_weights_than_activations_lower_the_decode_bound_in_proportion():
+    bf16 = rules.decode_tp_bound("llama-3-70b", H100, 16)
+    fp8_weights = rules.decode_tp_bound("llama-3-70b", H100, 16, weights_dtype="fp8")
+    assert fp8_weights - 1 == pytest.approx((bf16 - 1) / 2)
+
+
+def test_decode_tp_bound_broadcasts_over_the_batch():
+    out = rules.decode_tp_bound("llama-3-8b", H100, [1, 2, 4])
+    assert (out[0] - 1) == pytest.approx(2 * (out[1] - 1)) == pytest.approx(4 * (out[2] - 1))
+
+
+def test_mixed_optimum_by_hand_for_llama_3_70b_on_64_h100s():
+    m = load_model("llama-3-70b")
+    tokens = 512 * 8192
+    fm = 3 * m.layer_matmul_params / (8 * m.hidden_size)
+    assert fm == pytest.approx(39168)
+    mo = rules.mixed_optimum(m, H100, tokens=tokens, nodes=8)
+    assert mo.x == pytest.approx(math.sqrt(tokens / fm * NIC / NVLINK * 64))
+    assert mo.x * mo.y == pytest.approx(64)
+    assert mo.pays and mo.tokens_per_gpu_limit == pytest.approx(fm * NVLINK / NIC)
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(1, 64), st.integers(1 << 10, 1 << 26))
+def test_the_mixed_optimum_minimizes_the_traffic_it_counts(nodes, tokens):
+    m = load_model("llama-3-8b")
+    mo = rules.mixed_optimum(m, H100, tokens=tokens, nodes=nodes)
+    wy = NVLINK
+    wx = NIC if nodes > 1 else NVLINK
+
+    def traffic(x):  # ZeRO-3's three collectives of the shard, tensor parallelism's four all-reduces
+        return 3 * m.layer_matmul_params * x / (mo.n * wx) + 8 * tokens * m.hidden_size / (x * wy)
+
+    assert traffic(mo.x) <= min(traffic(mo.x * 1.05), traffic(mo.x / 1.05))
+    assert mo.pays == (tokens / mo.n < mo.tokens_per_gpu_limit)
+
+
+def test_the_attention_crossover_for_llama_3_8b_by_hand():
+    m = load_model("llama-3-8b")
+    mlp = 3 * 4096 * 14336  # gate, up, down
+    width = 32 * 128
+    assert rules.attention_crossover(m) == pytest.approx(mlp / width) == 43008
+    assert rules.attention_crossover(m, causal=False) == pytest.approx(43008 / 2)
+    # the package's own count, the triangle with its diagonal: 2 w L S (S + 1) = 2 S P_mlp L
+    assert rules.attention_crossover_exact(m) == 43008 - 1
+
+
+def test_scaling_books_8d_is_the_count_without_the_mask():
+    # a plain layer: full multi-head attention, a gated MLP 4D wide: P_layer = 4 D^2 + 12 D^2
+    m = dataclasses.replace(load_model("llama-3-8b"), intermediate_size=4 * 4096, num_kv_heads=32)
+    d = m.hidden_size
+    assert rules.attention_crossover(m, against="layer", causal=False) == pytest.approx(8 * d)
+    assert rules.attention_crossover(m, against="layer") == pytest.approx(16 * d)
+
+
+def test_kv_bound_batch_is_chapter_fives_crossover_turned_round():
+    m = load_model("llama-3-8b")
+    assert rules.kv_bound_batch(m, 4096) == pytest.approx(weight_bytes(m) / (4096 * 131072))
+    assert rules.kv_bound_batch(m, 4096) * 4096 == pytest.approx(weights_kv_crossover(m, 1))
+    assert list(rules.kv_bound_batch(m, [1024, 2048])) == pytest.approx(
+        [weights_kv_crossover(m, 1) / 1024, weights_kv_crossover(m, 1) / 2048])
+
+
+def test_the_compute_bound_decode_batch_is_the_ridge_and_the_sweep_agrees_at_no_context():
+    assert rules.decode_compute_batch(H100) == pytest.approx(rules.ridge(H100))
+    assert rules.decode_compute_batch(H100, "fp8") == pytest.approx(rules.decode_compute_batch(H100), rel=1e-3)
+    assert compute_bound_batch("llama-3-8b", H100, 0) == math.ceil(rules.decode_compute_batch(H100))
+
+
+def test_rules_for_a_cluster_sets_the_planner_beside_the_rules():
+    out = rules.rules_for("llama-3-70b", H100, nodes=8, seq=8192, global_batch=512)
+    by = {r.name: r for r in out}
+    best = plan("llama-3-70b", H100, nodes=8, seq=8192, global_batch=512).best
+    mixed = by["mixed FSDP x TP: tensor degree"]
+    assert mixed.model_value == best.tp and mixed.chapter == 9
+    assert mixed.value == pytest.approx(rules.mixed_optimum("llama-3-70b", H100, tokens=512 * 8192, nodes=8).y)
+    assert by["ridge point"].value == pytest.approx(rules.ridge(H100))
+    assert by["data-parallel tokens per GPU"].model_value == pytest.approx(512 * 8192 / 64)
+    assert all(r.chapter in range(1, 13) and r.assumption and r.statement for r in out)
+    assert all(r.reason for r in out if r.model_value is not None)
+
+
+def test_find_rule_picks_one_result_by_the_start_of_its_name():
+    out = rules.rules_for("llama-3-8b", H100)
+    assert rules.find_rule(out, "KV-bound").value == pytest.approx(rules.kv_bound_batch("llama-3-8b", 4096))
+    with pytest.raises(KeyError, match="starts no rule's name; the rules: 'ridge point'"):
+        rules.find_rule(out, "pipeline")
+    with pytest.raises(KeyError, match="more than one"):
+        rules.find_rule(out, "d")  # 'data-parallel ...' and 'decode ...'
+    assert rules.find_rule(out, "data").name == "data-parallel tokens per GPU"
+
+
+def test_rules_for_without_a_batch_stands_alone():
+    out = rules.rules_for("llama-3-8b", "h200")
+    mixed = next(r for r in out if r.name.startswith("mixed"))
+    assert mixed.model_value is None and "global_batch" in mixed.reason
+
+
+@pytest.mark.parametrize("call, error, match", [
+    (lambda: rules.rules_for("llama-3-8b", H100, seq=0), ValueError, "seq"),
+    (lambda: rules.rules_for("llama-3-8b", H100, seq=10**5), ValueError, "beyond what llama-3-8b was trained for"),
+    (lambda: rules.rules_for("llama-3-8b", "v100-sxm2"), ValueError, "no dense bf16 peak"),
+    (lambda: rules.rules_for("llama-3-8b", H100, tp=16), ValueError, "tp must be at most 8"),
+    (lambda: rules.rules_for("llama-3-8b", H100, global_batch=-1), ValueError, "global_batch"),
+    (lambda: rules.rules_for("llama-3-8b", H100, nodes=0), ValueError, "nodes"),
+    (lambda: rules.decode_tp_bound("llama-3-8b", H100, 0), ValueError, "batch"),
+    (lambda: rules.decode_tp_bound("llama-3-8b", H100, 1, tier="fabric"), KeyError, "tier"),
+    (lambda: rules.attention_crossover("llama-3-8b", against="attention"), KeyError, "against"),
+    (lambda: rules.attention_crossover("llama-3-8b", causal="yes"), TypeError, "causal"),
+    (lambda: rules.mixed_optimum("llama-3-8b", H100, tokens=0), ValueError, "tokens"),
+    (lambda: rules.kv_bound_batch("llama-3-8b", -5), ValueError, "context"),
+    (lambda: rules.dot_intensity("bf17"), KeyError, "bf16"),
+    (lambda: rules.rules_for("mixtral-8x7b", H100), NotModelledError, "experts"),
+])
+def test_bad_input_names_the_argument(call, error, match):
+    with pytest.raises(error, match=match):
+        call()
+
+
+def test_the_mixed_optimum_is_where_the_packages_own_collectives_cost_least():
+    # the layer's traffic priced by collective_cost (ZeRO-3's three collectives over X on the network, tensor
+    # parallelism's four all-reduces over Y on NVLink), at every power-of-two split of a large cluster
+    from roofline.core.collectives import collective_cost
+
+    m = load_model("llama-3-70b")
+    n, tokens = 4096, 4096 * 8192  # X_opt about 624, Y about 6.6: inside a node
+    shard = lambda y: m.layer_matmul_params * 2 / y  # noqa: E731 - bf16 weights, a tensor shard
+
+    def cost(x):
+        y = n // x
+        fsdp = sum(collective_cost(c, x, shard(y), H100, tier="network", overhead=0).transfer
+                   for c in ("all_gather", "all_gather", "reduce_scatter"))
+        tp = 4 * collective_cost("all_reduce", y, tokens / x * m.hidden_size * 2, H100, tier="scale_up",
+                                 overhead=0).transfer if y > 1 else 0.0
+        return fsdp + tp
+
+    splits = [2**k for k in range(1, 12)]
+    best = min(splits, key=cost)
+    mo = rules.mixed_optimum(m, H100, tokens=tokens, nodes=n // 8)
+    assert abs(math.log2(best) - math.log2(mo.x)) <= 0.5 + 0.1  # the power of two nearest the rule's X_opt
