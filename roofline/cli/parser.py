@@ -23,7 +23,7 @@ from roofline.serving.speculative import DRAFTS
 from roofline.workloads.inference import ACCOUNTINGS, OPTIONS
 
 __all__ = ["UsageError", "HelpRequested", "build_parser", "whole", "storage_format", "fraction", "acceptance", "recompute", "at",
-           "one_split", "GPUS_PER_NODE", "SMALLEST_FRACTION", "need_links", "moe_routing", "DEFAULT_ROUTING"]
+           "one_split", "GPUS_PER_NODE", "SMALLEST_FRACTION", "need_links", "moe_routing", "DEFAULT_ROUTING", "layout_error"]
 
 
 # The largest count the command line takes: 2**53, past which a float no longer holds every whole number.
@@ -252,6 +252,19 @@ def moe_routing(args, m) -> bool:
         return False
     args.routing = DEFAULT_ROUTING
     return True
+
+
+def layout_error(exc: Exception, m, seq, flags: dict) -> "UsageError":
+    """A bad-input error of the layout planner or the rules (``plan``, ``rules``) as a :class:`UsageError`
+    naming the flag at fault: the flag of the package argument the message starts with (``flags`` maps the
+    package's names to the flags), else ``--seq`` when the sequence is past the model's trained context,
+    ``--nodes`` when no layout fits, else the model."""
+    message = str(exc.args[0] if isinstance(exc, KeyError) and exc.args else exc)
+    named = next((f for f in flags if message.startswith(f + " ")), None)
+    if named:
+        return UsageError(message.replace(named, flags[named], 1), flags[named])
+    beyond = m.max_position_embeddings is not None and seq > m.max_position_embeddings
+    return UsageError(message, "--seq" if beyond else "--nodes" if "fits on no" in message else "model")
 
 
 def at(argument: str, call, *args, **kwargs):

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from roofline.cli.parser import UsageError, at
+from roofline.cli.parser import UsageError, at, layout_error
 from roofline.core.hardware import get_hardware, require_links
 from roofline.core.model import NotModelledError, load_model
 from roofline.parallel.rules import RuleResult, rules_for
@@ -33,11 +33,7 @@ def run_rules(args) -> str:
     except NotModelledError:
         raise
     except (KeyError, ValueError, TypeError) as exc:
-        message = str(exc.args[0] if isinstance(exc, KeyError) and exc.args else exc)
-        named = next((f for f in FLAGS if message.startswith(f + " ")), None)
-        beyond = m.max_position_embeddings is not None and args.seq > m.max_position_embeddings
-        argument = FLAGS[named] if named else "--seq" if beyond else "--nodes" if "fits on no" in message else "model"
-        raise UsageError(message.replace(named, FLAGS[named], 1) if named else message, argument) from None
+        raise layout_error(exc, m, args.seq, FLAGS) from None
     if args.json:
         return json.dumps({"command": "rules", "model": m.name, "gpu": h.key, "nodes": args.nodes,
                            "gpus_per_node": args.gpus_per_node, "seq": args.seq, "global_batch": args.global_batch,

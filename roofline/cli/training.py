@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 from roofline.cli.output import tp_lines
-from roofline.cli.parser import GPUS_PER_NODE, UsageError, at, need_links, one_split
+from roofline.cli.parser import GPUS_PER_NODE, UsageError, at, layout_error, need_links, one_split
 from roofline.core.hardware import Hardware, get_hardware, require_links
 from roofline.core.model import Model, NotModelledError, load_model
 from roofline.core.units import fmt
@@ -109,14 +109,9 @@ def _plan(args, catalog) -> str:
     except NotModelledError:
         raise
     except (KeyError, ValueError, TypeError) as exc:
-        message = str(exc.args[0] if isinstance(exc, KeyError) and exc.args else exc)
         flags = {"global_batch": "--global-batch", "gpus_per_node": "--gpus-per-node", "nodes": "--nodes",
                  "seq": "--seq", "achieved": "--achieved"}
-        named = next((f for f in flags if message.startswith(f + " ")), None)
-        beyond = m.max_position_embeddings is not None and args.seq > m.max_position_embeddings
-        argument = (flags[named] if named else ("--seq" if beyond else "--nodes") if "fits on no" in message
-                    else "model")
-        raise UsageError(message.replace(named, flags[named], 1) if named else message, argument) from None
+        raise layout_error(exc, m, args.seq, flags) from None
     top = result.top(args.top)
     if args.json:
         return json.dumps({
