@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from roofline.cli.parser import UsageError, at, layout_error
+from roofline.cli.parser import at, layout_error
 from roofline.core.hardware import get_hardware, require_links
 from roofline.core.model import NotModelledError, load_model
 from roofline.parallel.rules import RuleResult, rules_for
