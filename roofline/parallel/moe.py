@@ -178,11 +178,11 @@ class ExpertParallelStep:
     def moe_layer_time(self) -> float:
         """One GPU's share of one MoE layer's matmuls (router, shared and routed experts) on the roofline,
         the step rule: the work the layer's two all-to-alls could hide behind."""
-        from roofline.core.cost import Cost
-
-        parts = [op.cost for op in self.work.ops if op.name.startswith(("expert.", "shared.", "router"))]
+        parts = [op for op in self.work.ops if op.name.startswith(("expert.", "shared.", "router"))]
         layers = self.calls // 2
-        return float(predict(sum(parts, Cost(0.0, 0.0)), self._hardware).time) / layers
+        # each matmul at the peak of its own math format (fp8 experts on the fp8 peak), as predict() does
+        work = Breakdown.from_ops("MoE layers", parts, self.work.formats)
+        return float(predict(work, self._hardware).time) / layers
 
     @property
     def all_to_all_pair_time(self) -> float:
@@ -214,13 +214,19 @@ class ExpertParallelStep:
 def expert_parallel_step(model: Model | str, hardware: Hardware | str, batch, context=0, *, ep: int,
                          routing: str = "uniform", prompt=None, tier: str | None = None, gpus_per_node: int = 8,
                          capacity_factor: float = 1.0, dtype: str = "bf16", weights_dtype: str | None = None,
-                         kv_dtype: str | None = None) -> ExpertParallelStep:
+                         kv_dtype: str | None = None, math_dtype: str | None = None) -> ExpertParallelStep:
     """Decode (``prompt`` None: ``batch`` sequences, ``context`` cached tokens each) or prefill (``batch``
     prompts of ``prompt`` tokens) of a MoE model over ``ep`` GPUs, expert-parallel, on ``hardware``.
 
     ``batch`` must be a multiple of ``ep`` (each GPU holds ``batch / ep`` sequences). The all-to-alls are
     priced by :func:`roofline.core.collectives.collective_cost` on ``tier`` (None: NVLink inside a node, the
     network across nodes; 'network' forces InfiniBand). Text accounting, the step rule.
+
+    Formats as in :func:`~roofline.workloads.inference.decode_step`: ``dtype`` for the activations (and
+    the all-to-all buffers), ``weights_dtype`` for the stored weights, ``math_dtype`` for the matmuls
+    (None: ``dtype``). DeepSeek-V3 stores its weights in fp8 *and* multiplies them on the fp8 tensor
+    cores (``weights_dtype='fp8', math_dtype='fp8'``), so its expert work is timed at the fp8 peak;
+    fp8 weights alone (``math_dtype`` left out) are dequantized and multiplied in ``dtype``.
     """
     from roofline.workloads.inference import check_modelled, build_step
 
@@ -252,7 +258,7 @@ def expert_parallel_step(model: Model | str, hardware: Hardware | str, batch, co
     read = experts_touched(m, tokens, routing) / ep
     work = build_step(f"{'decode step' if decode else 'prefill'} of {m.name}, one GPU of {ep} (expert-parallel)", m,
                  local, queries, keys, decode=decode, dtype=dtype, weights_dtype=weights_dtype, kv_dtype=kv_dtype,
-                 math_dtype=None, accounting="text", omit=(), options={}, routing=routing, experts_read=read)
+                 math_dtype=math_dtype, accounting="text", omit=(), options={}, routing=routing, experts_read=read)
     if cf != 1:
         from roofline.workloads.inference import PARTS
         from roofline.core.ops import Op

@@ -176,6 +176,23 @@ def test_moe_layer_time_is_the_expert_ops_on_the_roof():
     assert s.all_to_all_pair_time == 2 * s.all_to_all.time
 
 
+def test_fp8_experts_are_timed_at_the_fp8_peak_and_then_the_nvlink_exchange_no_longer_hides():
+    # chapter 10, Fig. 35: DeepSeek-V3 at 4,096 tokens per GPU on 8 H200s, fp8 weights multiplied in fp8
+    kw = dict(ep=8, tier="scale_up", weights_dtype="fp8", kv_dtype="fp8")
+    w8a16 = moe.per_gpu_step(V3, "h200", 4096, 0, **kw)
+    fp8 = moe.per_gpu_step(V3, "h200", 4096, 0, math_dtype="fp8", **kw)
+    h = rl.get_hardware("h200")
+    assert {op.math for op in fp8.work.ops} == {"fp8"} and fp8.work.formats.math == "fp8"
+    ops = [op for op in fp8.work.ops if op.name.startswith(("expert.", "shared.", "router"))]
+    flops = sum(op.flops for op in ops)
+    assert fp8.moe_layer_time == pytest.approx(flops / h.peak_flops("fp8") / 58)  # compute-bound at this size
+    assert fp8.moe_layer_time == pytest.approx(w8a16.moe_layer_time / 2, rel=1e-3)  # the fp8 peak is twice bf16's
+    assert w8a16.moe_layer_time == pytest.approx(3.30e-3, rel=0.01) and fp8.moe_layer_time == pytest.approx(1.65e-3, rel=0.01)
+    # the exchange is the same bytes either way; in fp8 it outlasts the work it was to hide behind
+    assert fp8.all_to_all == w8a16.all_to_all
+    assert moe.exchange_over_work(w8a16) < 1 < moe.exchange_over_work(fp8)
+
+
 def test_expert_parallel_at_ep_one_is_the_plain_step():
     s = moe.expert_parallel_step(MIXTRAL, "h100", 16, 512, ep=1, routing="uniform")
     plain = rl.decode_step(MIXTRAL, 16, 512, routing="uniform")
