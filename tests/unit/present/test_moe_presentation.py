@@ -10,13 +10,15 @@ from roofline.present import plot, tables, widgets
 def test_explorer_readout_follows_the_package():
     e = widgets.moe_explorer("h200", batches=(8, 64), eps=(1, 8))
     assert len(e.frames) == 2 * 2 * 2 * 2 and "16 frames" in repr(e)
+    # an fp8 model multiplies on the fp8 tensor cores (chapter 10, Fig. 35)
     s = moe.expert_parallel_step("deepseek-v3", "h200", 64, 4096, ep=8, tier="network", weights_dtype="fp8",
-                                 kv_dtype="fp8")
+                                 kv_dtype="fp8", math_dtype="fp8")
     text = e.text((1, 1, 1, 1))
     assert "DeepSeek-V3, fp8, batch 64, 8 GPUs, InfiniBand" in text
     assert rl.fmt(s.time, "s") in text and rl.fmt(s.overlapped_time, "s") in text
     assert "no all-to-all" in e.text((0, 0, 0, 0))
     assert e.png((1, 1, 1, 1)) != e.png((1, 1, 1, 0))  # the all-to-all bar moves with the tier
+    assert e.png((1, 1, 1, 1)) != e.png((1, 1, 0, 1))  # and is there with 8 GPUs, not with one
 
 
 def test_tables_hold_the_packages_numbers():
