@@ -420,6 +420,8 @@ CHAPTERS_7_TO_9_BAD_INPUT = {
                                "point must be a DegreePoint"),
         "width_margin": (lambda: rl.parallel.tensor_parallel.width_margin("llama-3-8b", 8, "h100-pcie", "network"), ValueError,
                          "tier must be one of"),
+        "compute_share": (lambda: rl.parallel.tensor_parallel.compute_share("llama-3-70b", 16, 4096, "h100", gpus_per_node=3),
+                          ValueError, "whole number of nodes"),
         "against_pipeline": (lambda: rl.parallel.tensor_parallel.against_pipeline("llama-3-70b", "h100", 8, published=0),
                              ValueError, "published must be"),
     },
