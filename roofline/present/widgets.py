@@ -512,7 +512,7 @@ def data_parallel_explorer(models: Sequence[str] = ("llama-3-8b", "llama-3-70b")
         html = (f"<b>{s.model.title}, {n} node{'s' if n > 1 else ''} x {g} = {s.gpus} GPUs, {label}, {t:,} tokens per GPU</b>: "
                 f"{fmt(float(s.footprint.total), 'B')} per GPU ({verdict}); compute {fmt(s.compute, 's')}, link busy "
                 f"{fmt(s.communication, 's')}, exposed {fmt(s.exposed, 's')}; <b>MFU {s.mfu:.1%}</b> "
-                f"(at {achieved:.0%} of peak with nothing exposed)")
+                f"(kernels at {achieved:.0%} of peak, exposed time added)")
         return blitter.png(), html
 
     try:
