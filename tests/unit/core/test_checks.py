@@ -497,10 +497,14 @@ def test_chapter_11_helpers_bad_input_fails_at_the_edge(name):
 # Chapter 7's collective helper (appended so that the collectives registry stays complete).
 COLLECTIVES_BAD_INPUT["latency_share"] = (lambda: rl.core.collectives.latency_share(1.0), TypeError,
                                           "cost must be a CollectiveCost")
+COLLECTIVES_BAD_INPUT["latency_bound_size"] = (lambda: rl.core.collectives.latency_bound_size("all_reduce", 8, "h100",
+                                                                                                0), ValueError,
+                                               "share must be a single number strictly between 0 and 1")
 
 
-def test_latency_share_bad_input_fails_at_the_edge():
-    call, error, message = COLLECTIVES_BAD_INPUT["latency_share"]
+@pytest.mark.parametrize("name", ["latency_share", "latency_bound_size"])
+def test_latency_share_bad_input_fails_at_the_edge(name):
+    call, error, message = COLLECTIVES_BAD_INPUT[name]
     with pytest.raises(error, match=re.escape(message)):
         call()
 
