@@ -528,7 +528,7 @@ def data_parallel_explorer(models: Sequence[str] = ("llama-3-8b", "llama-3-70b")
 
 def speculation_explorer(target: Model | str = "llama-3-70b", drafts: Sequence[str] = ("llama-3.2-1b", "llama-3-8b"),
                          hardware: Hardware | str = "h200-sxm", *, gpus: int = 8, context: int = 2048,
-                         alphas: Sequence[float] = (0.6, 0.7, 0.8, 0.9), gammas: Sequence[int] = (2, 4, 8),
+                         alphas: Sequence[float] = (0.05, 0.1, 0.3, 0.6, 0.7, 0.8, 0.9), gammas: Sequence[int] = (2, 4, 8),
                          batches: Sequence[int] = (1, 32, 256)) -> FrameExplorer:
     """Chapter 12's sliders: draft model, acceptance rate, draft length and batch.
 
@@ -582,7 +582,8 @@ def speculation_explorer(target: Model | str = "llama-3-70b", drafts: Sequence[s
             [("draft", [(load_draft(d).title, d) for d in drafts]), ("α", list(alphas)), ("γ", list(gammas)),
              ("batch", list(batches))], frame,
             f"speculative decoding of {m.name} on {gpus} × {h.short}: {len(drafts)} drafts x {len(alphas)} acceptance "
-            f"rates x {len(gammas)} draft lengths x {len(batches)} batches", start=[0, 2, 1, 0])
+            f"rates x {len(gammas)} draft lengths x {len(batches)} batches",
+            start=[0, list(alphas).index(0.8) if 0.8 in alphas else 0, 1 if len(gammas) > 1 else 0, 0])
     finally:
         plt.close(fig)
     return explorer
@@ -827,7 +828,7 @@ def context_parallel_explorer(models: Sequence[str] = ("llama-3-8b", "llama-3-70
     return explorer
 
 
-def pipeline_explorer(stages: Sequence[int] = (2, 4, 8), micro_batches: Sequence[int] = (8, 16),
+def pipeline_explorer(stages: Sequence[int] = (2, 4, 8, 16), micro_batches: Sequence[int] = (16, 32, 64),
                       schedules: Sequence[tuple] = (("GPipe", ("gpipe", 1)), ("1F1B", ("1f1b", 1)),
                                                     ("interleaved, v = 2", ("interleaved", 2)),
                                                     ("interleaved, v = 4", ("interleaved", 4)))) -> FrameExplorer:
