@@ -169,7 +169,8 @@ def expert_parallel(args: argparse.Namespace, m: Model, h: Hardware) -> str:
         step = None
     else:
         step = at("--ep" if batch % args.ep == 0 else "--batch", expert_parallel_step, m, h, batch, context,
-                   ep=args.ep, routing=args.routing, prompt=prompt, dtype=dtype, weights_dtype=wd, kv_dtype=kvd)
+                   ep=args.ep, routing=args.routing, prompt=prompt, dtype=dtype, weights_dtype=wd, kv_dtype=kvd,
+                   math_dtype=getattr(args, "math_dtype", None))
     out = {"workload": args.command, "model": m.name, "gpu": h.key, "ep": args.ep, "routing": args.routing,
            "batch": batch, "weights_per_gpu": per_gpu,
            "weights_per_gpu_tensor_parallel": weights_per_gpu(m, tp=args.ep, weights_dtype=wd)}

@@ -87,3 +87,15 @@ def test_ep_refuses_serve_flags_it_would_ignore(capsys):
     assert main(["serve", "mixtral-8x7b", "--gpu", "h200", "--context", "4096", "--ep", "2", "--routing", "uniform",
                  "--curve"]) == 2
     assert "does not combine" in capsys.readouterr().err
+
+
+def test_ep_takes_the_math_format_so_fp8_experts_run_at_the_fp8_peak():
+    # chapter 10: --math-dtype fp8 reaches expert_parallel_step (it was dropped on the --ep path)
+    args = ("decode", "deepseek-v3", "--gpu", "h200", "--batch", "4096", "--context", "0", "--ep", "8",
+            "--routing", "uniform", "--weights-dtype", "fp8", "--json")
+    status, out, err = call(*args, "--math-dtype", "fp8")
+    assert status == 0 and not err
+    s = moe.expert_parallel_step("deepseek-v3", "h200", 4096, 0, ep=8, routing="uniform", weights_dtype="fp8",
+                                 math_dtype="fp8")
+    w8a16 = json.loads(call(*args)[1])
+    assert json.loads(out)["compute_time_s"] == s.compute_time < w8a16["compute_time_s"]
