@@ -19,6 +19,17 @@ def test_explorer_readout_follows_the_package():
     assert "no all-to-all" in e.text((0, 0, 0, 0))
     assert e.png((1, 1, 1, 1)) != e.png((1, 1, 1, 0))  # the all-to-all bar moves with the tier
     assert e.png((1, 1, 1, 1)) != e.png((1, 1, 0, 1))  # and is there with 8 GPUs, not with one
+    # in its own colour, although the first frame (one GPU) has no all-to-all bar to choose the palette from
+    import io
+    from PIL import Image
+    from roofline.present.plot import PALETTE
+
+    def has(png, color):
+        rgb = tuple(int(color.lstrip("#")[i:i + 2], 16) for i in (0, 2, 4))
+        pixels = Image.open(io.BytesIO(png)).convert("RGB").getdata()
+        return any(sum(abs(a - b) for a, b in zip(px, rgb)) < 30 for px in pixels)
+
+    assert has(e.png((1, 1, 1, 1)), PALETTE["vermillion"]) and not has(e.png((1, 1, 0, 1)), PALETTE["vermillion"])
 
 
 def test_tables_hold_the_packages_numbers():
