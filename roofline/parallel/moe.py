@@ -173,6 +173,7 @@ class ExpertParallelStep:
     compute_time: float
     memory_time: float
     _hardware: Hardware = None
+    dispatch: CollectiveCost | None = None  # the dispatch all-to-all when it is sent in another format (None: all_to_all)
 
     @property
     def moe_layer_time(self) -> float:
@@ -186,8 +187,9 @@ class ExpertParallelStep:
 
     @property
     def all_to_all_pair_time(self) -> float:
-        """The dispatch and the combine of one MoE layer."""
-        return 2 * self.all_to_all.time
+        """The dispatch and the combine of one MoE layer (``all_to_all`` is the combine; the dispatch is
+        ``dispatch`` when it was sent in its own format, else the same)."""
+        return (self.dispatch or self.all_to_all).time + self.all_to_all.time
 
     @property
     def gpu_time(self) -> float:
@@ -197,7 +199,7 @@ class ExpertParallelStep:
     @property
     def communication_time(self) -> float:
         """Every all-to-all of the step, one after another."""
-        return self.calls * self.all_to_all.time
+        return self.calls // 2 * self.all_to_all_pair_time
 
     @property
     def time(self) -> float:
@@ -214,7 +216,8 @@ class ExpertParallelStep:
 def expert_parallel_step(model: Model | str, hardware: Hardware | str, batch, context=0, *, ep: int,
                          routing: str = "uniform", prompt=None, tier: str | None = None, gpus_per_node: int = 8,
                          capacity_factor: float = 1.0, dtype: str = "bf16", weights_dtype: str | None = None,
-                         kv_dtype: str | None = None, math_dtype: str | None = None) -> ExpertParallelStep:
+                         kv_dtype: str | None = None, math_dtype: str | None = None,
+                         dispatch_dtype: str | None = None) -> ExpertParallelStep:
     """Decode (``prompt`` None: ``batch`` sequences, ``context`` cached tokens each) or prefill (``batch``
     prompts of ``prompt`` tokens) of a MoE model over ``ep`` GPUs, expert-parallel, on ``hardware``.
 
@@ -227,6 +230,8 @@ def expert_parallel_step(model: Model | str, hardware: Hardware | str, batch, co
     (None: ``dtype``). DeepSeek-V3 stores its weights in fp8 *and* multiplies them on the fp8 tensor
     cores (``weights_dtype='fp8', math_dtype='fp8'``), so its expert work is timed at the fp8 peak;
     fp8 weights alone (``math_dtype`` left out) are dequantized and multiplied in ``dtype``.
+    ``dispatch_dtype`` sends the dispatch all-to-all in another format than the combine (DeepSeek-V3
+    quantizes the tokens to fp8 before dispatching them and combines in bf16); None: ``dtype`` both ways.
     """
     from roofline.workloads.inference import check_modelled, build_step
 
@@ -274,9 +279,14 @@ def expert_parallel_step(model: Model | str, hardware: Hardware | str, batch, co
     a = dtype_bytes(dtype)
     size = local * queries * m.moe.experts_per_token * m.hidden_size * a * cf  # each GPU's send buffer
     cost = collective_cost("all_to_all", ep, size, h, gpus_per_node=gpus_per_node, tier=tier)
+    dispatch = None
+    if dispatch_dtype is not None and dtype_bytes(dispatch_dtype) != a:
+        dispatch = collective_cost("all_to_all", ep, size / a * dtype_bytes(dispatch_dtype), h,
+                                   gpus_per_node=gpus_per_node, tier=tier)
     pred = predict(work, h)
     return ExpertParallelStep(m.name, ep, float(tokens), routing, float(cf), work, cost,
-                              2 * m.moe.moe_layers(m.num_layers), float(pred.compute_time), float(pred.memory_time), h)
+                              2 * m.moe.moe_layers(m.num_layers), float(pred.compute_time), float(pred.memory_time), h,
+                              dispatch)
 
 
 # Chapter 10's quantities that the prose quotes, each one call for the notebook.
