@@ -175,7 +175,8 @@ def expert_parallel(args: argparse.Namespace, m: Model, h: Hardware, assumed: bo
         step = None
     else:
         step = at("--ep" if batch % args.ep == 0 else "--batch", expert_parallel_step, m, h, batch, context,
-                   ep=args.ep, routing=args.routing, prompt=prompt, dtype=dtype, weights_dtype=wd, kv_dtype=kvd)
+                   ep=args.ep, routing=args.routing, prompt=prompt, dtype=dtype, weights_dtype=wd, kv_dtype=kvd,
+                   math_dtype=getattr(args, "math_dtype", None))
     tokens = batch * (prompt or 1)
     out = {"workload": args.command, "model": m.name, "gpu": h.key, "ep": args.ep,
            **routing_fields(m, max(tokens, 1), args.routing, assumed), "batch": batch, "weights_per_gpu": per_gpu,

@@ -307,6 +307,16 @@ def break_even_size(collective, n, hardware: Hardware | str, *, times: float = 1
     return float(out) if out.ndim == 0 else out
 
 
+def latency_bound_size(collective, n, hardware: Hardware | str, share, **kwargs):
+    """Chapter 7: the buffer size (bytes) at which latency is ``share`` of a ``collective``'s time (a gradient
+    bucket that keeps latency to a tenth: ``share=0.1``): ``break_even_size x (1 - share) / share``, since
+    at the break-even size latency is half the time. Arguments as :func:`collective_cost`."""
+    share = number("share", share, strict=False)
+    if np.ndim(share) or not 0 < share < 1:
+        raise ValueError(f"share must be a single number strictly between 0 and 1, got {share!r}")
+    return break_even_size(collective, n, hardware, **kwargs) * (1 - share) / share
+
+
 def latency_share(cost: CollectiveCost):
     """Chapter 7: the share of a collective's time that is latency (the per-call overhead and every step's
     alpha) rather than bytes on the wire: ``latency / time`` (0 for a collective that takes no time)."""
@@ -318,3 +328,4 @@ def latency_share(cost: CollectiveCost):
 
 
 __all__ += ["latency_share"]
+__all__ += ["latency_bound_size"]

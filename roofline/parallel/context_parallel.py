@@ -17,8 +17,11 @@ query needs the keys and values of all the positions before it. Two ways to get 
   cannot exceed the model's key/value heads (:func:`check_all_to_all`).
 
 Assumptions, named: the ring overlaps each transfer with the block computed meanwhile (the last block has
-nothing left to transfer); the backward pass sends the key/value blocks and their gradients, twice the
-forward's bytes, beside twice the forward's attention FLOPs; the all-to-alls are not overlapped (DeepSpeed-
+nothing left to transfer); the backward pass of the ring sends the key/value blocks and their gradients,
+twice the forward's bytes, and the all-to-all's backward the forward's bytes again (the output's gradient in,
+those of Q, K and V out); a training plan prices the backward's attention at twice the forward's FLOPs (the
+model FLOPs of :func:`~roofline.workloads.training.training_step`), while :func:`phase_factors` counts the
+2.5 times the flash kernel runs, for the thresholds of each pass; the all-to-alls are not overlapped (DeepSpeed-
 Ulysses runs them between the projections and the attention); attention runs at the same fraction of peak as
 the rest of the step. Times of transfers come from :mod:`roofline.core.collectives` only.
 """
@@ -159,8 +162,32 @@ def _seconds_per_byte(hw: Hardware, cp: int, tier, gpus_per_node) -> float:
     return collective_cost("send_recv", max(cp, 2), 1.0, hw, **kwargs).transfer
 
 
+# The backward pass of attention against its forward (chapter 11). FLOPs: the flash kernel's backward runs
+# five matmuls of the forward's size against the forward's two (the gradients of Q, K and V, the
+# gradient of the probabilities, and the scores it recomputes instead of saving; Dao 2023), 2.5 times the
+# forward. Bytes each GPU sends: the ring passes the key/value blocks round again and their gradients
+# with them, twice the forward's; the all-to-all sends the output's gradient one way and the gradients
+# of Q, K and V the other, the forward's bytes again.
+BACKWARD_ATTENTION_FLOPS = 2.5
+BACKWARD_BYTES = {"ring": 2.0, "all-to-all": 1.0}
+PHASES = ("forward", "backward", "step")
+__all__ += ["BACKWARD_ATTENTION_FLOPS", "BACKWARD_BYTES", "PHASES", "phase_factors"]
+
+
+def phase_factors(method: str = "ring", phase: str = "forward") -> tuple[float, float]:
+    """Chapter 11: ``(bytes, FLOPs)`` of attention's traffic and work in ``phase`` ('forward', 'backward' or
+    'step', forward and backward together) in units of the forward pass's, for ``method`` ('ring' or
+    'all-to-all'): forward ``(1, 1)``, backward ``(BACKWARD_BYTES[method], BACKWARD_ATTENTION_FLOPS)``."""
+    method = _method(method)
+    if phase not in PHASES:
+        raise ValueError(f"phase must be one of {', '.join(map(repr, PHASES))}, got {phase!r}")
+    back = (BACKWARD_BYTES[method], BACKWARD_ATTENTION_FLOPS)
+    return {"forward": (1.0, 1.0), "backward": back, "step": (1.0 + back[0], 1.0 + back[1])}[phase]
+
+
 def ring_hiding_block(model: Model | str, hardware: Hardware | str, *, tier: str | None = "network", cp: int = 2,
-                      gpus_per_node=8, causal: bool = True, achieved=1.0, dtype: str = "bf16") -> float:
+                      gpus_per_node=8, causal: bool = True, achieved=1.0, dtype: str = "bf16",
+                      phase: str = "forward") -> float:
     """Tokens per GPU at which a ring step's key/value transfer takes as long as the attention on the block:
     past it the transfer hides behind the compute.
 
@@ -171,6 +198,10 @@ def ring_hiding_block(model: Model | str, hardware: Hardware | str, *, tier: str
     ``tier`` is a link of the catalog ('scale_up', 'network'...), or None for the tier a ring of ``cp``
     crosses (NVLink inside a node of ``gpus_per_node``, the network beyond). Latency is left out: it is the
     bandwidth law; :func:`ring_layer_times` adds the per-step latency.
+
+    ``phase`` 'forward' is that count; 'backward' sends twice the bytes against 2.5 times the FLOPs
+    (:func:`phase_factors`), so its block is 0.8 of the forward's; 'step' (both passes) 3 against 3.5.
+    The forward is the pass that binds: a ring that hides its forward hides its backward.
     """
     m, hw = load_model(model), get_hardware(hardware)
     _dense_full(m, "ring_hiding_block")
@@ -180,7 +211,9 @@ def ring_hiding_block(model: Model | str, hardware: Hardware | str, *, tier: str
     per_token = float(kv_block_bytes(m, 1, dtype))
     rate = hw.peak_flops(dtype) * achieved
     f = 0.5 if causal else 1.0
-    return per_token * rate * _seconds_per_byte(hw, _cp(cp), tier, gpus_per_node) / (4 * m.attention_width * f)
+    nbytes, flops = phase_factors("ring", phase)
+    return (nbytes / flops) * per_token * rate * _seconds_per_byte(hw, _cp(cp), tier, gpus_per_node) / (
+        4 * m.attention_width * f)
 
 
 @dataclass(frozen=True)
@@ -255,6 +288,22 @@ def all_to_all_layer_time(model: Model | str, hardware: Hardware | str, seq, cp,
         return 0.0
     return float(sum(collective_cost("all_to_all", cp, size, hw, **kwargs).time
                      for size in all_to_all_sizes(model, seq, cp, dtype)))
+
+
+def all_to_all_share(model: Model | str, hardware: Hardware | str, seq, cp, *, phase: str = "forward",
+                     tier: str | None = None, gpus_per_node=8, achieved=1.0, dtype: str = "bf16") -> float:
+    """Chapter 11: one layer's all-to-alls over its attention, in ``phase`` ('forward', 'backward' or 'step';
+    :func:`phase_factors`): :func:`all_to_all_layer_time` over the layer's attention on one GPU (the zig-zag
+    ring schedule's, which balances the causal mask as the head split does). The all-to-alls are not
+    overlapped, so this is the share they add to the attention."""
+    nbytes, flops = phase_factors("all-to-all", phase)
+    m = load_model(model)
+    attention = float(ring_layer_times(m, hardware, seq, cp, achieved=achieved, dtype=dtype).compute.sum())
+    comm = all_to_all_layer_time(m, hardware, seq, cp, tier=tier, gpus_per_node=gpus_per_node, dtype=dtype)
+    return nbytes * comm / (flops * attention)
+
+
+__all__ += ["all_to_all_share"]
 
 
 def _attention_pairs(m: Model, seq: int, cp: int, method: str, layout: str) -> float:
@@ -348,11 +397,13 @@ class ContextParallelPlan(FitsOnItsHardware):
         return self.seq * self.micro_batch / self.cp / self.time
 
 
-def _passes(recompute: str) -> float:
-    """Forward-pass equivalents of attention traffic in a training step: forward 1, backward 2 (blocks and
-    their gradients), and 1 more when the policy reruns the attention core."""
+def _passes(recompute: str, method: str = "ring") -> float:
+    """Forward-pass equivalents of attention traffic in a training step: forward 1, backward
+    :data:`BACKWARD_BYTES` of the method (the ring: the key/value blocks and their gradients, 2; the
+    all-to-all: the output's gradient in, the gradients of Q, K and V out, 1), and 1 more when the policy
+    reruns the attention core."""
     policy = recompute_policy(recompute)
-    return 3.0 + (1.0 if (policy.every or policy.name == "selective") else 0.0)
+    return 1.0 + BACKWARD_BYTES[method] + (1.0 if (policy.every or policy.name == "selective") else 0.0)
 
 
 def _tier(hw: Hardware, cp: int, tier, gpus_per_node) -> str:
@@ -402,7 +453,7 @@ def plan_context_parallel(model: Model | str, hardware: Hardware | str, *, seq, 
     else:
         rate_fraction = _achieved(achieved)
         compute = float(step.flops) / (rate_fraction * hw.peak_flops(step.formats.math))
-    passes = _passes(policy.name) * m.num_layers * micro_batch
+    passes = _passes(policy.name, method) * m.num_layers * micro_batch
     if method == "ring":
         ring = ring_layer_times(m, hw, seq, cp, layout=layout, tier=tier, gpus_per_node=gpus_per_node,
                                 achieved=rate_fraction, dtype=dtype)

@@ -174,21 +174,23 @@ class ExpertParallelStep:
     compute_time: float
     memory_time: float
     _hardware: Hardware = None
+    dispatch: CollectiveCost | None = None  # the dispatch all-to-all when it is sent in another format (None: all_to_all)
 
     @property
     def moe_layer_time(self) -> float:
         """One GPU's share of one MoE layer's matmuls (router, shared and routed experts) on the roofline,
         the step rule: the work the layer's two all-to-alls could hide behind."""
-        from roofline.core.cost import Cost
-
-        parts = [op.cost for op in self.work.ops if op.name.startswith(("expert.", "shared.", "router"))]
+        parts = [op for op in self.work.ops if op.name.startswith(("expert.", "shared.", "router"))]
         layers = self.calls // 2
-        return float(predict(sum(parts, Cost(0.0, 0.0)), self._hardware).time) / layers
+        # each matmul at the peak of its own math format (fp8 experts on the fp8 peak), as predict() does
+        work = Breakdown.from_ops("MoE layers", parts, self.work.formats)
+        return float(predict(work, self._hardware).time) / layers
 
     @property
     def all_to_all_pair_time(self) -> float:
-        """The dispatch and the combine of one MoE layer."""
-        return 2 * self.all_to_all.time
+        """The dispatch and the combine of one MoE layer (``all_to_all`` is the combine; the dispatch is
+        ``dispatch`` when it was sent in its own format, else the same)."""
+        return (self.dispatch or self.all_to_all).time + self.all_to_all.time
 
     @property
     def gpu_time(self) -> float:
@@ -198,7 +200,7 @@ class ExpertParallelStep:
     @property
     def communication_time(self) -> float:
         """Every all-to-all of the step, one after another."""
-        return self.calls * self.all_to_all.time
+        return self.calls // 2 * self.all_to_all_pair_time
 
     @property
     def time(self) -> float:
@@ -215,13 +217,22 @@ class ExpertParallelStep:
 def expert_parallel_step(model: Model | str, hardware: Hardware | str, batch, context=0, *, ep: int,
                          routing: str = "uniform", prompt=None, tier: str | None = None, gpus_per_node: int = 8,
                          capacity_factor: float = 1.0, dtype: str = "bf16", weights_dtype: str | None = None,
-                         kv_dtype: str | None = None) -> ExpertParallelStep:
+                         kv_dtype: str | None = None, math_dtype: str | None = None,
+                         dispatch_dtype: str | None = None) -> ExpertParallelStep:
     """Decode (``prompt`` None: ``batch`` sequences, ``context`` cached tokens each) or prefill (``batch``
     prompts of ``prompt`` tokens) of a MoE model over ``ep`` GPUs, expert-parallel, on ``hardware``.
 
     ``batch`` must be a multiple of ``ep`` (each GPU holds ``batch / ep`` sequences). The all-to-alls are
     priced by :func:`roofline.core.collectives.collective_cost` on ``tier`` (None: NVLink inside a node, the
     network across nodes; 'network' forces InfiniBand). Text accounting, the step rule.
+
+    Formats as in :func:`~roofline.workloads.inference.decode_step`: ``dtype`` for the activations (and
+    the all-to-all buffers), ``weights_dtype`` for the stored weights, ``math_dtype`` for the matmuls
+    (None: ``dtype``). DeepSeek-V3 stores its weights in fp8 *and* multiplies them on the fp8 tensor
+    cores (``weights_dtype='fp8', math_dtype='fp8'``), so its expert work is timed at the fp8 peak;
+    fp8 weights alone (``math_dtype`` left out) are dequantized and multiplied in ``dtype``.
+    ``dispatch_dtype`` sends the dispatch all-to-all in another format than the combine (DeepSeek-V3
+    quantizes the tokens to fp8 before dispatching them and combines in bf16); None: ``dtype`` both ways.
     """
     from roofline.workloads.inference import check_modelled, build_step
 
@@ -253,7 +264,7 @@ def expert_parallel_step(model: Model | str, hardware: Hardware | str, batch, co
     read = experts_touched(m, tokens, routing) / ep
     work = build_step(f"{'decode step' if decode else 'prefill'} of {m.name}, one GPU of {ep} (expert-parallel)", m,
                  local, queries, keys, decode=decode, dtype=dtype, weights_dtype=weights_dtype, kv_dtype=kv_dtype,
-                 math_dtype=None, accounting="text", omit=(), options={}, routing=routing, experts_read=read)
+                 math_dtype=math_dtype, accounting="text", omit=(), options={}, routing=routing, experts_read=read)
     if cf != 1:
         from roofline.workloads.inference import PARTS
         from roofline.core.ops import Op
@@ -269,9 +280,14 @@ def expert_parallel_step(model: Model | str, hardware: Hardware | str, batch, co
     a = dtype_bytes(dtype)
     size = local * queries * m.moe.experts_per_token * m.hidden_size * a * cf  # each GPU's send buffer
     cost = collective_cost("all_to_all", ep, size, h, gpus_per_node=gpus_per_node, tier=tier)
+    dispatch = None
+    if dispatch_dtype is not None and dtype_bytes(dispatch_dtype) != a:
+        dispatch = collective_cost("all_to_all", ep, size / a * dtype_bytes(dispatch_dtype), h,
+                                   gpus_per_node=gpus_per_node, tier=tier)
     pred = predict(work, h)
     return ExpertParallelStep(m.name, ep, float(tokens), routing, float(cf), work, cost,
-                              2 * m.moe.moe_layers(m.num_layers), float(pred.compute_time), float(pred.memory_time), h)
+                              2 * m.moe.moe_layers(m.num_layers), float(pred.compute_time), float(pred.memory_time), h,
+                              dispatch)
 
 
 # Chapter 10's quantities that the prose quotes, each one call for the notebook.

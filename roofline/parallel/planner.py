@@ -126,6 +126,9 @@ class Layout:
     mfu: float
     tflops: float  # model TFLOP/s per GPU, in FLOP/s
     fits: bool
+    # seconds of the data-parallel collectives per step, hidden or not (``data_comm`` is the part that shows):
+    # ZeRO-3's gathers and reduce-scatters of every layer for every micro-batch, or the gradient buckets
+    data_traffic: float = 0.0
 
     @property
     def schedule(self) -> str:
@@ -173,7 +176,8 @@ class Plan:
                       int(g["micro_batches"][i]), int(g["v"][i]), str(RECOMPUTES[int(g["recompute"][i])]),
                       int(g["zero_stage"][i]), float(g["memory"][i]), float(g["compute"][i]), float(g["bubble"][i]),
                       float(g["pipeline_comm"][i]), float(g["data_comm"][i]), float(g["time"][i]),
-                      float(g["mfu"][i]), float(g["tflops"][i]), bool(g["fits"][i]))
+                      float(g["mfu"][i]), float(g["tflops"][i]), bool(g["fits"][i]),
+                      float(g["data_traffic"][i]) if "data_traffic" in g else 0.0)
 
     def top(self, k: int = 5) -> list[Layout]:
         k = int(number("k", k, integer=True))
@@ -342,6 +346,7 @@ def plan(model: Model | str, hardware: Hardware | str, *, nodes, gpus_per_node=8
     params = (hi * layer_params + head) / tp  # on one GPU of the heaviest stage
     psi = params * 2.0
     data_comm = np.zeros(tp.shape)
+    data_traffic = np.zeros(tp.shape)
     for t in np.unique(tp):
         sel = (tp == t) & (dp > 1)
         if not sel.any():
@@ -361,6 +366,7 @@ def plan(model: Model | str, hardware: Hardware | str, *, nodes, gpus_per_node=8
         ls = collective_cost("reduce_scatter", n, psi[sel] / lay, hw, gpus_per_node=loc).time
         stage3 = mi * (exposed_time(f, lay, lg) + exposed_time(bk, lay, lg + ls))
         data_comm[sel] = np.where(z == 0, stage0, np.where(z == 3, stage3, stage12))
+        data_traffic[sel] = np.where(z == 0, k * red, np.where(z == 3, mi * lay * (2 * lg + ls), k * (scat + gath)))
 
     time = compute + bubble + pipeline_comm + data_comm
 
@@ -381,7 +387,7 @@ def plan(model: Model | str, hardware: Hardware | str, *, nodes, gpus_per_node=8
     flops_per_gpu = B * model_flops_seq / N
     grid = {"tp": tp, "pp": pp, "dp": dp, "micro_batch": mb, "micro_batches": micro, "v": v, "recompute": irc,
             "zero_stage": zero, "memory": memory, "compute": compute, "bubble": bubble,
-            "pipeline_comm": pipeline_comm, "data_comm": data_comm, "time": time,
+            "pipeline_comm": pipeline_comm, "data_comm": data_comm, "data_traffic": data_traffic, "time": time,
             "mfu": flops_per_gpu / (time * peak), "tflops": flops_per_gpu / time, "fits": fits}
     if rcs != list(RECOMPUTES):  # keep the names the indices refer to
         grid["recompute"] = np.array([RECOMPUTES.index(rcs[i]) for i in irc])

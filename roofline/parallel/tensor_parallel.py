@@ -426,34 +426,43 @@ def tier_ridge(hardware: Hardware | str, tier: str = "scale_up", *, dtype: str =
     return hw.peak_flops(dtype) / hw.link(tier).each_way
 
 
-def hiding_width(model: Model | str, tp, hardware: Hardware | str, tier: str = "scale_up", *, dtype: str = "bf16",
-                 tokens=None):
-    """The hidden size at which :func:`tp_intensity` reaches :func:`tier_ridge`: the narrowest width, with
-    the model's proportions, whose matmuls take as long as its all-reduces' bytes on ``tier``. Below it
-    tensor parallelism of degree ``tp`` cannot hide behind the compute even with perfect overlap.
+def hiding_width(model: Model | str, tp, hardware: Hardware | str, tier: str | None = "scale_up", *,
+                 dtype: str = "bf16", tokens=None, gpus_per_node=8):
+    """The hidden size at which a block's matmuls take as long as its two all-reduces' bytes: the narrowest
+    width, with the model's proportions, at which degree ``tp`` can hide behind the compute even with
+    perfect overlap. On one ``tier`` (a flat ring, every byte on it) that is where :func:`tp_intensity`
+    reaches :func:`tier_ridge`. With ``tier=None`` the all-reduces are priced as
+    :func:`~roofline.core.collectives.collective_cost` prices a group that spans nodes of ``gpus_per_node``
+    (hierarchically: NVLink inside each node, each GPU's 1/g share over its own network port, the slower
+    tier setting the pace), the pricing chapters 7 to 9 use; a group inside one node is then plain NVLink.
 
-    That count has no latency, so the tokens cancel. Given ``tokens`` (per micro-batch), the width is
-    where a block's matmuls take as long as its two all-reduces *with* their latency
-    (:func:`~roofline.core.collectives.collective_cost` on ``tier``): the positive root of
-    ``2 s c h^2 / (tp P) = 2 (lat + 2 (tp-1)/tp s h a / B)``, with ``c h^2`` the block's matmul weights. It is
-    wider than the latency-free width and falls towards it as ``tokens`` grows."""
+    Per token a block's matmuls take ``2 c h^2 / (tp P)`` and its two all-reduces ``2 h a x``, with ``c h^2``
+    the block's matmul weights and ``x`` the all-reduce's transfer seconds per byte of buffer, so the
+    width is ``tp P a x / c`` (flat: ``x = 2 (tp-1)/tp / B``). That count has no latency, so the tokens
+    cancel. Given ``tokens`` (per micro-batch), the width is where the matmuls take as long as the two
+    all-reduces *with* their latency: the positive root of ``2 s c h^2 / (tp P) = 2 (lat + s h a x)``. It
+    is wider than the latency-free width and falls towards it as ``tokens`` grows."""
     m = load_model(model)
-    ridge = tier_ridge(hardware, tier, dtype=dtype)
+    hw = get_hardware(hardware)
     per_h2 = m.layer_matmul_params / m.hidden_size ** 2
     t = number("tp", tp, integer=True)
     a = dtype_bytes(dtype)
-    with np.errstate(divide="ignore"):
-        out = np.where(np.asarray(t) > 1, ridge * 2 * (np.asarray(t, dtype=float) - 1) * a / per_h2, 0.0)
+    if tier is not None:
+        tier_ridge(hw, tier, dtype=dtype)  # names the tiers when tier is not one of them
+    where = {"tier": tier} if tier is not None else {"gpus_per_node": gpus_per_node}
+    one = collective_cost("all_reduce", t, 1.0, hw, **where)  # one byte of buffer: its transfer is x
+    x = np.asarray(one.transfer, dtype=float)
+    peak = hw.peak_flops(dtype)
+    out = np.where(np.asarray(t) > 1, np.asarray(t, dtype=float) * peak * a * x / per_h2, 0.0)
     if tokens is not None:
         s = number("tokens", tokens, integer=True)
         if np.ndim(t) or np.ndim(s):
             raise TypeError("hiding_width with tokens takes one degree tp and one token count, not arrays")
         if t > 1:
-            hw = get_hardware(hardware)
-            latency = float(collective_cost("all_reduce", int(t), 1.0, hw, tier=tier).latency)
+            latency = float(one.latency)
             # q h^2 - l h - latency = 0, with q h^2 the compute and l h the transfer of the two all-reduces, halved
-            q = s * per_h2 / (t * hw.peak_flops(dtype))
-            lin = 2 * (t - 1) / t * s * a / hw.interconnect[tier].each_way
+            q = s * per_h2 / (t * peak)
+            lin = s * a * float(x)
             out = (lin + np.sqrt(lin * lin + 4 * q * latency)) / (2 * q)
     return float(out) if np.ndim(out) == 0 else out
 
@@ -702,14 +711,25 @@ def against_pipeline(model: Model | str, hardware: Hardware | str, tp: int = 8, 
 __all__ += ["against_pipeline"]
 
 
-def width_margin(model: Model | str, tp, hardware: Hardware | str, tier: str = "scale_up", *,
-                 dtype: str = "bf16") -> float:
+def width_margin(model: Model | str, tp, hardware: Hardware | str, tier: str | None = "scale_up", *,
+                 dtype: str = "bf16", gpus_per_node=8) -> float:
     """Chapter 8: :func:`hiding_width` over the model's own hidden size: how many times wider the model would
-    have to be for degree ``tp``'s all-reduces on ``tier`` to hide behind its matmuls (below 1 they already do)."""
-    return hiding_width(model, tp, hardware, tier, dtype=dtype) / load_model(model).hidden_size
+    have to be for degree ``tp``'s all-reduces on ``tier`` (None: hierarchically over nodes of
+    ``gpus_per_node``) to hide behind its matmuls (below 1 they already do)."""
+    return hiding_width(model, tp, hardware, tier, dtype=dtype, gpus_per_node=gpus_per_node) / load_model(model).hidden_size
 
 
-__all__ += ["width_margin"]
+def compute_share(model: Model | str, tp, tokens, hardware: Hardware | str, *, tier: str | None = None,
+                  gpus_per_node=8, dtype: str = "bf16"):
+    """Chapter 8: the share of one block's forward pass a GPU spends in its matmuls when the two
+    all-reduces do not overlap with them (each all-reduce's output is the next norm's input, so nothing
+    runs beside it unless the matmul is chunked): ``compute / (compute + communication)`` of
+    :func:`layer_times`, hierarchically over nodes unless ``tier`` is given. Broadcasts over ``tokens``."""
+    c, k = layer_times(model, tp, tokens, hardware, tier=tier, gpus_per_node=gpus_per_node, dtype=dtype)
+    return c / (c + k)
+
+
+__all__ += ["width_margin", "compute_share"]
 
 
 def comm_share(point: DegreePoint) -> float:

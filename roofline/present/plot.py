@@ -894,22 +894,28 @@ def exposure_chart(tokens, panels: dict, *, title=None):
 
 def zero_tradeoff_chart(points, *, capacity=None, capacity_label="", title=None):
     """Memory per GPU against bytes each GPU sends per step (chapter 7): ``points`` are dicts with
-    ``memory``, ``sent`` (bytes), ``label`` and optional ``offset``; ``capacity`` a vertical line (bytes)."""
-    with _chart(7, 4.2) as (fig, ax):
-        for i, p in enumerate(points):
-            ax.plot([p["memory"] / 1e9], [p["sent"] / 1e9], "os^Dv"[i % 5], ms=9, color=_CYCLE[i % len(_CYCLE)],
-                    mec="black", mew=0.6, zorder=3)
-            ax.annotate(p["label"], (p["memory"] / 1e9, p["sent"] / 1e9), textcoords="offset points",
-                        xytext=p.get("offset", (8, 4)), fontsize=9.5, ha=p.get("ha", "left"))
-        if capacity:
-            ax.axvline(capacity / 1e9, color="black", ls="--", lw=1)
-            ax.annotate(capacity_label, (capacity / 1e9, 0.03), xycoords=("data", "axes fraction"),
-                        textcoords="offset points", xytext=(-4, 0), ha="right", fontsize=9.5)
-        _log_axis(ax, "x", _thousands)
-        ax.set_xlabel("memory per GPU (GB, log scale)")
-        ax.set_ylabel("bytes each GPU sends per step (GB)")
-        ax.set_ylim(0, 1.15 * max(p["sent"] for p in points) / 1e9)
-        _label(ax, title=title)
+    ``memory``, ``label``, optional ``offset`` and ``ha``, and either ``sent`` (bytes, one panel) or
+    ``scale_up`` and ``network`` (bytes over NVLink and over the network: two panels, one per tier, so that
+    bytes of links nine times apart in speed are never added on one axis); ``capacity`` a vertical line
+    (bytes)."""
+    tiers = [("scale_up", "over NVLink"), ("network", "over the network")] if "network" in points[0] else [("sent", "")]
+    with _chart(7, 2.4 * len(tiers) + 0.9, nrows=len(tiers), ncols=1, sharex=True, squeeze=False) as (fig, axes):
+        for ax, (key, where) in zip(axes[:, 0], tiers):
+            for i, p in enumerate(points):
+                ax.plot([p["memory"] / 1e9], [p[key] / 1e9], "os^Dv"[i % 5], ms=9, color=_CYCLE[i % len(_CYCLE)],
+                        mec="black", mew=0.6, zorder=3)
+                ax.annotate(p["label"], (p["memory"] / 1e9, p[key] / 1e9), textcoords="offset points",
+                            xytext=p.get("offset", (8, 4)), fontsize=9.5, ha=p.get("ha", "left"))
+            if capacity:
+                ax.axvline(capacity / 1e9, color="black", ls="--", lw=1)
+                ax.annotate(capacity_label, (capacity / 1e9, 0.03), xycoords=("data", "axes fraction"),
+                            textcoords="offset points", xytext=(-4, 0), ha="right", fontsize=9.5)
+            _log_axis(ax, "x", _thousands)
+            ax.set_ylabel(f"GB each GPU sends\nper step {where}" if where else "bytes each GPU sends per step (GB)")
+            ax.set_ylim(0, 1.15 * max(max(p[key] for p in points) / 1e9, 1e-9))
+        axes[-1, 0].set_xlabel("memory per GPU (GB, log scale)")
+        if title:
+            axes[0, 0].set_title(title)
     return fig
 
 

@@ -512,7 +512,7 @@ def data_parallel_explorer(models: Sequence[str] = ("llama-3-8b", "llama-3-70b")
         html = (f"<b>{s.model.title}, {n} node{'s' if n > 1 else ''} x {g} = {s.gpus} GPUs, {label}, {t:,} tokens per GPU</b>: "
                 f"{fmt(float(s.footprint.total), 'B')} per GPU ({verdict}); compute {fmt(s.compute, 's')}, link busy "
                 f"{fmt(s.communication, 's')}, exposed {fmt(s.exposed, 's')}; <b>MFU {s.mfu:.1%}</b> "
-                f"(at {achieved:.0%} of peak with nothing exposed)")
+                f"(kernels at {achieved:.0%} of peak, exposed time added)")
         return blitter.png(), html
 
     try:
@@ -528,7 +528,7 @@ def data_parallel_explorer(models: Sequence[str] = ("llama-3-8b", "llama-3-70b")
 
 def speculation_explorer(target: Model | str = "llama-3-70b", drafts: Sequence[str] = ("llama-3.2-1b", "llama-3-8b"),
                          hardware: Hardware | str = "h200-sxm", *, gpus: int = 8, context: int = 2048,
-                         alphas: Sequence[float] = (0.6, 0.7, 0.8, 0.9), gammas: Sequence[int] = (2, 4, 8),
+                         alphas: Sequence[float] = (0.05, 0.1, 0.3, 0.6, 0.7, 0.8, 0.9), gammas: Sequence[int] = (2, 4, 8),
                          batches: Sequence[int] = (1, 32, 256)) -> FrameExplorer:
     """Chapter 12's sliders: draft model, acceptance rate, draft length and batch.
 
@@ -582,7 +582,8 @@ def speculation_explorer(target: Model | str = "llama-3-70b", drafts: Sequence[s
             [("draft", [(load_draft(d).title, d) for d in drafts]), ("α", list(alphas)), ("γ", list(gammas)),
              ("batch", list(batches))], frame,
             f"speculative decoding of {m.name} on {gpus} × {h.short}: {len(drafts)} drafts x {len(alphas)} acceptance "
-            f"rates x {len(gammas)} draft lengths x {len(batches)} batches", start=[0, min(2, len(alphas) - 1), min(1, len(gammas) - 1), 0])
+            f"rates x {len(gammas)} draft lengths x {len(batches)} batches",
+            start=[0, list(alphas).index(0.8) if 0.8 in alphas else 0, 1 if len(gammas) > 1 else 0, 0])
     finally:
         plt.close(fig)
     return explorer
@@ -592,11 +593,13 @@ __all__ += ["speculation_explorer"]
 
 
 def tp_explorer(models: Sequence[str] = ("llama-3-8b", "llama-3-70b", "llama-3.1-405b"),
-                hardware: Hardware | str = "h100-sxm", *, degrees: Sequence[int] = (1, 2, 4, 8),
+                hardware: Hardware | str = "h100-sxm", *, degrees: Sequence[int] = (1, 2, 4, 8, 16),
                 batches: Sequence[int] = (1, 64), contexts: Sequence[int] = (1024, 32768),
-                tiers: Sequence = (("NVLink", "scale_up"), ("InfiniBand", "network"))) -> FrameExplorer:
-    """Chapter 8's sliders: model, tensor-parallel degree, decode batch, context and the tier the
-    all-reduces cross (every byte on it: ``tier=`` of :func:`roofline.core.collectives.collective_cost`).
+                tiers: Sequence = (("NVLink in a node, InfiniBand across nodes", None),)) -> FrameExplorer:
+    """Chapter 8's sliders: model, tensor-parallel degree, decode batch, context and, when ``tiers`` names
+    more than one, the pricing of the all-reduces (``tier=`` of :func:`roofline.core.collectives.collective_cost`:
+    None, the default and the chapter's, prices a group that spans nodes hierarchically, NVLink inside
+    each node of eight and InfiniBand between; a tier name puts every byte on that tier).
 
     Each frame draws the decode step at every degree as a bar split into compute (one GPU's share of the
     kernels) and the collectives, the chosen degree outlined, and reads out the memory per GPU against the
@@ -606,11 +609,12 @@ def tp_explorer(models: Sequence[str] = ("llama-3-8b", "llama-3-70b", "llama-3.1
 
     hw = get_hardware(hardware)
     tiers = [x if isinstance(x, tuple) else (x, x) for x in tiers]
+    titles = {m: load_model(m).title for m in models}
     rows = {(m, b, c, tier): decode_by_degree(m, hw, degrees, batch=b, context=c, tier=tier)
             for m in models for b in batches for c in contexts for _, tier in tiers}
     figures: dict = {}
 
-    def frame(model, t, batch, context, tier):
+    def frame(model, t, batch, context, tier=tiers[0][1]):
         points = rows[model, batch, context, tier]
         key = (model, batch, context, tier)
         if key not in figures:
@@ -624,8 +628,8 @@ def tp_explorer(models: Sequence[str] = ("llama-3-8b", "llama-3-70b", "llama-3.1
             ax.set_xticks(pos, [f"t = {d}" for d in degrees])
             ax.set_ylabel("time per output token (ms)")
             ax.set_ylim(0, max(p.time for p in points) * 1e3 * 1.08)
-            ax.set_title(f"{load_model(model).title}, batch {batch}, {context:,} tokens, {dict((v, k) for k, v in tiers)[tier]}",
-                         fontsize=11)
+            where = f", {dict((v, k) for k, v in tiers)[tier]}" if len(tiers) > 1 else ""
+            ax.set_title(f"{titles[model]}, batch {batch}, {context:,} tokens{where}", fontsize=11)
             legend_below(ax, ncol=2)
             outline = ax.add_patch(plt.Rectangle((0, 0), 0, 0, fill=False, lw=2.5, ec="black"))
             figures[key] = (fig, ax, outline, Blitter(fig, [outline]))
@@ -634,7 +638,7 @@ def tp_explorer(models: Sequence[str] = ("llama-3-8b", "llama-3-70b", "llama-3.1
         p = points[j]
         outline.set_bounds(j - 0.45, 0, 0.9, (p.compute + p.comm) * 1e3)
         fits = "fits" if p.fits else "<b>does not fit</b>"
-        html = (f"<b>{model}, t = {t}, batch {batch}, {context:,} tokens</b>: per GPU {fmt(p.weights_per_gpu, 'B')} of "
+        html = (f"<b>{titles[model]}, t = {t}, batch {batch}, {context:,} tokens</b>: per GPU {fmt(p.weights_per_gpu, 'B')} of "
                 f"weights and {fmt(p.kv_per_gpu, 'B')} of KV cache, {fits} in the {fmt(hw.usable_capacity, 'B')} usable "
                 f"on the {hw.short}; {fmt(p.time, 's')} per output token "
                 + (f"({fmt(p.comm, 's')} of it in {2 * load_model(model).num_layers + 2} collectives), " if t > 1
@@ -642,12 +646,16 @@ def tp_explorer(models: Sequence[str] = ("llama-3-8b", "llama-3-70b", "llama-3.1
                 + f"{fmt(p.tokens_per_s_per_gpu, 'tokens/s')} per GPU.")
         return blitter.png(), html
 
+    controls = [("model", [(titles[m], m) for m in models]), ("t", list(degrees)), ("batch", list(batches)),
+                ("context", [(f"{c:,}", c) for c in contexts])]
+    if len(tiers) > 1:
+        controls.append(("all-reduces over", tiers))
+    frames = len(models) * len(degrees) * len(batches) * len(contexts) * len(tiers)
     try:
         with plt.rc_context({"figure.max_open_warning": 0}):  # one chart per model, batch, context and tier
-            explorer = frame_explorer([("model", list(models)), ("t", list(degrees)), ("batch", list(batches)),
-                                       ("context", list(contexts)), ("all-reduces over", tiers)], frame,
+            explorer = frame_explorer(controls, frame,
                                       f"tensor parallelism on {hw.short}: {len(models)} models, t {degrees[0]}..{degrees[-1]}, "
-                                      f"{len(models) * len(degrees) * len(batches) * len(contexts) * len(tiers)} frames")
+                                      f"{frames} frames")
     finally:
         for fig, *_ in figures.values():
             plt.close(fig)
@@ -673,25 +681,35 @@ def moe_explorer(hardware: Hardware | str = "h200-sxm", *,
     def frame(model, batch, ep, tier):
         name, wd = model
         m = load_model(name)
-        s = expert_parallel_step(m, h, batch, context, ep=ep, routing=routing, tier=tier, weights_dtype=wd, kv_dtype=wd)
+        # a model stored in fp8 multiplies in fp8 too (DeepSeek-V3's fp8 GEMMs), so its matmuls take the fp8 peak
+        s = expert_parallel_step(m, h, batch, context, ep=ep, routing=routing, tier=tier, weights_dtype=wd, kv_dtype=wd,
+                                 math_dtype=wd)
         held = weights_per_gpu(m, ep=ep, weights_dtype=wd) + batch // ep * float(m.kv_cache_bytes(context + 1, wd))
         if not figure:
             fig, ax = plt.subplots(figsize=(6.4, 2.9), layout="constrained")
             labels = ["compute", "memory", "all-to-alls"]
             colors = [PALETTE["blue"], PALETTE["orange"], PALETTE["vermillion"]]
             bars = ax.barh(labels, [1e-6] * 3, left=1e-6, color=colors, height=0.6)
-            for y, color in enumerate(colors):  # a swatch of each colour drawn once, so every frame keeps it
-                ax.plot([1.25e-6], [y], "s", ms=9, color=color, mec="black", mew=0.5, zorder=6)
+            # a swatch of each colour at the bar's root, so a bar too short to see still shows; redrawn with
+            # the bars, so that a frame with no all-to-all (one GPU) shows no all-to-all swatch either
+            swatches = [ax.plot([1.25e-6], [y], "s", ms=9, color=color, mec="black", mew=0.5, zorder=6)[0]
+                        for y, color in enumerate(colors)]
             ax.set_xscale("log")
             ax.set_xlim(1e-6, 1.0)
             ax.invert_yaxis()
             ax.set_xticks([1e-6, 1e-5, 1e-4, 1e-3, 1e-2, 1e-1, 1.0], ["1 µs", "10 µs", "100 µs", "1 ms", "10 ms", "100 ms", "1 s"])
             ax.set_xlabel(f"time per decode step, one GPU ({h.short})")
             ax.grid(True, axis="x")
-            figure["f"] = (fig, bars, Blitter(fig, list(bars)))
-        fig, bars, blitter = figure["f"]
+            blitter = Blitter(fig, [*bars, *swatches])
+            for bar in bars:  # the palette is chosen on the first picture: make it one with all three colours
+                bar.set_width(1e-3)
+            blitter.png()
+            figure["f"] = (fig, bars, swatches, blitter)
+        fig, bars, swatches, blitter = figure["f"]
         for bar, t in zip(bars, (s.compute_time, s.memory_time, s.communication_time)):
             bar.set_width(max(t, 1e-6) - 1e-6 + 1e-9)
+        bars[2].set_visible(ep > 1)
+        swatches[2].set_visible(ep > 1)
         fits = fits_in_hbm(held, h)
         verdict = "fits" if fits else "<b>does not fit</b>"
         where = "no all-to-all" if ep == 1 else f"{s.calls} all-to-alls of {fmt(s.all_to_all.bytes, 'B')} each"
@@ -814,7 +832,7 @@ def context_parallel_explorer(models: Sequence[str] = ("llama-3-8b", "llama-3-70
     return explorer
 
 
-def pipeline_explorer(stages: Sequence[int] = (2, 4, 8), micro_batches: Sequence[int] = (8, 16),
+def pipeline_explorer(stages: Sequence[int] = (2, 4, 8, 16), micro_batches: Sequence[int] = (16, 32, 64),
                       schedules: Sequence[tuple] = (("GPipe", ("gpipe", 1)), ("1F1B", ("1f1b", 1)),
                                                     ("interleaved, v = 2", ("interleaved", 2)),
                                                     ("interleaved, v = 4", ("interleaved", 4)))) -> FrameExplorer:

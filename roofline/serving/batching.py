@@ -18,7 +18,7 @@ tokens go through the model together; each step is timed by the roofline from wh
     Continuous batching with chunked prefill (Sarathi-Serve, Agrawal et al. 2024): at most ``chunk`` prompt
     tokens join a step, so a long prompt is spread over several steps and the decode steps stay short.
 
-The step time is the roofline's for the step's FLOPs and bytes under the text's accounting, which is
+The step time is the roofline's for the step's FLOPs and bytes under the first-order count, which is
 affine in what the step contains: every token costs the weight FLOPs, every (query, key) pair the attention
 FLOPs, every byte of KV cache read or written its bytes, and the weights are read once per step. The
 coefficients are read off :func:`roofline.workloads.inference.decode_step` (:meth:`StepCost.of`), so a step of
@@ -81,7 +81,7 @@ def make_requests(n: int, rate: float, prompt=(128, 2048), output=(16, 512), *, 
 
 @dataclass(frozen=True)
 class StepCost:
-    """The roofline time of a step from what it holds, under the text's accounting.
+    """The roofline time of a step from what it holds, under the first-order count.
 
     ``flops_per_token`` (every weight used once per token), ``flops_per_pair`` (score and value products
     of one query with one key, every layer), ``weight_bytes`` (read once per step) and ``kv_bytes_per_token``

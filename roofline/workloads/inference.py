@@ -400,7 +400,7 @@ def prefill(model: Model | str, tokens: ArrayLike, batch: ArrayLike=1, *, dtype:
             omit=(), embeddings_dtype: str | None = None, routing: str | None = None, **options) -> Breakdown:
     """Process a prompt of ``tokens`` tokens for ``batch`` sequences in one pass, writing their KV cache.
 
-    Causal attention is counted at half the square in the text's accounting (2 S^2 x width x layers
+    Causal attention is counted at half the square in the first-order count (2 S^2 x width x layers
     FLOPs), exactly in the refined one (flash skips the masked half; the explicit form computes the
     whole square). The lm_head runs over every token (``lm_head='all'``, as in the text and in the
     measured H200 runs); ``lm_head='last'`` keeps only each sequence's last logits, as a server does.
@@ -436,8 +436,8 @@ def verify_step(model: Model | str, queries: ArrayLike, context: ArrayLike=0, ba
     context = number("context", context, integer=True, strict=False)
     broadcast(queries=queries, batch=batch, context=context)
     check_modelled(m, batch * queries, "verify_step", routing, accounting)
-    # the text's count reads the cache but not the new tokens' own keys (as decode_step); refined reads both.
-    # Without a cache the text's count still lets each query see the new tokens before it (keys >= queries).
+    # the first-order count reads the cache but not the new tokens' own keys (as decode_step); refined reads both.
+    # Without a cache the first-order count still lets each query see the new tokens before it (keys >= queries).
     if accounting == "refined":
         keys = context + queries
     else:

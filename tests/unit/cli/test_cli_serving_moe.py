@@ -132,3 +132,15 @@ def test_a_verify_step_of_a_mixture_of_experts_takes_the_routing():
     assert best.bytes < worst.bytes  # five tokens on the same experts read fewer weights than spread out
     with pytest.raises(rl.NotModelledError, match="routing"):
         rl.verify_step("qwen3-30b-a3b", 5, 1024)
+
+
+def test_ep_takes_the_math_format_so_fp8_experts_run_at_the_fp8_peak():
+    # chapter 10: --math-dtype fp8 reaches expert_parallel_step (it was dropped on the --ep path)
+    args = ("decode", "deepseek-v3", "--gpu", "h200", "--batch", "4096", "--context", "0", "--ep", "8",
+            "--routing", "uniform", "--weights-dtype", "fp8", "--json")
+    status, out, err = call(*args, "--math-dtype", "fp8")
+    assert status == 0 and not err
+    s = moe.expert_parallel_step("deepseek-v3", "h200", 4096, 0, ep=8, routing="uniform", weights_dtype="fp8",
+                                 math_dtype="fp8")
+    w8a16 = json.loads(call(*args)[1])
+    assert json.loads(out)["compute_time_s"] == s.compute_time < w8a16["compute_time_s"]

@@ -421,6 +421,8 @@ CHAPTERS_7_TO_9_BAD_INPUT = {
                                "point must be a DegreePoint"),
         "width_margin": (lambda: rl.parallel.tensor_parallel.width_margin("llama-3-8b", 8, "h100-pcie", "network"), ValueError,
                          "tier must be one of"),
+        "compute_share": (lambda: rl.parallel.tensor_parallel.compute_share("llama-3-70b", 16, 4096, "h100", gpus_per_node=3),
+                          ValueError, "whole number of nodes"),
         "against_pipeline": (lambda: rl.parallel.tensor_parallel.against_pipeline("llama-3-70b", "h100", 8, published=0),
                              ValueError, "published must be"),
     },
@@ -471,6 +473,10 @@ CHAPTER_11_BAD_INPUT = {
     "block_tokens": (lambda: rl.parallel.context_parallel.block_tokens(131072, 2.5), ValueError, "cp must be a whole number"),
     "hiding_margin": (lambda: rl.parallel.context_parallel.hiding_margin("llama-3-70b", "h100", 131072, 16, tier="ib"),
                       KeyError, "unknown tier 'ib'"),
+    "phase_factors": (lambda: rl.parallel.context_parallel.phase_factors("ring", "both"), ValueError,
+                      "phase must be one of 'forward', 'backward', 'step'"),
+    "all_to_all_share": (lambda: rl.parallel.context_parallel.all_to_all_share("llama-3-70b", "h100", 131072, 16),
+                         ValueError, "cp must not exceed"),
     "ring_transfer_total": (lambda: rl.parallel.context_parallel.ring_transfer_total(1.0), TypeError,
                             "times must be RingLayerTimes"),
     "ulysses_published_bytes": (lambda: rl.parallel.context_parallel.ulysses_published_bytes("llama-2-7b", 131072, 0),
@@ -492,10 +498,14 @@ def test_chapter_11_helpers_bad_input_fails_at_the_edge(name):
 # Chapter 7's collective helper (appended so that the collectives registry stays complete).
 COLLECTIVES_BAD_INPUT["latency_share"] = (lambda: rl.core.collectives.latency_share(1.0), TypeError,
                                           "cost must be a CollectiveCost")
+COLLECTIVES_BAD_INPUT["latency_bound_size"] = (lambda: rl.core.collectives.latency_bound_size("all_reduce", 8, "h100",
+                                                                                                0), ValueError,
+                                               "share must be a single number strictly between 0 and 1")
 
 
-def test_latency_share_bad_input_fails_at_the_edge():
-    call, error, message = COLLECTIVES_BAD_INPUT["latency_share"]
+@pytest.mark.parametrize("name", ["latency_share", "latency_bound_size"])
+def test_latency_share_bad_input_fails_at_the_edge(name):
+    call, error, message = COLLECTIVES_BAD_INPUT[name]
     with pytest.raises(error, match=re.escape(message)):
         call()
 

@@ -228,3 +228,14 @@ def test_break_even_size_times_scales_the_bucket_and_its_latency_share_falls_to_
     assert col.latency_share(col.collective_cost("all_reduce", 256, nine, "h100-sxm")) == pytest.approx(0.1)
     with pytest.raises(ValueError, match="times"):
         col.break_even_size("all_reduce", 256, "h100-sxm", times=0)
+
+
+def test_latency_bound_size_keeps_latency_to_the_share_asked():
+    # chapter 7, exercise 3: a bucket whose all-reduce over 4 nodes of 8 H100s spends a tenth of its time waiting
+    from roofline.core import collectives as c
+
+    size = c.latency_bound_size("all_reduce", 32, "h100-sxm", 0.1)
+    assert size == pytest.approx(9 * c.break_even_size("all_reduce", 32, "h100-sxm"))
+    assert c.latency_share(c.collective_cost("all_reduce", 32, size, "h100-sxm")) == pytest.approx(0.1)
+    with pytest.raises(ValueError, match="share must be a single number strictly between 0 and 1"):
+        c.latency_bound_size("all_reduce", 32, "h100-sxm", 1.0)

@@ -252,3 +252,35 @@ def test_the_degree_is_bounded_before_the_pair_matrix_grows_as_its_square():
     for cp in (2048, 16384, 2**53):
         with pytest.raises(ValueError, match="cp must be at most 1,024"):
             pair_matrix(2**20, cp)
+
+
+import roofline as rl  # noqa: E402
+from roofline.parallel import context_parallel as cp  # noqa: E402
+
+
+def test_the_backward_pass_has_its_own_thresholds_and_the_forward_binds():
+    # chapter 11: B* and the all-to-all's share are the forward's; the backward sends K, V, dK, dV round the
+    # ring (twice the bytes), the output's and Q, K, V's gradients through the all-to-all (the same bytes),
+    # against 2.5 times the attention FLOPs (the flash kernel's five matmuls against two)
+    m, h = rl.load_model("llama-3-70b"), rl.get_hardware("h100-sxm")
+    assert cp.phase_factors("ring", "backward") == (2.0, 2.5) and cp.phase_factors("all-to-all", "step") == (2.0, 3.5)
+    fwd = cp.ring_hiding_block(m, h, tier="network")
+    assert cp.ring_hiding_block(m, h, tier="network", phase="backward") == pytest.approx(0.8 * fwd)
+    assert cp.ring_hiding_block(m, h, tier="network", phase="step") == pytest.approx(3 / 3.5 * fwd)
+    share = cp.all_to_all_share(m, h, 131072, 8)
+    attention = float(cp.ring_layer_times(m, h, 131072, 8).compute.sum())
+    assert share == pytest.approx(cp.all_to_all_layer_time(m, h, 131072, 8) / attention)
+    assert 0.03 < share < 0.035  # the text's forward share
+    assert cp.all_to_all_share(m, h, 131072, 8, phase="step") == pytest.approx(2 / 3.5 * share)
+    with pytest.raises(ValueError, match="phase must be one of"):
+        cp.phase_factors("ring", "both")
+
+
+def test_a_training_plan_counts_each_methods_backward_bytes():
+    m, h = rl.load_model("llama-2-7b"), rl.get_hardware("a100-sxm-80gb")
+    u = cp.plan_context_parallel(m, h, seq=32768, cp=8, method="all-to-all", recompute="none")
+    one = cp.all_to_all_layer_time(m, h, 32768, 8)
+    assert u.comm_time == pytest.approx(2 * m.num_layers * one)  # forward and the backward's same bytes
+    r = cp.plan_context_parallel(m, h, seq=32768, cp=8, method="ring", recompute="none")
+    ring = cp.ring_layer_times(m, h, 32768, 8)
+    assert r.comm_time == pytest.approx(3 * m.num_layers * ring.transfer * 7)  # forward and twice that backward

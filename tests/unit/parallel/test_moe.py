@@ -176,6 +176,23 @@ def test_moe_layer_time_is_the_expert_ops_on_the_roof():
     assert s.all_to_all_pair_time == 2 * s.all_to_all.time
 
 
+def test_fp8_experts_are_timed_at_the_fp8_peak_and_then_the_nvlink_exchange_no_longer_hides():
+    # chapter 10, Fig. 35: DeepSeek-V3 at 4,096 tokens per GPU on 8 H200s, fp8 weights multiplied in fp8
+    kw = dict(ep=8, tier="scale_up", weights_dtype="fp8", kv_dtype="fp8")
+    w8a16 = moe.per_gpu_step(V3, "h200", 4096, 0, **kw)
+    fp8 = moe.per_gpu_step(V3, "h200", 4096, 0, math_dtype="fp8", **kw)
+    h = rl.get_hardware("h200")
+    assert {op.math for op in fp8.work.ops} == {"fp8"} and fp8.work.formats.math == "fp8"
+    ops = [op for op in fp8.work.ops if op.name.startswith(("expert.", "shared.", "router"))]
+    flops = sum(op.flops for op in ops)
+    assert fp8.moe_layer_time == pytest.approx(flops / h.peak_flops("fp8") / 58)  # compute-bound at this size
+    assert fp8.moe_layer_time == pytest.approx(w8a16.moe_layer_time / 2, rel=1e-3)  # the fp8 peak is twice bf16's
+    assert w8a16.moe_layer_time == pytest.approx(3.30e-3, rel=0.01) and fp8.moe_layer_time == pytest.approx(1.65e-3, rel=0.01)
+    # the exchange is the same bytes either way; in fp8 it outlasts the work it was to hide behind
+    assert fp8.all_to_all == w8a16.all_to_all
+    assert moe.exchange_over_work(w8a16) < 1 < moe.exchange_over_work(fp8)
+
+
 def test_expert_parallel_at_ep_one_is_the_plain_step():
     s = moe.expert_parallel_step(MIXTRAL, "h100", 16, 512, ep=1, routing="uniform")
     plain = rl.decode_step(MIXTRAL, 16, 512, routing="uniform")
@@ -366,3 +383,17 @@ def test_chapter_10_more_bad_input(name):
     call, error, message = CHAPTER_10_MORE_BAD_INPUT[name]
     with pytest.raises(error, match=re.escape(message)):
         call()
+
+
+def test_an_fp8_dispatch_halves_the_dispatch_and_leaves_the_combine():
+    # chapter 10: DeepSeek-V3 dispatches in fp8 and combines in bf16; at 4,096 tokens per GPU on 8 H200s that
+    # quarter of the bytes brings the NVLink exchange back under the fp8 experts' work
+    kw = dict(ep=8, tier="scale_up", weights_dtype="fp8", kv_dtype="fp8", math_dtype="fp8")
+    both = moe.per_gpu_step(V3, "h200", 4096, 0, **kw)
+    fp8 = moe.per_gpu_step(V3, "h200", 4096, 0, dispatch_dtype="fp8", **kw)
+    assert fp8.all_to_all == both.all_to_all and fp8.dispatch.size == pytest.approx(both.all_to_all.size / 2)
+    assert fp8.all_to_all_pair_time == pytest.approx(fp8.dispatch.time + fp8.all_to_all.time)
+    assert fp8.communication_time == pytest.approx(58 * fp8.all_to_all_pair_time)
+    assert moe.exchange_over_work(fp8) < 1 < moe.exchange_over_work(both)
+    # the same format both ways is the plain step
+    assert moe.per_gpu_step(V3, "h200", 64, 0, dispatch_dtype="bf16", **kw).dispatch is None

@@ -95,7 +95,7 @@ def test_hiding_width_is_where_intensity_meets_the_ridge():
         for tier in ("scale_up", "network"):
             w = tp.hiding_width(model, 8, "h100", tier)
             assert tp.tp_intensity(model, 8, hidden=w) == pytest.approx(tp.tier_ridge("h100", tier))
-    # across InfiniBand no Llama 3 is wide enough for any t that leaves a node
+    # with every byte of a flat ring on InfiniBand no Llama 3 would be wide enough at t = 16
     for model in ("llama-3-8b", "llama-3-70b", "llama-3.1-405b"):
         assert tp.tp_intensity(model, 16) < tp.tier_ridge("h100", "network")
 
@@ -115,6 +115,30 @@ def test_hiding_width_with_tokens_counts_the_all_reduces_latency():
     assert tp.hiding_width(m, 1, h, "scale_up", tokens=4096) == 0.0
     with pytest.raises(ValueError, match="tokens must be"):
         tp.hiding_width(m, 8, h, "scale_up", tokens=0)
+
+
+def test_hiding_width_across_nodes_is_priced_hierarchically():
+    # chapter 8: t = 16 over two nodes of eight H100s, the all-reduce priced as chapter 7 prices it
+    m, h = rl.load_model("llama-3-70b"), rl.get_hardware("h100")
+    w = tp.hiding_width(m, 16, h, None)
+    compute = 2 * m.layer_matmul_params / m.hidden_size ** 2 * w * w / 16 / h.peak_flops("bf16")  # per token
+    exchange = 2 * col.collective_cost("all_reduce", 16, w * 2, h, gpus_per_node=8).transfer
+    assert compute == pytest.approx(exchange, rel=1e-9)
+    # each GPU's network share is 1/8 of the buffer, so NVLink (7/4 of it at 450 GB/s) sets the pace, as in a
+    # node: the width is twice the eight-way one (half the compute per GPU, the same bytes), about 9,700,
+    # nowhere near the ~93,000 of a flat ring with every byte on InfiniBand
+    assert w == pytest.approx(2 * tp.hiding_width(m, 8, h, "scale_up"))
+    assert 9_600 < w < 9_700 and tp.hiding_width(m, 16, h, "network") > 9 * w
+    # inside one node the hierarchical price is plain NVLink
+    assert tp.hiding_width(m, 8, h, None) == pytest.approx(tp.hiding_width(m, 8, h, "scale_up"))
+    # Llama 3 70B falls short at t = 16, Llama 3.1 405B clears it
+    assert tp.width_margin(m, 16, h, None) > 1 > tp.width_margin("llama-3.1-405b", 16, h, None)
+
+
+def test_compute_share_of_a_block_with_nothing_overlapped():
+    c, k = tp.layer_times("llama-3-70b", 16, 4096, "h100", tier=None)
+    assert tp.compute_share("llama-3-70b", 16, 4096, "h100") == pytest.approx(c / (c + k))
+    assert tp.compute_share("llama-3-70b", 16, 4096, "h100") < tp.compute_share("llama-3-70b", 8, 4096, "h100") < 1
 
 
 def test_tier_ridge_of_an_h100():

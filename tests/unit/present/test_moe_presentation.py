@@ -10,13 +10,26 @@ from roofline.present import plot, tables, widgets
 def test_explorer_readout_follows_the_package():
     e = widgets.moe_explorer("h200", batches=(8, 64), eps=(1, 8))
     assert len(e.frames) == 2 * 2 * 2 * 2 and "16 frames" in repr(e)
+    # an fp8 model multiplies on the fp8 tensor cores (chapter 10, Fig. 35)
     s = moe.expert_parallel_step("deepseek-v3", "h200", 64, 4096, ep=8, tier="network", weights_dtype="fp8",
-                                 kv_dtype="fp8")
+                                 kv_dtype="fp8", math_dtype="fp8")
     text = e.text((1, 1, 1, 1))
     assert "DeepSeek-V3, fp8, batch 64, 8 GPUs, InfiniBand" in text
     assert rl.fmt(s.time, "s") in text and rl.fmt(s.overlapped_time, "s") in text
     assert "no all-to-all" in e.text((0, 0, 0, 0))
     assert e.png((1, 1, 1, 1)) != e.png((1, 1, 1, 0))  # the all-to-all bar moves with the tier
+    assert e.png((1, 1, 1, 1)) != e.png((1, 1, 0, 1))  # and is there with 8 GPUs, not with one
+    # in its own colour, although the first frame (one GPU) has no all-to-all bar to choose the palette from
+    import io
+    from PIL import Image
+    from roofline.present.plot import PALETTE
+
+    def has(png, color):
+        rgb = tuple(int(color.lstrip("#")[i:i + 2], 16) for i in (0, 2, 4))
+        pixels = Image.open(io.BytesIO(png)).convert("RGB").getdata()
+        return any(sum(abs(a - b) for a, b in zip(px, rgb)) < 30 for px in pixels)
+
+    assert has(e.png((1, 1, 1, 1)), PALETTE["vermillion"]) and not has(e.png((1, 1, 0, 1)), PALETTE["vermillion"])
 
 
 def test_tables_hold_the_packages_numbers():

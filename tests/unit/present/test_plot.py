@@ -534,6 +534,17 @@ def test_zero_tradeoff_chart_one_point_per_layout_and_the_capacity():
     assert ax.get_ylabel() == "bytes each GPU sends per step (GB)" and ax.get_ylim() == pytest.approx((0, 45 * 1.15))
 
 
+def test_zero_tradeoff_chart_keeps_nvlink_and_network_bytes_on_separate_axes():
+    pts = [{"memory": 120e9, "scale_up": 30e9, "network": 4e9, "label": "DDP"},
+           {"memory": 20e9, "scale_up": 45e9, "network": 6e9, "label": "ZeRO-3"}]
+    fig = plot.zero_tradeoff_chart(pts, capacity=80e9, capacity_label="H100 usable HBM")
+    top, bottom = fig.axes
+    for ax, want in ((top, [(120, 30), (20, 45)]), (bottom, [(120, 4), (20, 6)])):
+        assert [(l.get_xdata()[0], l.get_ydata()[0]) for l in ax.lines if len(l.get_xdata()) == 1] == want
+    assert "NVLink" in top.get_ylabel() and "network" in bottom.get_ylabel()
+    assert bottom.get_xlabel() == "memory per GPU (GB, log scale)"
+
+
 # --- chapter 8 ---------------------------------------------------------------------------------------------
 
 def test_tp_layer_chart_compute_solid_communication_dashed_in_ms():

@@ -263,3 +263,17 @@ def test_calibrated_decode_explorer_reads_out_the_calibrated_estimate():
     assert rl.fmt(16 / est.time, "tokens/s") in text
     with pytest.raises(TypeError, match="calibrated must be a CalibratedRoof"):
         widgets.calibrated_decode_explorer("llama-3-8b", "h200-sxm", "h200-sxm")
+
+
+def test_tp_explorer_names_models_and_prices_a_group_across_nodes_hierarchically():
+    # chapter 8: model titles and formatted numbers on the sliders, t up to 16 (two nodes of eight)
+    from roofline.parallel import tensor_parallel as tp
+
+    e = widgets.tp_explorer(("llama-3-8b",), "h100-sxm", degrees=(8, 16), batches=(1,), contexts=(1024, 32768))
+    model, degree, batch, context = e.controls
+    assert [o[0] for o in model.options] == ["Llama 3 8B"] and [o[0] for o in context.options] == ["1,024", "32,768"]
+    text = e.text((0, 1, 0, 0))
+    assert text.startswith("<b>Llama 3 8B, t = 16") and "llama-3-8b" not in text
+    hier = tp.decode_by_degree("llama-3-8b", "h100-sxm", (16,), batch=1, context=1024)[0]
+    flat = tp.decode_by_degree("llama-3-8b", "h100-sxm", (16,), batch=1, context=1024, tier="network")[0]
+    assert rl.fmt(hier.time, "s") in text and rl.fmt(flat.time, "s") != rl.fmt(hier.time, "s")
