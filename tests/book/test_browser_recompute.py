@@ -1,6 +1,6 @@
 """Chapter 3's explorer on the built page: each of its three controls moves the frame, offline."""
 
-from test_browser import _explorer, _step, browser, server  # noqa: F401  (fixtures and helpers of the chapter 1-2 tests)
+from test_browser import _explorer, _step, server  # noqa: F401  (a fixture and helpers of the chapter 1-2 tests; the browser is tests/conftest.py's)
 from booktools.browser import record
 
 
