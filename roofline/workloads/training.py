@@ -614,3 +614,18 @@ def embedding_overcount(model: Model | str) -> float:
 
 
 __all__ += ["embedding_overcount"]
+
+
+def step_tokens(global_batch, seq):
+    """Tokens one training step processes: ``global_batch`` sequences of ``seq`` tokens (chapters 7 and 9;
+    Llama 3 70B's 512 sequences of 8,192 tokens are 4,194,304). At most 2**53, past which a count is no
+    longer exact in a float."""
+    b = number("global_batch", global_batch, integer=True)
+    s = number("seq", seq, integer=True)
+    tokens = b * s
+    if np.any(np.asarray(tokens) > 2**53):
+        raise ValueError(f"global_batch x seq must be at most 2**53 tokens a step, got {global_batch} x {seq}")
+    return int(tokens) if np.ndim(tokens) == 0 else tokens
+
+
+__all__ += ["step_tokens"]

@@ -357,3 +357,13 @@ def test_frontier_charges_explicit_attention_its_masked_half_and_flash_nothing()
         "llama-3-8b", 4096, recompute="full")))
     assert pts["offload, no recompute"].host_bytes == pytest.approx(
         float(memory.training_footprint("llama-3-8b", 4096, 1, offload=True).host))
+
+
+def test_step_tokens_counts_a_global_batch_and_refuses_a_count_past_exact():
+    from roofline.workloads.training import step_tokens
+
+    assert step_tokens(512, 8192) == 4_194_304  # Llama 3 70B's step in chapter 9
+    with pytest.raises(ValueError, match="at most 2\\*\\*53 tokens a step"):
+        step_tokens(2**40, 2**20)
+    with pytest.raises(ValueError, match="seq"):
+        step_tokens(512, 0)
