@@ -26,7 +26,7 @@ def test_explorer_readout_follows_the_package():
 
     def has(png, color):
         rgb = tuple(int(color.lstrip("#")[i:i + 2], 16) for i in (0, 2, 4))
-        pixels = Image.open(io.BytesIO(png)).convert("RGB").getdata()
+        pixels = Image.open(io.BytesIO(png)).convert("RGB").get_flattened_data()
         return any(sum(abs(a - b) for a, b in zip(px, rgb)) < 30 for px in pixels)
 
     assert has(e.png((1, 1, 1, 1)), PALETTE["vermillion"]) and not has(e.png((1, 1, 0, 1)), PALETTE["vermillion"])
