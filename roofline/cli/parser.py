@@ -23,7 +23,7 @@ from roofline.serving.speculative import DRAFTS
 from roofline.workloads.inference import ACCOUNTINGS, OPTIONS
 
 __all__ = ["UsageError", "HelpRequested", "build_parser", "whole", "storage_format", "fraction", "acceptance", "recompute", "at",
-           "one_split", "GPUS_PER_NODE", "SMALLEST_FRACTION", "need_links", "moe_routing", "DEFAULT_ROUTING", "layout_error"]
+           "one_split", "GPUS_PER_NODE", "SMALLEST_FRACTION", "need_links", "moe_routing", "DEFAULT_ROUTING", "layout_error", "at_layout"]
 
 
 # The largest count the command line takes: 2**53, past which a float no longer holds every whole number.
@@ -265,6 +265,17 @@ def layout_error(exc: Exception, m, seq, flags: dict) -> "UsageError":
         return UsageError(message.replace(named, flags[named], 1), flags[named])
     beyond = m.max_position_embeddings is not None and seq > m.max_position_embeddings
     return UsageError(message, "--seq" if beyond else "--nodes" if "fits on no" in message else "model")
+
+
+def at_layout(flags: dict, m, seq, call, /, *args, **kwargs):
+    """Call the planner or the rules (``call``); a bad-input error becomes :func:`layout_error`'s
+    :class:`UsageError`, a question not modelled passes through."""
+    try:
+        return call(*args, **kwargs)
+    except NotModelledError:
+        raise
+    except (KeyError, ValueError, TypeError) as exc:
+        raise layout_error(exc, m, seq, flags) from None
 
 
 def at(argument: str, call, *args, **kwargs):

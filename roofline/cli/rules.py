@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import json
 
-from roofline.cli.parser import at, layout_error
+from roofline.cli.parser import at, at_layout
 from roofline.core.hardware import get_hardware, require_links
-from roofline.core.model import NotModelledError, load_model
+from roofline.core.model import load_model
 from roofline.parallel.rules import RuleResult, rules_for
 from roofline.present.tables import rule_cell
 
@@ -27,13 +27,8 @@ def run_rules(args) -> str:
     # the tensor-parallel rules price NVLink, and a cluster of nodes the network
     at("--catalog" if args.catalog else "--gpu", require_links, h, ["scale_up"] + (["network"] if args.nodes > 1 else []),
        f"rules over {args.nodes:,} node{'s' if args.nodes > 1 else ''} of {args.gpus_per_node} GPUs")
-    try:
-        out = rules_for(m, h, nodes=args.nodes, gpus_per_node=args.gpus_per_node, seq=args.seq,
-                        global_batch=args.global_batch, batch=args.batch, tp=args.tp)
-    except NotModelledError:
-        raise
-    except (KeyError, ValueError, TypeError) as exc:
-        raise layout_error(exc, m, args.seq, FLAGS) from None
+    out = at_layout(FLAGS, m, args.seq, rules_for, m, h, nodes=args.nodes, gpus_per_node=args.gpus_per_node,
+                    seq=args.seq, global_batch=args.global_batch, batch=args.batch, tp=args.tp)
     if args.json:
         return json.dumps({"command": "rules", "model": m.name, "gpu": h.key, "nodes": args.nodes,
                            "gpus_per_node": args.gpus_per_node, "seq": args.seq, "global_batch": args.global_batch,

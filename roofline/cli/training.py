@@ -7,9 +7,9 @@ from __future__ import annotations
 import json
 
 from roofline.cli.output import tp_lines
-from roofline.cli.parser import GPUS_PER_NODE, UsageError, at, layout_error, need_links, one_split
+from roofline.cli.parser import GPUS_PER_NODE, UsageError, at, at_layout, need_links, one_split
 from roofline.core.hardware import Hardware, get_hardware, require_links
-from roofline.core.model import Model, NotModelledError, load_model
+from roofline.core.model import Model, load_model
 from roofline.core.units import fmt
 from roofline.parallel.context_parallel import plan_context_parallel
 from roofline.parallel.data_parallel import data_parallel_step
@@ -103,15 +103,10 @@ def _plan(args, catalog) -> str:
     m, h = at("model", load_model, args.model), at("--gpu", get_hardware, args.gpu, catalog)
     need_links(args, h, args.nodes * args.gpus_per_node, f"plan over {args.nodes:,} node{'s' if args.nodes > 1 else ''} "
           f"of {args.gpus_per_node} GPUs", per_node=args.gpus_per_node)
-    try:
-        result = plan_layouts(m, h, nodes=args.nodes, gpus_per_node=args.gpus_per_node, seq=args.seq,
-                      global_batch=args.global_batch, achieved=args.achieved, timing=args.timing)
-    except NotModelledError:
-        raise
-    except (KeyError, ValueError, TypeError) as exc:
-        flags = {"global_batch": "--global-batch", "gpus_per_node": "--gpus-per-node", "nodes": "--nodes",
-                 "seq": "--seq", "achieved": "--achieved"}
-        raise layout_error(exc, m, args.seq, flags) from None
+    flags = {"global_batch": "--global-batch", "gpus_per_node": "--gpus-per-node", "nodes": "--nodes",
+             "seq": "--seq", "achieved": "--achieved"}
+    result = at_layout(flags, m, args.seq, plan_layouts, m, h, nodes=args.nodes, gpus_per_node=args.gpus_per_node,
+                       seq=args.seq, global_batch=args.global_batch, achieved=args.achieved, timing=args.timing)
     top = result.top(args.top)
     if args.json:
         return json.dumps({

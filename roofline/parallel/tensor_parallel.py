@@ -600,10 +600,14 @@ def kv_room(hardware: Hardware | str, weights_per_gpu):
 __all__ += ["kv_room"]
 
 
-def batch_per_gpu(point: DegreePoint) -> float:
-    """Chapter 8: the largest batch of a :class:`DegreePoint` per GPU of its degree, ``max_batch / t``."""
+def _degree_point(point) -> None:
     if not isinstance(point, DegreePoint):
         raise TypeError(f"point must be a DegreePoint (from decode_by_degree), got {type(point).__name__}")
+
+
+def batch_per_gpu(point: DegreePoint) -> float:
+    """Chapter 8: the largest batch of a :class:`DegreePoint` per GPU of its degree, ``max_batch / t``."""
+    _degree_point(point)
     return point.max_batch / point.t
 
 
@@ -734,8 +738,7 @@ __all__ += ["width_margin", "compute_share"]
 
 def comm_share(point: DegreePoint) -> float:
     """Chapter 8: the share of a :class:`DegreePoint`'s decode step spent in its all-reduces, ``comm / time``."""
-    if not isinstance(point, DegreePoint):
-        raise TypeError(f"point must be a DegreePoint (from decode_by_degree), got {type(point).__name__}")
+    _degree_point(point)
     return point.comm / point.time
 
 
@@ -744,8 +747,7 @@ __all__ += ["comm_share"]
 
 def comm_latency_share(point: DegreePoint) -> float:
     """Chapter 8: the share of a :class:`DegreePoint`'s all-reduce time that is latency, ``comm_latency / comm``."""
-    if not isinstance(point, DegreePoint):
-        raise TypeError(f"point must be a DegreePoint (from decode_by_degree), got {type(point).__name__}")
+    _degree_point(point)
     return point.comm_latency / point.comm
 
 
