@@ -38,7 +38,7 @@ from roofline.parallel.tensor_parallel import best_degree, check_tp, hiding_widt
 from roofline.workloads.inference import compute_bound_batch, decode_step
 from roofline.workloads.kv_cache import check_context, kv_bytes_per_token, largest_batch
 from roofline.workloads.memory import weight_bytes
-from roofline.workloads.training import training_flops_per_token
+from roofline.workloads.training import step_tokens, training_flops_per_token
 
 __all__ = ["ridge", "vector_roof", "vector_ridge", "dot_intensity", "dp_tokens", "dp_tokens_closed", "fsdp_tokens",
            "tp_width", "MixedOptimum", "mixed_optimum", "decode_tp_bound", "attention_crossover",
@@ -358,9 +358,7 @@ def rules_for(model: Model | str, hardware: Hardware | str, *, nodes=1, gpus_per
     plan = None
     if global_batch is not None:
         global_batch = count("global_batch", global_batch)
-        if global_batch * seq > 2**53:
-            raise ValueError(f"global_batch x seq must be at most 2**53 tokens a step (a count past which a float "
-                             f"no longer holds every whole number), got {global_batch:,} x {seq:,}")
+        step_tokens(global_batch, seq)  # a step's tokens stay a countable whole number
         plan = plan_layouts(m, hw, nodes=nodes, gpus_per_node=g, seq=seq, global_batch=global_batch)
     tokens = seq * (global_batch if global_batch is not None else n)
     per_gpu = tokens / n

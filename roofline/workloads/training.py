@@ -616,6 +616,10 @@ def embedding_overcount(model: Model | str) -> float:
 __all__ += ["embedding_overcount"]
 
 
+def _shown(x) -> str:
+    return f"{int(x):,}" if np.ndim(x) == 0 else str(np.asarray(x))
+
+
 def step_tokens(global_batch, seq):
     """Tokens one training step processes: ``global_batch`` sequences of ``seq`` tokens (chapters 7 and 9;
     Llama 3 70B's 512 sequences of 8,192 tokens are 4,194,304). At most 2**53, past which a count is no
@@ -624,7 +628,8 @@ def step_tokens(global_batch, seq):
     s = number("seq", seq, integer=True)
     tokens = b * s
     if np.any(np.asarray(tokens) > 2**53):
-        raise ValueError(f"global_batch x seq must be at most 2**53 tokens a step, got {global_batch} x {seq}")
+        raise ValueError(f"global_batch x seq must be at most 2**53 tokens a step (a count past which a float "
+                         f"no longer holds every whole number), got {_shown(b)} x {_shown(s)}")
     return int(tokens) if np.ndim(tokens) == 0 else tokens
 
 
