@@ -14,6 +14,7 @@ command says how to install one and exits 1.
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from pathlib import Path
 
@@ -39,8 +40,7 @@ def pages(toc: Path = ROOT / "_toc.yml") -> list[str]:
 
 
 def title_of(html: str, fallback: str) -> str:
-    import re
-
+    """A built page's title: the text of its first ``<h1>``, else ``fallback``."""
     match = re.search(r"<h1[^>]*>(.*?)<", html, flags=re.S)
     return " ".join(match.group(1).split()) if match else fallback
 
