@@ -1,0 +1,213 @@
+"""The roof of a training cluster: what one chip's kernels and its fabric's collectives reach (appendix C).
+
+A :class:`ClusterRoof` answers five questions, each as seconds:
+
+- :meth:`~ClusterRoof.gemm_time`: a matmul of so many FLOPs and bytes;
+- :meth:`~ClusterRoof.memory_time`: a memory-bound kernel (a norm, an activation, the optimizer) moving so
+  many bytes;
+- :meth:`~ClusterRoof.flash_time`: a flash-attention forward and backward of so many FLOPs at a sequence
+  length and head size;
+- :meth:`~ClusterRoof.collective_time`: an all-reduce, all-gather, reduce-scatter or all-to-all over a group,
+  some of whose members share a node;
+- :meth:`~ClusterRoof.send_time`: one point-to-point message, inside a node or across.
+
+Two kinds answer them. The **datasheet** roof (:func:`datasheet_cluster_roof`) runs every matmul at the
+peak, every memory-bound kernel at the HBM bandwidth, every collective at the link rate and every message
+without latency: no kernel and no collective beats it, so what it prices is a floor. The **calibrated** roof
+holds what microbenchmarks of the chip and its fabric reached (built from published records by
+:func:`roofline.measured.cluster_roof`): an estimate, never above the datasheet's rates (each calibrated
+rate is capped at the datasheet's, so the estimate of a step can only be slower than its floor).
+
+Collectives follow nccl-tests' conventions (``roofline.core.collectives``): ``size`` is the buffer, the time
+is ``size * factor / busbw`` with the factor ``2 (n-1)/n`` for all-reduce and ``(n-1)/n`` for the others.
+Inside a node the bus bandwidth is the measured all-reduce sweep at that size. A group that spans nodes
+with ``k`` of its members in each node leaves through ``k`` network ports, so its bus bandwidth is ``k`` times
+one port's (capped at the node's NVLink rate), times the same size-dependence as inside the node.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Mapping
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from roofline.core.checks import number, unknown_name
+from roofline.core.hardware import Hardware, get_hardware
+
+__all__ = ["Curve", "ClusterRoof", "datasheet_cluster_roof", "CLUSTER_COLLECTIVES"]
+
+CLUSTER_COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all")
+
+
+@dataclass(frozen=True)
+class Curve:
+    """A measured quantity ``y`` against ``x``, interpolated in log-log space and held flat beyond the ends."""
+
+    xs: tuple
+    ys: tuple
+
+    def __post_init__(self):
+        if not self.xs or len(self.xs) != len(self.ys):
+            raise ValueError(f"a curve needs as many ys as xs, at least one: got {len(self.xs)} xs, {len(self.ys)} ys")
+        if any(b <= a for a, b in zip(self.xs, self.xs[1:])):
+            raise ValueError(f"a curve's xs must be increasing, got {self.xs!r}")
+        if min(self.xs) <= 0 or min(self.ys) <= 0:
+            raise ValueError("a curve's xs and ys must be positive")
+
+    @classmethod
+    def flat(cls, y: float) -> "Curve":
+        return cls((1.0,), (float(y),))
+
+    def __call__(self, x: ArrayLike):
+        x = np.asarray(x, dtype=float)
+        out = np.exp(np.interp(np.log(np.maximum(x, 1e-300)), np.log(self.xs), np.log(self.ys)))
+        return out.item() if out.ndim == 0 else out
+
+    @property
+    def top(self) -> float:
+        return float(max(self.ys))
+
+    def capped(self, cap: float) -> "Curve":
+        return Curve(self.xs, tuple(min(float(y), cap) for y in self.ys))
+
+
+def _factor(collective: str, n):
+    if collective not in CLUSTER_COLLECTIVES:
+        raise unknown_name("collective", collective, CLUSTER_COLLECTIVES)
+    n = np.asarray(n, dtype=float)
+    return (2.0 if collective == "all_reduce" else 1.0) * (n - 1) / np.maximum(n, 1)
+
+
+@dataclass(frozen=True)
+class ClusterRoof:
+    """One chip and its fabric, as a datasheet promises them or as microbenchmarks saw them.
+
+    ``peak_flops``: the datasheet's dense peak of ``dtype`` (what MFU divides by). ``gemm``: FLOP/s a matmul
+    reaches against its FLOPs (small matmuls fill the chip badly). ``attention``: flash attention's forward
+    and backward FLOP/s against sequence length, keyed by ``(head_dim, causal)``. ``bandwidth``: bytes/s a
+    memory-bound kernel reaches. ``launch_s``: seconds a kernel takes at least. ``nvlink``: all-reduce bus
+    bandwidth inside a node against message size; ``all_to_all_nvlink``: all-to-all's, as a share of
+    all-reduce's. ``port``: one GPU's network port, bytes/s of a ring's bus bandwidth per member of the group
+    in a node; ``all_to_all_port``: the bus bandwidth of an all-to-all across nodes. ``send_nvlink``: one message between two GPUs of a node, bytes/s.
+    ``latency_s``: the fixed cost of one message. ``sources``: for each quantity, the records it came from;
+    ``assumptions``: what was carried over from elsewhere, said in words.
+    """
+
+    label: str
+    hardware: Hardware
+    kind: str
+    dtype: str
+    peak_flops: float
+    gemm: Curve
+    attention: Mapping
+    bandwidth: float
+    launch_s: float
+    nvlink: Curve
+    all_to_all_nvlink: float
+    port: float
+    all_to_all_port: float
+    send_nvlink: float
+    latency_s: float
+    sources: Mapping = field(default_factory=dict)
+    assumptions: tuple = ()
+
+    def __post_init__(self):
+        if self.kind not in ("datasheet", "calibrated"):
+            raise ValueError(f"kind must be 'datasheet' or 'calibrated', got {self.kind!r}")
+        for name in ("peak_flops", "bandwidth", "port", "all_to_all_port", "send_nvlink", "all_to_all_nvlink"):
+            number(name, getattr(self, name))
+        number("launch_s", self.launch_s, strict=False)
+        number("latency_s", self.latency_s, strict=False)
+        object.__setattr__(self, "attention", MappingProxyType(dict(self.attention)))
+        object.__setattr__(self, "sources", MappingProxyType(dict(self.sources)))
+
+    @property
+    def calibrated(self) -> bool:
+        return self.kind == "calibrated"
+
+    # ----------------------------------------------------------------------------------------------- kernels
+
+    def gemm_rate(self, flops: ArrayLike):
+        """FLOP/s of one matmul of ``flops`` FLOPs."""
+        return self.gemm(flops)
+
+    def gemm_time(self, flops: ArrayLike, nbytes: ArrayLike = 0.0):
+        """Seconds for one matmul: its FLOPs at the rate a matmul of that size reaches, or its bytes at the
+        memory-bound kernels' bandwidth if that is longer, and at least one launch."""
+        flops = np.asarray(flops, dtype=float)
+        t = np.maximum(flops / self.gemm(np.maximum(flops, 1.0)), np.asarray(nbytes, dtype=float) / self.bandwidth)
+        t = np.where(flops > 0, np.maximum(t, self.launch_s), 0.0)
+        return t.item() if t.ndim == 0 else t
+
+    def memory_time(self, nbytes: ArrayLike, kernels: ArrayLike = 1):
+        """Seconds for ``kernels`` memory-bound kernels moving ``nbytes`` in all: the bytes at the
+        bandwidth, and at least one launch each."""
+        t = np.maximum(np.asarray(nbytes, dtype=float) / self.bandwidth, np.asarray(kernels, dtype=float) * self.launch_s)
+        return t.item() if t.ndim == 0 else t
+
+    def flash_time(self, flops: ArrayLike, seq: ArrayLike, head_dim: int = 128, causal: bool = True):
+        """Seconds for a flash-attention forward and backward of ``flops`` FLOPs (the benchmarks' count:
+        backward 2.5 times forward, causal halved) at sequence length ``seq``. The curve of the nearest
+        measured head size is used (the datasheet roof has one flat curve)."""
+        curve = self._attention_curve(head_dim, causal)
+        flops = np.asarray(flops, dtype=float)
+        t = np.where(flops > 0, flops / curve(np.maximum(np.asarray(seq, dtype=float), 1.0)), 0.0)
+        return t.item() if t.ndim == 0 else t
+
+    def _attention_curve(self, head_dim: int, causal: bool) -> Curve:
+        keys = [k for k in self.attention if k[1] == bool(causal)] or list(self.attention)
+        if not keys:
+            return Curve.flat(self.gemm.top)
+        best = min(keys, key=lambda k: (abs(np.log(k[0] / head_dim)), -k[0]))
+        return self.attention[best]
+
+    # ----------------------------------------------------------------------------------------- collectives
+
+    def bus_bandwidth(self, collective: str, n: ArrayLike, size: ArrayLike, per_node: ArrayLike):
+        """nccl-tests bus bandwidth of ``collective`` over ``n`` GPUs, ``per_node`` of them in each node, on a
+        ``size``-byte buffer."""
+        _factor(collective, 2)
+        n, size, per_node = (np.asarray(x, dtype=float) for x in (n, size, per_node))
+        inside = self.nvlink(np.maximum(size, 1.0))
+        shape = inside / self.nvlink.top
+        a2a = collective == "all_to_all"
+        inside_bw = inside * (self.all_to_all_nvlink if a2a else 1.0)
+        # a ring crosses each node boundary once per channel, one channel per port: k ports in parallel; an
+        # all-to-all sends each GPU's pieces for other nodes through that GPU's own port
+        across = np.minimum(self.all_to_all_port if a2a else per_node * self.port, self.nvlink.top) * shape
+        out = np.where(per_node >= n, inside_bw, across)
+        return out.item() if out.ndim == 0 else out
+
+    def collective_time(self, collective: str, n: ArrayLike, size: ArrayLike, *, per_node: ArrayLike | None = None):
+        """Seconds for ``collective`` over ``n`` GPUs on a ``size``-byte buffer; ``per_node`` members of the
+        group share each node (``None``: the whole group is inside one node). 0 for a group of one."""
+        n = np.asarray(number("n", n, minimum=1, strict=False, integer=True), dtype=float)
+        size = np.asarray(number("size", size, strict=False), dtype=float)
+        k = n if per_node is None else np.asarray(number("per_node", per_node, minimum=1, strict=False), dtype=float)
+        bw = self.bus_bandwidth(collective, n, size, np.minimum(k, n))
+        t = np.where((n > 1) & (size > 0), size * _factor(collective, n) / bw, 0.0)
+        return t.item() if t.ndim == 0 else t
+
+    def send_time(self, size: ArrayLike, *, across_nodes: ArrayLike = True):
+        """Seconds for one point-to-point message of ``size`` bytes: over a network port, or NVLink."""
+        size = np.asarray(number("size", size, strict=False), dtype=float)
+        bw = np.where(np.asarray(across_nodes, dtype=bool), self.port, self.send_nvlink)
+        t = np.where(size > 0, self.latency_s + size / bw, 0.0)
+        return t.item() if t.ndim == 0 else t
+
+
+def datasheet_cluster_roof(hardware: Hardware | str, dtype: str = "bf16") -> ClusterRoof:
+    """The datasheet's promise for ``hardware``: the dense peak for every matmul and attention kernel, the
+    HBM bandwidth for every memory-bound kernel, NVLink's one-way rate for every collective inside a node,
+    one network port per GPU across nodes, no launch cost and no latency. What it prices is a floor."""
+    hw = get_hardware(hardware)
+    peak = hw.peak_flops(dtype)
+    up = hw.link("scale_up").each_way if "scale_up" in hw.interconnect else hw.link("host").each_way
+    port = hw.link("network").each_way if "network" in hw.interconnect else up
+    return ClusterRoof(f"{hw.short} datasheet", hw, "datasheet", dtype, peak, gemm=Curve.flat(peak), attention={},
+                       bandwidth=hw.hbm_bandwidth, launch_s=0.0, nvlink=Curve.flat(up), all_to_all_nvlink=1.0,
+                       port=port, all_to_all_port=port, send_nvlink=up, latency_s=0.0,
+                       sources={"all": (f"the {hw.short} catalog entry (roofline/data/hardware.toml)",)})

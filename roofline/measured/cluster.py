@@ -1,0 +1,332 @@
+"""Calibrated cluster roofs from published microbenchmarks, and the training development set (appendix C).
+
+:func:`cluster_roof` builds a :class:`~roofline.core.cluster_roof.ClusterRoof` for the A100 80GB SXM, the
+H100 SXM and the H200 from microbenchmark records only: matmul sweeps (cuBLASLt, torch.mm), flash-attention
+benchmarks, STREAM, tiny-kernel launch rates, nccl-tests bus bandwidths and copy bandwidths, each record
+named by its id in ``roofline/data/microbenchmarks.json`` (a copy of the project's transcription, with each
+record's source, commit and quote). The H200's kernels come from the project's own measurement of one
+(``roofline/data/measured``). Never an end-to-end training run, never another tool's efficiency factors.
+Where a chip has no record of a quantity the value is carried over from a named chip and said so in
+``assumptions``. Every calibrated rate is capped at the datasheet's, so an estimate is never below its floor.
+
+:func:`development_runs` reads the published training runs of ``roofline/data/published`` (Korthikanti et
+al. 2022, Table 5; Narayanan et al. 2021, Table 1), for checking the cluster model, never for fitting it.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, replace
+from functools import lru_cache
+from importlib import resources
+from types import MappingProxyType
+from typing import Mapping
+
+from roofline.core.checks import unknown_name
+from roofline.core.cluster_roof import ClusterRoof, Curve
+from roofline.core.hardware import Hardware, get_hardware
+
+__all__ = ["microbenchmarks", "record", "cluster_roof", "CALIBRATED_CHIPS", "EXCLUDED", "DevelopmentRun", "development_runs",
+           "development_layouts", "DevelopmentCheck", "check_run", "development_checks"]
+
+
+@lru_cache(maxsize=1)
+def _records() -> Mapping[str, dict]:
+    text = resources.files("roofline.data").joinpath("microbenchmarks.json").read_text()
+    return MappingProxyType({r["id"]: r for r in json.loads(text)})
+
+
+def microbenchmarks() -> Mapping[str, dict]:
+    """Every published microbenchmark record, by id (``mb0001`` ...)."""
+    return _records()
+
+
+def record(record_id: str) -> dict:
+    """One microbenchmark record: its value, unit, settings, source and quote."""
+    recs = _records()
+    if record_id not in recs:
+        raise unknown_name("microbenchmark record", record_id, recs)
+    return recs[record_id]
+
+
+_UNIT = {"GB/s": 1e9, "TB/s": 1e12, "TFLOP/s": 1e12, "us": 1e-6, "us per kernel": 1e-6}
+
+
+def _value(record_id: str) -> float:
+    r = record(record_id)
+    return float(r["value"]) * _UNIT[r["unit"]]
+
+
+def _ids(**match) -> list[str]:
+    out = []
+    for rid, r in _records().items():
+        if all((r.get(k) == v) if not callable(v) else v(r.get(k)) for k, v in match.items()):
+            out.append(rid)
+    return out
+
+
+def _sweep(ids, x) -> Curve:
+    pts = sorted((x(record(i)), _value(i)) for i in ids)
+    return Curve(tuple(p[0] for p in pts), tuple(p[1] for p in pts))
+
+
+def _gemm_flops(r) -> float:
+    m, n, k = r["shape_mnk"]
+    return 2.0 * m * n * k
+
+
+def _attention(gpu: str, tool: str, cap: float) -> dict:
+    out = {}
+    for hd in (64, 128):
+        for causal in (False, True):
+            ids = _ids(category="attention_kernel", gpu=gpu, operation="attention forward+backward", head_dim=hd,
+                       causal=causal, tool=lambda t: t.startswith(tool))
+            if ids:
+                out[(hd, causal)] = _sweep(ids, lambda r: float(r["seq_len"])).capped(cap)
+    return out
+
+
+CALIBRATED_CHIPS = ("a100-sxm-80gb", "h100-sxm", "h200-sxm")
+
+# Records excluded from a curve, with why (the book states them in appendix C).
+EXCLUDED = MappingProxyType({
+    "mb0133": "cuBLASLt 802816 x 192 x 768 on the A100: a matmul with 192 output columns, far narrower than any "
+              "layer of the development set, that reaches 158 TFLOP/s; a curve by FLOPs alone cannot hold it",
+    "mb0125": "the same narrow shape on the H100 (fp8)",
+    "mb0138": "torch.mm 10240^3 bf16 on the H100, slower than 8192^3 in the same community submission "
+              "(likely clock throttling); the curve keeps the sweep's shape up to 8192",
+})
+
+
+def _a100(hw: Hardware, dtype: str) -> ClusterRoof:
+    peak = hw.peak_flops(dtype)
+    gemm_ids = ["mb0126", "mb0131", "mb0127", "mb0128", "mb0129", "mb0132", "mb0130"]
+    sweep = _ids(category="collective", gpu="A100 SXM4 80GB", operation="all_reduce",
+                 message_size_bytes=lambda s: isinstance(s, int))
+    up = hw.link("scale_up").each_way
+    return ClusterRoof(
+        f"{hw.short} calibrated", hw, "calibrated", dtype, peak,
+        gemm=_sweep(gemm_ids, _gemm_flops).capped(peak),
+        attention=_attention("A100 SXM4 80GB", "FlashAttention-2", peak),
+        bandwidth=min(_value("mb0171"), hw.hbm_bandwidth),
+        launch_s=_value("mb0177"),
+        nvlink=_sweep(sweep, lambda r: float(r["message_size_bytes"])).capped(up),
+        all_to_all_nvlink=_value("mb0065") / _value("mb0051"),
+        port=min(_value("mb0058"), hw.link("network").each_way),
+        all_to_all_port=min(_value("mb0067"), hw.link("network").each_way),
+        send_nvlink=min(_value("mb0279"), up),
+        latency_s=_value("mb0050") / 14,
+        sources={"gemm": tuple(gemm_ids), "attention": ("mb0181-mb0201",), "bandwidth": ("mb0171",),
+                 "launch": ("mb0177",), "nvlink": (f"{sweep[0]}-{sweep[-1]}",), "all_to_all_nvlink": ("mb0065", "mb0051"),
+                 "port": ("mb0058", "mb0054"), "all_to_all_port": ("mb0067",), "send_nvlink": ("mb0279",),
+                 "latency": ("mb0050",)},
+        assumptions=(
+            "bf16 matmuls reach the fp16 sweep's rates (the A100's datasheet gives both the same peak)",
+            "all-gather and reduce-scatter reach all-reduce's bus bandwidth at the same buffer size (no sweep of "
+            "them was published for the A100)",
+            "across nodes the bus bandwidth follows the NVLink sweep's dependence on size, scaled to the ports' "
+            "rate (no multi-node sweep was published for the A100)",
+            "one message's latency is the 1 KiB all-reduce's time over its 14 ring steps",
+        ))
+
+
+def _h100_fabric(hw: Hardware) -> dict:
+    sweep = _ids(category="collective", gpu="H100 SXM 80GB", operation="all_reduce",
+                 message_size_bytes=lambda s: isinstance(s, int))
+    up = hw.link("scale_up").each_way
+    return dict(
+        nvlink=_sweep(sweep, lambda r: float(r["message_size_bytes"])).capped(up),
+        all_to_all_nvlink=_value("mb0066") / _value("mb0060"),
+        port=min(_value("mb0057"), hw.link("network").each_way),
+        all_to_all_port=min(_value("mb0068"), hw.link("network").each_way),
+        send_nvlink=min(_value("mb0281"), up),
+        latency_s=_value("mb0049") / 14,
+    ), {"nvlink": (f"{sweep[0]}-{sweep[-1]}",), "all_to_all_nvlink": ("mb0066", "mb0060"), "port": ("mb0057", "mb0055"),
+        "all_to_all_port": ("mb0068",), "send_nvlink": ("mb0281",), "latency": ("mb0049",)}
+
+
+def _h100(hw: Hardware, dtype: str) -> ClusterRoof:
+    peak = hw.peak_flops(dtype)
+    gemm_ids = ["mb0134", "mb0135", "mb0136", "mb0137"] if dtype in ("bf16", "fp16") else \
+        ["mb0117", "mb0123", "mb0118", "mb0119", "mb0120", "mb0124", "mb0121", "mb0122"]
+    fabric, fsources = _h100_fabric(hw)
+    return ClusterRoof(
+        f"{hw.short} calibrated", hw, "calibrated", dtype, peak,
+        gemm=_sweep(gemm_ids, _gemm_flops).capped(peak),
+        attention=_attention("H100 SXM5 80GB", "FlashAttention-2", peak),
+        bandwidth=min(_value("mb0166"), hw.hbm_bandwidth),
+        launch_s=_value("mb0179"),
+        **fabric,
+        sources={"gemm": tuple(gemm_ids), "attention": ("FlashAttention-2 fwd+bwd, H100",), "bandwidth": ("mb0166",),
+                 "launch": ("mb0179",), **fsources},
+        assumptions=(
+            "the launch rate is the H200's (mb0179): the same Hopper launch path",
+            "point-to-point NVLink copies reach the H200's (mb0281): the same NVLink 4",
+            "the NVLink sweep (NVLS on) is capped at the link's one-way rate",
+            "all-gather and reduce-scatter reach all-reduce's bus bandwidth at the same buffer size",
+            "across nodes the bus bandwidth follows the NVLink sweep's dependence on size, scaled to the ports' rate",
+        ))
+
+
+def _h200(hw: Hardware, dtype: str) -> ClusterRoof:
+    from roofline.measured.compare import calibrated_roof
+    from roofline.measured.records import load_layers, load_measurement
+
+    rec = load_measurement()
+    single = calibrated_roof(rec, load_layers(), mode="eager")
+    peak = hw.peak_flops(dtype)
+    # training's matmuls have thousands of rows; the record's decode-shaped ones (a few rows) are left out
+    gemms = sorted((g.flops, g.flops_per_s) for g in rec.gemm_per_call if g.dtype == dtype and g.m >= 1024)
+    if not gemms:
+        raise ValueError(f"the H200 record has no {dtype} matmuls of 1,024 rows or more")
+    xs, ys = [], []
+    for f, r in gemms:  # keep the best rate seen at each size
+        if xs and f == xs[-1]:
+            ys[-1] = max(ys[-1], r)
+        else:
+            xs.append(f)
+            ys.append(r)
+    h100 = get_hardware("h100-sxm")
+    fabric, fsources = _h100_fabric(h100)
+    return ClusterRoof(
+        f"{hw.short} calibrated", hw, "calibrated", dtype, peak,
+        gemm=Curve(tuple(xs), tuple(ys)).capped(peak),
+        attention=_attention("H100 SXM5 80GB", "FlashAttention-2", peak),
+        bandwidth=min(single.bandwidth, hw.hbm_bandwidth),
+        launch_s=_value("mb0179"),
+        **fabric,
+        sources={"gemm": ("h200-2026-11-29 gemms",), "bandwidth": ("h200-2026-11-29 reads",),
+                 "launch": ("mb0179",), "attention": ("FlashAttention-2 fwd+bwd, H100",),
+                 **fsources},
+        assumptions=(
+            "flash attention reaches the H100's FlashAttention-2 rates (the same Hopper die; the H200's own record "
+            "holds forward passes only)",
+            "the fabric is the H100's (NVLink 4, one 400 Gb/s port per GPU); the H200 record's one all-reduce "
+            "(mb0093, 482 GB/s) agrees with the H100 sweep's top",
+        ))
+
+
+def cluster_roof(hardware: Hardware | str, dtype: str = "bf16") -> ClusterRoof:
+    """The calibrated cluster roof of a chip, from microbenchmarks only; a chip with no records is refused,
+    naming the ones that have them."""
+    hw = get_hardware(hardware)
+    build = {"a100-sxm-80gb": _a100, "h100-sxm": _h100, "h200-sxm": _h200}
+    if hw.key not in build:
+        raise ValueError(f"no calibrated cluster roof for the {hw.short}: microbenchmarks were gathered for "
+                         f"{', '.join(get_hardware(k).short for k in CALIBRATED_CHIPS)}; use the datasheet roof")
+    return _cached(hw.key, dtype) if hw is get_hardware(hw.key) else build[hw.key](hw, dtype)
+
+
+@lru_cache(maxsize=16)
+def _cached(key: str, dtype: str) -> ClusterRoof:
+    hw = get_hardware(key)
+    return {"a100-sxm-80gb": _a100, "h100-sxm": _h100, "h200-sxm": _h200}[key](hw, dtype)
+
+
+# ------------------------------------------------------------------------------------------ development set
+
+@dataclass(frozen=True)
+class DevelopmentRun:
+    """One published training run, as its source gives it (``raw``), with the time it took per step."""
+
+    id: str
+    raw: dict
+
+    @property
+    def published_s(self) -> float:
+        rep = self.raw["reported"].get("iteration_time_s")
+        return float(rep if rep is not None else self.raw["derived"]["implied_iteration_time_s"])
+
+    @property
+    def source(self) -> str:
+        return self.raw["source"]["title"]
+
+
+@lru_cache(maxsize=1)
+def development_runs() -> tuple[DevelopmentRun, ...]:
+    """The published training runs of the development set (18 on A100 80GB clusters)."""
+    text = resources.files("roofline.data.published").joinpath("training-dev-set.json").read_text()
+    return tuple(DevelopmentRun(r["id"], r) for r in json.loads(text)["runs"])
+
+
+def _recompute(text: str) -> str:
+    return "selective" if text.startswith("selective") else "full" if text.startswith("full") else "none"
+
+
+def development_layouts(run: DevelopmentRun, roof: ClusterRoof):
+    """The layouts a development run may have used: its published settings, and every micro-batch
+    (1, 2, 4, 8) and interleaving depth its source leaves unstated. The model, then the layouts."""
+    from roofline.parallel.cluster import TrainLayout
+    from roofline.parallel.planner import gpt_model
+
+    r = run.raw
+    md = r["model"]
+    m = gpt_model(md["hidden"], md["heads"], md["layers"], vocab=md["vocab"], seq=r["seq_len"])
+    sched = r["pipeline_schedule"].lower()
+    per_stage = md["layers"] // r["pp"]
+    if r["pp"] == 1:
+        chunk_options = [("1f1b", 1)]
+    elif "3 virtual" in sched:
+        chunk_options = [("interleaved", 3)]
+    elif sched.startswith("interleaved") and per_stage > 1:
+        chunk_options = [("interleaved", c) for c in range(2, per_stage + 1) if per_stage % c == 0]
+    else:
+        chunk_options = [("1f1b", 1)]
+    mbs = [r["micro_batch"]] if r["micro_batch"] else [1, 2, 4, 8]
+    out = []
+    for mb in mbs:
+        for schedule, chunks in chunk_options:
+            lay = TrainLayout(seq=r["seq_len"], tp=r["tp"], cp=r["cp"], pp=r["pp"], dp=r["dp"], micro_batch=mb,
+                              global_batch=r["global_batch_sequences"], recompute=_recompute(r["activation_recomputation"]),
+                              sequence_parallel=bool(r["sequence_parallel"]), schedule=schedule, chunks=chunks,
+                              zero_stage=0, attention="standard", overlap_grad_reduce=False, dtype="fp16",
+                              grad_dtype="fp16")
+            if lay.batch % (lay.dp * mb) or (schedule == "interleaved" and lay.micro_batches % lay.pp):
+                continue
+            out.append(lay)
+    if not out:  # interleaving impossible at every micro-batch: plain 1F1B
+        out = [replace(lay, schedule="1f1b", chunks=1) for lay in
+               (TrainLayout(seq=r["seq_len"], tp=r["tp"], pp=r["pp"], dp=r["dp"], micro_batch=mb,
+                            global_batch=r["global_batch_sequences"], recompute=_recompute(r["activation_recomputation"]),
+                            sequence_parallel=bool(r["sequence_parallel"]), zero_stage=0, attention="standard",
+                            overlap_grad_reduce=False, dtype="fp16", grad_dtype="fp16") for mb in mbs)
+               if lay.batch % (lay.dp * lay.micro_batch) == 0]
+    return m, out
+
+
+@dataclass(frozen=True)
+class DevelopmentCheck:
+    """One development run priced: the layout chosen (the fastest that fits under the estimate, where the
+    source leaves settings open), its floor and estimate, and the published time."""
+
+    run: DevelopmentRun
+    floor: "object"
+    estimate: "object"
+
+    @property
+    def published_s(self) -> float:
+        return self.run.published_s
+
+    @property
+    def ratio(self) -> float:
+        """Estimate over published: below 1 the model is too fast."""
+        return self.estimate.time / self.published_s
+
+
+def check_run(run: DevelopmentRun, roof: ClusterRoof | None = None) -> DevelopmentCheck:
+    """Price one development run under the calibrated A100 roof and the datasheet's."""
+    from roofline.core.cluster_roof import datasheet_cluster_roof
+    from roofline.parallel.cluster import price_step
+
+    roof = roof or cluster_roof("a100-sxm-80gb", "fp16")
+    m, layouts = development_layouts(run, roof)
+    priced = [price_step(m, lay, roof) for lay in layouts]
+    fitting = [p for p in priced if p.fits] or priced
+    best = min(fitting, key=lambda p: p.time)
+    floor = price_step(m, best.layout, datasheet_cluster_roof(roof.hardware, roof.dtype))
+    return DevelopmentCheck(run, floor, best)
+
+
+def development_checks(roof: ClusterRoof | None = None) -> tuple[DevelopmentCheck, ...]:
+    """Every development run priced (appendix C's table)."""
+    return tuple(check_run(r, roof) for r in development_runs())

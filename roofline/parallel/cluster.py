@@ -1,0 +1,554 @@
+"""One training step on a cluster, for any layout: tensor x context x pipeline x data (x expert) parallelism
+(chapters 7 to 11; appendix C).
+
+:class:`TrainLayout` names the whole layout: the degrees ``tp``, ``cp``, ``pp``, ``dp`` and ``ep`` (expert
+parallelism is carved out of ``dp x cp``, as Megatron-Core does), sequence parallelism, the micro-batch and
+the global batch (gradient accumulation follows), the recomputation policy, the attention kernel, the ZeRO
+stage, whether the gradient reduction overlaps the backward pass, and the pipeline schedule (1F1B, or
+interleaved 1F1B with ``chunks`` model chunks per GPU). :func:`check_layout` refuses what cannot run, naming
+the constraint. :func:`price_step` prices one step of it under a :class:`~roofline.core.cluster_roof.ClusterRoof`:
+the datasheet's (a floor) or a calibrated one (an estimate; :func:`roofline.measured.cluster_roof`).
+
+What one GPU does for one micro-batch, per layer, from the model's own linears:
+
+- **matmuls**: every linear of the layer at ``m = micro_batch * seq / cp`` rows, split over ``tp``
+  (column-parallel: its outputs; row-parallel ``o_proj``/``down_proj``: its inputs; keys and values over at
+  most the KV heads), each at the rate a matmul of its FLOPs reaches; the backward pass twice the forward's
+  (one product for the input's gradient, one for the weight's). A mixture-of-experts layer runs its local
+  experts (``num_experts / ep``) on ``tokens * experts_per_token / tp`` rows shared among them, balanced.
+- **attention**: flash attention, causal (half the square), at the benchmarks' forward-and-backward rate for
+  that sequence length (the backward 2.5 times the forward); or the explicit kernel of Megatron-LM's 2021-22
+  runs (``attention='standard'``): two batched matmuls over the whole square, and the memory-bound passes over
+  the scores at the HBM rate: 13 bytes per score forward (write the scores, the fused scale-mask-softmax
+  reads and writes them, dropout reads them and writes the kept values and a one-byte mask, the value
+  product reads them) and 21 backward (the same passes in reverse, with the gradient of the probabilities
+  written and read twice).
+- **memory-bound kernels**: the norms (read and write the hidden state), the residual adds (read two, write
+  one, and a one-byte dropout mask where the model trains with dropout), the activation (GELU: read and write
+  the MLP's width; a gated unit: read two, write one), rotary embeddings on queries and keys; replicated over
+  the tensor-parallel group unless sequence parallelism splits them; the backward pass moves twice the
+  forward's bytes. Each kernel takes at least its launch.
+- **tensor-parallel exchanges**: two all-reduces of the layer's ``tokens x hidden`` activations forward and two
+  backward; with sequence parallelism, two all-gathers and two reduce-scatters each way. Not overlapped.
+- **context-parallel exchanges**: the ring passes each rank's keys and values ``cp - 1`` times forward (and
+  keys, values and their gradients backward) behind the attention kernel: only what the kernel cannot hide
+  shows. The all-to-all method (``cp_method='all_to_all'``) exchanges queries, keys, values and outputs.
+- **recomputation**: ``selective`` reruns the attention kernel's forward in the backward pass; ``full`` reruns
+  the whole forward, exchanges included.
+
+Per step, on the slowest stage (``L/pp`` layers, and the embedding on the first, the final norm, output head
+and cross-entropy on the last): ``m`` micro-batches of forward and backward, the pipeline's bubble
+``(pp - 1)/chunks`` of an average stage's micro-batch, ``2 (m chunks + pp - 1)`` point-to-point messages of one
+micro-batch's activations (split over ``tp``, Megatron's scatter-gather), the data-parallel reduction of the
+stage's gradients over ``dp x cp`` (with ZeRO-3, gathers and reduce-scatters for every micro-batch) shown as
+far as the last micro-batch's backward pass cannot hide it (all of it without ``overlap_grad_reduce``), and the
+optimizer's pass over the GPU's share of the parameters at the HBM rate (38 bytes a parameter in bf16: Adam
+reads weights, gradients and two moments and writes three, the gradient norm reads the gradients, the
+bf16 copy of the weights is written; 52 in fp16, which also unscales the gradients and copies them to fp32).
+
+Not modelled: stragglers and failures, uneven stages beyond the embedding and the head, expert imbalance,
+hybrid sharding, offloading, and the zero-bubble schedules (which split the weight gradient from the input
+gradient to fill the bubble; refused by name).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+from types import MappingProxyType
+from typing import Mapping
+
+from roofline.core.checks import count, unknown_name
+from roofline.core.cluster_roof import ClusterRoof
+from roofline.core.model import Model, NotModelledError, load_model, param_count
+from roofline.parallel.pipeline import in_flight
+from roofline.workloads.memory import activation_bytes, korthikanti_bytes
+from roofline.workloads.training import training_flops_per_token
+
+__all__ = ["TrainLayout", "StepPrice", "check_layout", "price_step", "RECOMPUTES", "SCHEDULES", "ATTENTIONS",
+           "CP_METHODS", "OPTIMIZER_BYTES", "STANDARD_SCORE_BYTES"]
+
+RECOMPUTES = ("none", "selective", "full")
+SCHEDULES = ("1f1b", "interleaved")
+ATTENTIONS = ("flash", "standard")
+CP_METHODS = ("ring", "all_to_all")
+ZERO_STAGES = (0, 1, 2, 3)
+OPTIMIZER_BYTES: Mapping[str, float] = MappingProxyType({"bf16": 38.0, "fp16": 52.0})
+STANDARD_SCORE_BYTES: Mapping[str, float] = MappingProxyType({"forward": 13.0, "backward": 21.0})
+_ROW_PARALLEL = ("o_proj", "down_proj")
+_REPLICATED = ("q_a_proj", "kv_a_proj_with_mqa")
+_CE_BYTES = 36.0  # vocabulary-parallel cross-entropy in fp32: about nine passes of 4 bytes over the logits
+_STATE = {"weights": 2.0, "gradients": 2.0, "optimizer": 12.0}
+
+
+@dataclass(frozen=True)
+class TrainLayout:
+    """A training layout: parallel degrees, batch, recomputation, kernels, sharding and schedule.
+
+    ``global_batch`` is in sequences (``None``: one micro-batch per data-parallel rank). ``sequence_parallel``
+    ``None`` means on wherever ``tp > 1``. ``chunks`` is the interleaved schedule's model chunks per GPU (1 for
+    1F1B). ``grad_dtype`` is the format the gradients are reduced in; ``dtype`` the matmuls'.
+    """
+
+    seq: int
+    tp: int = 1
+    cp: int = 1
+    pp: int = 1
+    dp: int = 1
+    ep: int = 1
+    micro_batch: int = 1
+    global_batch: int | None = None
+    recompute: str = "selective"
+    sequence_parallel: bool | None = None
+    schedule: str = "1f1b"
+    chunks: int = 1
+    zero_stage: int = 1
+    attention: str = "flash"
+    cp_method: str = "ring"
+    overlap_grad_reduce: bool = True
+    dtype: str = "bf16"
+    grad_dtype: str = "bf16"
+    gpus_per_node: int = 8
+
+    @property
+    def gpus(self) -> int:
+        return self.tp * self.cp * self.pp * self.dp
+
+    @property
+    def sp(self) -> bool:
+        return self.tp > 1 if self.sequence_parallel is None else bool(self.sequence_parallel)
+
+    @property
+    def batch(self) -> int:
+        """Sequences per step."""
+        return self.dp * self.micro_batch if self.global_batch is None else self.global_batch
+
+    @property
+    def micro_batches(self) -> int:
+        """Micro-batches each pipeline runs per step (gradient accumulation when ``pp == 1``)."""
+        return self.batch // (self.dp * self.micro_batch)
+
+    def describe(self) -> str:
+        parts = [f"TP {self.tp}"] + [f"{k} {v}" for k, v in (("CP", self.cp), ("PP", self.pp)) if v > 1] + [f"DP {self.dp}"]
+        if self.ep > 1:
+            parts.append(f"EP {self.ep}")
+        sched = "" if self.pp == 1 else (", 1F1B" if self.schedule == "1f1b" else f", interleaved x{self.chunks}")
+        return (" x ".join(parts) + f", micro-batch {self.micro_batch} (m = {self.micro_batches}){sched}, "
+                f"recompute {self.recompute}{', SP' if self.sp and self.tp > 1 else ''}, ZeRO-{self.zero_stage}")
+
+
+def _positive(name: str, value) -> int:
+    return count(name, value)
+
+
+def check_layout(model: Model | str, layout: TrainLayout) -> Model:
+    """Refuse a layout that cannot run, naming the constraint it breaks; return the model."""
+    m = load_model(model)
+    if not isinstance(layout, TrainLayout):
+        raise TypeError(f"layout must be a TrainLayout, got {type(layout).__name__}")
+    for name in ("seq", "tp", "cp", "pp", "dp", "ep", "micro_batch", "chunks", "gpus_per_node"):
+        _positive(name, getattr(layout, name))
+    if layout.global_batch is not None:
+        _positive("global_batch", layout.global_batch)
+    for name, value, allowed in (("recompute", layout.recompute, RECOMPUTES), ("attention", layout.attention, ATTENTIONS),
+                                 ("cp_method", layout.cp_method, CP_METHODS)):
+        if value not in allowed:
+            raise unknown_name(name, value, allowed)
+    if layout.schedule not in SCHEDULES:
+        if str(layout.schedule).replace("_", "-").startswith("zero"):
+            raise ValueError("schedule 'zero-bubble' is not priced: it splits each backward pass into the input's and "
+                             "the weights' gradients to fill the bubble, which this model does not separate; "
+                             "use '1f1b' or 'interleaved'")
+        raise unknown_name("schedule", layout.schedule, SCHEDULES)
+    if layout.zero_stage not in ZERO_STAGES:
+        raise ValueError(f"zero_stage must be 0, 1, 2 or 3, got {layout.zero_stage!r}")
+    for name in ("dtype", "grad_dtype"):
+        if getattr(layout, name) not in OPTIMIZER_BYTES:
+            raise unknown_name(name, getattr(layout, name), OPTIMIZER_BYTES)
+    L, tp, cp, pp = m.num_layers, layout.tp, layout.cp, layout.pp
+    if m.num_heads % tp:
+        raise ValueError(f"tp ({tp}) must divide the attention heads ({m.num_heads}) of {m.name}")
+    if m.intermediate_size % tp:
+        raise ValueError(f"tp ({tp}) must divide the MLP width ({m.intermediate_size:,}) of {m.name}")
+    if pp > L:
+        raise ValueError(f"pp ({pp}) must be at most the layers ({L}) of {m.name}: each stage holds at least one")
+    if layout.schedule == "1f1b" and layout.chunks != 1:
+        raise ValueError(f"chunks must be 1 for the '1f1b' schedule, got {layout.chunks}; use schedule='interleaved'")
+    if layout.schedule == "interleaved":
+        if pp == 1:
+            raise ValueError("the interleaved schedule needs pp > 1")
+        if -(-L // pp) % layout.chunks:
+            raise ValueError(f"chunks ({layout.chunks}) must divide the layers per stage ({-(-L // pp)}, of {L} over {pp})")
+    if layout.sp and tp > 1 and (layout.seq // cp) % tp:
+        raise ValueError(f"sequence parallelism needs tp ({tp}) to divide each rank's tokens (seq/cp = {layout.seq // cp})")
+    if cp > 1:
+        if layout.cp_method == "ring" and layout.seq % (2 * cp):
+            raise ValueError(f"the ring's zigzag split needs 2 x cp ({2 * cp}) to divide seq ({layout.seq:,})")
+        if layout.cp_method == "all_to_all" and (m.num_heads // tp) % cp:
+            raise ValueError(f"all-to-all context parallelism needs cp ({cp}) to divide the heads per tensor-parallel "
+                             f"rank ({m.num_heads // tp})")
+        if layout.seq // cp < 128:
+            raise ValueError(f"cp ({cp}) leaves {layout.seq // cp} tokens per rank; give each rank at least 128")
+    if layout.ep > 1:
+        if m.moe is None:
+            raise ValueError(f"ep ({layout.ep}) needs a mixture-of-experts model; {m.name} is dense")
+        if layout.ep > m.moe.num_experts:
+            raise ValueError(f"ep ({layout.ep}) exceeds the experts ({m.moe.num_experts}) of {m.name}")
+        if m.moe.num_experts % layout.ep:
+            raise ValueError(f"ep ({layout.ep}) must divide the experts ({m.moe.num_experts}) of {m.name}")
+        if (layout.dp * cp) % layout.ep:
+            raise ValueError(f"ep ({layout.ep}) must divide dp x cp ({layout.dp * cp}): experts are spread over the "
+                             "data- and context-parallel ranks")
+    if layout.batch % (layout.dp * layout.micro_batch):
+        raise ValueError(f"global_batch ({layout.batch}) must be a multiple of dp x micro_batch "
+                         f"({layout.dp} x {layout.micro_batch} = {layout.dp * layout.micro_batch})")
+    if layout.schedule == "interleaved" and layout.micro_batches % pp:
+        raise ValueError(f"the interleaved schedule needs the micro-batches per pipeline ({layout.micro_batches}) to be "
+                         f"a multiple of pp ({pp})")
+    return m
+
+
+@dataclass(frozen=True)
+class StepPrice:
+    """One step of a layout under one roof: seconds, where they go, and bytes per GPU.
+
+    ``parts`` holds seconds that add to ``time``: compute by kind ('matmuls', 'attention', 'memory-bound',
+    'recompute'), the exposed exchanges ('tensor-parallel', 'context-parallel', 'expert all-to-all',
+    'pipeline sends', 'data-parallel'), 'bubble' and 'optimizer'. ``hidden`` holds communication that ran
+    behind compute. ``memory``: bytes per GPU on the fullest stage; ``fits`` against the usable HBM.
+    """
+
+    model: Model
+    layout: TrainLayout
+    roof: ClusterRoof
+    parts: Mapping[str, float]
+    hidden: Mapping[str, float]
+    memory: float
+    memory_parts: Mapping[str, float]
+    model_flops: float
+    hardware_flops: float
+
+    @property
+    def time(self) -> float:
+        return float(sum(self.parts.values()))
+
+    @property
+    def fits(self) -> bool:
+        return self.memory <= self.roof.hardware.usable_capacity
+
+    @property
+    def tokens_per_s(self) -> float:
+        return self.layout.batch * self.layout.seq / self.time
+
+    @property
+    def mfu(self) -> float:
+        return self.model_flops / (self.time * self.layout.gpus * self.roof.peak_flops)
+
+    @property
+    def hfu(self) -> float:
+        return self.hardware_flops / (self.time * self.layout.gpus * self.roof.peak_flops)
+
+    @property
+    def compute(self) -> float:
+        return sum(self.parts[k] for k in ("matmuls", "attention", "memory-bound", "recompute"))
+
+    @property
+    def exposed(self) -> float:
+        return sum(self.parts[k] for k in ("tensor-parallel", "context-parallel", "expert all-to-all",
+                                           "pipeline sends", "data-parallel"))
+
+
+@dataclass
+class _Phase:
+    """Seconds of one micro-batch on one GPU, by kind, for the forward and the backward pass."""
+
+    fwd: dict = field(default_factory=dict)
+    bwd: dict = field(default_factory=dict)
+
+    def add(self, phase: str, kind: str, t: float, times: float = 1.0):
+        d = self.fwd if phase == "fwd" else self.bwd
+        d[kind] = d.get(kind, 0.0) + float(t) * times
+
+    def scaled(self, k: float) -> "_Phase":
+        return _Phase({a: b * k for a, b in self.fwd.items()}, {a: b * k for a, b in self.bwd.items()})
+
+    def plus(self, other: "_Phase") -> "_Phase":
+        out = _Phase(dict(self.fwd), dict(self.bwd))
+        for a, b in other.fwd.items():
+            out.add("fwd", a, b)
+        for a, b in other.bwd.items():
+            out.add("bwd", a, b)
+        return out
+
+    @property
+    def total(self) -> float:
+        return sum(self.fwd.values()) + sum(self.bwd.values())
+
+
+def _linear_shape(lin, tp: int, kv_heads: int):
+    n, k = lin.out_features, lin.in_features
+    base = lin.name.split(".")[-1]
+    if base in _ROW_PARALLEL:
+        return n, k / tp
+    if base in _REPLICATED:
+        return n, k
+    if base in ("k_proj", "v_proj"):
+        return n / min(tp, kv_heads), k
+    return n / tp, k
+
+
+def _gemms(roof: ClusterRoof, linears, rows: float, tp: int, kv_heads: int, split: bool = True, copies: float = 1.0):
+    t = 0.0
+    for lin in linears:
+        n, k = _linear_shape(lin, tp, kv_heads) if split else (lin.out_features, lin.in_features)
+        flops = 2.0 * rows * n * k
+        t += roof.gemm_time(flops, 2.0 * (rows * k + k * n + rows * n))
+    return t * copies
+
+
+def _head_dims(m: Model) -> tuple[float, float]:
+    if m.mla is not None:
+        return m.mla.qk_nope_head_dim + m.mla.qk_rope_head_dim, m.mla.v_head_dim
+    return m.head_dim, m.head_dim
+
+
+def _layer(m: Model, lay: TrainLayout, roof: ClusterRoof, moe: bool) -> tuple[_Phase, dict, float]:
+    """One layer, one micro-batch, one GPU: the phase times, the recompute's seconds, and the attention
+    kernel's forward seconds (what a ring can hide behind)."""
+    tp, cp, s = lay.tp, lay.cp, lay.seq
+    T = lay.micro_batch * s / cp  # tokens this GPU holds
+    h = m.hidden_size
+    kv = m.num_kv_heads
+    heads = m.num_heads / tp
+    kv_l = max(kv / tp, 1.0)
+    dqk, dv = _head_dims(m)
+    ph = _Phase()
+    # matmuls
+    att = _gemms(roof, m.attention_linears(), T, tp, kv)
+    if moe:
+        e = m.moe
+        routed = T * e.experts_per_token / tp  # rows this GPU's experts take, shared among its local experts
+        local = e.num_experts / lay.ep
+        per_expert = routed * lay.ep / e.num_experts
+        mlp = (_gemms(roof, m.expert_linears(), per_expert, 1, kv, split=False, copies=local)
+               + _gemms(roof, m.shared_expert_linears(), T, tp, kv) + _gemms(roof, (m.router(),), T, 1, kv, split=False))
+        width, act_rows = e.expert_intermediate_size, routed
+    else:
+        mlp = _gemms(roof, m.dense_mlp_linears(), T, tp, kv)
+        width, act_rows = m.intermediate_size / tp, T
+    ph.add("fwd", "matmuls", att + mlp)
+    ph.add("bwd", "matmuls", att + mlp, 2)
+    # attention kernel
+    b = lay.micro_batch
+    if lay.attention == "flash":
+        fwd_flops = 2.0 * b * heads * s * s * (dqk + dv) / cp * 0.5
+        t_fb = roof.flash_time(3.5 * fwd_flops, s, head_dim=int(round(dqk)), causal=True)
+        a_fwd, a_bwd = t_fb / 3.5, t_fb * 2.5 / 3.5
+    else:
+        scores = b * heads * s * s / cp
+        g = roof.gemm_time(2.0 * scores * dqk, 2.0 * (scores + 2 * b * heads * s * dqk / cp)) + \
+            roof.gemm_time(2.0 * scores * dv, 2.0 * (scores + 2 * b * heads * s * dv / cp))
+        a_fwd = g + roof.memory_time(STANDARD_SCORE_BYTES["forward"] * scores, 4)
+        a_bwd = 2 * g + roof.memory_time(STANDARD_SCORE_BYTES["backward"] * scores, 6)
+    ph.add("fwd", "attention", a_fwd)
+    ph.add("bwd", "attention", a_bwd)
+    # memory-bound kernels: bytes per token
+    share = tp if lay.sp else 1
+    dropout = m.family == "gpt2"
+    replicated = m.norms_per_layer * 4 * h + 2 * (7 if dropout else 6) * h
+    act = (6 if m.gated_mlp else 4) * width * act_rows / T
+    rotary = 0.0 if m.position_embeddings or m.mla is not None else 4 * (heads + kv_l) * dqk
+    permute = 4 * heads * dv if lay.attention == "standard" else 0.0
+    per_token = replicated / share + act + rotary + permute
+    kernels = m.norms_per_layer + 3 + (1 if rotary else 0)
+    ph.add("fwd", "memory-bound", roof.memory_time(per_token * T, kernels))
+    ph.add("bwd", "memory-bound", roof.memory_time(2 * per_token * T, 2 * kernels))
+    # tensor-parallel exchanges
+    msg = T * h * 2.0
+    if tp > 1:
+        k = min(tp, lay.gpus_per_node)
+        if lay.sp:
+            one = 2 * (roof.collective_time("all_gather", tp, msg, per_node=k)
+                       + roof.collective_time("reduce_scatter", tp, msg, per_node=k))
+        else:
+            one = 2 * roof.collective_time("all_reduce", tp, msg, per_node=k)
+        ph.add("fwd", "tensor-parallel", one)
+        ph.add("bwd", "tensor-parallel", one)
+    # expert all-to-all: dispatch and combine, forward and backward
+    if moe and lay.ep > 1:
+        buf = T * m.moe.experts_per_token / tp * h * 2.0
+        k = min(lay.ep, max(1, lay.gpus_per_node // tp))
+        one = 2 * roof.collective_time("all_to_all", lay.ep, buf, per_node=k)
+        ph.add("fwd", "expert all-to-all", one)
+        ph.add("bwd", "expert all-to-all", one)
+    # context-parallel exchanges
+    if cp > 1:
+        k = min(cp, max(1, lay.gpus_per_node // tp))
+        if lay.cp_method == "ring":
+            block = 2.0 * T * kv_l * dqk * 2.0
+            send = roof.send_time(block, across_nodes=k < cp and tp * cp > lay.gpus_per_node)
+            ph.add("fwd", "context-parallel", max(0.0, (cp - 1) * send - a_fwd))
+            ph.add("bwd", "context-parallel", max(0.0, 2 * (cp - 1) * send - a_bwd))
+        else:
+            one = 4 * roof.collective_time("all_to_all", cp, T * h * 2.0 / tp, per_node=k)
+            ph.add("fwd", "context-parallel", one)
+            ph.add("bwd", "context-parallel", one)
+    # recomputation in the backward pass
+    if lay.recompute == "full":
+        recompute = dict(ph.fwd)
+    elif lay.recompute == "selective":
+        recompute = {"attention": a_fwd}
+    else:
+        recompute = {}
+    return ph, recompute, a_fwd
+
+
+def _ends(m: Model, lay: TrainLayout, roof: ClusterRoof) -> tuple[_Phase, _Phase]:
+    """The first stage's embedding and the last stage's final norm, output head and loss, one micro-batch."""
+    tp = lay.tp
+    T = lay.micro_batch * lay.seq / lay.cp
+    h, V = m.hidden_size, m.vocab_size
+    first, last = _Phase(), _Phase()
+    tables = 2 if m.position_embeddings else 1
+    first.add("fwd", "memory-bound", roof.memory_time(tables * 4 * T * h, tables))
+    first.add("bwd", "memory-bound", roof.memory_time(tables * 6 * T * h, tables))
+    share = tp if lay.sp else 1
+    last.add("fwd", "memory-bound", roof.memory_time(4 * T * h / share, 1))
+    last.add("bwd", "memory-bound", roof.memory_time(8 * T * h / share, 2))
+    head = roof.gemm_time(2.0 * T * h * V / tp, 2.0 * (T * h + h * V / tp + T * V / tp))
+    last.add("fwd", "matmuls", head)
+    last.add("bwd", "matmuls", head, 2)
+    ce = roof.memory_time(_CE_BYTES * T * V / tp, 10)
+    last.add("fwd", "memory-bound", ce / 2)
+    last.add("bwd", "memory-bound", ce / 2)
+    if tp > 1:
+        k = min(tp, lay.gpus_per_node)
+        gather = roof.collective_time("all_gather", tp, T * h * 2.0, per_node=k) if lay.sp else 0.0
+        small = 3 * roof.collective_time("all_reduce", tp, T * 4.0, per_node=k)
+        last.add("fwd", "tensor-parallel", gather + small)
+        last.add("bwd", "tensor-parallel", gather)
+    return first, last
+
+
+def _stage_params(m: Model, lay: TrainLayout) -> tuple[float, float, float]:
+    """Parameters one GPU holds on the fullest stage: (dense share, expert share, embedding share)."""
+    total = param_count(m)
+    emb = m.vocab_size * m.hidden_size * (1 if m.tie_word_embeddings else 2) + m.position_embeddings * m.hidden_size
+    experts = 0.0
+    if m.moe is not None:
+        per = sum(lin.in_features * lin.out_features for lin in m.expert_linears())
+        experts = per * m.moe.num_experts * m.moe.moe_layers(m.num_layers)
+    dense = total - emb - experts
+    ends = emb if lay.pp == 1 else (m.vocab_size + m.position_embeddings) * m.hidden_size
+    share = -(-m.num_layers // lay.pp) / m.num_layers  # the fullest stage
+    return dense * share / lay.tp, experts * share / lay.ep, ends / lay.tp
+
+
+def _flops_per_token(m: Model, seq: int, recompute: str) -> float:
+    """Training FLOPs per token: the weights' (:func:`~roofline.workloads.training.training_flops_per_token`) and
+    causal attention's, ``2 * seq * heads * (d_qk + d_v) / 2`` per layer forward (the same count as
+    ``attention_context`` gives, written with both head widths so that latent attention's differ),
+    three passes, four when recomputed."""
+    forward = seq * m.num_heads * sum(_head_dims(m)) * m.num_layers
+    return training_flops_per_token(m, recompute=recompute) + forward * (3 if recompute == "none" else 4)
+
+
+def price_step(model: Model | str, layout: TrainLayout, roof: ClusterRoof) -> StepPrice:
+    """Price one training step of ``model`` laid out as ``layout`` under ``roof`` (see the module's notes)."""
+    m = check_layout(model, layout)
+    if not isinstance(roof, ClusterRoof):
+        raise TypeError(f"roof must be a ClusterRoof (datasheet_cluster_roof(...) or roofline.measured.cluster_roof(...)), "
+                        f"got {type(roof).__name__}")
+    lay = layout
+    L, pp, v, mcount = m.num_layers, lay.pp, lay.chunks, lay.micro_batches
+    n_moe = m.moe.moe_layers(L) if m.moe is not None else 0
+    # the fullest stage holds ceil(L/pp) layers; where pp does not divide L, the first and last stages hold
+    # fewer (Llama 3's 126 layers over 16 stages: one fewer on each end) and the embedding and head with them
+    full = -(-L // pp)
+    dense_ph, dense_re, _ = _layer(m, lay, roof, moe=False)
+    per_layer_ph = dense_ph.scaled((L - n_moe) / L)
+    per_layer_re = sum(dense_re.values()) * (L - n_moe) / L
+    if n_moe:
+        moe_ph, moe_re, _ = _layer(m, lay, roof, moe=True)
+        per_layer_ph = per_layer_ph.plus(moe_ph.scaled(n_moe / L))
+        per_layer_re += sum(moe_re.values()) * n_moe / L
+    first, last = _ends(m, lay, roof)
+    end = first.plus(last) if pp == 1 else (first if first.total >= last.total else last)
+    short = (L - (pp - 2) * full) / 2 if pp > 2 and L % pp else full
+    stage = per_layer_ph.scaled(full).plus(end) if short == full else None
+    if stage is None:
+        a, b = per_layer_ph.scaled(full), per_layer_ph.scaled(short).plus(end)
+        stage = a if a.total + full * per_layer_re >= b.total + short * per_layer_re else b
+        recompute = per_layer_re * (full if stage is a else short)
+    else:
+        recompute = per_layer_re * full
+    per_mb = stage.total + recompute
+    avg = (per_layer_ph.total + per_layer_re) * L / pp + (first.total + last.total) / pp
+    parts: dict[str, float] = {}
+    for d in (stage.fwd, stage.bwd):
+        for k, t in d.items():
+            parts[k] = parts.get(k, 0.0) + t * mcount
+    parts["recompute"] = recompute * mcount
+    parts["bubble"] = (pp - 1) / v * avg if pp > 1 else 0.0
+    # pipeline sends: one micro-batch's boundary activations, split over the tensor-parallel group
+    if pp > 1:
+        msg = lay.micro_batch * lay.seq / lay.cp * m.hidden_size * 2.0 / lay.tp
+        across = lay.tp * lay.cp * lay.dp >= lay.gpus_per_node
+        parts["pipeline sends"] = 2 * (mcount * v + pp - 1) * roof.send_time(msg, across_nodes=across)
+    # data-parallel reduction of this stage's gradients
+    dense, experts, emb = _stage_params(m, lay)
+    n_dp = lay.dp * lay.cp
+    k_dp = min(n_dp, max(1, lay.gpus_per_node // lay.tp))
+    gbytes = 2.0 if lay.grad_dtype == "bf16" or lay.grad_dtype == "fp16" else 4.0
+    hidden = {}
+    comm = 0.0
+    if n_dp > 1:
+        size = (dense + emb) * gbytes
+        if lay.zero_stage == 3:
+            per = (2 * roof.collective_time("all_gather", n_dp, size, per_node=k_dp)
+                   + roof.collective_time("reduce_scatter", n_dp, size, per_node=k_dp))
+            behind = per_mb if lay.overlap_grad_reduce else 0.0
+            comm = mcount * max(0.0, per - behind)
+            hidden["data-parallel"] = mcount * per - comm
+        else:
+            t = roof.collective_time("all_reduce", n_dp, size, per_node=k_dp)
+            if experts and n_dp // lay.ep > 1:
+                t += roof.collective_time("all_reduce", n_dp // lay.ep, experts * gbytes,
+                                          per_node=max(1, k_dp // lay.ep))
+            behind = stage.total - sum(stage.fwd.values()) if lay.overlap_grad_reduce else 0.0
+            bucket = min(1.0, 25e6 / max(size, 1.0)) * t
+            comm = max(t - behind, bucket) if lay.overlap_grad_reduce else t
+            hidden["data-parallel"] = t - comm
+    if m.tie_word_embeddings and pp > 1:  # the tied embedding's gradient, summed between first and last stage
+        comm += roof.collective_time("all_reduce", 2, m.vocab_size * m.hidden_size / lay.tp * gbytes, per_node=1)
+    parts["data-parallel"] = comm
+    held = dense + experts + emb
+    shard = n_dp if lay.zero_stage >= 1 else 1
+    parts["optimizer"] = roof.memory_time(held / shard * OPTIMIZER_BYTES[lay.dtype], 10)
+    for k in ("matmuls", "attention", "memory-bound", "tensor-parallel", "context-parallel", "expert all-to-all",
+              "pipeline sends"):
+        parts.setdefault(k, 0.0)
+    # memory per GPU: model state, activations in flight on the first stage, the last stage's fp32 logits
+    state = {"weights": held * _STATE["weights"] / (n_dp if lay.zero_stage == 3 else 1),
+             "gradients": held * _STATE["gradients"] / (n_dp if lay.zero_stage >= 2 else 1),
+             "optimizer": held * _STATE["optimizer"] / shard}
+    try:
+        per_layer = activation_bytes(m, lay.seq // lay.cp, lay.micro_batch, recompute=lay.recompute, tp=lay.tp,
+                                     sequence_parallel=lay.sp, flash=lay.attention == "flash")
+    except NotModelledError:  # latent attention's saved tensors: a GPT layer of the same width stands in
+        per_layer = korthikanti_bytes(lay.seq // lay.cp, lay.micro_batch, m.hidden_size, m.num_heads,
+                                      recompute="selective" if lay.recompute == "none" and lay.attention == "flash"
+                                      else lay.recompute, tp=lay.tp, sequence_parallel=lay.sp)
+    flight = float(in_flight(pp, mcount, v, lay.schedule)) if pp > 1 else 1.0
+    acts = per_layer * full * flight
+    logits = lay.micro_batch * lay.seq / lay.cp * m.vocab_size / lay.tp * 4.0
+    if pp > 1 and per_layer * full + logits > acts:  # the last stage holds one micro-batch and the logits
+        acts = per_layer * full
+    elif pp > 1:
+        logits = 0.0
+    mem_parts = {**state, "activations": acts, "logits": logits}
+    tokens = lay.batch * lay.seq
+    model_flops = _flops_per_token(m, lay.seq, "none") * tokens
+    hw_flops = _flops_per_token(m, lay.seq, lay.recompute) * tokens
+    return StepPrice(m, lay, roof, MappingProxyType(parts), MappingProxyType(hidden), float(sum(mem_parts.values())),
+                     MappingProxyType(mem_parts), float(model_flops), float(hw_flops))

@@ -1,0 +1,157 @@
+"""The cluster model's laws: any layout priced or refused by name; the estimate never below the floor; more
+bandwidth or more FLOP/s never slower; the parts add up to the step."""
+
+from dataclasses import replace
+
+import pytest
+
+from roofline.core.cluster_roof import Curve, datasheet_cluster_roof
+from roofline.core.model import load_model
+from roofline.measured.cluster import cluster_roof
+from roofline.parallel.cluster import TrainLayout, check_layout, price_step
+from roofline.parallel.planner import gpt_model
+
+GPT22 = gpt_model(6144, 64, 48)
+
+LAYOUTS = [
+    ("llama-3-8b", "h100-sxm", TrainLayout(seq=8192, tp=2, dp=8, micro_batch=1, global_batch=64)),
+    ("llama-3-8b", "h100-sxm", TrainLayout(seq=8192, tp=1, dp=16, zero_stage=3, global_batch=32)),
+    ("llama-3-70b", "h100-sxm", TrainLayout(seq=8192, tp=8, pp=4, dp=4, global_batch=256, schedule="interleaved",
+                                            chunks=5)),
+    ("llama-3.1-405b", "h100-sxm", TrainLayout(seq=131072, tp=8, cp=16, pp=16, dp=8, global_batch=128,
+                                               recompute="full", schedule="interleaved", chunks=2)),
+    ("llama-3.1-405b", "h100-sxm", TrainLayout(seq=8192, tp=8, pp=16, dp=128, global_batch=2048)),
+    ("mixtral-8x7b", "h100-sxm", TrainLayout(seq=4096, tp=2, pp=4, dp=8, ep=8, global_batch=256)),
+    ("deepseek-v3", "h100-sxm", TrainLayout(seq=4096, tp=1, pp=16, dp=128, ep=64, global_batch=4096,
+                                            recompute="full")),
+    (GPT22, "a100-sxm-80gb", TrainLayout(seq=2048, tp=8, micro_batch=4, global_batch=4, attention="standard",
+                                         dtype="fp16", grad_dtype="fp16")),
+    ("llama-3-8b", "a100-sxm-80gb", TrainLayout(seq=4096, tp=4, cp=2, dp=4, global_batch=32, cp_method="all_to_all")),
+]
+
+
+def _priced(model, gpu, lay):
+    dtype = lay.dtype
+    return price_step(model, lay, cluster_roof(gpu, dtype)), price_step(model, lay, datasheet_cluster_roof(gpu, dtype))
+
+
+@pytest.mark.parametrize("model,gpu,lay", LAYOUTS, ids=[f"{i}" for i in range(len(LAYOUTS))])
+def test_the_estimate_is_never_below_the_floor_in_any_part(model, gpu, lay):
+    est, floor = _priced(model, gpu, lay)
+    assert est.time >= floor.time > 0
+    for k, t in floor.parts.items():
+        assert est.parts[k] >= t * (1 - 1e-9) or k == "data-parallel", k  # overlap may hide more under the estimate
+    assert est.memory == floor.memory  # memory does not depend on the roof
+    assert sum(est.parts.values()) == pytest.approx(est.time)
+
+
+@pytest.mark.parametrize("model,gpu,lay", LAYOUTS[:6], ids=[f"{i}" for i in range(6)])
+def test_more_bandwidth_or_more_flops_is_never_slower(model, gpu, lay):
+    roof = cluster_roof(gpu, lay.dtype)
+    base = price_step(model, lay, roof).time
+    faster = [
+        replace(roof, gemm=Curve(roof.gemm.xs, tuple(2 * y for y in roof.gemm.ys)),
+                attention={k: Curve(c.xs, tuple(2 * y for y in c.ys)) for k, c in roof.attention.items()}),
+        replace(roof, bandwidth=2 * roof.bandwidth),
+        replace(roof, nvlink=Curve(roof.nvlink.xs, tuple(2 * y for y in roof.nvlink.ys))),
+        replace(roof, port=2 * roof.port, all_to_all_port=2 * roof.all_to_all_port),
+    ]
+    for r in faster:
+        assert price_step(model, lay, r).time <= base * (1 + 1e-12)
+
+
+def test_a_step_of_the_22b_run_adds_up_by_hand():
+    """Korthikanti's 22B run on 8 A100s, one micro-batch of 4: the tensor-parallel share is 48 layers x (2
+    all-gathers + 2 reduce-scatters) forward and again backward, plus the head's gather each way and three
+    small all-reduces of the loss; no bubble, no data-parallel exchange."""
+    lay = TrainLayout(seq=2048, tp=8, micro_batch=4, global_batch=4, attention="standard", dtype="fp16",
+                      grad_dtype="fp16", sequence_parallel=True)
+    roof = cluster_roof("a100-sxm-80gb", "fp16")
+    p = price_step(GPT22, lay, roof)
+    msg = 4 * 2048 * 6144 * 2
+    ag = roof.collective_time("all_gather", 8, msg, per_node=8)
+    rs = roof.collective_time("reduce_scatter", 8, msg, per_node=8)
+    small = roof.collective_time("all_reduce", 8, 4 * 2048 * 4, per_node=8)
+    assert p.parts["tensor-parallel"] == pytest.approx(48 * 2 * 2 * (ag + rs) + 2 * ag + 3 * small)
+    assert p.parts["bubble"] == 0 and p.parts["data-parallel"] == 0 and p.parts["pipeline sends"] == 0
+    assert lay.micro_batches == 1 and lay.gpus == 8
+
+
+def test_the_bubble_is_a_share_of_an_average_stage():
+    lay = TrainLayout(seq=2048, tp=8, pp=8, micro_batch=1, global_batch=64, schedule="interleaved", chunks=3,
+                      attention="standard", dtype="fp16", grad_dtype="fp16")
+    roof = cluster_roof("a100-sxm-80gb", "fp16")
+    m = gpt_model(12288, 96, 96)
+    p = price_step(m, lay, roof)
+    one = replace(lay, global_batch=8)  # one micro-batch per pipeline, same stage
+    assert p.parts["bubble"] == pytest.approx(price_step(m, one, roof).parts["bubble"])
+    deeper = price_step(m, replace(lay, chunks=1, schedule="1f1b"), roof)
+    assert deeper.parts["bubble"] == pytest.approx(3 * p.parts["bubble"], rel=0.02)
+
+
+def test_recomputation_trades_time_for_memory():
+    roof = cluster_roof("h100-sxm")
+    lay = TrainLayout(seq=8192, tp=4, pp=2, dp=2, global_batch=64)
+    none, sel, full = (price_step("llama-3-70b", replace(lay, recompute=r), roof) for r in ("none", "selective", "full"))
+    assert none.time < sel.time < full.time
+    assert none.memory_parts["activations"] >= sel.memory_parts["activations"] > full.memory_parts["activations"]
+    assert full.hfu > full.mfu
+
+
+@pytest.mark.parametrize("changes,needle", [
+    (dict(pp=40), "pp (40) must be at most the layers (32)"),
+    (dict(tp=3), "tp (3) must divide the attention heads (32)"),
+    (dict(ep=2), "needs a mixture-of-experts model"),
+    (dict(pp=2, schedule="interleaved", chunks=3, global_batch=4), "chunks (3) must divide the layers per stage (16"),
+    (dict(schedule="zero-bubble"), "'zero-bubble' is not priced"),
+    (dict(schedule="1f1b", chunks=2), "chunks must be 1 for the '1f1b' schedule"),
+    (dict(dp=4, micro_batch=2, global_batch=6), "global_batch (6) must be a multiple of dp x micro_batch"),
+    (dict(cp=3), "2 x cp (6) to divide seq"),
+    (dict(recompute="some"), "unknown recompute 'some'"),
+    (dict(attention="flesh"), "did you mean 'flash'"),
+    (dict(tp=0), "tp must be"),
+    (dict(pp=2, schedule="interleaved", chunks=2, global_batch=3), "multiple of pp (2)"),
+])
+def test_a_layout_that_cannot_run_is_refused_by_name(changes, needle):
+    lay = replace(TrainLayout(seq=8192), **changes)
+    with pytest.raises((ValueError, KeyError)) as err:
+        check_layout("llama-3-8b", lay)
+    assert needle in str(err.value)
+
+
+def test_expert_parallelism_is_checked_against_the_experts():
+    with pytest.raises(ValueError, match=r"ep \(16\) exceeds the experts \(8\)"):
+        check_layout("mixtral-8x7b", TrainLayout(seq=4096, dp=16, ep=16))
+    with pytest.raises(ValueError, match=r"ep \(8\) must divide dp x cp \(4\)"):
+        check_layout("mixtral-8x7b", TrainLayout(seq=4096, dp=4, ep=8))
+    with pytest.raises(ValueError, match=r"ep \(3\) must divide the experts \(8\)"):
+        check_layout("mixtral-8x7b", TrainLayout(seq=4096, dp=6, ep=3))
+
+
+def test_expert_parallelism_moves_tokens_and_splits_experts():
+    roof = cluster_roof("h100-sxm")
+    base = TrainLayout(seq=4096, tp=1, dp=8, global_batch=8)
+    one, eight = (price_step("mixtral-8x7b", replace(base, ep=e), roof) for e in (1, 8))
+    assert one.parts["expert all-to-all"] == 0 < eight.parts["expert all-to-all"]
+    assert eight.memory_parts["weights"] < one.memory_parts["weights"] / 3
+
+
+def test_tensor_parallelism_across_nodes_is_priced_on_the_network():
+    roof = cluster_roof("h100-sxm")
+    inside = price_step("llama-3-70b", TrainLayout(seq=8192, tp=8, dp=2, global_batch=2), roof)
+    across = price_step("llama-3-70b", TrainLayout(seq=8192, tp=16, dp=1, global_batch=2), roof)
+    # half the work per GPU, but every exchange leaves the node through the ports
+    assert across.parts["tensor-parallel"] > 2 * inside.parts["tensor-parallel"]
+
+
+def test_context_parallelism_hides_the_ring_behind_long_attention():
+    roof = cluster_roof("h100-sxm")
+    lay = TrainLayout(seq=131072, tp=8, cp=16, pp=16, dp=8, global_batch=128, recompute="full")
+    p = price_step("llama-3.1-405b", lay, roof)
+    assert p.parts["context-parallel"] < 0.05 * p.parts["attention"]
+    assert p.fits, p.memory / 1e9
+
+
+def test_the_roof_must_be_a_cluster_roof():
+    with pytest.raises(TypeError, match="roof must be a ClusterRoof"):
+        price_step("llama-3-8b", TrainLayout(seq=2048), "h100-sxm")
