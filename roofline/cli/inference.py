@@ -38,7 +38,7 @@ def run_prefill(args) -> str:
 
 
 def _run(args) -> str:
-    if args.roof != "measured":
+    if args.roof not in ("measured", "calibrated"):
         for flag, given in (("--carry-h200-efficiencies", args.carry_h200_efficiencies),
                             ("--launch", args.launch != "graph")):
             if given:
@@ -114,7 +114,7 @@ def _fit_lines(fit: dict, h: Hardware) -> list[str]:
 
 def _workload(kind: str, b: Breakdown, h: Hardware, tokens: int, as_json: bool, settings: dict, fit: dict,
               args) -> str:
-    if args.roof == "measured":
+    if args.roof in ("measured", "calibrated"):
         roof = at("--roof", calibrated_roof_for, h, mode=args.launch, carry=args.carry_h200_efficiencies)
     else:
         roof = h
@@ -180,7 +180,7 @@ def _tensor_parallel(args, m: Model, h: Hardware, accounting: str, formats: dict
     at("--tp", check_tp, m, t, gpus_per_node=GPUS_PER_NODE)
     need_links(args, h, t, f"{args.command} --tp {t}")
     roof = None
-    if args.roof == "measured":
+    if args.roof in ("measured", "calibrated"):
         roof = at("--roof", calibrated_roof_for, h, mode=args.launch, carry=args.carry_h200_efficiencies)
     if args.command == "decode":
         step = at("--context", tp_decode_step, m, t, args.batch, args.context, accounting=accounting, **formats,

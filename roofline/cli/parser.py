@@ -23,6 +23,7 @@ from roofline.serving.speculative import DRAFTS
 from roofline.workloads.inference import ACCOUNTINGS, OPTIONS
 
 __all__ = ["UsageError", "HelpRequested", "build_parser", "whole", "storage_format", "fraction", "acceptance", "recompute", "at",
+           "CLUSTER_FLAGS", "wants_cluster",
            "one_split", "GPUS_PER_NODE", "SMALLEST_FRACTION", "need_links", "moe_routing", "DEFAULT_ROUTING", "layout_error", "at_layout"]
 
 
@@ -155,8 +156,9 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--timing", choices=TIMINGS, default="step",
                        help="step: max over the whole step (the text's); kernel: each kernel's max, summed, "
                             "at least its launch; serial: no overlap at all (default step)")
-        p.add_argument("--roof", choices=("datasheet", "measured"), default="datasheet",
-                       help="datasheet peaks, or the roof calibrated from the H200's microbenchmarks (default datasheet)")
+        p.add_argument("--roof", choices=("datasheet", "calibrated", "measured"), default="datasheet",
+                       help="datasheet peaks, or the roof calibrated from the H200's microbenchmarks ('measured' is "
+                            "an alias of calibrated; default datasheet)")
         p.add_argument("--launch", choices=("graph", "eager"), default="graph",
                        help="with --roof measured: kernels replayed from a CUDA graph or launched from Python")
         p.add_argument("--carry-h200-efficiencies", action="store_true",
@@ -363,7 +365,35 @@ def _train_parser(sub, models: str) -> None:
     dp.add_argument("--accumulation", type=whole(1), default=1, help="micro-batches per step (default 1)")
     _tp_flag(p)
     _cp_flags(p, methods=True)
+    cl = p.add_argument_group("any layout on a cluster (the cluster model, appendix C): --pp, --ep, --dp, "
+                              "--global-batch, --schedule, --chunks or --roof price the whole step, floor and estimate")
+    cl.add_argument("--pp", type=whole(1), default=1, help="pipeline stages (default 1)")
+    cl.add_argument("--ep", type=whole(1), default=1, help="expert parallelism, carved out of dp x cp (default 1)")
+    cl.add_argument("--dp", type=whole(1), default=None,
+                    help="data-parallel replicas (default: the GPUs over tp x cp x pp, or --gpus)")
+    cl.add_argument("--global-batch", type=whole(1), default=None,
+                    help="sequences per optimizer step, all GPUs together (default one micro-batch per replica)")
+    cl.add_argument("--schedule", choices=("1f1b", "interleaved"), default=None, help="pipeline schedule (default 1f1b)")
+    cl.add_argument("--chunks", type=whole(1), default=None, help="model chunks per GPU, interleaved schedule")
+    cl.add_argument("--sequence-parallel", choices=("on", "off"), default=None,
+                    help="split norms and residuals over the tensor-parallel group (default on when --tp > 1)")
+    cl.add_argument("--no-overlap", action="store_true", help="the gradient reduction waits for the backward pass")
+    cl.add_argument("--dtype", choices=("bf16", "fp16"), default="bf16", help="format of the matmuls (default bf16)")
+    cl.add_argument("--roof", choices=("datasheet", "calibrated", "measured"), default=None,
+                    help="datasheet floor only, or the calibrated estimate beside it (default calibrated where the "
+                         "chip has one; 'measured' is an alias of calibrated)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+CLUSTER_FLAGS = ("pp", "ep", "dp", "global_batch", "schedule", "chunks", "sequence_parallel", "roof")
+
+
+def wants_cluster(args) -> bool:
+    """Whether ``train``'s flags ask for the cluster model: any of its own flags, --tp or --cp with --nodes
+    or --gpus-per-node, or --tp and --cp together."""
+    given = [f for f in CLUSTER_FLAGS if getattr(args, f, None) not in (None, 1)] + (["no_overlap"] if args.no_overlap else [])
+    nodes = args.nodes is not None or args.gpus_per_node is not None
+    return bool(given) or (nodes and (args.tp > 1 or args.cp > 1)) or (args.tp > 1 and args.cp > 1)
 
 
 def one_split(args) -> None:

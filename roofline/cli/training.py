@@ -7,10 +7,12 @@ from __future__ import annotations
 import json
 
 from roofline.cli.output import tp_lines
-from roofline.cli.parser import GPUS_PER_NODE, UsageError, at, at_layout, need_links, one_split
+from roofline.cli.parser import GPUS_PER_NODE, UsageError, at, at_layout, need_links, one_split, wants_cluster
 from roofline.core.hardware import Hardware, get_hardware, require_links
 from roofline.core.model import Model, load_model
 from roofline.core.units import fmt
+from roofline.measured.cluster import CALIBRATED_CHIPS, estimate_step
+from roofline.parallel.cluster import TrainLayout
 from roofline.parallel.context_parallel import plan_context_parallel
 from roofline.parallel.data_parallel import data_parallel_step
 from roofline.parallel.planner import plan as plan_layouts
@@ -31,6 +33,8 @@ def run_plan(args) -> str:
 
 
 def _train(args, catalog) -> str:
+    if wants_cluster(args):
+        return _train_cluster(args, catalog)
     one_split(args)
     if args.nodes is not None or args.gpus_per_node is not None or args.hybrid or args.accumulation > 1:
         for flag in ("tp", "cp"):
@@ -252,3 +256,93 @@ def _tensor_parallel(args, m: Model, h: Hardware) -> str:
             f"group{'s' if dp > 1 else ''}), {args.seq:,} tokens x micro-batch {args.micro_batch} per group")
     work = f"one GPU's step {fmt(p.compute_time, 's')} (compute, and the data-parallel traffic overlapped)"
     return tp_lines(head, p.time, work, comm, p.tokens_per_s_per_gpu, p.mfu, p.memory_per_gpu, p.fits, h)
+
+
+_LAYOUT_FLAGS = {"tp": "--tp", "cp": "--cp", "pp": "--pp", "ep": "--ep", "dp": "--dp", "chunks": "--chunks",
+                 "global_batch": "--global-batch", "micro_batch": "--micro-batch", "seq": "--seq",
+                 "schedule": "--schedule", "recompute": "--recompute", "attention": "--attention",
+                 "the interleaved schedule": "--schedule", "sequence parallelism": "--sequence-parallel",
+                 "all-to-all context parallelism": "--cp", "the ring's zigzag split": "--cp",
+                 "zero_stage": "--zero"}
+
+
+def _train_cluster(args, catalog) -> str:
+    """``roofline train MODEL --gpu G --nodes N --tp T --pp P ...``: any layout, floor and estimate (appendix C)."""
+    m, h = at("model", load_model, args.model), at("--gpu", get_hardware, args.gpu, catalog)
+    for flag, bad in (("--offload", args.offload), ("--hybrid", args.hybrid), ("--achieved", args.achieved is not None),
+                      ("--accumulation", args.accumulation > 1)):
+        if bad:
+            raise UsageError(f"{flag} is not part of the cluster model: leave it out (use --global-batch for "
+                             "accumulation)" if flag == "--accumulation" else
+                             f"{flag} is not part of the cluster model: leave it out", flag)
+    if not isinstance(args.recompute, str) or args.recompute not in ("none", "selective", "full"):
+        raise UsageError("the cluster model prices --recompute none, selective or full, not a checkpoint every K "
+                         "layers", "--recompute")
+    per_node = args.gpus_per_node if args.gpus_per_node is not None else GPUS_PER_NODE
+    split = args.tp * args.cp * args.pp
+    if args.nodes is not None or args.gpus_per_node is not None:
+        total = (args.nodes if args.nodes is not None else 1) * per_node
+        if total % split:
+            raise UsageError(f"--tp x --cp x --pp ({args.tp} x {args.cp} x {args.pp} = {split}) must divide the "
+                             f"{total:,} GPUs of the cluster (--nodes x --gpus-per-node)", "--nodes")
+        dp = total // split
+        if args.dp is not None and args.dp != dp:
+            raise UsageError(f"--dp {args.dp} disagrees with the cluster: {total:,} GPUs over tp x cp x pp = {split} "
+                             f"leave {dp} replicas", "--dp")
+    else:
+        dp = args.dp if args.dp is not None else args.gpus
+    need_links(args, h, split * dp, f"train on {split * dp:,} GPUs", per_node=per_node)
+    schedule = args.schedule or ("interleaved" if args.chunks and args.chunks > 1 else "1f1b")
+    layout = TrainLayout(seq=args.seq, tp=args.tp, cp=args.cp, pp=args.pp, dp=dp, ep=args.ep,
+                         micro_batch=args.micro_batch, global_batch=args.global_batch, recompute=args.recompute,
+                         sequence_parallel=None if args.sequence_parallel is None else args.sequence_parallel == "on",
+                         schedule=schedule, chunks=args.chunks or 1, zero_stage=args.zero,
+                         attention="standard" if args.attention == "explicit" else "flash",
+                         cp_method=args.cp_method.replace("-", "_"), overlap_grad_reduce=not args.no_overlap,
+                         dtype=args.dtype, grad_dtype=args.dtype, gpus_per_node=per_node)
+    roof = {"measured": "calibrated"}.get(args.roof, args.roof)
+    if roof is None:
+        roof = "calibrated" if h.key in CALIBRATED_CHIPS else "datasheet"
+    if roof == "calibrated" and h.key not in CALIBRATED_CHIPS:
+        raise UsageError(f"no calibrated roof for the {h.short}: microbenchmarks were gathered for "
+                         f"{', '.join(get_hardware(k).short for k in CALIBRATED_CHIPS)}; give --roof datasheet",
+                         "--roof")
+    flags = dict(_LAYOUT_FLAGS, **({} if args.schedule else {"the interleaved schedule": "--chunks"}))
+    floor, est = at_layout(flags, m, args.seq, estimate_step, m, h, layout, roof=roof)
+    chosen = est or floor
+    if args.json:
+        def one(p):
+            return {"time_s": p.time, "mfu": p.mfu, "hfu": p.hfu, "tokens_per_s": p.tokens_per_s,
+                    "parts_s": dict(p.parts), "hidden_s": dict(p.hidden)}
+        return json.dumps({
+            "workload": "train", "model": m.name, "gpu": h.key, "gpus": layout.gpus, "gpus_per_node": per_node,
+            "layout": {"tp": layout.tp, "cp": layout.cp, "pp": layout.pp, "dp": layout.dp, "ep": layout.ep,
+                       "micro_batch": layout.micro_batch, "global_batch": layout.batch,
+                       "micro_batches": layout.micro_batches, "schedule": layout.schedule, "chunks": layout.chunks,
+                       "recompute": layout.recompute, "sequence_parallel": layout.sp, "zero_stage": layout.zero_stage,
+                       "attention": layout.attention, "overlap_grad_reduce": layout.overlap_grad_reduce,
+                       "dtype": layout.dtype},
+            "seq": layout.seq, "roof": roof, "time_s": chosen.time, "mfu": chosen.mfu, "hfu": chosen.hfu,
+            "tokens_per_s": chosen.tokens_per_s, "memory_bytes": chosen.memory, "hbm_usable": h.usable_capacity,
+            "fits": chosen.fits, "memory_parts": dict(chosen.memory_parts),
+            "floor": one(floor), "estimate": one(est) if est else None,
+        }, indent=2)
+    lines = [f"training step of {m.title} on {layout.gpus:,} {h.short}s ({per_node} per node), "
+             f"{layout.batch:,} sequences of {layout.seq:,} tokens:", f"  {layout.describe()}"]
+    fit = "fits" if chosen.fits else "DOES NOT FIT; the times below assume it did"
+    lines.append(f"memory per GPU {fmt(chosen.memory, 'B')} of {fmt(h.usable_capacity, 'B')} usable: {fit}")
+    lines.append("  " + ", ".join(f"{k} {fmt(v, 'B')}" for k, v in chosen.memory_parts.items() if v))
+    if est:
+        lines.append(f"step time: calibrated estimate {fmt(est.time, 's')} (MFU {est.mfu:.1%}, HFU {est.hfu:.1%}); "
+                     f"datasheet floor {fmt(floor.time, 's')} (MFU {floor.mfu:.1%})")
+    else:
+        lines.append(f"step time: datasheet floor {fmt(floor.time, 's')} (MFU {floor.mfu:.1%}, HFU {floor.hfu:.1%})")
+    lines.append(f"where the {'estimate' if est else 'floor'}'s time goes:")
+    for k, v in sorted(chosen.parts.items(), key=lambda kv: -kv[1]):
+        if v > 0:
+            hid = chosen.hidden.get(k, 0.0)
+            lines.append(f"  {k:<18} {fmt(v, 's'):>9}" + (f"  (and {fmt(hid, 's')} hidden behind the backward pass)"
+                                                         if hid > 0 else ""))
+    rate = chosen.tokens_per_s
+    lines.append(f"{fmt(rate, 'tokens/s')} for the whole cluster")
+    return "\n".join(lines)

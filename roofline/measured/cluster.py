@@ -27,7 +27,7 @@ from roofline.core.cluster_roof import ClusterRoof, Curve
 from roofline.core.hardware import Hardware, get_hardware
 
 __all__ = ["microbenchmarks", "record", "cluster_roof", "CALIBRATED_CHIPS", "EXCLUDED", "DevelopmentRun", "development_runs",
-           "development_layouts", "DevelopmentCheck", "check_run", "development_checks"]
+           "development_layouts", "DevelopmentCheck", "check_run", "development_checks", "ROOFS", "estimate_step"]
 
 
 @lru_cache(maxsize=1)
@@ -330,3 +330,20 @@ def check_run(run: DevelopmentRun, roof: ClusterRoof | None = None) -> Developme
 def development_checks(roof: ClusterRoof | None = None) -> tuple[DevelopmentCheck, ...]:
     """Every development run priced (appendix C's table)."""
     return tuple(check_run(r, roof) for r in development_runs())
+
+
+ROOFS = ("datasheet", "calibrated")
+
+
+def estimate_step(model, hardware: Hardware | str, layout, *, roof: str = "calibrated"):
+    """One training step of ``layout`` priced at the datasheet floor and, with ``roof='calibrated'``, under the
+    chip's calibrated roof as well: ``(floor, estimate)``, the estimate ``None`` for the datasheet alone. The
+    layout's ``dtype`` picks the peak both divide by."""
+    from roofline.core.cluster_roof import datasheet_cluster_roof
+    from roofline.parallel.cluster import price_step
+
+    if roof not in ROOFS:
+        raise unknown_name("roof", roof, ROOFS)
+    hw = get_hardware(hardware)
+    floor = price_step(model, layout, datasheet_cluster_roof(hw, layout.dtype))
+    return floor, (price_step(model, layout, cluster_roof(hw, layout.dtype)) if roof == "calibrated" else None)

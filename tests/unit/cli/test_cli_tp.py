@@ -58,7 +58,6 @@ def test_mixture_of_experts_is_not_modelled_here():
 
 
 @pytest.mark.parametrize("argv", [
-    ["train", "llama-3-8b", "--gpu", "h100", "--seq", "4096", "--tp", "2", "--nodes", "2"],
     ["train", "llama-3-8b", "--gpu", "h100", "--seq", "4096", "--tp", "2", "--accumulation", "4"],
     ["serve", "llama-3-8b", "--gpu", "h100", "--context", "4096", "--tp", "2", "--curve"],
     ["serve", "llama-3-8b", "--gpu", "h100", "--context", "4096", "--tp", "2", "--prompt", "512"],
@@ -79,14 +78,24 @@ def test_tp_and_ep_together_are_refused(capsys):
 
 @pytest.mark.parametrize("argv", [
     ["prefill", "llama-3-8b", "--gpu", "h100", "--tokens", "65536", "--tp", "2", "--cp", "2"],
-    ["train", "llama-3-8b", "--gpu", "h100", "--seq", "65536", "--tp", "2", "--cp", "2"],
-    ["train", "llama-3-8b", "--gpu", "h100", "--seq", "65536", "--cp", "2", "--nodes", "2"],
 ])
 def test_two_splits_or_cp_with_nodes_are_refused(argv, capsys):
-    """--cp beside --tp, or beside the data-parallel flags, is refused naming a flag rather than dropped."""
+    """--cp beside --tp in a prefill is refused naming a flag rather than dropped."""
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert "--cp" in err and ("together" in err or "does not combine" in err)
+
+
+@pytest.mark.parametrize("argv", [
+    ["train", "llama-3-8b", "--gpu", "h100", "--seq", "65536", "--tp", "2", "--cp", "2", "--json"],
+    ["train", "llama-3-8b", "--gpu", "h100", "--seq", "65536", "--cp", "2", "--nodes", "2", "--json"],
+    ["train", "llama-3-8b", "--gpu", "h100", "--seq", "4096", "--tp", "2", "--nodes", "2", "--json"],
+])
+def test_train_prices_tp_with_cp_or_with_nodes_as_one_cluster_layout(argv, capsys):
+    """What chapter 8's and chapter 11's single-split paths refused, the cluster model prices (appendix C)."""
+    assert main(argv) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert got["estimate"]["time_s"] >= got["floor"]["time_s"] > 0
 
 
 # --- every number from a package function -----------------------------------------------------------

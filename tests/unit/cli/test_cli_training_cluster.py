@@ -1,0 +1,80 @@
+"""`roofline train ... --pp --ep --global-batch --schedule --chunks --roof`: any layout on a cluster, a thin
+layer over roofline.parallel.cluster and roofline.measured.cluster, on good and bad input."""
+
+import json
+
+import pytest
+
+from roofline.measured.cluster import estimate_step
+from roofline.parallel.cluster import TrainLayout
+
+from cli_helpers import in_process
+
+run = in_process
+
+LONG = ("train", "llama-3.1-405b", "--gpu", "h100-sxm", "--nodes", "2048", "--tp", "8", "--cp", "16", "--pp", "16",
+        "--seq", "131072", "--global-batch", "128", "--recompute", "full", "--chunks", "8", "--zero", "1")
+
+
+def test_train_prints_the_package_estimate_and_floor():
+    status, out, _ = run(*LONG, "--json")
+    assert status == 0
+    got = json.loads(out)
+    lay = TrainLayout(seq=131072, tp=8, cp=16, pp=16, dp=8, global_batch=128, recompute="full",
+                      schedule="interleaved", chunks=8, zero_stage=1)
+    floor, est = estimate_step("llama-3.1-405b", "h100-sxm", lay)
+    assert got["gpus"] == 16384 and got["layout"]["dp"] == 8 and got["layout"]["micro_batches"] == 16
+    assert got["roof"] == "calibrated"
+    assert got["time_s"] == pytest.approx(est.time) and got["mfu"] == pytest.approx(est.mfu)
+    assert got["floor"]["time_s"] == pytest.approx(floor.time)
+    assert got["floor"]["time_s"] < got["time_s"]
+    assert got["memory_bytes"] == pytest.approx(est.memory) and got["fits"] is True
+    assert sum(got["estimate"]["parts_s"].values()) == pytest.approx(got["time_s"])
+
+
+def test_train_text_names_the_layout_and_where_the_time_goes():
+    status, out, _ = run(*LONG)
+    assert status == 0
+    assert "TP 8 x CP 16 x PP 16 x DP 8, micro-batch 1 (m = 16), interleaved x8, recompute full" in out
+    assert "calibrated estimate" in out and "datasheet floor" in out and "bubble" in out
+
+
+def test_the_datasheet_roof_alone_and_the_measured_alias():
+    _, sheet, _ = run(*LONG, "--roof", "datasheet", "--json")
+    _, alias, _ = run(*LONG, "--roof", "measured", "--json")
+    _, cal, _ = run(*LONG, "--json")
+    sheet, alias, cal = json.loads(sheet), json.loads(alias), json.loads(cal)
+    assert sheet["estimate"] is None and sheet["time_s"] == pytest.approx(cal["floor"]["time_s"])
+    assert alias["time_s"] == pytest.approx(cal["time_s"])
+
+
+def test_a_chip_without_a_calibrated_roof_gets_the_floor_and_a_clear_refusal():
+    base = ("train", "llama-3-8b", "--gpu", "b200", "--nodes", "2", "--tp", "4", "--seq", "4096")
+    status, out, _ = run(*base, "--json")
+    assert status == 0 and json.loads(out)["roof"] == "datasheet"
+    status, _, err = run(*base, "--roof", "calibrated")
+    assert status == 2 and "--roof" in err and "no calibrated roof for the" in err
+
+
+@pytest.mark.parametrize("extra,flag,needle", [
+    (("--pp", "5"), "--nodes", "must divide the 16 GPUs"),
+    (("--pp", "2", "--chunks", "3"), "--chunks", "chunks (3) must divide the layers per stage"),
+    (("--ep", "2"), "--ep", "needs a mixture-of-experts model"),
+    (("--dp", "3"), "--dp", "disagrees with the cluster"),
+    (("--recompute", "every-4"), "--recompute", "none, selective or full"),
+    (("--global-batch", "3"), "--global-batch", "must be a multiple of dp x micro_batch"),
+    (("--offload",), "--offload", "not part of the cluster model"),
+])
+def test_bad_layouts_are_refused_naming_the_flag(extra, flag, needle):
+    status, _, err = run("train", "llama-3-8b", "--gpu", "h100-sxm", "--nodes", "2", "--tp", "2", "--seq", "4096",
+                         *extra)
+    assert status == 2, err
+    assert flag in err and needle in err
+
+
+def test_tp_with_nodes_now_prices_the_whole_layout():
+    status, out, _ = run("train", "llama-3-70b", "--gpu", "a100-80gb", "--nodes", "4", "--tp", "8", "--pp", "2",
+                         "--seq", "4096", "--global-batch", "64", "--json")
+    assert status == 0
+    got = json.loads(out)
+    assert got["layout"]["dp"] == 2 and got["floor"]["time_s"] < got["time_s"]
