@@ -213,6 +213,29 @@ def planner_seconds(repeat: int = 3) -> tuple[float, int]:
     return best, count
 
 
+def cluster_seconds(repeat: int = 3) -> tuple[float, float, int]:
+    """Best time of one cluster-model step (Llama 3.1 405B's long-context layout on 16,384 H100s, calibrated
+    roof) and of the whole development set (every published run and every setting its source leaves open),
+    and how many layouts the development set priced."""
+    from roofline.measured.cluster import cluster_roof, development_checks, development_layouts, development_runs
+    from roofline.parallel.cluster import TrainLayout, price_step
+
+    roof = cluster_roof("h100-sxm")
+    lay = TrainLayout(seq=131072, tp=8, cp=16, pp=16, dp=8, global_batch=128, recompute="full",
+                      schedule="interleaved", chunks=8)
+    one = dev = float("inf")
+    for _ in range(repeat):
+        start = time.perf_counter()
+        price_step("llama-3.1-405b", lay, roof)
+        one = min(one, time.perf_counter() - start)
+        start = time.perf_counter()
+        development_checks()
+        dev = min(dev, time.perf_counter() - start)
+    a100 = cluster_roof("a100-sxm-80gb", "fp16")
+    count = sum(len(development_layouts(r, a100)[1]) for r in development_runs())
+    return one, dev, count
+
+
 def hidden_cells(paths=None) -> dict:
     """What the chapters' hidden (``remove-cell``) code cells hold: lines of code (blank lines and comments
     left out) and ``glue``/``glue_text`` calls; and in every code cell, the ``def``/``class`` statements and
@@ -270,6 +293,9 @@ def main(argv: list[str]) -> None:
     seconds, count = planner_seconds()
     print(f"layout search, Llama 3.1 405B on 16,384 H100s, {count:,} layouts: {seconds:.2f} s (goal: under 5 s)",
           flush=True)
+    one, dev, count = cluster_seconds()
+    print(f"cluster model: one step priced in {1e3 * one:.1f} ms; the development set ({count} layouts) in "
+          f"{1e3 * dev:.0f} ms", flush=True)
     with tempfile.TemporaryDirectory() as out:
         book = _seconds([str(bin_ / "jupyter-book"), "build", str(ROOT), "--path-output", out, "--warningiserror"], ROOT)
         print(f"cold book build: {book:.1f} s", flush=True)
