@@ -101,25 +101,17 @@ EXCLUDED = MappingProxyType({
 def _a100(hw: Hardware, dtype: str) -> ClusterRoof:
     peak = hw.peak_flops(dtype)
     gemm_ids = ["mb0126", "mb0131", "mb0127", "mb0128", "mb0129", "mb0132", "mb0130"]
-    sweep = _ids(category="collective", gpu="A100 SXM4 80GB", operation="all_reduce",
-                 message_size_bytes=lambda s: isinstance(s, int))
-    up = hw.link("scale_up").each_way
+    fabric, fsources = _fabric(hw, "A100 SXM4 80GB", all_to_all="mb0065", all_reduce="mb0051", port="mb0058",
+                               all_to_all_port="mb0067", send="mb0279", latency="mb0050")
     return ClusterRoof(
         f"{hw.short} calibrated", hw, "calibrated", dtype, peak,
         gemm=_sweep(gemm_ids, _gemm_flops).capped(peak),
         attention=_attention("A100 SXM4 80GB", "FlashAttention-2", peak),
         bandwidth=min(_value("mb0171"), hw.hbm_bandwidth),
         launch_s=_value("mb0177"),
-        nvlink=_sweep(sweep, lambda r: float(r["message_size_bytes"])).capped(up),
-        all_to_all_nvlink=_value("mb0065") / _value("mb0051"),
-        port=min(_value("mb0058"), hw.link("network").each_way),
-        all_to_all_port=min(_value("mb0067"), hw.link("network").each_way),
-        send_nvlink=min(_value("mb0279"), up),
-        latency_s=_value("mb0050") / 14,
+        **fabric,
         sources={"gemm": tuple(gemm_ids), "attention": ("mb0181-mb0201",), "bandwidth": ("mb0171",),
-                 "launch": ("mb0177",), "nvlink": (f"{sweep[0]}-{sweep[-1]}",), "all_to_all_nvlink": ("mb0065", "mb0051"),
-                 "port": ("mb0058", "mb0054"), "all_to_all_port": ("mb0067",), "send_nvlink": ("mb0279",),
-                 "latency": ("mb0050",)},
+                 "launch": ("mb0177",), **fsources},
         assumptions=(
             "bf16 matmuls reach the fp16 sweep's rates (the A100's datasheet gives both the same peak)",
             "all-gather and reduce-scatter reach all-reduce's bus bandwidth at the same buffer size (no sweep of "
@@ -130,19 +122,25 @@ def _a100(hw: Hardware, dtype: str) -> ClusterRoof:
         ))
 
 
-def _h100_fabric(hw: Hardware) -> dict:
-    sweep = _ids(category="collective", gpu="H100 SXM 80GB", operation="all_reduce",
-                 message_size_bytes=lambda s: isinstance(s, int))
-    up = hw.link("scale_up").each_way
-    return dict(
-        nvlink=_sweep(sweep, lambda r: float(r["message_size_bytes"])).capped(up),
-        all_to_all_nvlink=_value("mb0066") / _value("mb0060"),
-        port=min(_value("mb0057"), hw.link("network").each_way),
-        all_to_all_port=min(_value("mb0068"), hw.link("network").each_way),
-        send_nvlink=min(_value("mb0281"), up),
-        latency_s=_value("mb0049") / 14,
-    ), {"nvlink": (f"{sweep[0]}-{sweep[-1]}",), "all_to_all_nvlink": ("mb0066", "mb0060"), "port": ("mb0057", "mb0055"),
-        "all_to_all_port": ("mb0068",), "send_nvlink": ("mb0281",), "latency": ("mb0049",)}
+def _fabric(hw: Hardware, gpu: str, *, all_to_all: str, all_reduce: str, port: str, all_to_all_port: str,
+            send: str, latency: str) -> tuple[dict, dict]:
+    """A chip's fabric from its records: the all-reduce sweep of ``gpu`` inside a node, all-to-all as a share of
+    all-reduce at the same scale, one network port, all-to-all across nodes, a two-GPU copy, and one message's
+    latency (a 1 KiB all-reduce's time over its 14 ring steps); each capped at the datasheet's link."""
+    sweep = _ids(category="collective", gpu=gpu, operation="all_reduce", message_size_bytes=lambda s: isinstance(s, int))
+    up, net = hw.link("scale_up").each_way, hw.link("network").each_way
+    fabric = dict(nvlink=_sweep(sweep, lambda r: float(r["message_size_bytes"])).capped(up),
+                  all_to_all_nvlink=_value(all_to_all) / _value(all_reduce), port=min(_value(port), net),
+                  all_to_all_port=min(_value(all_to_all_port), net), send_nvlink=min(_value(send), up),
+                  latency_s=_value(latency) / 14)
+    return fabric, {"nvlink": (f"{sweep[0]}-{sweep[-1]}",), "all_to_all_nvlink": (all_to_all, all_reduce),
+                    "port": (port,), "all_to_all_port": (all_to_all_port,), "send_nvlink": (send,),
+                    "latency": (latency,)}
+
+
+def _h100_fabric(hw: Hardware) -> tuple[dict, dict]:
+    return _fabric(hw, "H100 SXM 80GB", all_to_all="mb0066", all_reduce="mb0060", port="mb0057",
+                   all_to_all_port="mb0068", send="mb0281", latency="mb0049")
 
 
 def _h100(hw: Hardware, dtype: str) -> ClusterRoof:
