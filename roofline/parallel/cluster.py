@@ -65,7 +65,7 @@ from roofline.parallel.pipeline import in_flight
 from roofline.workloads.memory import activation_bytes, korthikanti_bytes
 from roofline.workloads.training import training_flops_per_token
 
-__all__ = ["TrainLayout", "StepPrice", "check_layout", "price_step", "RECOMPUTES", "SCHEDULES", "ATTENTIONS",
+__all__ = ["TrainLayout", "StepPrice", "Search", "check_layout", "price_step", "search", "RECOMPUTES", "SCHEDULES", "ATTENTIONS",
            "CP_METHODS", "OPTIMIZER_BYTES", "STANDARD_SCORE_BYTES"]
 
 RECOMPUTES = ("none", "selective", "full")
@@ -444,6 +444,17 @@ def _stage_params(m: Model, lay: TrainLayout) -> tuple[float, float, float]:
     return dense * share / lay.tp, experts * share / lay.ep, ends / lay.tp
 
 
+def _layer_activations(m: Model, lay: TrainLayout) -> float:
+    """Bytes one layer keeps for one micro-batch on one GPU."""
+    try:
+        return activation_bytes(m, lay.seq // lay.cp, lay.micro_batch, recompute=lay.recompute, tp=lay.tp,
+                                sequence_parallel=lay.sp, flash=lay.attention == "flash")
+    except NotModelledError:  # latent attention's saved tensors: a GPT layer of the same width stands in
+        return korthikanti_bytes(lay.seq // lay.cp, lay.micro_batch, m.hidden_size, m.num_heads,
+                                 recompute="selective" if lay.recompute == "none" and lay.attention == "flash"
+                                 else lay.recompute, tp=lay.tp, sequence_parallel=lay.sp)
+
+
 def _flops_per_token(m: Model, seq: int, recompute: str) -> float:
     """Training FLOPs per token: the weights' (:func:`~roofline.workloads.training.training_flops_per_token`) and
     causal attention's, ``2 * seq * heads * (d_qk + d_v) / 2`` per layer forward (the same count as
@@ -459,20 +470,32 @@ def price_step(model: Model | str, layout: TrainLayout, roof: ClusterRoof) -> St
     if not isinstance(roof, ClusterRoof):
         raise TypeError(f"roof must be a ClusterRoof (datasheet_cluster_roof(...) or roofline.measured.cluster_roof(...)), "
                         f"got {type(roof).__name__}")
-    lay = layout
+    return _price(m, layout, roof, {})
+
+
+def _cached(cache: dict, key, build):
+    if key not in cache:
+        cache[key] = build()
+    return cache[key]
+
+
+def _price(m: Model, lay: TrainLayout, roof: ClusterRoof, cache: dict) -> StepPrice:
+    """:func:`price_step` of a checked layout; ``cache`` keeps the per-layer pieces a search shares."""
+    layer_key = (lay.tp, lay.cp, lay.seq, lay.micro_batch, lay.ep, lay.sp, lay.attention, lay.cp_method,
+                 lay.gpus_per_node, lay.recompute)
     L, pp, v, mcount = m.num_layers, lay.pp, lay.chunks, lay.micro_batches
     n_moe = m.moe.moe_layers(L) if m.moe is not None else 0
     # the fullest stage holds ceil(L/pp) layers; where pp does not divide L, the first and last stages hold
     # fewer (Llama 3's 126 layers over 16 stages: one fewer on each end) and the embedding and head with them
     full = -(-L // pp)
-    dense_ph, dense_re, _ = _layer(m, lay, roof, moe=False)
+    dense_ph, dense_re, _ = _cached(cache, ("dense",) + layer_key, lambda: _layer(m, lay, roof, moe=False))
     per_layer_ph = dense_ph.scaled((L - n_moe) / L)
     per_layer_re = sum(dense_re.values()) * (L - n_moe) / L
     if n_moe:
-        moe_ph, moe_re, _ = _layer(m, lay, roof, moe=True)
+        moe_ph, moe_re, _ = _cached(cache, ("moe",) + layer_key, lambda: _layer(m, lay, roof, moe=True))
         per_layer_ph = per_layer_ph.plus(moe_ph.scaled(n_moe / L))
         per_layer_re += sum(moe_re.values()) * n_moe / L
-    first, last = _ends(m, lay, roof)
+    first, last = _cached(cache, ("ends",) + layer_key, lambda: _ends(m, lay, roof))
     end = first.plus(last) if pp == 1 else (first if first.total >= last.total else last)
     short = (L - (pp - 2) * full) / 2 if pp > 2 and L % pp else full
     stage = per_layer_ph.scaled(full).plus(end) if short == full else None
@@ -532,13 +555,7 @@ def price_step(model: Model | str, layout: TrainLayout, roof: ClusterRoof) -> St
     state = {"weights": held * _STATE["weights"] / (n_dp if lay.zero_stage == 3 else 1),
              "gradients": held * _STATE["gradients"] / (n_dp if lay.zero_stage >= 2 else 1),
              "optimizer": held * _STATE["optimizer"] / shard}
-    try:
-        per_layer = activation_bytes(m, lay.seq // lay.cp, lay.micro_batch, recompute=lay.recompute, tp=lay.tp,
-                                     sequence_parallel=lay.sp, flash=lay.attention == "flash")
-    except NotModelledError:  # latent attention's saved tensors: a GPT layer of the same width stands in
-        per_layer = korthikanti_bytes(lay.seq // lay.cp, lay.micro_batch, m.hidden_size, m.num_heads,
-                                      recompute="selective" if lay.recompute == "none" and lay.attention == "flash"
-                                      else lay.recompute, tp=lay.tp, sequence_parallel=lay.sp)
+    per_layer = _cached(cache, ("acts",) + layer_key, lambda: _layer_activations(m, lay))
     flight = float(in_flight(pp, mcount, v, lay.schedule)) if pp > 1 else 1.0
     acts = per_layer * full * flight
     logits = lay.micro_batch * lay.seq / lay.cp * m.vocab_size / lay.tp * 4.0
@@ -552,3 +569,75 @@ def price_step(model: Model | str, layout: TrainLayout, roof: ClusterRoof) -> St
     hw_flops = _flops_per_token(m, lay.seq, lay.recompute) * tokens
     return StepPrice(m, lay, roof, MappingProxyType(parts), MappingProxyType(hidden), float(sum(mem_parts.values())),
                      MappingProxyType(mem_parts), float(model_flops), float(hw_flops))
+
+
+@dataclass(frozen=True)
+class Search:
+    """Every layout a search priced under its roof, the fitting ones ranked fastest first (``ranked``), how many
+    were priced and how many the constraints refused."""
+
+    ranked: tuple
+    priced: int
+    refused: int
+    gpus: int
+
+    @property
+    def best(self) -> StepPrice:
+        if not self.ranked:
+            raise ValueError(f"no layout of the {self.gpus:,} GPUs fits the model in memory")
+        return self.ranked[0]
+
+
+def _divisors(n: int, most: int) -> list[int]:
+    return [d for d in range(1, min(n, most) + 1) if n % d == 0]
+
+
+def search(model: Model | str, roof: ClusterRoof, *, gpus: int, seq: int, global_batch: int, gpus_per_node: int = 8,
+           tps=(1, 2, 4, 8), cps=(1,), pps=None, eps=(1,), micro_batches=(1, 2, 4, 8), recomputes=RECOMPUTES,
+           chunks=(1, 2, 4), zero_stages=(0, 1, 3), attention: str = "flash", dtype: str = "bf16",
+           overlap_grad_reduce: bool = True, sequence_parallel: bool | None = None) -> Search:
+    """Price every layout of ``gpus`` GPUs as ``tp x cp x pp x dp`` (``ep`` carved out of ``dp x cp``) over the
+    given degrees, micro-batches, recomputation policies, interleaving depths and ZeRO stages under ``roof``,
+    for ``global_batch`` sequences of ``seq`` tokens; keep those that fit and rank them by step time.
+    ``pps`` ``None`` tries every pipeline depth that divides the GPUs left after ``tp x cp``. A layout the
+    constraints refuse is counted, not priced."""
+    m = load_model(model)
+    n = count("gpus", gpus)
+    seq, batch, per_node = count("seq", seq), count("global_batch", global_batch), count("gpus_per_node", gpus_per_node)
+    if not isinstance(roof, ClusterRoof):
+        raise TypeError(f"roof must be a ClusterRoof, got {type(roof).__name__}")
+    cache: dict = {}
+    fitting, priced, refused = [], 0, 0
+    for tp in tps:
+        for cp in cps:
+            if n % (tp * cp):
+                continue
+            rest = n // (tp * cp)
+            for pp in (pps if pps is not None else _divisors(rest, m.num_layers)):
+                if rest % pp:
+                    continue
+                dp = rest // pp
+                for ep in eps:
+                    for mb in micro_batches:
+                        if batch % (dp * mb):
+                            continue
+                        for rc in recomputes:
+                            for v in (chunks if pp > 1 else (1,)):
+                                for z in zero_stages:
+                                    lay = TrainLayout(seq=seq, tp=tp, cp=cp, pp=pp, dp=dp, ep=ep, micro_batch=mb,
+                                                      global_batch=batch, recompute=rc,
+                                                      schedule="interleaved" if v > 1 else "1f1b", chunks=v,
+                                                      zero_stage=z, attention=attention, dtype=dtype, grad_dtype=dtype,
+                                                      gpus_per_node=per_node, overlap_grad_reduce=overlap_grad_reduce,
+                                                      sequence_parallel=sequence_parallel)
+                                    try:
+                                        check_layout(m, lay)
+                                    except (ValueError, KeyError):
+                                        refused += 1
+                                        continue
+                                    p = _price(m, lay, roof, cache)
+                                    priced += 1
+                                    if p.fits:
+                                        fitting.append(p)
+    fitting.sort(key=lambda p: p.time)
+    return Search(tuple(fitting), priced, refused, n)

@@ -155,3 +155,28 @@ def test_context_parallelism_hides_the_ring_behind_long_attention():
 def test_the_roof_must_be_a_cluster_roof():
     with pytest.raises(TypeError, match="roof must be a ClusterRoof"):
         price_step("llama-3-8b", TrainLayout(seq=2048), "h100-sxm")
+
+
+def test_a_search_ranks_fitting_layouts_and_a_restricted_one_never_beats_it():
+    from roofline.parallel.cluster import search
+
+    roof = cluster_roof("h100-sxm")
+    full = search("llama-3-70b", roof, gpus=64, seq=8192, global_batch=128)
+    assert full.priced > 100 and full.refused > 0
+    times = [p.time for p in full.ranked]
+    assert times == sorted(times) and all(p.fits for p in full.ranked)
+    assert full.best.layout.gpus == 64
+    narrow = search("llama-3-70b", roof, gpus=64, seq=8192, global_batch=128, tps=(8,), recomputes=("full",))
+    assert narrow.best.time >= full.best.time
+    published = price_step("llama-3-70b", TrainLayout(seq=8192, tp=8, pp=2, dp=4, global_batch=128,
+                                                       recompute="full", zero_stage=1), roof)
+    assert full.best.time <= published.time  # that layout is in the space searched
+
+
+def test_a_search_where_nothing_fits_says_so():
+    from roofline.parallel.cluster import search
+
+    s = search("llama-3.1-405b", cluster_roof("h100-sxm"), gpus=8, seq=8192, global_batch=8)
+    assert s.ranked == () and s.priced > 0
+    with pytest.raises(ValueError, match="no layout of the 8 GPUs fits"):
+        s.best
