@@ -353,7 +353,7 @@ def development_checks(roof: ClusterRoof | None = None) -> tuple[DevelopmentChec
 
 # ------------------------------------------------------------------------------------ for appendix C's page
 
-__all__ += ["RoofConstant", "ROOF_QUANTITIES", "roof_constants", "part_shares", "part_gaps", "ratios", "PART_ORDER"]
+__all__ += ["RoofConstant", "ROOF_QUANTITIES", "roof_constants", "part_shares", "part_gaps", "development_ratios", "PART_ORDER"]
 
 # The quantities of a calibrated roof in the order appendix C's table lists them: (name, attribute, unit).
 ROOF_QUANTITIES = (
@@ -439,7 +439,7 @@ def part_gaps(floor, estimate) -> dict:
     return {k: estimate.parts.get(k, 0.0) - floor.parts.get(k, 0.0) for k in PART_ORDER}
 
 
-def ratios(checks, kind: str = "estimate") -> tuple[float, ...]:
+def development_ratios(checks, kind: str = "estimate") -> tuple[float, ...]:
     """Predicted over published time for each check: the calibrated ``'estimate'`` or the datasheet ``'floor'``."""
     if kind not in ("estimate", "floor"):
         raise unknown_name("kind", kind, ("estimate", "floor"))

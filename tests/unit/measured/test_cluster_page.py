@@ -45,12 +45,12 @@ def test_part_shares_add_to_one_and_part_gaps_to_the_difference_of_the_steps(che
 
 
 def test_ratios_are_predicted_over_published_and_the_floor_is_below_every_published_time(checks):
-    est, floor = C.ratios(checks), C.ratios(checks, "floor")
+    est, floor = C.development_ratios(checks), C.development_ratios(checks, "floor")
     assert est[0] == pytest.approx(checks[0].estimate.time / checks[0].published_s) == pytest.approx(checks[0].ratio)
     assert floor[0] == pytest.approx(checks[0].floor_ratio)
     assert max(floor) < 1 and all(f < e for f, e in zip(floor, est))
     with pytest.raises(UnknownNameError, match="unknown kind 'measured'"):
-        C.ratios(checks, "measured")
+        C.development_ratios(checks, "measured")
 
 
 def test_a_runs_label_and_whether_its_source_left_settings_open(checks):
