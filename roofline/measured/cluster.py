@@ -239,6 +239,20 @@ class DevelopmentRun:
     def source(self) -> str:
         return self.raw["source"]["title"]
 
+    @property
+    def label(self) -> str:
+        """A short name for tables and controls: the model and the recomputation ('GPT 175B, selective')."""
+        name = self.raw["model"]["name"].split(" (")[0]
+        return f"{name}, {_recompute(self.raw['activation_recomputation'])}"
+
+    @property
+    def settings_unstated(self) -> bool:
+        """True where the source leaves the micro-batch or the interleaving depth open, so that the model
+        takes the fastest that fits."""
+        sched = self.raw["pipeline_schedule"].lower()
+        unstated_depth = self.raw["pp"] > 1 and sched.startswith("interleaved") and "virtual stages not stated" in sched
+        return self.raw["micro_batch"] is None or unstated_depth
+
 
 @lru_cache(maxsize=1)
 def development_runs() -> tuple[DevelopmentRun, ...]:
@@ -310,6 +324,11 @@ class DevelopmentCheck:
         """Estimate over published: below 1 the model is too fast."""
         return self.estimate.time / self.published_s
 
+    @property
+    def floor_ratio(self) -> float:
+        """Floor over published: never above 1 if the floor is one."""
+        return self.floor.time / self.published_s
+
 
 def check_run(run: DevelopmentRun, roof: ClusterRoof | None = None) -> DevelopmentCheck:
     """Price one development run under the calibrated A100 roof and the datasheet's."""
@@ -345,3 +364,98 @@ def estimate_step(model, hardware: Hardware | str, layout, *, roof: str = "calib
     hw = get_hardware(hardware)
     floor = price_step(model, layout, datasheet_cluster_roof(hw, layout.dtype))
     return floor, (price_step(model, layout, cluster_roof(hw, layout.dtype)) if roof == "calibrated" else None)
+
+
+# ------------------------------------------------------------------------------------ for appendix C's page
+
+__all__ += ["RoofConstant", "ROOF_QUANTITIES", "roof_constants", "part_shares", "part_gaps", "development_ratios", "PART_ORDER"]
+
+# The quantities of a calibrated roof in the order appendix C's table lists them: (name, attribute, unit).
+ROOF_QUANTITIES = (
+    ("best matmul", "gemm", "FLOP/s"),
+    ("best flash attention (fwd+bwd, causal, head 128)", "attention", "FLOP/s"),
+    ("memory-bound kernels", "bandwidth", "B/s"),
+    ("least time of a kernel", "launch", "s"),
+    ("all-reduce in a node, largest buffer", "nvlink", "B/s"),
+    ("all-to-all in a node, share of all-reduce", "all_to_all_nvlink", "%"),
+    ("one network port, ring bus bandwidth", "port", "B/s"),
+    ("all-to-all across nodes", "all_to_all_port", "B/s"),
+    ("one message inside a node", "send_nvlink", "B/s"),
+    ("latency of one message", "latency", "s"),
+)
+
+# The parts of a StepPrice in the order the figures stack them.
+PART_ORDER = ("matmuls", "attention", "memory-bound", "recompute", "tensor-parallel", "context-parallel",
+              "expert all-to-all", "pipeline sends", "data-parallel", "bubble", "optimizer")
+
+
+@dataclass(frozen=True)
+class RoofConstant:
+    """One constant of a calibrated roof: its value (SI units, a share for '%'), and the records it came from
+    with their sources' titles (a source that is not a record, such as the H200's own measurement, by name)."""
+
+    name: str
+    value: float
+    unit: str
+    records: tuple
+    sources: tuple
+
+
+def _record_ids(source: str) -> list[str]:
+    """A roof's source entry as record ids: 'mb0025-mb0048' is the range, 'mb0058' one record, anything else
+    none."""
+    recs = _records()
+    a, _, b = source.partition("-")
+    if a in recs and b in recs:
+        return [i for i in recs if a <= i <= b]
+    return [source] if source in recs else []
+
+
+def _constant_value(roof: ClusterRoof, attr: str) -> float:
+    if attr == "gemm":
+        return roof.gemm.top
+    if attr == "attention":
+        return roof._attention_curve(128, True).top
+    if attr == "nvlink":
+        return roof.nvlink.top
+    if attr == "launch":
+        return roof.launch_s
+    if attr == "latency":
+        return roof.latency_s
+    return float(getattr(roof, attr))
+
+
+def roof_constants(roof: ClusterRoof) -> tuple[RoofConstant, ...]:
+    """The constants of ``roof`` as appendix C's table shows them (:data:`ROOF_QUANTITIES`), each with the
+    records it was built from and their sources' titles; the attention curve's records are those of the
+    chip's FlashAttention-2 benchmark."""
+    out = []
+    for name, attr, unit in ROOF_QUANTITIES:
+        entries = roof.sources.get(attr, ())
+        ids = [i for e in entries for i in _record_ids(e)]
+        if attr == "attention" and not ids:
+            gpu = {"a100-sxm-80gb": "A100 SXM4 80GB"}.get(roof.hardware.key, "H100 SXM5 80GB")
+            ids = _ids(category="attention_kernel", gpu=gpu, operation="attention forward+backward",
+                       tool=lambda t: t.startswith("FlashAttention-2"))
+        titles = tuple(dict.fromkeys(record(i)["source"]["title"] for i in ids)) or tuple(entries)
+        out.append(RoofConstant(name, _constant_value(roof, attr), unit, tuple(ids), titles))
+    return tuple(out)
+
+
+def part_shares(price) -> dict:
+    """Each part of a :class:`~roofline.parallel.cluster.StepPrice` as a share of its step, in
+    :data:`PART_ORDER`."""
+    return {k: price.parts.get(k, 0.0) / price.time for k in PART_ORDER}
+
+
+def part_gaps(floor, estimate) -> dict:
+    """Seconds each part of ``estimate`` adds over the same part of ``floor`` (the same layout under the
+    datasheet's roof), in :data:`PART_ORDER`; they add up to the difference of the two steps."""
+    return {k: estimate.parts.get(k, 0.0) - floor.parts.get(k, 0.0) for k in PART_ORDER}
+
+
+def development_ratios(checks, kind: str = "estimate") -> tuple[float, ...]:
+    """Predicted over published time for each check: the calibrated ``'estimate'`` or the datasheet ``'floor'``."""
+    if kind not in ("estimate", "floor"):
+        raise unknown_name("kind", kind, ("estimate", "floor"))
+    return tuple(getattr(c, kind).time / c.published_s for c in checks)

@@ -1303,3 +1303,70 @@ def plan_frontier_chart(times: ArrayLike, memory: ArrayLike, frontier, chosen, *
         ax.axhline(capacity / 1e9, color=PALETTE["vermillion"], lw=1, ls="--", label="usable HBM")
         _label(ax, xlabel="predicted step time (s)", ylabel="memory per GPU (GB)", title=title, legend=2)
     return fig
+
+
+# --- appendix C: the cluster model against published runs ---------------------------------------------------
+
+__all__ += ["development_chart", "step_parts_chart", "PART_COLORS"]
+
+# one colour per part of a training step (roofline.measured.cluster.PART_ORDER); communication in warm colours
+PART_COLORS = {"matmuls": PALETTE["blue"], "attention": PALETTE["sky"], "memory-bound": PALETTE["green"],
+               "recompute": "#7fc7b0", "tensor-parallel": PALETTE["vermillion"], "context-parallel": "#f2a07b",
+               "expert all-to-all": PALETTE["yellow"], "pipeline sends": PALETTE["purple"],
+               "data-parallel": PALETTE["orange"], "bubble": "#999999", "optimizer": PALETTE["black"]}
+
+
+def development_chart(checks, *, band: float = 0.25, title=None):
+    """Appendix C: predicted against published step time, log-log, one point per development run: the calibrated
+    estimate (circles) and the datasheet floor (triangles), with ``y = x`` and the band ``(1 - band) x .. (1 + band) x``
+    shaded. Square and narrow, so that it reads in a phone's column."""
+    published = np.array([c.published_s for c in checks])
+    est = np.array([c.estimate.time for c in checks])
+    floor = np.array([c.floor.time for c in checks])
+    lo, hi = min(published.min(), floor.min()) / 1.5, max(published.max(), est.max()) * 1.5
+    with _chart(5.6, 5.4) as (fig, ax):
+        xs = np.geomspace(lo, hi, 50)
+        ax.fill_between(xs, xs * (1 - band), xs * (1 + band), color="#e8f4ea", zorder=0,
+                        label=f"within ±{100 * band:.0f}% of published")
+        ax.plot(xs, xs, color="black", lw=0.9, label="predicted = published")
+        ax.plot(published, est, "o", ms=7, color=PALETTE["blue"], mec="black", mew=0.5, ls="none",
+                label="calibrated estimate", zorder=5)
+        ax.plot(published, floor, "^", ms=7, color=PALETTE["vermillion"], mec="black", mew=0.5, ls="none",
+                label="datasheet floor", zorder=4)
+        _log_axis(ax, "x", _plain)
+        _log_axis(ax, "y", _plain)
+        ax.set_xlim(lo, hi)
+        ax.set_ylim(lo, hi)
+        ax.set_aspect("equal")
+        _label(ax, xlabel="published step time (s)", ylabel="predicted step time (s)", title=title)
+        ax.legend(loc="upper left", fontsize=10)
+    return fig
+
+
+def step_parts_chart(prices: dict, *, title=None):
+    """Appendix C: where the time of a step goes, one horizontal bar per labelled
+    :class:`~roofline.parallel.cluster.StepPrice`, stacked by part as a share of its own step (runs of one second
+    and of a hundred share one axis), the step's time written at the end of each bar."""
+    from roofline.measured.cluster import part_shares
+
+    labels = list(prices)
+    y = np.arange(len(labels))[::-1]
+    shares = {label: part_shares(prices[label]) for label in labels}
+    shown = [k for k in PART_COLORS if any(s[k] > 0.005 for s in shares.values())]
+    with _chart(6.4, 0.55 * len(labels) + 2.4) as (fig, ax):
+        for yi, label in zip(y, labels):
+            left = 0.0
+            for k in shown:
+                ax.barh(yi, 100 * shares[label][k], left=left, color=PART_COLORS[k], edgecolor="black", linewidth=0.4,
+                        label=k if yi == y[0] else None)
+                left += 100 * shares[label][k]
+            ax.annotate(fmt(prices[label].time, "s"), (100, yi), textcoords="offset points", xytext=(4, -4), fontsize=10)
+        ax.set_yticks(y, labels)
+        ax.set_xlim(0, 118)
+        ax.set_xticks([0, 20, 40, 60, 80, 100])
+        ax.set_xlabel("share of the step (%)")
+        ax.grid(axis="y", visible=False)
+        legend_below(ax, ncol=3)
+        if title:
+            ax.set_title(title)
+    return fig

@@ -698,3 +698,76 @@ def rules_table(examples: Mapping[str, Sequence], title: str = "") -> Table:
         unit = f"{first.unit}, " if first.unit else ""
         rows.append((f"{first.name} ({unit}chapter {first.chapter})", *cells))
     return Table(("rule", *examples), tuple(rows), title)
+
+
+# --- appendix C: the cluster model against published runs ---------------------------------------------------
+
+__all__ += ["cluster_roof_table", "development_table", "step_parts_table", "short_layout"]
+
+
+def _ids_text(ids) -> str:
+    ids = list(ids)
+    if len(ids) > 2:
+        return f"{ids[0]} to {ids[-1]} ({len(ids)} records)"
+    return ", ".join(ids)
+
+
+def _constant_text(c) -> str:
+    return f"{100 * c.value:.0f}%" if c.unit == "%" else fmt(c.value, c.unit)
+
+
+def cluster_roof_table(roofs, title: str = "") -> Table:
+    """Appendix C: the constants of calibrated cluster roofs side by side, one value column and one source
+    column per roof; each source names the records (their ids in ``microbenchmarks.json``) and where they were
+    published (the title up to its first parenthesis)."""
+    from roofline.measured.cluster import roof_constants
+
+    roofs = list(roofs)
+    consts = [roof_constants(r) for r in roofs]
+    columns = ("quantity", *(c for r in roofs for c in (r.hardware.short, f"{r.hardware.short}: from")))
+    rows = []
+    for i, first in enumerate(consts[0]):
+        cells = []
+        for cs in consts:
+            c = cs[i]
+            where = "; ".join(dict.fromkeys(s.split(" (")[0] for s in c.sources))
+            cells += [_constant_text(c), f"{_ids_text(c.records)}: {where}" if c.records else where]
+        rows.append((first.name, *cells))
+    return Table(columns, tuple(rows), title, wrap=tuple(c for c in columns[2::2]))
+
+
+def short_layout(layout) -> str:
+    """A training layout in a few words for a table cell: 'TP 8 · PP 8 · DP 1, micro-batch 1, interleaved x3'."""
+    degrees = " · ".join(f"{k} {v}" for k, v in (("TP", layout.tp), ("CP", layout.cp), ("PP", layout.pp),
+                                                 ("DP", layout.dp)) if v > 1 or k in ("TP", "DP"))
+    sched = "" if layout.pp == 1 else (", 1F1B" if layout.schedule == "1f1b" else f", interleaved x{layout.chunks}")
+    return f"{degrees}, micro-batch {layout.micro_batch}{sched}"
+
+
+def development_table(checks, title: str = "") -> Table:
+    """Appendix C: every development run, its GPUs and the layout priced, the published step time, the
+    datasheet floor, the calibrated estimate and estimate over published; '*' marks a run whose source
+    leaves the micro-batch or the interleaving depth unstated (the model takes the fastest that fits)."""
+    columns = ("run", "GPUs", "layout", "published", "floor", "estimate", "estimate / published")
+    rows = tuple((c.run.label + (" *" if c.run.settings_unstated else ""), f"{c.estimate.layout.gpus:,}",
+                  short_layout(c.estimate.layout), fmt(c.published_s, "s"), fmt(c.floor.time, "s"),
+                  fmt(c.estimate.time, "s"), f"{c.ratio:.2f}") for c in checks)
+    return Table(columns, rows, title, wrap=("layout",))
+
+
+def step_parts_table(prices: Mapping, title: str = "") -> Table:
+    """Appendix C: where one step's time goes under each labelled :class:`~roofline.parallel.cluster.StepPrice`,
+    part by part (seconds and share of the step), parts that are zero under every price left out, then the
+    total."""
+    from roofline.measured.cluster import PART_ORDER
+
+    prices = dict(prices)
+    columns = ("part", *prices)
+    rows = []
+    for k in PART_ORDER:
+        if all(p.parts.get(k, 0.0) == 0 for p in prices.values()):
+            continue
+        rows.append((k, *(f"{fmt(p.parts.get(k, 0.0), 's')} ({100 * p.parts.get(k, 0.0) / p.time:.0f}%)"
+                          for p in prices.values())))
+    rows.append(("step", *(fmt(p.time, "s") for p in prices.values())))
+    return Table(columns, tuple(rows), title)

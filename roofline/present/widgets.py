@@ -898,3 +898,50 @@ def calibrated_decode_explorer(model: Model | str, hardware: Hardware | str, cal
 
 
 __all__ += ["calibrated_decode_explorer"]
+
+
+def cluster_explorer(checks, *, summary: str = "Where a published run's step goes, under either roof") -> FrameExplorer:
+    """Appendix C's controls: a development run and a roof (the datasheet's floor or the calibrated estimate).
+    Each frame draws that run's step under that roof, stacked by part in seconds, with the published time as a
+    dashed line (one x-axis per run, so that switching the roof moves the bar against a fixed scale), and reads
+    out the step time, its ratio to the published one, the MFU and the memory per GPU."""
+    from roofline.measured.cluster import PART_ORDER
+    from roofline.present.plot import PART_COLORS
+
+    checks = list(checks)
+    if not checks:
+        raise ValueError("checks must hold at least one development check (measured.development_checks())")
+
+    def frame(i, kind):
+        c = checks[i]
+        price = getattr(c, kind)
+        top = max(c.estimate.time, c.published_s) * 1.12
+        with style():
+            fig, ax = plt.subplots(figsize=(6.4, 3.4), layout="constrained")
+            left = 0.0
+            for k in PART_ORDER:
+                t = price.parts.get(k, 0.0)
+                if t > 0:
+                    ax.barh(0, t, left=left, color=PART_COLORS[k], edgecolor="black", linewidth=0.4, label=k)
+                    left += t
+            ax.axvline(c.published_s, color="black", ls="--", lw=1.6, label="published", zorder=6)
+            ax.set_xlim(0, top)
+            ax.set_yticks([])
+            ax.set_xlabel("seconds per step")
+            ax.grid(axis="y", visible=False)
+            ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.3), ncol=3, fontsize=9.5, frameon=False)
+            ax.set_title(f"{c.run.label}: {'datasheet floor' if kind == 'floor' else 'calibrated estimate'}")
+        png = png_bytes(fig)
+        plt.close(fig)
+        ratio = price.time / c.published_s
+        html = (f"<b>{c.run.label}</b> on {c.estimate.layout.gpus:,} GPUs, {c.estimate.layout.describe()}: "
+                f"{'floor' if kind == 'floor' else 'estimate'} {fmt(price.time, 's')} against "
+                f"{fmt(c.published_s, 's')} published ({ratio:.2f}), MFU {100 * price.mfu:.0f}%, "
+                f"{fmt(price.memory, 'B')} per GPU")
+        return png, html
+
+    return frame_explorer([("run", [(c.run.label, i) for i, c in enumerate(checks)]),
+                           ("roof", [("calibrated", "estimate"), ("datasheet", "floor")])], frame, summary)
+
+
+__all__ += ["cluster_explorer"]

@@ -1,0 +1,91 @@
+"""Appendix C's tables, figures and explorer: each cell and readout checked against the check it shows."""
+
+import numpy as np
+import pytest
+
+from roofline.core.units import fmt
+from roofline.measured import cluster as C
+from roofline.present import plot, tables, widgets
+
+
+@pytest.fixture(scope="module")
+def checks():
+    return C.development_checks()
+
+
+def test_cluster_roof_table_puts_the_a100_and_h100_side_by_side_with_their_records():
+    t = tables.cluster_roof_table([C.cluster_roof("a100-sxm-80gb", "fp16"), C.cluster_roof("h100-sxm", "bf16")])
+    assert t.columns == ("quantity", "A100 80GB", "A100 80GB: from", "H100 SXM", "H100 SXM: from")
+    row = dict((r[0], r[1:]) for r in t.rows)
+    assert row["memory-bound kernels"] == ("1.70 TB/s", "mb0171: Azure AI Benchmarking Guide - results",
+                                           "2.97 TB/s", "mb0166: Azure AI Benchmarking Guide - results")
+    assert row["all-to-all in a node, share of all-reduce"][0] == f"{100 * 210 / 232:.0f}%"
+    assert row["all-reduce in a node, largest buffer"][1].startswith("mb0025 to mb0048 (24 records)")
+    assert t.wrap == ("A100 80GB: from", "H100 SXM: from")
+
+
+def test_development_table_shows_each_run_its_times_and_ratio(checks):
+    t = tables.development_table(checks)
+    assert len(t.rows) == len(checks) == 18
+    first = dict(zip(t.columns, t.rows[0]))
+    c = checks[0]
+    assert first["run"] == c.run.label + " *"  # Table 1 of Narayanan et al. states no micro-batch
+    assert first["published"] == fmt(c.published_s, "s") == "3.53 s"
+    assert first["floor"] == fmt(c.floor.time, "s") and first["estimate"] == fmt(c.estimate.time, "s")
+    assert first["estimate / published"] == f"{c.estimate.time / 3.53:.2f}"
+    assert "layout" in t.wrap and "micro-batch" not in t.column("run")[0]
+
+
+def test_short_layout_names_degrees_micro_batch_and_schedule(checks):
+    by = {c.run.id: c for c in checks}
+    assert tables.short_layout(by["korthikanti-175B-selective-sp"].estimate.layout) == \
+        "TP 8 · PP 8 · DP 1, micro-batch 1, interleaved x3"
+    assert tables.short_layout(by["korthikanti-22B-full-recompute"].estimate.layout) == "TP 8 · DP 1, micro-batch 4"
+
+
+def test_step_parts_table_lists_the_nonzero_parts_and_the_step(checks):
+    c = {x.run.id: x for x in checks}["korthikanti-175B-selective-sp"]
+    t = tables.step_parts_table({"floor": c.floor, "estimate": c.estimate})
+    parts = t.column("part")
+    assert "context-parallel" not in parts and "expert all-to-all" not in parts  # no CP, no experts
+    assert parts[-1] == "step" and t.rows[-1][1:] == (fmt(c.floor.time, "s"), fmt(c.estimate.time, "s"))
+    row = dict((r[0], r[1:]) for r in t.rows)
+    share = 100 * c.estimate.parts["matmuls"] / c.estimate.time
+    assert row["matmuls"][1] == f"{fmt(c.estimate.parts['matmuls'], 's')} ({share:.0f}%)"
+
+
+def test_development_chart_draws_estimates_and_floors_at_the_published_times(checks):
+    fig = plot.development_chart(checks)
+    ax = fig.axes[0]
+    assert ax.get_xscale() == ax.get_yscale() == "log"
+    est, floor = [l for l in ax.lines if l.get_label() in ("calibrated estimate", "datasheet floor")]
+    assert est.get_marker() != floor.get_marker()
+    np.testing.assert_allclose(est.get_xdata(), [c.published_s for c in checks])
+    np.testing.assert_allclose(floor.get_ydata(), [c.floor.time for c in checks])
+    assert max(fig.get_size_inches()) <= 6  # a phone's column
+
+
+def test_step_parts_chart_stacks_shares_to_the_whole_step(checks):
+    prices = {c.run.label: c.estimate for c in checks[:3]}
+    fig = plot.step_parts_chart(prices)
+    ax = fig.axes[0]
+    # bars of one run add to 100%
+    widths = [p.get_width() for p in ax.patches if abs(p.get_y() + p.get_height() / 2 - 2) < 1e-9]
+    assert sum(widths) == pytest.approx(100 * sum(v for k, v in C.part_shares(checks[0].estimate).items()
+                                                  if k in plot.PART_COLORS and any(
+                                                      C.part_shares(p)[k] > 0.005 for p in prices.values())))
+    assert [t.get_text() for t in ax.get_yticklabels()] == list(prices)
+
+
+def test_cluster_explorer_reads_the_estimate_and_the_floor_of_a_run(checks):
+    e = widgets.cluster_explorer(checks[10:12])
+    assert [c.description for c in e.controls] == ["run", "roof"]
+    assert len(e.frames) == 4
+    c = checks[10]
+    est, floor = e.text((0, 0)), e.text((0, 1))
+    assert f"estimate {fmt(c.estimate.time, 's')}" in est and f"({c.ratio:.2f})" in est
+    assert f"floor {fmt(c.floor.time, 's')}" in floor and f"({c.floor_ratio:.2f})" in floor
+    assert f"MFU {100 * c.estimate.mfu:.0f}%" in est
+    assert len({e.png(k) for k in e.frames}) == 4
+    with pytest.raises(ValueError, match="at least one"):
+        widgets.cluster_explorer([])
