@@ -102,7 +102,7 @@ def _a100(hw: Hardware, dtype: str) -> ClusterRoof:
     peak = hw.peak_flops(dtype)
     gemm_ids = ["mb0126", "mb0131", "mb0127", "mb0128", "mb0129", "mb0132", "mb0130"]
     fabric, fsources = _fabric(hw, "A100 SXM4 80GB", all_to_all="mb0065", all_reduce="mb0051", port="mb0058",
-                               all_to_all_port="mb0067", send="mb0279", latency="mb0050")
+                               port_check="mb0054", all_to_all_port="mb0067", send="mb0279", latency="mb0050")
     return ClusterRoof(
         f"{hw.short} calibrated", hw, "calibrated", dtype, peak,
         gemm=_sweep(gemm_ids, _gemm_flops).capped(peak),
@@ -122,11 +122,12 @@ def _a100(hw: Hardware, dtype: str) -> ClusterRoof:
         ))
 
 
-def _fabric(hw: Hardware, gpu: str, *, all_to_all: str, all_reduce: str, port: str, all_to_all_port: str,
-            send: str, latency: str) -> tuple[dict, dict]:
+def _fabric(hw: Hardware, gpu: str, *, all_to_all: str, all_reduce: str, port: str, port_check: str,
+            all_to_all_port: str, send: str, latency: str) -> tuple[dict, dict]:
     """A chip's fabric from its records: the all-reduce sweep of ``gpu`` inside a node, all-to-all as a share of
     all-reduce at the same scale, one network port, all-to-all across nodes, a two-GPU copy, and one message's
-    latency (a 1 KiB all-reduce's time over its 14 ring steps); each capped at the datasheet's link."""
+    latency (a 1 KiB all-reduce's time over its 14 ring steps); each capped at the datasheet's link.
+    ``port_check`` is the vendor's multi-node all-reduce of eight ports a node, which agrees with the port's rate."""
     sweep = _ids(category="collective", gpu=gpu, operation="all_reduce", message_size_bytes=lambda s: isinstance(s, int))
     up, net = hw.link("scale_up").each_way, hw.link("network").each_way
     fabric = dict(nvlink=_sweep(sweep, lambda r: float(r["message_size_bytes"])).capped(up),
@@ -134,13 +135,13 @@ def _fabric(hw: Hardware, gpu: str, *, all_to_all: str, all_reduce: str, port: s
                   all_to_all_port=min(_value(all_to_all_port), net), send_nvlink=min(_value(send), up),
                   latency_s=_value(latency) / 14)
     return fabric, {"nvlink": (f"{sweep[0]}-{sweep[-1]}",), "all_to_all_nvlink": (all_to_all, all_reduce),
-                    "port": (port,), "all_to_all_port": (all_to_all_port,), "send_nvlink": (send,),
+                    "port": (port, port_check), "all_to_all_port": (all_to_all_port,), "send_nvlink": (send,),
                     "latency": (latency,)}
 
 
 def _h100_fabric(hw: Hardware) -> tuple[dict, dict]:
     return _fabric(hw, "H100 SXM 80GB", all_to_all="mb0066", all_reduce="mb0060", port="mb0057",
-                   all_to_all_port="mb0068", send="mb0281", latency="mb0049")
+                   port_check="mb0055", all_to_all_port="mb0068", send="mb0281", latency="mb0049")
 
 
 def _h100(hw: Hardware, dtype: str) -> ClusterRoof:
