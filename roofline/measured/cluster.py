@@ -90,11 +90,11 @@ CALIBRATED_CHIPS = ("a100-sxm-80gb", "h100-sxm", "h200-sxm")
 
 # Records excluded from a curve, with why (the book states them in appendix C).
 EXCLUDED = MappingProxyType({
-    "mb0133": "cuBLASLt 802816 x 192 x 768 on the A100: a matmul with 192 output columns, far narrower than any "
-              "layer of the development set, that reaches 158 TFLOP/s; a curve by FLOPs alone cannot hold it",
+    "mb0133": "a cuBLASLt matmul of 802,816 x 192 x 768 on the A100, 192 output columns wide, far narrower than any "
+              "layer of the development set, which reaches 158 TFLOP/s: a curve by FLOPs alone cannot hold it",
     "mb0125": "the same narrow shape on the H100 (fp8)",
-    "mb0138": "torch.mm 10240^3 bf16 on the H100, slower than 8192^3 in the same community submission "
-              "(likely clock throttling); the curve keeps the sweep's shape up to 8192",
+    "mb0138": "a bf16 torch.mm of 10,240 cubed on the H100, slower than 8,192 cubed in the same community "
+              "submission (likely throttled clocks): the curve keeps the sweep's shape up to 8,192",
 })
 
 
