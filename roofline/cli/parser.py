@@ -419,6 +419,10 @@ def _plan_parser(sub, models: str) -> None:
     p.add_argument("--achieved", type=fraction, default=None, metavar="FRACTION",
                    help="the fraction of peak the GPU's FLOPs run at (e.g. 0.5); default: the roofline floor")
     p.add_argument("--timing", choices=TIMINGS, default="step", help="the floor's timing rule (default step)")
+    p.add_argument("--roof", choices=("datasheet", "calibrated", "measured"), default=None,
+                   help="calibrated: the cluster model's search over tensor, context, pipeline, data and expert "
+                        "parallelism, ranked by the calibrated estimate with the floor beside (default where the chip "
+                        "has a calibrated roof); datasheet: chapter 9's search, ranked by its floor")
     p.add_argument("--json", action="store_true", help="print one JSON object")
 
 

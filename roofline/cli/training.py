@@ -11,11 +11,11 @@ from roofline.cli.parser import GPUS_PER_NODE, UsageError, at, at_layout, need_l
 from roofline.core.hardware import Hardware, get_hardware, require_links
 from roofline.core.model import Model, load_model
 from roofline.core.units import fmt
-from roofline.measured.cluster import CALIBRATED_CHIPS, estimate_step
+from roofline.measured.cluster import CALIBRATED_CHIPS, cluster_plan, estimate_step
 from roofline.parallel.cluster import TrainLayout
 from roofline.parallel.context_parallel import plan_context_parallel
 from roofline.parallel.data_parallel import data_parallel_step
-from roofline.parallel.planner import plan as plan_layouts
+from roofline.parallel.planner import cluster_size, plan as plan_layouts
 from roofline.parallel.tensor_parallel import check_tp, tp_training_plan
 from roofline.workloads.training import plan_training
 
@@ -103,8 +103,15 @@ def _train(args, catalog) -> str:
 
 
 def _plan(args, catalog) -> str:
-    """``roofline plan``: chapter 9's search, the best layouts first."""
+    """``roofline plan``: the cluster model's search ranked by the calibrated estimate, or chapter 9's search
+    ranked by its floor (``--roof datasheet``), the best layouts first."""
     m, h = at("model", load_model, args.model), at("--gpu", get_hardware, args.gpu, catalog)
+    roof = {"measured": "calibrated"}.get(args.roof, args.roof)
+    if roof is None:
+        roof = "calibrated" if h.key in CALIBRATED_CHIPS and args.achieved is None and args.timing == "step" \
+            else "datasheet"
+    if roof == "calibrated":
+        return _plan_calibrated(args, m, h)
     need_links(args, h, args.nodes * args.gpus_per_node, f"plan over {args.nodes:,} node{'s' if args.nodes > 1 else ''} "
           f"of {args.gpus_per_node} GPUs", per_node=args.gpus_per_node)
     flags = {"global_batch": "--global-batch", "gpus_per_node": "--gpus-per-node", "nodes": "--nodes",
@@ -345,4 +352,44 @@ def _train_cluster(args, catalog) -> str:
                                                          if hid > 0 else ""))
     rate = chosen.tokens_per_s
     lines.append(f"{fmt(rate, 'tokens/s')} for the whole cluster")
+    return "\n".join(lines)
+
+
+def _plan_calibrated(args, m: Model, h: Hardware) -> str:
+    """``roofline plan --roof calibrated``: every layout of the cluster model, ranked by its estimate."""
+    for flag, given in (("--achieved", args.achieved is not None), ("--timing", args.timing != "step")):
+        if given:
+            raise UsageError(f"{flag} applies to chapter 9's floor search: give --roof datasheet with it", flag)
+    if h.key not in CALIBRATED_CHIPS:
+        raise UsageError(f"no calibrated roof for the {h.short}: microbenchmarks were gathered for "
+                         f"{', '.join(get_hardware(k).short for k in CALIBRATED_CHIPS)}; give --roof datasheet",
+                         "--roof")
+    flags = {"global_batch": "--global-batch", "gpus_per_node": "--gpus-per-node", "nodes": "--nodes", "seq": "--seq"}
+    nodes, per_node = at_layout(flags, m, args.seq, cluster_size, args.nodes, args.gpus_per_node)
+    gpus = nodes * per_node
+    need_links(args, h, gpus, f"plan over {nodes:,} node{'s' if nodes > 1 else ''} of {per_node} GPUs",
+               per_node=per_node)
+    result = at_layout(flags, m, args.seq, cluster_plan, m, h, nodes=nodes, gpus_per_node=per_node, seq=args.seq,
+                       global_batch=args.global_batch)
+    top = result.ranked[:args.top]
+    if args.json:
+        return json.dumps({
+            "workload": "plan", "model": m.name, "gpu": h.key, "roof": "calibrated", "nodes": args.nodes,
+            "gpus_per_node": args.gpus_per_node, "gpus": gpus, "seq": args.seq, "global_batch": args.global_batch,
+            "hbm_usable": h.usable_capacity, "layouts_priced": result.priced, "layouts_fitting": result.fitting,
+            "layouts": [{"tp": e.layout.tp, "cp": e.layout.cp, "pp": e.layout.pp, "dp": e.layout.dp, "ep": e.layout.ep,
+                         "micro_batch": e.layout.micro_batch, "micro_batches": e.layout.micro_batches,
+                         "schedule": e.layout.schedule, "chunks": e.layout.chunks, "recompute": e.layout.recompute,
+                         "zero_stage": e.layout.zero_stage, "memory_bytes": e.memory, "time_s": e.time, "mfu": e.mfu,
+                         "floor_time_s": f.time, "floor_mfu": f.mfu, "parts_s": dict(e.parts)} for e, f in top],
+        }, indent=2)
+    lines = [f"layouts for training {m.title} on {gpus:,} {h.short}s ({args.nodes:,} nodes of {args.gpus_per_node}), "
+             f"{args.global_batch:,} sequences of {args.seq:,} tokens per step:",
+             f"  {result.priced:,} layouts priced, {result.fitting:,} fit in {fmt(h.usable_capacity, 'B')} of usable "
+             f"HBM; ranked by the calibrated estimate, the datasheet floor beside"]
+    for rank, (e, f) in enumerate(top, 1):
+        lines.append(f"{rank}. {e.layout.describe()}")
+        lines.append(f"   memory {fmt(e.memory, 'B')} per GPU; estimate {fmt(e.time, 's')} (MFU {e.mfu:.1%}), "
+                     f"floor {fmt(f.time, 's')}; bubble {fmt(e.parts['bubble'], 's')}, exposed communication "
+                     f"{fmt(e.exposed, 's')}")
     return "\n".join(lines)

@@ -25,9 +25,11 @@ from typing import Mapping
 from roofline.core.checks import unknown_name
 from roofline.core.cluster_roof import ClusterRoof, Curve
 from roofline.core.hardware import Hardware, get_hardware
+from roofline.core.units import fmt
 
 __all__ = ["microbenchmarks", "record", "cluster_roof", "CALIBRATED_CHIPS", "EXCLUDED", "DevelopmentRun", "development_runs",
-           "development_layouts", "DevelopmentCheck", "check_run", "development_checks", "ROOFS", "estimate_step"]
+           "development_layouts", "DevelopmentCheck", "check_run", "development_checks", "ROOFS", "estimate_step",
+           "ClusterPlan", "cluster_plan"]
 
 
 @lru_cache(maxsize=1)
@@ -351,6 +353,59 @@ def development_checks(roof: ClusterRoof | None = None) -> tuple[DevelopmentChec
 
 
 ROOFS = ("datasheet", "calibrated")
+
+
+@dataclass(frozen=True)
+class ClusterPlan:
+    """A search ranked by the calibrated estimate: ``ranked`` pairs the fastest fitting layouts' estimates with
+    their datasheet floors, fastest estimate first; ``fitting`` counts every layout that fits."""
+
+    ranked: tuple
+    priced: int
+    refused: int
+    fitting: int
+
+
+def _powers_of_two(most: int) -> tuple:
+    out, k = [], 1
+    while k <= most:
+        out.append(k)
+        k *= 2
+    return tuple(out)
+
+
+def cluster_plan(model, hardware: Hardware | str, *, nodes: int, gpus_per_node: int = 8, seq: int, global_batch: int,
+                 dtype: str = "bf16", keep: int = 50) -> ClusterPlan:
+    """``roofline plan``'s search: every layout of ``gpus`` GPUs (tensor parallelism inside a node; context
+    parallelism up to 16 where each rank keeps at least 1,024 tokens; every pipeline depth; expert parallelism
+    over powers of two dividing the experts, for a mixture of experts; micro-batches 1 to 8; the three
+    recomputation policies; 1, 2 or 4 chunks; ZeRO 0, 1 or 3) ranked by the calibrated estimate of ``hardware``,
+    the ``keep`` fastest with their datasheet floors. A ``ValueError`` when no layout divides the global batch,
+    or when none fits."""
+    from roofline.core.cluster_roof import datasheet_cluster_roof
+    from roofline.core.model import load_model
+    from roofline.parallel.cluster import price_step, search
+    from roofline.parallel.planner import cluster_size
+
+    m = load_model(model)
+    hw = get_hardware(hardware)
+    nodes, gpus_per_node = cluster_size(nodes, gpus_per_node)
+    gpus = nodes * gpus_per_node
+    cps = tuple(c for c in _powers_of_two(16) if seq % (2 * c) == 0 and seq // c >= 1024) or (1,)
+    eps = (1,) if m.moe is None else tuple(e for e in _powers_of_two(m.moe.num_experts) if m.moe.num_experts % e == 0)
+    tps = tuple(t for t in _powers_of_two(gpus_per_node))
+    found = search(m, cluster_roof(hw, dtype), gpus=gpus, seq=seq, global_batch=global_batch,
+                   gpus_per_node=gpus_per_node, tps=tps, cps=cps, eps=eps, dtype=dtype)
+    if not found.priced:
+        raise ValueError(f"global_batch ({global_batch:,}) is not divisible by dp x micro_batch of any layout of the "
+                         f"{gpus:,} GPUs")
+    if not found.ranked:
+        raise ValueError(f"{m.title} fits on no layout of the {gpus:,} {hw.short}s at seq {seq:,}: the leanest of the "
+                         f"{found.priced:,} priced needs {fmt(found.leanest, 'B')} per GPU against "
+                         f"{fmt(hw.usable_capacity, 'B')} usable (more nodes, a shorter seq, or a smaller model)")
+    sheet = datasheet_cluster_roof(hw, dtype)
+    ranked = tuple((e, price_step(m, e.layout, sheet)) for e in found.ranked[:keep])
+    return ClusterPlan(ranked, found.priced, found.refused, len(found.ranked))
 
 
 def estimate_step(model, hardware: Hardware | str, layout, *, roof: str = "calibrated"):

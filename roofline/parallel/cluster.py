@@ -580,6 +580,7 @@ class Search:
     priced: int
     refused: int
     gpus: int
+    leanest: float = math.inf  # the least memory per GPU of any layout priced
 
     @property
     def best(self) -> StepPrice:
@@ -607,7 +608,7 @@ def search(model: Model | str, roof: ClusterRoof, *, gpus: int, seq: int, global
     if not isinstance(roof, ClusterRoof):
         raise TypeError(f"roof must be a ClusterRoof, got {type(roof).__name__}")
     cache: dict = {}
-    fitting, priced, refused = [], 0, 0
+    fitting, priced, refused, leanest = [], 0, 0, math.inf
     for tp in tps:
         for cp in cps:
             if n % (tp * cp):
@@ -637,7 +638,10 @@ def search(model: Model | str, roof: ClusterRoof, *, gpus: int, seq: int, global
                                         continue
                                     p = _price(m, lay, roof, cache)
                                     priced += 1
+                                    leanest = min(leanest, p.memory)
                                     if p.fits:
                                         fitting.append(p)
-    fitting.sort(key=lambda p: p.time)
-    return Search(tuple(fitting), priced, refused, n)
+    # ties (the same work per GPU split another way) go to the plainer layout: fewer splits, no interleaving
+    fitting.sort(key=lambda p: (p.time, p.layout.tp * p.layout.cp * p.layout.pp, p.layout.ep, p.layout.chunks,
+                                RECOMPUTES.index(p.layout.recompute), p.layout.zero_stage))
+    return Search(tuple(fitting), priced, refused, n, leanest)

@@ -49,7 +49,7 @@ from roofline.parallel.pipeline import boundary_bytes
 from roofline.parallel.tensor_parallel import check_tp, predict_tp, tp_training_step
 from roofline.workloads.training import check_dense, training_step
 
-__all__ = ["PUBLISHED", "Layout", "Plan", "NoLayoutFits", "plan", "gpt_model", "RECOMPUTES", "MICRO_BATCHES", "CHUNKS", "ZERO_STAGES"]
+__all__ = ["PUBLISHED", "Layout", "Plan", "NoLayoutFits", "plan", "cluster_size", "gpt_model", "RECOMPUTES", "MICRO_BATCHES", "CHUNKS", "ZERO_STAGES"]
 
 RECOMPUTES = ("none", "selective", "full")
 MICRO_BATCHES = (1, 2, 4, 8, 16)
@@ -242,6 +242,16 @@ def _per_case(m: Model, hw: Hardware, t: int, seq: int, mb: int, rc: str, g: int
     return out
 
 
+def cluster_size(nodes, gpus_per_node) -> tuple[int, int]:
+    """``(nodes, gpus_per_node)`` checked against the largest NVLink domain and the largest cluster the
+    searches price, each error naming its argument."""
+    g = count("gpus_per_node", gpus_per_node, maximum=MAX_GPUS_PER_NODE,
+              what=" (the largest NVLink domain, roofline.core.network.MAX_GPUS_PER_NODE)")
+    nodes = count("nodes", nodes, maximum=MAX_GPUS // g,
+                  what=f" at {g} GPUs per node (a cluster of at most {MAX_GPUS:,} GPUs, roofline.core.network.MAX_GPUS)")
+    return nodes, g
+
+
 def plan(model: Model | str, hardware: Hardware | str, *, nodes, gpus_per_node=8, seq, global_batch,
          micro_batches=MICRO_BATCHES, recomputes=RECOMPUTES, zero_stages=ZERO_STAGES, chunks=CHUNKS,
          timing: str = "step", achieved=None, bucket=DEFAULT_BUCKET) -> Plan:
@@ -252,10 +262,7 @@ def plan(model: Model | str, hardware: Hardware | str, *, nodes, gpus_per_node=8
     none fits in memory."""
     m, hw = load_model(model), get_hardware(hardware)
     check_dense(m, "plan")
-    g = count("gpus_per_node", gpus_per_node, maximum=MAX_GPUS_PER_NODE,
-              what=" (the largest NVLink domain, roofline.core.network.MAX_GPUS_PER_NODE)")
-    nodes = count("nodes", nodes, maximum=MAX_GPUS // g,
-                  what=f" at {g} GPUs per node (a cluster of at most {MAX_GPUS:,} GPUs, roofline.core.network.MAX_GPUS)")
+    nodes, g = cluster_size(nodes, gpus_per_node)
     seq = count("seq", seq)
     B = count("global_batch", global_batch)
     for name, values in (("micro_batches", micro_batches), ("recomputes", recomputes), ("zero_stages", zero_stages),

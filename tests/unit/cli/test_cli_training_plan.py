@@ -1,4 +1,5 @@
-"""`roofline plan`: chapter 9's search on the command line."""
+"""`roofline plan`: the cluster model's search ranked by the calibrated estimate, and chapter 9's search
+(`--roof datasheet`), on the command line."""
 
 import json
 
@@ -14,7 +15,7 @@ def run(*args):
 
 
 ARGS = ("llama-3-8b", "--gpu", "h100", "--gpus-per-node", "8", "--nodes", "2", "--seq", "4096",
-        "--global-batch", "64")
+        "--global-batch", "64", "--roof", "datasheet")
 
 
 def test_json_is_the_package_plan():
@@ -42,14 +43,15 @@ def test_text_prints_the_layouts_with_time_split_and_mfu():
 
 
 @pytest.mark.parametrize("args,argument,words", [
-    (("llama-3-8b", "--gpu", "h100", "--nodes", "64", "--seq", "4096", "--global-batch", "1"), "--global-batch",
-     "divisible"),
+    (("llama-3-8b", "--gpu", "h100", "--nodes", "64", "--seq", "4096", "--global-batch", "1", "--roof", "datasheet"),
+     "--global-batch", "divisible"),
     (("llama-3.1-405b", "--gpu", "h100", "--nodes", "1", "--seq", "8192", "--global-batch", "8"), "--nodes",
      "fits on no layout"),
     (("llama-3-8b", "--gpu", "h100", "--nodes", "0", "--seq", "4096", "--global-batch", "8"), "--nodes", "whole"),
     (("llama-3-8b", "--gpu", "h1000", "--nodes", "1", "--seq", "4096", "--global-batch", "8"), "--gpu", "h100"),
     (("llama-3-8b", "--gpu", "h100", "--nodes", "1", "--seq", "4096"), "--global-batch", "required"),
-    (("mixtral-8x7b", "--gpu", "h100", "--nodes", "1", "--seq", "4096", "--global-batch", "8"), None, "not modelled"),
+    (("mixtral-8x7b", "--gpu", "h100", "--nodes", "1", "--seq", "4096", "--global-batch", "8", "--roof", "datasheet"),
+     None, "not modelled"),
 ])
 def test_bad_input_names_the_argument(args, argument, words):
     status, out, err = run(*args, "--json")
@@ -72,3 +74,35 @@ def test_plan_answers_huge_clusters_at_once_naming_the_flag(flags, argument, mes
     error = json.loads(out)
     assert status == 2 and error["argument"] == argument and message in error["error"]
     assert time.perf_counter() - start < 2
+
+
+CAL = ("llama-3-8b", "--gpu", "h100", "--nodes", "2", "--seq", "4096", "--global-batch", "64")
+
+
+def test_plan_ranks_by_the_calibrated_estimate_with_the_floor_beside():
+    from roofline.measured.cluster import cluster_plan
+
+    status, out, _ = run(*CAL, "--top", "3", "--json")
+    assert status == 0
+    got = json.loads(out)
+    want = cluster_plan("llama-3-8b", "h100", nodes=2, seq=4096, global_batch=64)
+    assert got["roof"] == "calibrated" and got["layouts_fitting"] == want.fitting >= 3
+    for g, (e, f) in zip(got["layouts"], want.ranked):
+        assert (g["tp"], g["cp"], g["pp"], g["dp"]) == (e.layout.tp, e.layout.cp, e.layout.pp, e.layout.dp)
+        assert g["time_s"] == pytest.approx(e.time) and g["floor_time_s"] == pytest.approx(f.time)
+        assert f.time <= e.time
+    times = [g["time_s"] for g in got["layouts"]]
+    assert times == sorted(times)
+
+
+def test_plan_searches_experts_too():
+    status, out, _ = run("mixtral-8x7b", "--gpu", "h100", "--nodes", "2", "--seq", "4096", "--global-batch", "64",
+                         "--json")
+    assert status == 0 and json.loads(out)["layouts"]
+
+
+def test_plan_flags_of_the_floor_search_need_the_datasheet_roof():
+    status, out, _ = run(*CAL, "--achieved", "0.5", "--roof", "calibrated", "--json")
+    assert status == 2 and json.loads(out)["argument"] == "--achieved"
+    status, out, _ = run(*CAL, "--achieved", "0.5", "--json")  # without --roof: chapter 9's search
+    assert status == 0 and json.loads(out).get("roof") is None
