@@ -40,8 +40,10 @@ Per step, on the slowest stage (``L/pp`` layers, and the embedding on the first,
 and cross-entropy on the last): ``m`` micro-batches of forward and backward, the pipeline's bubble
 ``(pp - 1)/chunks`` of an average stage's micro-batch, ``2 (m chunks + pp - 1)`` point-to-point messages of one
 micro-batch's activations (split over ``tp``, Megatron's scatter-gather), the data-parallel reduction of the
-stage's gradients over ``dp x cp`` (with ZeRO-3, gathers and reduce-scatters for every micro-batch) shown as
-far as the last micro-batch's backward pass cannot hide it (all of it without ``overlap_grad_reduce``), and the
+stage's gradients over ``dp x cp`` shown as far as the last micro-batch's backward pass cannot hide it, and at
+least its last 25 MB bucket (all of it without ``overlap_grad_reduce``; with ZeRO-3, two gathers of the
+weights and a reduce-scatter of the gradients for every micro-batch, each behind that micro-batch's compute),
+the tied embedding's gradient summed between the first and last stage, and the
 optimizer's pass over the GPU's share of the parameters at the HBM rate (38 bytes a parameter in bf16: Adam
 reads weights, gradients and two moments and writes three, the gradient norm reads the gradients, the
 bf16 copy of the weights is written; 52 in fp16, which also unscales the gradients and copies them to fp32).
