@@ -548,15 +548,20 @@ def _price(m: Model, lay: TrainLayout, roof: ClusterRoof, cache: dict) -> StepPr
         comm += roof.collective_time("all_reduce", 2, m.vocab_size * m.hidden_size / lay.tp * gbytes, per_node=1)
     parts["data-parallel"] = comm
     held = dense + experts + emb
-    shard = n_dp if lay.zero_stage >= 1 else 1
-    parts["optimizer"] = roof.memory_time(held / shard * OPTIMIZER_BYTES[lay.dtype], 10)
+    # ZeRO shards the dense weights' state over the dp x cp replicas, the experts' over the replicas of each
+    # expert (dp x cp / ep)
+    def sharded(stage: int) -> float:
+        if lay.zero_stage < stage:
+            return held
+        return (dense + emb) / n_dp + experts / max(1, n_dp // lay.ep)
+
+    parts["optimizer"] = roof.memory_time(sharded(1) * OPTIMIZER_BYTES[lay.dtype], 10)
     for k in ("matmuls", "attention", "memory-bound", "tensor-parallel", "context-parallel", "expert all-to-all",
               "pipeline sends"):
         parts.setdefault(k, 0.0)
     # memory per GPU: model state, activations in flight on the first stage, the last stage's fp32 logits
-    state = {"weights": held * _STATE["weights"] / (n_dp if lay.zero_stage == 3 else 1),
-             "gradients": held * _STATE["gradients"] / (n_dp if lay.zero_stage >= 2 else 1),
-             "optimizer": held * _STATE["optimizer"] / shard}
+    state = {"weights": sharded(3) * _STATE["weights"], "gradients": sharded(2) * _STATE["gradients"],
+             "optimizer": sharded(1) * _STATE["optimizer"]}
     per_layer = _cached(cache, ("acts",) + layer_key, lambda: _layer_activations(m, lay))
     flight = float(in_flight(pp, mcount, v, lay.schedule)) if pp > 1 else 1.0
     acts = per_layer * full * flight

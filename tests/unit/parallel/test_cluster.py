@@ -180,3 +180,14 @@ def test_a_search_where_nothing_fits_says_so():
     assert s.ranked == () and s.priced > 0
     with pytest.raises(ValueError, match="no layout of the 8 GPUs fits"):
         s.best
+
+
+def test_zero_shards_each_experts_state_over_its_own_replicas():
+    """With ZeRO-1 over 8 replicas, splitting the experts 8 ways (EP 8) leaves each GPU the same share of the
+    experts' optimizer state as ZeRO alone does: EP divides the experts, and ZeRO then has one replica of each
+    to shard over instead of eight."""
+    roof = cluster_roof("h100-sxm")
+    base = TrainLayout(seq=4096, dp=8, global_batch=8, zero_stage=1)
+    one, eight = (price_step("mixtral-8x7b", replace(base, ep=e), roof) for e in (1, 8))
+    assert eight.memory_parts["optimizer"] == pytest.approx(one.memory_parts["optimizer"])
+    assert eight.memory_parts["weights"] < one.memory_parts["weights"]
