@@ -365,6 +365,7 @@ PLANNER_BAD_INPUT = {
     "plan": (lambda: _pp()[1].plan("llama-3-8b", "h100", nodes=1, seq=4096, global_batch=2.5), ValueError,
              "global_batch must be a whole number"),
     "gpt_model": (lambda: _pp()[1].gpt_model(12288, 96, 0), ValueError, "layers must be"),
+    "cluster_size": (lambda: _pp()[1].cluster_size(2, 1000), ValueError, "gpus_per_node must be at most 576"),
 }
 
 
