@@ -515,3 +515,61 @@ def development_ratios(checks, kind: str = "estimate") -> tuple[float, ...]:
     if kind not in ("estimate", "floor"):
         raise unknown_name("kind", kind, ("estimate", "floor"))
     return tuple(getattr(c, kind).time / c.published_s for c in checks)
+
+
+# ------------------------------------------------------------------------------ for chapter 9's published runs
+
+__all__ += ["MEGATRON_2021", "MegatronSearch", "megatron_searches"]
+
+# What Megatron-LM's 2021 software could run, as the search's arguments: no ZeRO, the explicit attention kernel,
+# fp16 with fp16 gradients, no overlap of the gradient reduction, no sequence parallelism, recomputation none or
+# full (selective came in 2022), and every interleaving depth up to 16 that divides a stage's layers.
+MEGATRON_2021 = MappingProxyType({"zero_stages": (0,), "attention": "standard", "dtype": "fp16",
+                                  "overlap_grad_reduce": False, "sequence_parallel": False,
+                                  "recomputes": ("none", "full"), "chunks": tuple(range(1, 17))})
+
+
+@dataclass(frozen=True)
+class MegatronSearch:
+    """Chapter 9: one of Megatron-LM's GPT runs (:data:`roofline.parallel.planner.PUBLISHED` ``'megatron_gpt'``)
+    as the development set prices it (``check``: published time, floor and estimate of the published layout),
+    and the calibrated search of the same cluster and batch under :data:`MEGATRON_2021`: ``best`` over both
+    recomputation policies, ``best_full`` with the published full recomputation held."""
+
+    label: str
+    published: dict
+    check: DevelopmentCheck
+    best: object
+    best_full: object
+
+    @property
+    def lead(self) -> float:
+        """The published layout's estimate over the search's best: above 1, the search finds a faster layout."""
+        return self.check.estimate.time / self.best.time
+
+    @property
+    def lead_full(self) -> float:
+        """The same, against the best with full recomputation held."""
+        return self.check.estimate.time / self.best_full.time
+
+
+def megatron_searches(roof: ClusterRoof | None = None) -> tuple[MegatronSearch, ...]:
+    """Chapter 9: each Megatron-LM GPT run of :data:`~roofline.parallel.planner.PUBLISHED` beside its development
+    check and the best layouts a calibrated search (A100 80GB, fp16 unless ``roof`` says otherwise) finds for the
+    same GPUs (nodes of eight), sequence and batch under :data:`MEGATRON_2021`."""
+    from roofline.parallel.cluster import search
+    from roofline.parallel.planner import PUBLISHED, gpt_model
+
+    roof = roof or cluster_roof("a100-sxm-80gb", "fp16")
+    checks = {c.run.raw["gpu_count"]: c for c in development_checks(roof) if c.run.id.startswith("megatron-ptdp-")}
+    out = []
+    for run in PUBLISHED["megatron_gpt"][0]:
+        check = checks[run["gpus"]]
+        m = gpt_model(run["hidden"], run["heads"], run["layers"], seq=check.run.raw["seq_len"])
+        kwargs = dict(MEGATRON_2021)
+        args = dict(gpus=run["gpus"], seq=check.run.raw["seq_len"], global_batch=run["batch"], gpus_per_node=8)
+        best = search(m, roof, **args, **kwargs).best
+        kwargs["recomputes"] = ("full",)
+        best_full = search(m, roof, **args, **kwargs).best
+        out.append(MegatronSearch(f"GPT {run['params'] / 1e9:.0f}B", run, check, best, best_full))
+    return tuple(out)

@@ -771,3 +771,51 @@ def step_parts_table(prices: Mapping, title: str = "") -> Table:
                           for p in prices.values())))
     rows.append(("step", *(fmt(p.time, "s") for p in prices.values())))
     return Table(columns, tuple(rows), title)
+
+
+# --- chapter 9: the calibrated estimate beside the planner's floor ---------------------------------------------
+
+__all__ += ["cluster_plan_table", "megatron_estimate_table"]
+
+
+def _degrees_text(layout) -> str:
+    """'TP 8 · PP 16 · DP 48, interleaved x5, recompute full': degrees above one (TP and DP always), then the
+    schedule and the recomputation."""
+    degrees = " · ".join(f"{k} {v}" for k, v in (("TP", layout.tp), ("CP", layout.cp), ("PP", layout.pp),
+                                                 ("DP", layout.dp)) if v > 1 or k in ("TP", "DP"))
+    sched = "" if layout.pp == 1 else (", 1F1B" if layout.schedule == "1f1b" else f", interleaved x{layout.chunks}")
+    return f"{degrees}{sched}, recompute {layout.recompute}"
+
+
+def cluster_plan_table(plan, n: int = 5, title: str = "") -> Table:
+    """Chapter 9: the ``n`` fastest layouts of a :func:`roofline.measured.cluster_plan` search, one row each:
+    the layout (degrees, micro-batch, schedule), recomputation and ZeRO stage, memory per GPU, the calibrated
+    estimate of the step and the datasheet floor of the same layout, and the MFU of each."""
+    columns = ("rank", "layout", "recompute, ZeRO", "memory per GPU", "estimate", "floor", "MFU, estimate",
+               "MFU, floor")
+    rows = tuple((str(i), short_layout(e.layout), f"{e.layout.recompute}, {e.layout.zero_stage}", fmt(e.memory, "B"),
+                  fmt(e.time, "s"), fmt(f.time, "s"), f"{100 * e.mfu:.1f}%", f"{100 * f.mfu:.1f}%")
+                 for i, (e, f) in enumerate(plan.ranked[:n], start=1))
+    return Table(columns, rows, title, wrap=("layout",))
+
+
+def megatron_estimate_table(searches, title: str = "") -> Table:
+    """Chapter 9: Megatron-LM's GPT runs (:func:`roofline.measured.megatron_searches`), one column each: the
+    published layout, its published step, floor and estimate; the calibrated search's best with full
+    recomputation held and with recomputation free, each with its estimate and memory per GPU; and the
+    published layout's estimate over each best."""
+    searches = list(searches)
+    spec = (("GPUs", lambda s: f"{s.published['gpus']:,}"),
+            ("published layout", lambda s: _degrees_text(s.check.estimate.layout)),
+            ("published step", lambda s: fmt(s.check.published_s, "s")),
+            ("floor of that layout", lambda s: fmt(s.check.floor.time, "s")),
+            ("estimate of that layout", lambda s: fmt(s.check.estimate.time, "s")),
+            ("search's best, full recompute", lambda s: _degrees_text(s.best_full.layout)),
+            ("its estimate (memory)", lambda s: f"{fmt(s.best_full.time, 's')} ({fmt(s.best_full.memory, 'B')})"),
+            ("published over it", lambda s: f"{s.lead_full:.2f}"),
+            ("search's best, either policy", lambda s: _degrees_text(s.best.layout)),
+            ("its estimate (memory)", lambda s: f"{fmt(s.best.time, 's')} ({fmt(s.best.memory, 'B')})"),
+            ("published over it", lambda s: f"{s.lead:.2f}"))
+    columns = ("", *(s.label for s in searches))
+    return Table(columns, tuple((name, *(f(s) for s in searches)) for name, f in spec), title,
+                 wrap=tuple(s.label for s in searches))
