@@ -398,7 +398,7 @@ def rules_for(model: Model | str, hardware: Hardware | str, *, nodes=1, gpus_per
                           "the cache's reads overtake the weights' before memory runs out" if kb < fits else
                           "memory runs out before the cache's reads overtake the weights'"))
     dp = dp_tokens(m, hw, nodes=nodes, gpus_per_node=g)
-    out.append(RuleResult("data-parallel tokens per GPU", dp, "tokens", 7, "t > (P_peak / B_link) (N_d - 1) / N_d, bf16 gradients",
+    out.append(RuleResult("data-parallel tokens per GPU", dp, "tokens", 7, "D_GPU > (P_peak / B_link) (N_d - 1) / N_d, bf16 gradients",
                           "ring all-reduce behind the backward pass (4N FLOPs a token), no latency",
                           per_gpu, "tokens", "this step's tokens per GPU",
                           ("hides" if per_gpu >= dp else "exposed: fewer tokens per GPU than the threshold")
@@ -414,7 +414,7 @@ def rules_for(model: Model | str, hardware: Hardware | str, *, nodes=1, gpus_per
     width = float(tp_width(m, tp, hw))
     wl = f"the model's hidden size (tensor degree {tp})"
     out.append(RuleResult(f"tensor-parallel hiding width at degree {tp}", width, "", 8,
-                          "h* = 2 (t - 1) e (P_peak / B_link) / c", "NVLink, no latency, no overlap needed beyond the matmuls",
+                          "h* = 2 (t - 1) w_act (P_peak / B_link) / kappa", "NVLink, no latency, no overlap needed beyond the matmuls",
                           m.hidden_size, "", wl,
                           "the model is wider: its all-reduces hide" if m.hidden_size >= width else
                           "the model is narrower: its all-reduces cannot hide, which is why the chapter keeps the "
@@ -423,7 +423,7 @@ def rules_for(model: Model | str, hardware: Hardware | str, *, nodes=1, gpus_per
     degrees = tuple(d for d in (1, 2, 4, 8, 16, 32) if d <= g and _tp_ok(m, d, g))
     best = best_degree(m, hw, degrees, batch=batch, context=seq, gpus_per_node=g)
     out.append(RuleResult(f"decode tensor-parallel bound at batch {batch}", bound, "GPUs", 8,
-                          "t < 1 + F_d / (B beta), F_d = c h / 4, beta = B_HBM / B_link", "bandwidth only: no latency, no KV reads; "
+                          "t < 1 + F_d / (B rho), F_d = kappa h / 4, rho = B_HBM / B_link", "bandwidth only: no latency, no KV reads; "
                           "independent of the format", best.t, "GPUs",
                           f"the fastest degree of {', '.join(map(str, degrees))} for decode (best_degree)",
                           "the all-reduces' latency, which the rule leaves out, and the node's size cap the degree"
@@ -432,15 +432,15 @@ def rules_for(model: Model | str, hardware: Hardware | str, *, nodes=1, gpus_per
     label = "the planner's tensor degree" if plan is not None else ""
     mv = plan.best.tp if plan is not None else None
     out.append(RuleResult("mixed FSDP x TP: tensor degree", mo.y, "GPUs", 9,
-                          "X_opt = sqrt(B / F_m x W_X / W_Y x N), F_m = 3 c h / 8, Y = N / X_opt",
+                          "N_d_opt = sqrt(D / F_m x B_d / B_t x G), F_m = 3 kappa h / 8, t = G / N_d_opt",
                           f"{tokens:,} tokens a step; communication only, large degrees, no pipeline",
                           mv, "GPUs" if mv is not None else "", label, _mixed_reason(mo, g, plan)))
-    out.append(RuleResult("mixing pays below", mo.tokens_per_gpu_limit, "tokens per GPU", 9, "B / N < F_m W_Y / W_X",
+    out.append(RuleResult("mixing pays below", mo.tokens_per_gpu_limit, "tokens per GPU", 9, "D / G < F_m B_t / B_d",
                           "as the mixed optimum", per_gpu, "tokens per GPU", "this step's tokens per GPU",
                           "mixing pays here" if mo.pays else "FSDP alone moves fewer bytes here"))
     ac = attention_crossover(m)
     exact = attention_crossover_exact(m)
-    out.append(RuleResult("attention-MLP crossover", ac, "tokens", 11, "S* = P_mlp / d (causal)",
+    out.append(RuleResult("attention-MLP crossover", ac, "tokens", 11, "S* = N_mlp / d (causal)",
                           "causal mask counted as half the square; scores and values against the MLP's matmuls",
                           exact if exact is not None else "never", "tokens" if exact is not None else "",
                           "the package's exact count (the triangle pair by pair, windows included)",
@@ -465,7 +465,7 @@ def _mixed_reason(mo: MixedOptimum, g: int, plan) -> str:
     if mo.y > g:
         head = f"the rule asks for more than a node's {g} GPUs, and tensor parallelism stops at the node"
     elif mo.y < 1:
-        head = "the rule's optimum is FSDP alone (X_opt above N)"
+        head = "the rule's optimum is FSDP alone (N_d_opt above G)"
     else:
         head = "the rule counts communication alone"
     if plan is None:

@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[2]
 NOTATION = ROOT / "chapters" / "front" / "notation.md"
 # the pages whose symbols the notation page covers (extend as the other chapters' symbols are listed)
 CHECKED = ["01-three-budgets", "02-memory-budget", "03-recomputation", "04-tiling", "05-kv-cache",
-           "06-quantization", "09-pipeline-parallel", "10-mixture-of-experts", "12-serving", "appendix-measured", "appendix-calibrated", "appendix-cluster"]
+           "06-quantization", "09-pipeline-parallel", "10-mixture-of-experts", "12-serving", "reference/rules", "appendix-measured", "appendix-calibrated", "appendix-cluster"]
 
 GREEK = {"alpha", "beta", "gamma", "delta", "epsilon", "eta", "theta", "lambda", "mu", "nu", "rho", "sigma",
          "tau", "phi", "ell", "pi", "omega", "kappa", "chi", "psi", "xi", "zeta", "Delta", "Sigma", "Gamma",
