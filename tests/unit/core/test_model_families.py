@@ -15,7 +15,7 @@ import roofline as rl
 from roofline.core.model import NotModelledError, model_from_config
 import roofline.core.model
 
-SHIPPED = ["llama-2-7b", "llama-3-8b", "llama-3-70b", "llama-3.1-405b", "mixtral-8x7b", "deepseek-v3", "qwen2-7b",
+SHIPPED = ["llama-2-7b", "llama-3-8b", "llama-3-70b", "llama-3.1-8b", "llama-3.1-70b", "llama-3.3-70b", "llama-3.1-405b", "mixtral-8x7b", "deepseek-v3", "qwen2-7b",
            "gemma-7b", "gemma-2-9b", "gemma-3-1b", "qwen3-8b", "qwen3-30b-a3b", "qwen1.5-moe-a2.7b", "phi-3-mini-4k",
            "gpt2", "pythia-160m"]
 
@@ -26,6 +26,10 @@ SHIPPED = ["llama-2-7b", "llama-3-8b", "llama-3-70b", "llama-3.1-405b", "mixtral
         ("llama-2-7b", 6_738_415_616, 6_738_415_616),
         ("llama-3-8b", 8_030_261_248, 8_030_261_248),
         ("llama-3-70b", 70_553_706_496, 70_553_706_496),
+        # Llama 3.1 and 3.3 keep Llama 3's shapes; only the context (and its RoPE scaling) grows
+        ("llama-3.1-8b", 8_030_261_248, 8_030_261_248),
+        ("llama-3.1-70b", 70_553_706_496, 70_553_706_496),
+        ("llama-3.3-70b", 70_553_706_496, 70_553_706_496),
         ("llama-3.1-405b", 405_853_388_800, 405_853_388_800),
         ("qwen2-7b", 7_615_616_512, 7_615_616_512),
         # Mistral's model card: 46.7B total, 12.9B used per token (two of eight experts, router included)
@@ -454,3 +458,10 @@ def test_edited_configs_load_or_are_refused_cleanly(memory_cap, name, changes):
             assert rl.decode_step(m, 1, 100).flops > 0 and rl.prefill(m, 16).flops > 0
         except NotModelledError:
             pass
+
+
+@pytest.mark.parametrize("name", ["llama-3.1-8b", "llama-3.1-70b", "llama-3.3-70b"])
+def test_llama_31_and_33_read_128k_tokens(name):
+    """The serving tables of chapter 13 run Llama 3.1 and 3.3 at 20,000 input tokens, past Llama 3's 8,192."""
+    assert rl.load_model(name).max_position_embeddings == 131_072
+    assert rl.load_model(name.replace("3.1", "3").replace("3.3", "3")).max_position_embeddings == 8_192
