@@ -24,7 +24,9 @@ def _load(tmp_path, text):
 def test_every_entry_is_complete_and_sourced(key):
     h = rl.get_hardware(key)
     assert h.hbm_bandwidth > 0 and h.hbm_capacity > 0 and h.power_w > 0
-    assert set(h.dense_flops) <= set(DTYPES) and {"fp32", "fp64"} <= set(h.dense_flops)
+    # the H800's FP64 was cut for export, to a figure no source we cite prints: omitted, as the catalog's rule says
+    required = {"fp32"} if key == "h800-sxm" else {"fp32", "fp64"}
+    assert set(h.dense_flops) <= set(DTYPES) and required <= set(h.dense_flops)
     assert all(v > 0 for v in h.dense_flops.values())  # absent where the chip lacks a format, never zero
     assert "scale_up" in h.interconnect
     for fig in h.figures.values():
