@@ -67,9 +67,21 @@ def _ids(**match) -> list[str]:
     return out
 
 
+def _best_at_each(points) -> Curve:
+    """A curve through ``(x, y)`` points, keeping the best ``y`` where two share an ``x`` (two matmul shapes of
+    the same FLOPs)."""
+    xs, ys = [], []
+    for px, py in sorted(points):
+        if xs and px == xs[-1]:
+            ys[-1] = max(ys[-1], py)
+        else:
+            xs.append(px)
+            ys.append(py)
+    return Curve(tuple(xs), tuple(ys))
+
+
 def _sweep(ids, x) -> Curve:
-    pts = sorted((x(record(i)), _value(i)) for i in ids)
-    return Curve(tuple(p[0] for p in pts), tuple(p[1] for p in pts))
+    return _best_at_each((x(record(i)), _value(i)) for i in ids)
 
 
 def _gemm_flops(r) -> float:
@@ -88,7 +100,7 @@ def _attention(gpu: str, tool: str, cap: float) -> dict:
     return out
 
 
-CALIBRATED_CHIPS = ("a100-sxm-80gb", "h100-sxm", "h200-sxm")
+CALIBRATED_CHIPS = ("a100-sxm-80gb", "h100-sxm", "h200-sxm", "h800-sxm")
 
 # Records excluded from a curve, with why (the book states them in appendix C).
 EXCLUDED = MappingProxyType({
@@ -97,6 +109,12 @@ EXCLUDED = MappingProxyType({
     "mb0125": "the same narrow shape on the H100 (fp8)",
     "mb0138": "a bf16 torch.mm of 10,240 cubed on the H100, slower than 8,192 cubed in the same community "
               "submission (likely throttled clocks): the curve keeps the sweep's shape up to 8,192",
+    "mb0158": "DeepGEMM's fp8 matmul of 4,096 x 32,768 x 512 on the H800, 512 deep, which reaches 775 TFLOP/s "
+              "where shapes of the same FLOPs reach 1,100 or more: too narrow for a curve by FLOPs",
+    "mb0160": "a DeepGEMM row whose quote is another row's (64 x 4,096 x 7,168 at 287 TFLOP/s), so its 1,410 "
+              "TFLOP/s for 4,096 x 4,096 x 7,168 has no quote behind it",
+    "mb0162": "DeepGEMM's later 128 x 160 tiles (a pull request), for a shape the README's table already gives: "
+              "the curve keeps one version of the kernel",
 })
 
 
@@ -180,18 +198,11 @@ def _h200(hw: Hardware, dtype: str) -> ClusterRoof:
     gemms = sorted((g.flops, g.flops_per_s) for g in rec.gemm_per_call if g.dtype == dtype and g.m >= 1024)
     if not gemms:
         raise ValueError(f"the H200 record has no {dtype} matmuls of 1,024 rows or more")
-    xs, ys = [], []
-    for f, r in gemms:  # keep the best rate seen at each size
-        if xs and f == xs[-1]:
-            ys[-1] = max(ys[-1], r)
-        else:
-            xs.append(f)
-            ys.append(r)
     h100 = get_hardware("h100-sxm")
     fabric, fsources = _h100_fabric(h100)
     return ClusterRoof(
         f"{hw.short} calibrated", hw, "calibrated", dtype, peak,
-        gemm=Curve(tuple(xs), tuple(ys)).capped(peak),
+        gemm=_best_at_each(gemms).capped(peak),
         attention=_attention("H100 SXM5 80GB", "FlashAttention-2", peak),
         bandwidth=min(single.bandwidth, hw.hbm_bandwidth),
         launch_s=_value("mb0179"),
@@ -207,11 +218,53 @@ def _h200(hw: Hardware, dtype: str) -> ClusterRoof:
         ))
 
 
+def _h800(hw: Hardware, dtype: str) -> ClusterRoof:
+    """The H800: the H100's die with NVLink cut to 200 GB/s a direction. Its own records are DeepSeek's fp8
+    GEMMs (DeepGEMM), DeepEP's all-to-alls and one nccl-tests all-reduce; the rest is the H100's."""
+    peak = hw.peak_flops(dtype)
+    if dtype in ("bf16", "fp16"):
+        gemm_ids = ["mb0134", "mb0135", "mb0136", "mb0137"]
+    else:  # DeepGEMM's README table, less what EXCLUDED says why
+        gemm_ids = [i for i in _ids(category="gemm", gpu=lambda g: str(g).startswith("H800")) if i not in EXCLUDED]
+    h100 = get_hardware("h100-sxm")
+    fabric, fsources = _h100_fabric(h100)
+    up, net = hw.link("scale_up").each_way, hw.link("network").each_way
+    # the H100's size-dependence, scaled so its top is the H800's one all-reduce (mb0081), capped at the link
+    h100_sweep = fabric["nvlink"]
+    scale = _value("mb0081") / h100_sweep.top
+    fabric.update(nvlink=Curve(h100_sweep.xs, tuple(y * scale for y in h100_sweep.ys)).capped(up),
+                  all_to_all_nvlink=_value("mb0094") / _value("mb0081"),
+                  all_to_all_port=min(_value("mb0100"), net), send_nvlink=min(fabric["send_nvlink"], up),
+                  port=min(fabric["port"], net))
+    fsources.update(nvlink=(fsources["nvlink"][0] + " scaled to mb0081",), all_to_all_nvlink=("mb0094", "mb0081"),
+                    all_to_all_port=("mb0100",))
+    return ClusterRoof(
+        f"{hw.short} calibrated", hw, "calibrated", dtype, peak,
+        gemm=_sweep(gemm_ids, _gemm_flops).capped(peak),
+        attention=_attention("H100 SXM5 80GB", "FlashAttention-2", peak),
+        bandwidth=min(_value("mb0166"), hw.hbm_bandwidth),
+        launch_s=_value("mb0179"),
+        **fabric,
+        sources={"gemm": tuple(gemm_ids), "attention": ("FlashAttention-2 fwd+bwd, H100",), "bandwidth": ("mb0166",),
+                 "launch": ("mb0179",), **fsources},
+        assumptions=(
+            "bf16 matmuls, flash attention, the HBM's STREAM rate and the launch cost are the H100's: the same die",
+            "fp8 matmuls are DeepGEMM's block-scaled kernels, DeepSeek's own, over the README's shapes (DeepSeek-V3's "
+            "inference shapes)",
+            "the NVLink all-reduce follows the H100 sweep's dependence on size, scaled to the one H800 figure "
+            "(mb0081, 215 GB/s) and capped at the link's 200 GB/s a direction",
+            "all-to-all inside a node is DeepEP's dispatch (mb0094) as a share of that all-reduce; across nodes "
+            "DeepEP's at 64 GPUs (mb0100), its kernels forwarding through NVLink to the ports",
+            "the network port, one message's latency and a two-GPU copy are the H100's (the same 400 Gb/s NIC), "
+            "the copy capped at the H800's link",
+        ))
+
+
 def cluster_roof(hardware: Hardware | str, dtype: str = "bf16") -> ClusterRoof:
     """The calibrated cluster roof of a chip, from microbenchmarks only; a chip with no records is refused,
     naming the ones that have them."""
     hw = get_hardware(hardware)
-    build = {"a100-sxm-80gb": _a100, "h100-sxm": _h100, "h200-sxm": _h200}
+    build = {"a100-sxm-80gb": _a100, "h100-sxm": _h100, "h200-sxm": _h200, "h800-sxm": _h800}
     if hw.key not in build:
         raise ValueError(f"no calibrated cluster roof for the {hw.short}: microbenchmarks were gathered for "
                          f"{', '.join(get_hardware(k).short for k in CALIBRATED_CHIPS)}; use the datasheet roof")
@@ -221,7 +274,7 @@ def cluster_roof(hardware: Hardware | str, dtype: str = "bf16") -> ClusterRoof:
 @lru_cache(maxsize=16)
 def _cached(key: str, dtype: str) -> ClusterRoof:
     hw = get_hardware(key)
-    return {"a100-sxm-80gb": _a100, "h100-sxm": _h100, "h200-sxm": _h200}[key](hw, dtype)
+    return {"a100-sxm-80gb": _a100, "h100-sxm": _h100, "h200-sxm": _h200, "h800-sxm": _h800}[key](hw, dtype)
 
 
 # ------------------------------------------------------------------------------------------ development set

@@ -100,3 +100,21 @@ RATIOS = {
 
 def test_the_ratio_table_has_not_moved(checks):
     assert {c.run.id: round(c.ratio, 2) for c in checks} == pytest.approx(RATIOS, abs=0.011)
+
+
+def test_the_h800_roof_is_the_h100_with_its_own_links_and_deepseeks_fp8_matmuls():
+    h800, h100 = cluster_roof("h800-sxm"), cluster_roof("h100-sxm")
+    # the same die: bf16 matmuls, attention, HBM and launches are the H100's records
+    assert h800.gemm == h100.gemm and h800.bandwidth == h100.bandwidth and h800.launch_s == h100.launch_s
+    # its NVLink: the one H800 all-reduce (215 GB/s) is above the cut link's 200 GB/s a direction, so capped
+    assert record("mb0081")["value"] == 215 and h800.nvlink.top == pytest.approx(200e9)
+    assert h800.send_nvlink == pytest.approx(200e9)  # the H100's 396 GB/s copy cannot pass the H800's link
+    # DeepEP: 153 GB/s dispatch inside a node against that all-reduce; 51 GB/s at 64 GPUs, capped at the 50 GB/s NIC
+    assert h800.all_to_all_nvlink == pytest.approx(153 / 215)
+    assert record("mb0100")["n_gpus"] == 64 and h800.all_to_all_port == pytest.approx(50e9)
+    fp8 = cluster_roof("h800-sxm", "fp8")
+    assert record("mb0159")["shape_mnk"] == [4096, 7168, 16384]
+    assert fp8.gemm(2 * 4096 * 7168 * 16384) == pytest.approx(1520e12)  # DeepGEMM's best row
+    # two shapes of the same FLOPs (64 x 4,096 x 7,168 and 128 x 7,168 x 2,048): the curve keeps the faster
+    assert fp8.gemm(2 * 64 * 4096 * 7168) == pytest.approx(510e12)
+    assert not {"mb0158", "mb0160", "mb0162"} & set(fp8.sources["gemm"])
