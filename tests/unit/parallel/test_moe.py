@@ -348,6 +348,7 @@ CHAPTER_10_BAD_INPUT = {
     "TokenExchange": None,  # a record built by token_exchange
     "token_exchange": (lambda: moe.token_exchange(V3, "h100-pcie", "network"), ValueError, "tier must be one of"),
     "non_routed_params": (lambda: moe.non_routed_params("llama-3-8b"), ValueError, "has no experts"),
+    "published_token_rate": (lambda: moe.published_token_rate(-1.0), ValueError, "gpu_hours must be"),
 }
 MOE_BAD_INPUT.update(CHAPTER_10_BAD_INPUT)
 
