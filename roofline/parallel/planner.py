@@ -69,8 +69,8 @@ PUBLISHED: dict = {
                           "batch": 128, "tflops": 380e12, "mfu": 0.38},
                          "same table: long-context stage, context parallelism 16, 380 TFLOP/s, 38% BF16 MFU; "
                          "batch 16 sequences per data-parallel rank, 128 in all (16M tokens). The data-parallel "
-                         "degree 8 is the one 16,384 GPUs and 16M tokens imply; copies of the table's first "
-                         "versions print 4"),
+                         "degree 8 is the one 16,384 GPUs and 16M tokens imply; some copies of the table "
+                         "print 4"),
     # Narayanan et al. 2021 (arXiv:2104.04473), Table 1: GPT models on A100 80GB (Selene), sequence 2,048,
     # vocabulary 51,200; heads, hidden size, layers, TP, PP, GPUs, global batch (sequences), achieved TFLOP/s per GPU
     "megatron_gpt": ([{"params": 145.6e9, "heads": 96, "hidden": 12288, "layers": 80, "tp": 8, "pp": 8, "gpus": 1536,

@@ -821,10 +821,10 @@ def megatron_estimate_table(searches, title: str = "") -> Table:
                  wrap=tuple(s.label for s in searches))
 
 
-# --- chapters 10 and 11: a published layout's settings under the floor and the estimate ----------------------
+# --- chapter 11: a published layout's settings under the floor and the estimate ----------------------
 
 def published_settings_table(pairs, published_mfu: float, title: str = "") -> Table:
-    """Chapters 10 and 11: settings of one published layout, one row each from ``(floor, estimate)`` pairs of
+    """Chapter 11: settings of one published layout, one row each from ``(floor, estimate)`` pairs of
     :class:`~roofline.parallel.cluster.StepPrice` for the same layout: the setting (micro-batch, interleaving,
     recomputation, ZeRO stage), memory per GPU, the floor's and the estimate's step, their MFU, and the
     published MFU over the estimate's (above 1: the run beat the estimate)."""
