@@ -22,7 +22,7 @@ from importlib import resources
 from types import MappingProxyType
 from typing import Mapping
 
-from roofline.core.checks import unknown_name
+from roofline.core.checks import count, unknown_name
 from roofline.core.cluster_roof import ClusterRoof, Curve
 from roofline.core.hardware import Hardware, get_hardware
 from roofline.core.units import fmt
@@ -626,3 +626,51 @@ def megatron_searches(roof: ClusterRoof | None = None) -> tuple[MegatronSearch, 
         best_full = search(m, roof, **args, **kwargs).best
         out.append(MegatronSearch(f"GPT {run['params'] / 1e9:.0f}B", run, check, best, best_full))
     return tuple(out)
+
+
+# ------------------------------------------------------------------------------ chapters 10 and 11 beside the floor
+
+HIDING_TIERS = ("scale_up", "network")
+
+
+def calibrated_hiding_block(model, hardware: Hardware | str, *, seq: int, tier: str = "network",
+                            phase: str = "forward") -> float:
+    """Chapter 11: the ring's hiding block (:func:`~roofline.parallel.context_parallel.ring_hiding_block`) under
+    the chip's calibrated roof rather than its datasheet: the attention kernel at the rate the flash-attention
+    sweep measured at ``seq`` tokens (causal, the model's head size) and each key/value block sent at the
+    measured point-to-point rate of ``tier`` ('scale_up': NVLink, 'network': the GPU's port). The law is the
+    datasheet's, ``B* = (s_kv / 2d) x F / W``, with both rates replaced: a slower kernel lowers the block, a
+    slower link raises it."""
+    from roofline.core.model import load_model
+    from roofline.parallel.context_parallel import ring_hiding_block
+
+    if tier not in HIDING_TIERS:
+        raise unknown_name("tier", tier, HIDING_TIERS)
+    m, hw = load_model(model), get_hardware(hardware)
+    seq = count("seq", seq)
+    roof = cluster_roof(hw)
+    probe = 1e15  # FLOPs: the flash curve's rate is their ratio to its seconds
+    rate = probe / roof.flash_time(probe, seq, head_dim=m.head_dim, causal=True)
+    link = roof.port if tier == "network" else roof.send_nvlink
+    sheet = ring_hiding_block(m, hw, tier=tier, phase=phase)
+    return sheet * (rate / hw.peak_flops("bf16")) * (hw.interconnect[tier].each_way / link)
+
+
+def token_rate_per_gpu(price, hidden=()) -> float:
+    """Chapter 10: tokens a second each GPU trains under ``price`` (a
+    :class:`~roofline.parallel.cluster.StepPrice`), with the parts named in ``hidden`` (for example
+    ``('expert all-to-all',)``) taken out of the step as if they ran wholly behind compute: the batch's tokens
+    over the remaining seconds and the GPUs."""
+    from roofline.parallel.cluster import StepPrice
+
+    if not isinstance(price, StepPrice):
+        raise TypeError(f"price must be a StepPrice, got {type(price).__name__}")
+    hidden = (hidden,) if isinstance(hidden, str) else tuple(hidden)
+    for name in hidden:
+        if name not in price.parts:
+            raise unknown_name("hidden", name, price.parts)
+    seconds = price.time - sum(price.parts[k] for k in hidden)
+    return price.layout.batch * price.layout.seq / (seconds * price.layout.gpus)
+
+
+__all__ += ["HIDING_TIERS", "calibrated_hiding_block", "token_rate_per_gpu"]

@@ -57,6 +57,15 @@ PUBLISHED = {
     "v3_cluster_gpus": (2048, _V3 + ", section 3.1: a cluster of 2048 H800 GPUs"),
     "v3_prefill_ep": (32, _V3 + ", section 3.4.1: prefill units of 32 GPUs, the MoE part EP32"),
     "v3_decode_ep": (320, _V3 + ", section 3.4.2: decode units of 320 GPUs, the MoE part EP320"),
+    "v3_train_pp": (16, _V3 + ", section 3.2: 16-way pipeline parallelism"),
+    "v3_train_ep": (64, _V3 + ", section 3.2: 64-way expert parallelism spanning 8 nodes"),
+    "v3_train_zero": (1, _V3 + ", section 3.2: ZeRO-1 data parallelism, no tensor parallelism"),
+    "v3_train_seq": (4096, _V3 + ", section 4.2: pre-training sequence length 4K"),
+    "v3_train_batch": (15360, _V3 + ", section 4.2: the batch ramps from 3,072 to 15,360 sequences, then stays"),
+    "v3_hours_per_trillion": (180e3, _V3 + ", section 1: 180K H800 GPU hours per trillion tokens"),
+    "v3_days_per_trillion": (3.7, _V3 + ", section 1: 3.7 days per trillion tokens on the 2048-GPU cluster"),
+    "h800_nvlink": (400e9, "NVIDIA H800 Tensor Core GPU datasheet: NVLink 400 GB/s (both ways together; the H100 "
+                           "SXM's is 900 GB/s); the same Hopper die, HBM and 400 Gb/s network class as the H100"),
 }
 """Published figures chapter 10 quotes beside the package's own counts: (value, source)."""
 
@@ -541,3 +550,13 @@ def exchange_over_work(step: ExpertParallelStep) -> float:
 
 
 __all__ += ["exchange_over_work"]
+
+
+def published_token_rate(gpu_hours, tokens=1e12) -> float:
+    """Chapter 10: tokens a second each GPU trained, from a published count of GPU hours for ``tokens`` tokens:
+    ``tokens / (gpu_hours x 3600)`` (DeepSeek-V3's 180K H800 hours per trillion tokens: about 1,543)."""
+    hours = number("gpu_hours", gpu_hours)
+    return number("tokens", tokens) / (hours * 3600.0)
+
+
+__all__ += ["published_token_rate"]

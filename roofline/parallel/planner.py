@@ -66,8 +66,11 @@ PUBLISHED: dict = {
                              "tflops": 430e12, "mfu": 0.43},
                             "same table: on 8,192 H100s, 430 TFLOP/s per GPU, 43% BF16 MFU"),
     "llama3_405b_128k": ({"gpus": 16384, "tp": 8, "cp": 16, "pp": 16, "dp": 8, "seq": 131072, "tokens": 16e6,
-                          "tflops": 380e12, "mfu": 0.38},
-                         "same table: long-context stage, context parallelism 16, 380 TFLOP/s, 38% BF16 MFU"),
+                          "batch": 128, "tflops": 380e12, "mfu": 0.38},
+                         "same table: long-context stage, context parallelism 16, 380 TFLOP/s, 38% BF16 MFU; "
+                         "batch 16 sequences per data-parallel rank, 128 in all (16M tokens). The data-parallel "
+                         "degree 8 is the one 16,384 GPUs and 16M tokens imply; some copies of the table "
+                         "print 4"),
     # Narayanan et al. 2021 (arXiv:2104.04473), Table 1: GPT models on A100 80GB (Selene), sequence 2,048,
     # vocabulary 51,200; heads, hidden size, layers, TP, PP, GPUs, global batch (sequences), achieved TFLOP/s per GPU
     "megatron_gpt": ([{"params": 145.6e9, "heads": 96, "hidden": 12288, "layers": 80, "tp": 8, "pp": 8, "gpus": 1536,

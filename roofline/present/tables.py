@@ -819,3 +819,26 @@ def megatron_estimate_table(searches, title: str = "") -> Table:
     columns = ("", *(s.label for s in searches))
     return Table(columns, tuple((name, *(f(s) for s in searches)) for name, f in spec), title,
                  wrap=tuple(s.label for s in searches))
+
+
+# --- chapter 11: a published layout's settings under the floor and the estimate ----------------------
+
+def published_settings_table(pairs, published_mfu: float, title: str = "") -> Table:
+    """Chapter 11: settings of one published layout, one row each from ``(floor, estimate)`` pairs of
+    :class:`~roofline.parallel.cluster.StepPrice` for the same layout: the setting (micro-batch, interleaving,
+    recomputation, ZeRO stage), memory per GPU, the floor's and the estimate's step, their MFU, and the
+    published MFU over the estimate's (above 1: the run beat the estimate)."""
+    published_mfu = float(number("published_mfu", published_mfu))
+    columns = ("setting", "memory per GPU", "step, floor", "step, estimate", "MFU, floor / estimate",
+               "published MFU / estimate's")
+    rows = []
+    for floor, est in pairs:
+        lay = est.layout
+        sched = "" if lay.pp == 1 else (", 1F1B" if lay.schedule == "1f1b" else f", interleaved x{lay.chunks}")
+        setting = f"micro-batch {lay.micro_batch}{sched}, recompute {lay.recompute}, ZeRO-{lay.zero_stage}"
+        rows.append((setting, fmt(est.memory, "B"), fmt(floor.time, "s"), fmt(est.time, "s"),
+                     f"{100 * floor.mfu:.1f}% / {100 * est.mfu:.1f}%", f"{published_mfu / est.mfu:.2f}"))
+    return Table(columns, tuple(rows), title, wrap=("setting",))
+
+
+__all__ += ["published_settings_table"]

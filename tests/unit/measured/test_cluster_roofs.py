@@ -118,3 +118,47 @@ def test_the_h800_roof_is_the_h100_with_its_own_links_and_deepseeks_fp8_matmuls(
     # two shapes of the same FLOPs (64 x 4,096 x 7,168 and 128 x 7,168 x 2,048): the curve keeps the faster
     assert fp8.gemm(2 * 64 * 4096 * 7168) == pytest.approx(510e12)
     assert not {"mb0158", "mb0160", "mb0162"} & set(fp8.sources["gemm"])
+
+
+# --- chapters 10 and 11: the hiding block and the token rate under the calibrated roof --------------------------
+
+def test_calibrated_hiding_block_is_the_law_at_the_measured_rates():
+    import roofline as rl
+    from roofline.measured.cluster import calibrated_hiding_block
+
+    roof = cluster_roof("h100-sxm")
+    # Llama 3 70B: 8 KV heads x 128 x (K and V) x 2 bytes = 4,096 bytes a token a layer, d = 64 x 128 = 8,192,
+    # so B* = 4096 / (2 x 8192) x F / W = F / (4 W)
+    rate = 1.0 / roof.flash_time(1.0, 131072, head_dim=128, causal=True)
+    assert calibrated_hiding_block("llama-3-70b", "h100-sxm", seq=131072) == pytest.approx(rate / (4 * roof.port))
+    nvl = calibrated_hiding_block("llama-3-70b", "h100-sxm", seq=131072, tier="scale_up")
+    assert nvl == pytest.approx(rate / (4 * roof.send_nvlink))
+    # the FlashAttention-2 kernel at about a third of the H100's peak: the block shrinks against the datasheet's
+    from roofline.parallel.context_parallel import ring_hiding_block
+    assert calibrated_hiding_block("llama-3-70b", "h100-sxm", seq=131072) < ring_hiding_block(
+        rl.load_model("llama-3-70b"), "h100-sxm", tier="network") / 2
+
+
+def test_calibrated_hiding_block_refuses_an_unknown_tier_and_a_bad_seq():
+    from roofline.measured.cluster import calibrated_hiding_block
+
+    with pytest.raises(KeyError, match="tier"):
+        calibrated_hiding_block("llama-3-70b", "h100-sxm", seq=8192, tier="pcie")
+    with pytest.raises(ValueError, match="seq"):
+        calibrated_hiding_block("llama-3-70b", "h100-sxm", seq=0)
+
+
+def test_token_rate_per_gpu_is_the_batch_over_the_step_and_the_gpus():
+    from roofline.measured.cluster import estimate_step, token_rate_per_gpu
+    from roofline.parallel.cluster import TrainLayout
+
+    lay = TrainLayout(seq=4096, tp=1, dp=8, ep=8, global_batch=16)
+    _, est = estimate_step("mixtral-8x7b", "h100-sxm", lay)
+    assert token_rate_per_gpu(est) == pytest.approx(16 * 4096 / (est.time * 8))
+    a2a = est.parts["expert all-to-all"]
+    assert a2a > 0
+    assert token_rate_per_gpu(est, ("expert all-to-all",)) == pytest.approx(16 * 4096 / ((est.time - a2a) * 8))
+    with pytest.raises(KeyError, match="hidden"):
+        token_rate_per_gpu(est, ("all-to-all",))
+    with pytest.raises(TypeError, match="price"):
+        token_rate_per_gpu(lay)

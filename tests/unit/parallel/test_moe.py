@@ -348,6 +348,7 @@ CHAPTER_10_BAD_INPUT = {
     "TokenExchange": None,  # a record built by token_exchange
     "token_exchange": (lambda: moe.token_exchange(V3, "h100-pcie", "network"), ValueError, "tier must be one of"),
     "non_routed_params": (lambda: moe.non_routed_params("llama-3-8b"), ValueError, "has no experts"),
+    "published_token_rate": (lambda: moe.published_token_rate(-1.0), ValueError, "gpu_hours must be"),
 }
 MOE_BAD_INPUT.update(CHAPTER_10_BAD_INPUT)
 
@@ -397,3 +398,12 @@ def test_an_fp8_dispatch_halves_the_dispatch_and_leaves_the_combine():
     assert moe.exchange_over_work(fp8) < 1 < moe.exchange_over_work(both)
     # the same format both ways is the plain step
     assert moe.per_gpu_step(V3, "h200", 64, 0, dispatch_dtype="bf16", **kw).dispatch is None
+
+
+def test_published_token_rate_is_tokens_over_gpu_seconds():
+    # DeepSeek-V3: 180K H800 hours per trillion tokens, 1e12 / (180e3 x 3600) = 1,543.2 tokens a second a GPU
+    assert moe.published_token_rate(180e3) == pytest.approx(1543.2, abs=0.05)
+    # the pre-training total, 2.664M hours for 14.8T tokens, is the same rate
+    assert moe.published_token_rate(2.664e6, 14.8e12) == pytest.approx(1543.2, abs=0.05)
+    with pytest.raises(ValueError, match="gpu_hours"):
+        moe.published_token_rate(0)

@@ -52,3 +52,17 @@ def test_tables_have_one_column_per_run_and_one_row_per_layout(searches):
     e, f = plan.ranked[0]
     assert e.time > f.time  # the estimate of a layout is never faster than its floor
     assert c.rows[0][4] == tables.fmt(e.time, "s")
+
+
+def test_published_settings_table_lists_each_setting_with_its_ratio():
+    from roofline.parallel.cluster import TrainLayout
+
+    lay = TrainLayout(seq=8192, tp=8, pp=4, dp=2, global_batch=16, recompute="full", schedule="interleaved", chunks=2)
+    floor, est = M.estimate_step("llama-3-70b", "h100-sxm", lay)
+    t = tables.published_settings_table([(floor, est)], 0.4)
+    assert len(t.columns) <= 6
+    (row,) = t.rows
+    assert row[0] == "micro-batch 1, interleaved x2, recompute full, ZeRO-1"
+    assert row[-1] == f"{0.4 / est.mfu:.2f}"
+    with pytest.raises(ValueError, match="published_mfu"):
+        tables.published_settings_table([(floor, est)], -1)
