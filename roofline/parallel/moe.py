@@ -64,8 +64,6 @@ PUBLISHED = {
     "v3_train_batch": (15360, _V3 + ", section 4.2: the batch ramps from 3,072 to 15,360 sequences, then stays"),
     "v3_hours_per_trillion": (180e3, _V3 + ", section 1: 180K H800 GPU hours per trillion tokens"),
     "v3_days_per_trillion": (3.7, _V3 + ", section 1: 3.7 days per trillion tokens on the 2048-GPU cluster"),
-    "h800_nvlink": (400e9, "NVIDIA H800 Tensor Core GPU datasheet: NVLink 400 GB/s (both ways together; the H100 "
-                           "SXM's is 900 GB/s); the same Hopper die, HBM and 400 Gb/s network class as the H100"),
 }
 """Published figures chapter 10 quotes beside the package's own counts: (value, source)."""
 
