@@ -459,3 +459,43 @@ def hierarchical_latency_steps(n: int, gpus_per_node: int = 8, collective: str =
 
 
 __all__ += ["hierarchical_latency_steps"]
+
+
+def roof_hiding_tokens(model: Model | str, roof, *, nodes=1, gpus_per_node=8, seq=4096,
+                       grad_dtype: str = "bf16") -> float:
+    """Chapter 7: :func:`hiding_tokens` for plain data parallelism under a cluster roof (appendix C's model,
+    :class:`~roofline.core.cluster_roof.ClusterRoof`): the tokens per GPU per step at which one micro-batch's
+    backward pass, as :func:`~roofline.parallel.cluster.backward_seconds` prices it per token for sequences of
+    ``seq`` (matmuls, attention and memory-bound kernels at the roof's rates), lasts as long as the all-reduce
+    of the gradients at the roof's bus bandwidth for a buffer of that size (hierarchical across nodes of
+    ``gpus_per_node``). Under the datasheet roof this sits below :func:`hiding_tokens`, whose backward pass
+    counts only the weights' ``4 N`` FLOPs a token; under a calibrated roof slower kernels lower it and a slower
+    fabric raises it."""
+    from roofline.parallel.cluster import TrainLayout, backward_seconds
+
+    m = load_model(model)
+    nodes, g = cluster(nodes, gpus_per_node)
+    seq = int(number("seq", seq, integer=True))
+    backward = backward_seconds(m, TrainLayout(seq=seq, recompute="none", zero_stage=0, gpus_per_node=g), roof)
+    comm = roof.collective_time("all_reduce", nodes * g, gradient_bytes(m, grad_dtype), per_node=g if nodes > 1 else None)
+    return float(comm * seq / backward)
+
+
+__all__ += ["roof_hiding_tokens"]
+
+
+def zero_layouts(*, seq: int, gpus: int, recompute: str = "full", micro_batch: int = 1, gpus_per_node: int = 8) -> dict:
+    """Chapter 7: the layouts of the chapter's ZeRO comparison as appendix C's cluster model names them
+    (:class:`~roofline.parallel.cluster.TrainLayout`, plain data parallelism over all ``gpus``, one micro-batch
+    of ``seq`` tokens per GPU per step), keyed by :func:`strategy_name`: DDP and ZeRO stages 1 to 3. FSDP's
+    hybrid sharding has no counterpart there."""
+    from roofline.parallel.cluster import TrainLayout
+
+    gpus = int(number("gpus", gpus, integer=True))
+    recompute = recompute_policy(recompute).name
+    return {strategy_name(z): TrainLayout(seq=int(number("seq", seq, integer=True)), dp=gpus, micro_batch=micro_batch,
+                                          recompute=recompute, zero_stage=z, gpus_per_node=gpus_per_node)
+            for z in (0, 1, 2, 3)}
+
+
+__all__ += ["zero_layouts"]
