@@ -499,3 +499,37 @@ def zero_layouts(*, seq: int, gpus: int, recompute: str = "full", micro_batch: i
 
 
 __all__ += ["zero_layouts"]
+
+
+class BucketExchange(NamedTuple):
+    """Chapter 7: a step's gradient all-reduce sent in buckets under a cluster roof: the seconds the link is
+    busy, and the seconds of it the backward pass does not hide."""
+
+    busy: float
+    exposed: float
+
+
+__all__ += ["BucketExchange"]
+
+
+def roof_bucket_exchange(model: Model | str, roof, *, nodes=1, gpus_per_node=8, bucket=DEFAULT_BUCKET, seq=2048,
+                         grad_dtype: str = "bf16") -> BucketExchange:
+    """Chapter 7: plain data parallelism's buckets under a cluster roof (appendix C's model): ``ceil(Psi /
+    bucket)`` all-reduces of ``bucket`` bytes over ``nodes`` x ``gpus_per_node`` GPUs, each at the roof's bus
+    bandwidth for a buffer of that size (where a calibrated roof's measured sweep carries the small
+    messages' latency), sent one after another behind one ``seq``-token micro-batch's backward pass
+    (:func:`~roofline.parallel.cluster.backward_seconds`, no recomputation), what shows by
+    :func:`exposed_time`."""
+    from roofline.parallel.cluster import TrainLayout, backward_seconds
+
+    m = load_model(model)
+    nodes, g = cluster(nodes, gpus_per_node)
+    seq = int(number("seq", seq, integer=True))
+    k = bucket_count(m, bucket, grad_dtype)
+    backward = backward_seconds(m, TrainLayout(seq=seq, recompute="none", zero_stage=0, gpus_per_node=g), roof)
+    size = gradient_bytes(m, grad_dtype) / k
+    one = float(roof.collective_time("all_reduce", nodes * g, size, per_node=g if nodes > 1 else None))
+    return BucketExchange(k * one, float(exposed_time(backward, k, one)))
+
+
+__all__ += ["roof_bucket_exchange"]

@@ -406,6 +406,9 @@ CHAPTERS_7_TO_9_BAD_INPUT = {
                                        "n must be a whole number of nodes"),
         "roof_hiding_tokens": (lambda: _dp().roof_hiding_tokens("llama-3-8b", _sheet(), seq=0), ValueError, "seq must be"),
         "zero_layouts": (lambda: _dp().zero_layouts(seq=4096, gpus=0), ValueError, "gpus must be"),
+        "BucketExchange": None,  # a record built by roof_bucket_exchange
+        "roof_bucket_exchange": (lambda: _dp().roof_bucket_exchange("llama-3-8b", _sheet(), bucket=0), ValueError,
+                                 "bucket must be"),
     },
     "tensor_parallel": {
         "norm_share": (lambda: rl.parallel.tensor_parallel.norm_share("no-such-model"), KeyError, "no-such-model"),

@@ -235,3 +235,23 @@ def test_zero_layouts_name_the_chapters_four_stages_over_all_gpus():
     assert list(lays) == ["DDP", "ZeRO-1", "ZeRO-2", "ZeRO-3 (FSDP full)"]
     assert [lay.zero_stage for lay in lays.values()] == [0, 1, 2, 3]
     assert all(lay.dp == lay.gpus == 64 and lay.tp == lay.pp == 1 and lay.recompute == "full" for lay in lays.values())
+
+
+def test_roof_bucket_exchange_sends_each_bucket_at_the_bus_bandwidth_for_its_size():
+    from roofline.core.cluster_roof import datasheet_cluster_roof
+    from roofline.measured import cluster_roof
+
+    sheet, cal = datasheet_cluster_roof("h100-sxm"), cluster_roof("h100-sxm")
+    # at the datasheet there is no latency: 613 buckets of 25 MiB cost what one all-reduce of 16.06 GB costs
+    # over one node, 2 x 7/8 of the buffer at 450 GB/s
+    one = dp.roof_bucket_exchange("llama-3-8b", sheet, nodes=1)
+    assert dp.bucket_count("llama-3-8b") == 613
+    assert one.busy == pytest.approx(2 * 7 / 8 * 16.06e9 / 450e9, rel=1e-3)
+    # measured, a 1 MiB all-reduce inside a node reaches 43.7 GB/s of bus bandwidth, a tenth of the link
+    small = dp.roof_bucket_exchange("llama-3-8b", cal, nodes=1, bucket=2**20)
+    assert small.busy == pytest.approx(2 * 7 / 8 * 16.06e9 / 43.7e9, rel=0.01)
+    # across 32 nodes the default bucket exposes far more than one ten times larger, and one bucket exposes all
+    runs = [dp.roof_bucket_exchange("llama-3-8b", cal, nodes=32, bucket=b) for b in (2**20, dp.DEFAULT_BUCKET, 2**28)]
+    assert runs[0].exposed > runs[1].exposed > 10 * runs[2].exposed
+    whole = dp.roof_bucket_exchange("llama-3-8b", cal, nodes=32, bucket=dp.gradient_bytes("llama-3-8b"))
+    assert whole.exposed == pytest.approx(whole.busy)
