@@ -492,8 +492,8 @@ def _layer_key(lay: TrainLayout) -> tuple:
 
 
 def _stage(m: Model, lay: TrainLayout, roof: ClusterRoof, cache: dict):
-    """The slowest stage's micro-batch: its phases, its recomputation's seconds, an average stage's
-    micro-batch (the bubble's unit), and the first and last stages' ends."""
+    """The slowest stage's micro-batch: its phases, its recomputation's seconds, and an average stage's
+    micro-batch (the bubble's unit)."""
     layer_key = _layer_key(lay)
     L, pp = m.num_layers, lay.pp
     n_moe = m.moe.moe_layers(L) if m.moe is not None else 0

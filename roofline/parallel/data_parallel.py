@@ -461,6 +461,14 @@ def hierarchical_latency_steps(n: int, gpus_per_node: int = 8, collective: str =
 __all__ += ["hierarchical_latency_steps"]
 
 
+def _replica_backward(m: Model, seq: int, gpus_per_node: int, roof) -> float:
+    """One ``seq``-token sequence's backward pass on one replica of plain data parallelism (no recomputation)
+    under a cluster roof: what the gradient all-reduce hides behind."""
+    from roofline.parallel.cluster import TrainLayout, backward_seconds
+
+    return backward_seconds(m, TrainLayout(seq=seq, recompute="none", zero_stage=0, gpus_per_node=gpus_per_node), roof)
+
+
 def roof_hiding_tokens(model: Model | str, roof, *, nodes=1, gpus_per_node=8, seq=4096,
                        grad_dtype: str = "bf16") -> float:
     """Chapter 7: :func:`hiding_tokens` for plain data parallelism under a cluster roof (appendix C's model,
@@ -471,12 +479,10 @@ def roof_hiding_tokens(model: Model | str, roof, *, nodes=1, gpus_per_node=8, se
     ``gpus_per_node``). Under the datasheet roof this sits below :func:`hiding_tokens`, whose backward pass
     counts only the weights' ``4 N`` FLOPs a token; under a calibrated roof slower kernels lower it and a slower
     fabric raises it."""
-    from roofline.parallel.cluster import TrainLayout, backward_seconds
-
     m = load_model(model)
     nodes, g = cluster(nodes, gpus_per_node)
     seq = int(number("seq", seq, integer=True))
-    backward = backward_seconds(m, TrainLayout(seq=seq, recompute="none", zero_stage=0, gpus_per_node=g), roof)
+    backward = _replica_backward(m, seq, g, roof)
     comm = roof.collective_time("all_reduce", nodes * g, gradient_bytes(m, grad_dtype), per_node=g if nodes > 1 else None)
     return float(comm * seq / backward)
 
@@ -520,13 +526,11 @@ def roof_bucket_exchange(model: Model | str, roof, *, nodes=1, gpus_per_node=8, 
     messages' latency), sent one after another behind one ``seq``-token micro-batch's backward pass
     (:func:`~roofline.parallel.cluster.backward_seconds`, no recomputation), what shows by
     :func:`exposed_time`."""
-    from roofline.parallel.cluster import TrainLayout, backward_seconds
-
     m = load_model(model)
     nodes, g = cluster(nodes, gpus_per_node)
     seq = int(number("seq", seq, integer=True))
     k = bucket_count(m, bucket, grad_dtype)
-    backward = backward_seconds(m, TrainLayout(seq=seq, recompute="none", zero_stage=0, gpus_per_node=g), roof)
+    backward = _replica_backward(m, seq, g, roof)
     size = gradient_bytes(m, grad_dtype) / k
     one = float(roof.collective_time("all_reduce", nodes * g, size, per_node=g if nodes > 1 else None))
     return BucketExchange(k * one, float(exposed_time(backward, k, one)))

@@ -821,13 +821,13 @@ def megatron_estimate_table(searches, title: str = "") -> Table:
                  wrap=tuple(s.label for s in searches))
 
 
-# --- chapters 7 and 8: the calibrated estimate beside the floor ------------------------------------------------
+# --- chapter 7: the calibrated estimate beside the floor ------ ------------------------------------------------
 
 __all__ += ["estimate_beside_floor_table"]
 
 
 def estimate_beside_floor_table(rows: Mapping, title: str = "") -> Table:
-    """Chapters 7 and 8: one row per labelled ``(floor, estimate)`` pair of
+    """Chapter 7: one row per labelled ``(floor, estimate)`` pair of
     :class:`~roofline.parallel.cluster.StepPrice` (the same layout under the datasheet roof and the calibrated
     one, :func:`roofline.measured.estimate_step`): memory per GPU and whether it fits, the step at the floor
     and under the estimate, the data-parallel exchange each leaves exposed, and the MFU of each."""
