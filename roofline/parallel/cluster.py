@@ -58,12 +58,13 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
-from typing import Mapping
+from typing import Mapping, NamedTuple
 
 from roofline.core.checks import count, unknown_name
 from roofline.core.cluster_roof import ClusterRoof
 from roofline.core.model import Model, NotModelledError, load_model, param_count
 from roofline.parallel.pipeline import in_flight
+from roofline.parallel.tensor_parallel import check_tp
 from roofline.workloads.memory import activation_bytes, korthikanti_bytes
 from roofline.workloads.training import training_flops_per_token
 
@@ -466,13 +467,17 @@ def _flops_per_token(m: Model, seq: int, recompute: str) -> float:
     return training_flops_per_token(m, recompute=recompute) + forward * (3 if recompute == "none" else 4)
 
 
-def price_step(model: Model | str, layout: TrainLayout, roof: ClusterRoof) -> StepPrice:
-    """Price one training step of ``model`` laid out as ``layout`` under ``roof`` (see the module's notes)."""
-    m = check_layout(model, layout)
+def _check_roof(roof) -> ClusterRoof:
     if not isinstance(roof, ClusterRoof):
         raise TypeError(f"roof must be a ClusterRoof (datasheet_cluster_roof(...) or roofline.measured.cluster_roof(...)), "
                         f"got {type(roof).__name__}")
-    return _price(m, layout, roof, {})
+    return roof
+
+
+def price_step(model: Model | str, layout: TrainLayout, roof: ClusterRoof) -> StepPrice:
+    """Price one training step of ``model`` laid out as ``layout`` under ``roof`` (see the module's notes)."""
+    m = check_layout(model, layout)
+    return _price(m, layout, _check_roof(roof), {})
 
 
 def _cached(cache: dict, key, build):
@@ -481,11 +486,16 @@ def _cached(cache: dict, key, build):
     return cache[key]
 
 
-def _price(m: Model, lay: TrainLayout, roof: ClusterRoof, cache: dict) -> StepPrice:
-    """:func:`price_step` of a checked layout; ``cache`` keeps the per-layer pieces a search shares."""
-    layer_key = (lay.tp, lay.cp, lay.seq, lay.micro_batch, lay.ep, lay.sp, lay.attention, lay.cp_method,
-                 lay.gpus_per_node, lay.recompute)
-    L, pp, v, mcount = m.num_layers, lay.pp, lay.chunks, lay.micro_batches
+def _layer_key(lay: TrainLayout) -> tuple:
+    return (lay.tp, lay.cp, lay.seq, lay.micro_batch, lay.ep, lay.sp, lay.attention, lay.cp_method,
+            lay.gpus_per_node, lay.recompute)
+
+
+def _stage(m: Model, lay: TrainLayout, roof: ClusterRoof, cache: dict):
+    """The slowest stage's micro-batch: its phases, its recomputation's seconds, and an average stage's
+    micro-batch (the bubble's unit)."""
+    layer_key = _layer_key(lay)
+    L, pp = m.num_layers, lay.pp
     n_moe = m.moe.moe_layers(L) if m.moe is not None else 0
     # the fullest stage holds ceil(L/pp) layers; where pp does not divide L, the first and last stages hold
     # fewer (Llama 3's 126 layers over 16 stages: one fewer on each end) and the embedding and head with them
@@ -507,8 +517,90 @@ def _price(m: Model, lay: TrainLayout, roof: ClusterRoof, cache: dict) -> StepPr
         recompute = per_layer_re * (full if stage is a else short)
     else:
         recompute = per_layer_re * full
-    per_mb = stage.total + recompute
     avg = (per_layer_ph.total + per_layer_re) * L / pp + (first.total + last.total) / pp
+    return stage, recompute, avg
+
+
+def backward_seconds(model: Model | str, layout: TrainLayout, roof: ClusterRoof) -> float:
+    """Chapter 7: seconds of one micro-batch's backward pass on the slowest stage of ``layout`` under ``roof``
+    (its matmuls, attention, memory-bound kernels and tensor-parallel exchanges; recomputation left out):
+    the compute behind which :func:`price_step` hides the data-parallel reduction."""
+    m = check_layout(model, layout)
+    stage, _, _ = _stage(m, layout, _check_roof(roof), {})
+    return float(sum(stage.bwd.values()))
+
+
+def layer_seconds(model: Model | str, layout: TrainLayout, roof: ClusterRoof, phase: str = "forward") -> dict:
+    """Chapter 8: seconds of one dense layer's ``phase`` ('forward' or 'backward') for one micro-batch on one GPU
+    of ``layout`` under ``roof``, by kind ('matmuls', 'attention', 'memory-bound', 'tensor-parallel', ...): the
+    pieces :func:`price_step` adds up, recomputation left out."""
+    m = check_layout(model, layout)
+    _check_roof(roof)
+    if phase not in ("forward", "backward"):
+        raise unknown_name("phase", phase, ("forward", "backward"))
+    ph, _, _ = _layer(m, layout, roof, moe=False)
+    return dict(ph.fwd if phase == "forward" else ph.bwd)
+
+
+__all__ += ["backward_seconds", "layer_seconds"]
+
+
+class TPLayerTimes(NamedTuple):
+    """Chapter 8: one block's forward pass under a cluster roof: its matmuls and its two all-reduces
+    (seconds, one GPU of the group)."""
+
+    matmuls: float
+    exchange: float
+
+    @property
+    def compute_share(self) -> float:
+        """The share of the block a GPU spends in its matmuls when the all-reduces do not overlap them,
+        ``matmuls / (matmuls + exchange)``."""
+        return self.matmuls / (self.matmuls + self.exchange)
+
+    @property
+    def exchange_over_compute(self) -> float:
+        """The all-reduces' time over the matmuls' (above 1, the exchange is the longer)."""
+        return self.exchange / self.matmuls
+
+
+def tp_layer_times(model: Model | str, tp, tokens, roof, *, gpus_per_node=8) -> TPLayerTimes:
+    """Chapter 8: :func:`~roofline.parallel.tensor_parallel.layer_times` as this model prices it under ``roof``
+    (:func:`layer_seconds`): one block's forward matmuls on ``tokens`` tokens over ``tp`` GPUs, each at the rate
+    the roof gives a matmul of its size, against its two all-reduces of ``tokens x hidden`` bf16 activations (no
+    sequence parallelism) at the roof's bus bandwidth for that message size, over NVLink inside a node and
+    through each GPU's network port across nodes of ``gpus_per_node``. Under the datasheet roof the matmuls run
+    at peak (the narrow key and value projections at the HBM rate) and the all-reduces take their transfer
+    alone, with no latency."""
+    m = check_tp(model, tp)
+    t = count("tp", tp)
+    tokens = count("tokens", tokens)
+    g = count("gpus_per_node", gpus_per_node)
+    lay = TrainLayout(seq=tokens, tp=t, recompute="none", sequence_parallel=False, zero_stage=0, gpus_per_node=g)
+    s = layer_seconds(m, lay, roof)
+    return TPLayerTimes(float(s["matmuls"]), float(s.get("tensor-parallel", 0.0)))
+
+
+def tp_stack_time(model: Model | str, tp, tokens, roof, *, pp: int = 1, gpus_per_node=8) -> float:
+    """Chapter 8, exercise 2: :func:`~roofline.parallel.tensor_parallel.stack_time` under a cluster roof: the
+    forward pass of one pipeline stage's ``L / pp`` layers, each its :func:`tp_layer_times` matmuls plus
+    all-reduces (no overlap)."""
+    m = load_model(model)
+    pp = count("pp", pp)
+    lt = tp_layer_times(m, tp, tokens, roof, gpus_per_node=gpus_per_node)
+    return float(m.num_layers / pp * (lt.matmuls + lt.exchange))
+
+
+__all__ += ["TPLayerTimes", "tp_layer_times", "tp_stack_time"]
+
+
+def _price(m: Model, lay: TrainLayout, roof: ClusterRoof, cache: dict) -> StepPrice:
+    """:func:`price_step` of a checked layout; ``cache`` keeps the per-layer pieces a search shares."""
+    layer_key = _layer_key(lay)
+    L, pp, v, mcount = m.num_layers, lay.pp, lay.chunks, lay.micro_batches
+    full = -(-L // pp)
+    stage, recompute, avg = _stage(m, lay, roof, cache)
+    per_mb = stage.total + recompute
     parts: dict[str, float] = {}
     for d in (stage.fwd, stage.bwd):
         for k, t in d.items():

@@ -459,3 +459,81 @@ def hierarchical_latency_steps(n: int, gpus_per_node: int = 8, collective: str =
 
 
 __all__ += ["hierarchical_latency_steps"]
+
+
+def _replica_backward(m: Model, seq: int, gpus_per_node: int, roof) -> float:
+    """One ``seq``-token sequence's backward pass on one replica of plain data parallelism (no recomputation)
+    under a cluster roof: what the gradient all-reduce hides behind."""
+    from roofline.parallel.cluster import TrainLayout, backward_seconds
+
+    return backward_seconds(m, TrainLayout(seq=seq, recompute="none", zero_stage=0, gpus_per_node=gpus_per_node), roof)
+
+
+def roof_hiding_tokens(model: Model | str, roof, *, nodes=1, gpus_per_node=8, seq=4096,
+                       grad_dtype: str = "bf16") -> float:
+    """Chapter 7: :func:`hiding_tokens` for plain data parallelism under a cluster roof (appendix C's model,
+    :class:`~roofline.core.cluster_roof.ClusterRoof`): the tokens per GPU per step at which one micro-batch's
+    backward pass, as :func:`~roofline.parallel.cluster.backward_seconds` prices it per token for sequences of
+    ``seq`` (matmuls, attention and memory-bound kernels at the roof's rates), lasts as long as the all-reduce
+    of the gradients at the roof's bus bandwidth for a buffer of that size (hierarchical across nodes of
+    ``gpus_per_node``). Under the datasheet roof this sits below :func:`hiding_tokens`, whose backward pass
+    counts only the weights' ``4 N`` FLOPs a token; under a calibrated roof slower kernels lower it and a slower
+    fabric raises it."""
+    m = load_model(model)
+    nodes, g = cluster(nodes, gpus_per_node)
+    seq = int(number("seq", seq, integer=True))
+    backward = _replica_backward(m, seq, g, roof)
+    comm = roof.collective_time("all_reduce", nodes * g, gradient_bytes(m, grad_dtype), per_node=g if nodes > 1 else None)
+    return float(comm * seq / backward)
+
+
+__all__ += ["roof_hiding_tokens"]
+
+
+def zero_layouts(*, seq: int, gpus: int, recompute: str = "full", micro_batch: int = 1, gpus_per_node: int = 8) -> dict:
+    """Chapter 7: the layouts of the chapter's ZeRO comparison as appendix C's cluster model names them
+    (:class:`~roofline.parallel.cluster.TrainLayout`, plain data parallelism over all ``gpus``, one micro-batch
+    of ``seq`` tokens per GPU per step), keyed by :func:`strategy_name`: DDP and ZeRO stages 1 to 3. FSDP's
+    hybrid sharding has no counterpart there."""
+    from roofline.parallel.cluster import TrainLayout
+
+    gpus = int(number("gpus", gpus, integer=True))
+    recompute = recompute_policy(recompute).name
+    return {strategy_name(z): TrainLayout(seq=int(number("seq", seq, integer=True)), dp=gpus, micro_batch=micro_batch,
+                                          recompute=recompute, zero_stage=z, gpus_per_node=gpus_per_node)
+            for z in (0, 1, 2, 3)}
+
+
+__all__ += ["zero_layouts"]
+
+
+class BucketExchange(NamedTuple):
+    """Chapter 7: a step's gradient all-reduce sent in buckets under a cluster roof: the seconds the link is
+    busy, and the seconds of it the backward pass does not hide."""
+
+    busy: float
+    exposed: float
+
+
+__all__ += ["BucketExchange"]
+
+
+def roof_bucket_exchange(model: Model | str, roof, *, nodes=1, gpus_per_node=8, bucket=DEFAULT_BUCKET, seq=2048,
+                         grad_dtype: str = "bf16") -> BucketExchange:
+    """Chapter 7: plain data parallelism's buckets under a cluster roof (appendix C's model): ``ceil(Psi /
+    bucket)`` all-reduces of ``bucket`` bytes over ``nodes`` x ``gpus_per_node`` GPUs, each at the roof's bus
+    bandwidth for a buffer of that size (where a calibrated roof's measured sweep carries the small
+    messages' latency), sent one after another behind one ``seq``-token micro-batch's backward pass
+    (:func:`~roofline.parallel.cluster.backward_seconds`, no recomputation), what shows by
+    :func:`exposed_time`."""
+    m = load_model(model)
+    nodes, g = cluster(nodes, gpus_per_node)
+    seq = int(number("seq", seq, integer=True))
+    k = bucket_count(m, bucket, grad_dtype)
+    backward = _replica_backward(m, seq, g, roof)
+    size = gradient_bytes(m, grad_dtype) / k
+    one = float(roof.collective_time("all_reduce", nodes * g, size, per_node=g if nodes > 1 else None))
+    return BucketExchange(k * one, float(exposed_time(backward, k, one)))
+
+
+__all__ += ["roof_bucket_exchange"]

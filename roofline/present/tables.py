@@ -842,3 +842,24 @@ def published_settings_table(pairs, published_mfu: float, title: str = "") -> Ta
 
 
 __all__ += ["published_settings_table"]
+
+
+# --- chapter 7: the calibrated estimate beside the floor ------------------------------------------------------
+
+__all__ += ["estimate_beside_floor_table"]
+
+
+def estimate_beside_floor_table(rows: Mapping, title: str = "") -> Table:
+    """Chapter 7: one row per labelled ``(floor, estimate)`` pair of
+    :class:`~roofline.parallel.cluster.StepPrice` (the same layout under the datasheet roof and the calibrated
+    one, :func:`roofline.measured.estimate_step`): memory per GPU and whether it fits, the step at the floor
+    and under the estimate, the data-parallel exchange each leaves exposed, and the MFU of each."""
+    columns = ("layout", "memory per GPU", "step, floor", "step, estimate", "DP exposed, floor / estimate",
+               "MFU, floor / estimate")
+    out = []
+    for label, (floor, est) in dict(rows).items():
+        out.append((label, f"{fmt(est.memory, 'B')}{'' if est.fits else ', does not fit'}", fmt(floor.time, "s"),
+                    fmt(est.time, "s"),
+                    f"{fmt(floor.parts['data-parallel'], 's')} / {fmt(est.parts['data-parallel'], 's')}",
+                    f"{100 * floor.mfu:.1f}% / {100 * est.mfu:.1f}%"))
+    return Table(columns, tuple(out), title, wrap=("layout",))

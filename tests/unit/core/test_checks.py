@@ -211,6 +211,12 @@ def test_collectives_bad_input_fails_at_the_edge(name):
         call()
 
 
+def _sheet():
+    from roofline.core.cluster_roof import datasheet_cluster_roof
+
+    return datasheet_cluster_roof("h100-sxm")
+
+
 def _dp():
     from roofline.parallel import data_parallel
 
@@ -398,6 +404,11 @@ CHAPTERS_7_TO_9_BAD_INPUT = {
         "tier_thresholds": (lambda: _dp().tier_thresholds("a100-sxm-80gb", nodes=1), ValueError, "nodes must be"),
         "hierarchical_latency_steps": (lambda: _dp().hierarchical_latency_steps(12, 8), ValueError,
                                        "n must be a whole number of nodes"),
+        "roof_hiding_tokens": (lambda: _dp().roof_hiding_tokens("llama-3-8b", _sheet(), seq=0), ValueError, "seq must be"),
+        "zero_layouts": (lambda: _dp().zero_layouts(seq=4096, gpus=0), ValueError, "gpus must be"),
+        "BucketExchange": None,  # a record built by roof_bucket_exchange
+        "roof_bucket_exchange": (lambda: _dp().roof_bucket_exchange("llama-3-8b", _sheet(), bucket=0), ValueError,
+                                 "bucket must be"),
     },
     "tensor_parallel": {
         "norm_share": (lambda: rl.parallel.tensor_parallel.norm_share("no-such-model"), KeyError, "no-such-model"),

@@ -191,3 +191,68 @@ def test_zero_shards_each_experts_state_over_its_own_replicas():
     one, eight = (price_step("mixtral-8x7b", replace(base, ep=e), roof) for e in (1, 8))
     assert eight.memory_parts["optimizer"] == pytest.approx(one.memory_parts["optimizer"])
     assert eight.memory_parts["weights"] < one.memory_parts["weights"]
+
+
+# Chapters 7 and 8: the pieces of a micro-batch the chapters set their exchanges against.
+
+def test_layer_seconds_at_the_datasheet_are_the_layers_flops_at_peak_and_its_all_reduces_at_nvlink():
+    from roofline.parallel.cluster import layer_seconds
+
+    m = load_model("llama-3-70b")
+    sheet = datasheet_cluster_roof("h100-sxm")
+    lay = TrainLayout(seq=4096, tp=8, sequence_parallel=False, recompute="none")
+    fwd = layer_seconds(m, lay, sheet)
+    # 70B's layer: 8192 x (8192 + 2 x 1024 + 8192) + 3 x 8192 x 28672 matmul weights, 4,096 rows, an eighth each
+    weights = 8192 * (8192 + 2 * 1024 + 8192) + 3 * 8192 * 28672
+    assert fwd["matmuls"] == pytest.approx(2 * 4096 * weights / 8 / 989.4e12, rel=0.03)
+    # two ring all-reduces of 4,096 x 8,192 bf16 numbers over 8 GPUs at 450 GB/s
+    assert fwd["tensor-parallel"] == pytest.approx(2 * 2 * 7 / 8 * 4096 * 8192 * 2 / 450e9)
+    back = layer_seconds(m, lay, sheet, phase="backward")
+    assert back["matmuls"] == pytest.approx(2 * fwd["matmuls"])  # the input's gradient and the weight's
+    with pytest.raises(KeyError, match="phase"):
+        layer_seconds(m, lay, sheet, phase="sideways")
+
+
+def test_backward_seconds_cover_the_weights_four_n_flops_and_split_over_stages():
+    from roofline.parallel.cluster import backward_seconds
+
+    sheet = datasheet_cluster_roof("h100-sxm")
+    m = load_model("llama-3-8b")
+    one = backward_seconds(m, TrainLayout(seq=4096, recompute="none"), sheet)
+    weights = 4 * m.params * 4096 / 989.4e12  # 4 N FLOPs a token at peak: the chapter's backward pass
+    assert weights < one < 1.3 * weights  # attention and the small kernels add the rest
+    two = backward_seconds(m, TrainLayout(seq=4096, pp=2, recompute="none", global_batch=2), sheet)
+    assert two == pytest.approx(one / 2, rel=0.1)  # half the layers, one end each
+    with pytest.raises(TypeError, match="roof must be a ClusterRoof"):
+        backward_seconds(m, TrainLayout(seq=4096), "h100-sxm")
+
+
+def test_tp_layer_times_at_the_datasheet_match_the_chapters_count_without_latency():
+    from roofline.parallel import cluster as C, tensor_parallel as tp
+
+    sheet = datasheet_cluster_roof("h100-sxm")
+    lt = C.tp_layer_times("llama-3-70b", 8, 4096, sheet)
+    c, _ = tp.layer_times("llama-3-70b", 8, 4096, "h100-sxm")
+    assert lt.matmuls == pytest.approx(c, rel=0.03)  # every FLOP at peak (the narrow K and V at HBM speed)
+    # two all-reduces of 67.1 MB over 8 GPUs at 450 GB/s, no latency
+    assert lt.exchange == pytest.approx(2 * 2 * 7 / 8 * 4096 * 8192 * 2 / 450e9)
+    assert lt.compute_share == pytest.approx(lt.matmuls / (lt.matmuls + lt.exchange))
+    # measured: NVLink reaches 362 GB/s of bus bandwidth for a 64 MiB all-reduce, and the matmuls slow too
+    cal = C.tp_layer_times("llama-3-70b", 8, 4096, cluster_roof("h100-sxm"))
+    assert cal.exchange == pytest.approx(2 * 2 * 7 / 8 * 4096 * 8192 * 2 / 361.78e9, rel=0.01)
+    assert cal.matmuls > lt.matmuls
+    # across two nodes the exchange outlasts the matmuls, at the floor and under the estimate
+    assert C.tp_layer_times("llama-3-70b", 16, 4096, sheet).exchange_over_compute > 1
+    assert C.tp_layer_times("llama-3-70b", 16, 4096, cluster_roof("h100-sxm")).exchange_over_compute > 1
+
+
+def test_tp_stack_time_is_the_stages_layers_each_matmuls_plus_exchange():
+    from roofline.parallel import cluster as C
+
+    sheet = datasheet_cluster_roof("h100-sxm")
+    lt = C.tp_layer_times("llama-3.1-405b", 8, 4096, sheet)
+    assert C.tp_stack_time("llama-3.1-405b", 8, 4096, sheet, pp=2) == pytest.approx(63 * (lt.matmuls + lt.exchange))
+    with pytest.raises(ValueError, match="pp must be"):
+        C.tp_stack_time("llama-3.1-405b", 8, 4096, sheet, pp=0)
+    with pytest.raises(TypeError, match="roof must be a ClusterRoof"):
+        C.tp_layer_times("llama-3.1-405b", 8, 4096, "h100-sxm")

@@ -210,3 +210,48 @@ def test_hierarchical_latency_steps_by_hand():
     assert dp.hierarchical_latency_steps(64, 8, "all_gather") == 7 + 7
     with pytest.raises(ValueError, match=r"n must be a whole number of nodes of gpus_per_node \(8\)"):
         dp.hierarchical_latency_steps(12, 8)
+
+
+def test_roof_hiding_tokens_prices_the_all_reduce_against_the_cluster_models_backward_pass():
+    from roofline.core.cluster_roof import datasheet_cluster_roof
+    from roofline.measured import cluster_roof
+    from roofline.parallel.cluster import TrainLayout, backward_seconds
+
+    sheet, cal = datasheet_cluster_roof("h100-sxm"), cluster_roof("h100-sxm")
+    tokens = dp.roof_hiding_tokens("llama-3-8b", sheet, nodes=1)
+    per_token = backward_seconds("llama-3-8b", TrainLayout(seq=4096, recompute="none", zero_stage=0), sheet) / 4096
+    # at the threshold the backward pass lasts one ring all-reduce of 16.06 GB over 8 GPUs at 450 GB/s
+    assert tokens * per_token == pytest.approx(2 * 7 / 8 * 16.06e9 / 450e9, rel=1e-3)
+    # the fuller backward pass (attention, small kernels) lowers the chapter's 4 N threshold, a little
+    chapter = dp.hiding_tokens("llama-3-8b", "h100-sxm", nodes=1)
+    assert 0.8 * chapter < tokens < chapter
+    # the H100's measured matmuls fall further short of the datasheet than its links: the estimate hides sooner
+    assert dp.roof_hiding_tokens("llama-3-8b", cal, nodes=1) < tokens
+    assert dp.roof_hiding_tokens("llama-3-8b", cal, nodes=16) > dp.roof_hiding_tokens("llama-3-8b", cal, nodes=1)
+
+
+def test_zero_layouts_name_the_chapters_four_stages_over_all_gpus():
+    lays = dp.zero_layouts(seq=4096, gpus=64)
+    assert list(lays) == ["DDP", "ZeRO-1", "ZeRO-2", "ZeRO-3 (FSDP full)"]
+    assert [lay.zero_stage for lay in lays.values()] == [0, 1, 2, 3]
+    assert all(lay.dp == lay.gpus == 64 and lay.tp == lay.pp == 1 and lay.recompute == "full" for lay in lays.values())
+
+
+def test_roof_bucket_exchange_sends_each_bucket_at_the_bus_bandwidth_for_its_size():
+    from roofline.core.cluster_roof import datasheet_cluster_roof
+    from roofline.measured import cluster_roof
+
+    sheet, cal = datasheet_cluster_roof("h100-sxm"), cluster_roof("h100-sxm")
+    # at the datasheet there is no latency: 613 buckets of 25 MiB cost what one all-reduce of 16.06 GB costs
+    # over one node, 2 x 7/8 of the buffer at 450 GB/s
+    one = dp.roof_bucket_exchange("llama-3-8b", sheet, nodes=1)
+    assert dp.bucket_count("llama-3-8b") == 613
+    assert one.busy == pytest.approx(2 * 7 / 8 * 16.06e9 / 450e9, rel=1e-3)
+    # measured, a 1 MiB all-reduce inside a node reaches 43.7 GB/s of bus bandwidth, a tenth of the link
+    small = dp.roof_bucket_exchange("llama-3-8b", cal, nodes=1, bucket=2**20)
+    assert small.busy == pytest.approx(2 * 7 / 8 * 16.06e9 / 43.7e9, rel=0.01)
+    # across 32 nodes the default bucket exposes far more than one ten times larger, and one bucket exposes all
+    runs = [dp.roof_bucket_exchange("llama-3-8b", cal, nodes=32, bucket=b) for b in (2**20, dp.DEFAULT_BUCKET, 2**28)]
+    assert runs[0].exposed > runs[1].exposed > 10 * runs[2].exposed
+    whole = dp.roof_bucket_exchange("llama-3-8b", cal, nodes=32, bucket=dp.gradient_bytes("llama-3-8b"))
+    assert whole.exposed == pytest.approx(whole.busy)

@@ -66,3 +66,14 @@ def test_published_settings_table_lists_each_setting_with_its_ratio():
     assert row[-1] == f"{0.4 / est.mfu:.2f}"
     with pytest.raises(ValueError, match="published_mfu"):
         tables.published_settings_table([(floor, est)], -1)
+
+
+def test_estimate_beside_floor_table_lists_each_layout_with_floor_and_estimate():
+    from roofline.parallel import data_parallel as dp
+
+    rows = {k: M.estimate_step("llama-3-70b", "h100-sxm", lay) for k, lay in dp.zero_layouts(seq=4096, gpus=64).items()}
+    t = tables.estimate_beside_floor_table(rows, title="ZeRO")
+    assert [r[0] for r in t.rows] == ["DDP", "ZeRO-1", "ZeRO-2", "ZeRO-3 (FSDP full)"] and len(t.columns) == 6
+    floor, est = rows["ZeRO-3 (FSDP full)"]
+    assert t.rows[3][1:4] == (tables.fmt(est.memory, "B"), tables.fmt(floor.time, "s"), tables.fmt(est.time, "s"))
+    assert t.rows[0][1].endswith("does not fit")  # 16 bytes a parameter of a 70B model on each GPU
