@@ -220,33 +220,23 @@ def _h200(hw: Hardware, dtype: str) -> ClusterRoof:
 
 def _h800(hw: Hardware, dtype: str) -> ClusterRoof:
     """The H800: the H100's die with NVLink cut to 200 GB/s a direction. Its own records are DeepSeek's fp8
-    GEMMs (DeepGEMM), DeepEP's all-to-alls and one nccl-tests all-reduce; the rest is the H100's."""
-    peak = hw.peak_flops(dtype)
-    if dtype in ("bf16", "fp16"):
-        gemm_ids = ["mb0134", "mb0135", "mb0136", "mb0137"]
-    else:  # DeepGEMM's README table, less what EXCLUDED says why
-        gemm_ids = [i for i in _ids(category="gemm", gpu=lambda g: str(g).startswith("H800")) if i not in EXCLUDED]
-    h100 = get_hardware("h100-sxm")
-    fabric, fsources = _h100_fabric(h100)
+    GEMMs (DeepGEMM), DeepEP's all-to-alls and one nccl-tests all-reduce; the rest is the H100's roof."""
+    h100 = _h100(get_hardware("h100-sxm"), dtype)
     up, net = hw.link("scale_up").each_way, hw.link("network").each_way
+    gemm, sources = h100.gemm, dict(h100.sources)
+    if dtype not in ("bf16", "fp16"):  # DeepGEMM's README table, less what EXCLUDED says why
+        ids = [i for i in _ids(category="gemm", gpu=lambda g: str(g).startswith("H800")) if i not in EXCLUDED]
+        gemm, sources["gemm"] = _sweep(ids, _gemm_flops).capped(hw.peak_flops(dtype)), tuple(ids)
     # the H100's size-dependence, scaled so its top is the H800's one all-reduce (mb0081), capped at the link
-    h100_sweep = fabric["nvlink"]
-    scale = _value("mb0081") / h100_sweep.top
-    fabric.update(nvlink=Curve(h100_sweep.xs, tuple(y * scale for y in h100_sweep.ys)).capped(up),
-                  all_to_all_nvlink=_value("mb0094") / _value("mb0081"),
-                  all_to_all_port=min(_value("mb0100"), net), send_nvlink=min(fabric["send_nvlink"], up),
-                  port=min(fabric["port"], net))
-    fsources.update(nvlink=(fsources["nvlink"][0] + " scaled to mb0081",), all_to_all_nvlink=("mb0094", "mb0081"),
-                    all_to_all_port=("mb0100",))
-    return ClusterRoof(
-        f"{hw.short} calibrated", hw, "calibrated", dtype, peak,
-        gemm=_sweep(gemm_ids, _gemm_flops).capped(peak),
-        attention=_attention("H100 SXM5 80GB", "FlashAttention-2", peak),
-        bandwidth=min(_value("mb0166"), hw.hbm_bandwidth),
-        launch_s=_value("mb0179"),
-        **fabric,
-        sources={"gemm": tuple(gemm_ids), "attention": ("FlashAttention-2 fwd+bwd, H100",), "bandwidth": ("mb0166",),
-                 "launch": ("mb0179",), **fsources},
+    scale = _value("mb0081") / h100.nvlink.top
+    sources.update(nvlink=(sources["nvlink"][0] + " scaled to mb0081",), all_to_all_nvlink=("mb0094", "mb0081"),
+                   all_to_all_port=("mb0100",))
+    return replace(
+        h100, label=f"{hw.short} calibrated", hardware=hw, peak_flops=hw.peak_flops(dtype), gemm=gemm,
+        bandwidth=min(h100.bandwidth, hw.hbm_bandwidth),
+        nvlink=Curve(h100.nvlink.xs, tuple(y * scale for y in h100.nvlink.ys)).capped(up),
+        all_to_all_nvlink=_value("mb0094") / _value("mb0081"), all_to_all_port=min(_value("mb0100"), net),
+        send_nvlink=min(h100.send_nvlink, up), port=min(h100.port, net), sources=sources,
         assumptions=(
             "bf16 matmuls, flash attention, the HBM's STREAM rate and the launch cost are the H100's: the same die",
             "fp8 matmuls are DeepGEMM's block-scaled kernels, DeepSeek's own, over the README's shapes (DeepSeek-V3's "
@@ -258,7 +248,6 @@ def _h800(hw: Hardware, dtype: str) -> ClusterRoof:
             "the network port, one message's latency and a two-GPU copy are the H100's (the same 400 Gb/s NIC), "
             "the copy capped at the H800's link",
         ))
-
 
 def cluster_roof(hardware: Hardware | str, dtype: str = "bf16") -> ClusterRoof:
     """The calibrated cluster roof of a chip, from microbenchmarks only; a chip with no records is refused,
