@@ -533,7 +533,7 @@ _LAYOUT_COLORS = {"MHA": PALETTE["vermillion"], "GQA": PALETTE["blue"], "MQA": P
 def kv_bytes_chart(rows: Sequence[tuple[str, str, float]], *, title=None):
     """Horizontal bars of KV-cache bytes per token (kB, log scale), one per model, coloured by layout
     (chapter 5). ``rows`` holds (label, layout, bytes) triples, drawn top to bottom."""
-    with _chart(7, 0.28 * len(rows) + 1.2) as (fig, ax):
+    with _chart(7, 0.23 * len(rows) + 1.2) as (fig, ax):
         y = np.arange(len(rows))[::-1]
         seen = set()
         for yi, (label, layout, nbytes) in zip(y, rows):
