@@ -131,12 +131,16 @@ class TrainLayout:
         """Micro-batches each pipeline runs per step (gradient accumulation when ``pp == 1``)."""
         return self.batch // (self.dp * self.micro_batch)
 
+    @property
+    def schedule_text(self) -> str:
+        """The pipeline schedule as a clause to append: '' without a pipeline, ', 1F1B' or ', interleaved x4'."""
+        return "" if self.pp == 1 else (", 1F1B" if self.schedule == "1f1b" else f", interleaved x{self.chunks}")
+
     def describe(self) -> str:
         parts = [f"TP {self.tp}"] + [f"{k} {v}" for k, v in (("CP", self.cp), ("PP", self.pp)) if v > 1] + [f"DP {self.dp}"]
         if self.ep > 1:
             parts.append(f"EP {self.ep}")
-        sched = "" if self.pp == 1 else (", 1F1B" if self.schedule == "1f1b" else f", interleaved x{self.chunks}")
-        return (" x ".join(parts) + f", micro-batch {self.micro_batch} (m = {self.micro_batches}){sched}, "
+        return (" x ".join(parts) + f", micro-batch {self.micro_batch} (m = {self.micro_batches}){self.schedule_text}, "
                 f"recompute {self.recompute}{', SP' if self.sp and self.tp > 1 else ''}, ZeRO-{self.zero_stage}")
 
 

@@ -736,11 +736,16 @@ def cluster_roof_table(roofs, title: str = "") -> Table:
     return Table(columns, tuple(rows), title, wrap=tuple(c for c in columns[2::2]))
 
 
+def _degree_list(layout) -> str:
+    """A layout's degrees for a table cell: 'TP 8 · PP 8 · DP 1' (TP and DP always, CP and PP where above 1)."""
+    return " · ".join(f"{k} {v}" for k, v in (("TP", layout.tp), ("CP", layout.cp), ("PP", layout.pp),
+                                              ("DP", layout.dp)) if v > 1 or k in ("TP", "DP"))
+
+
 def short_layout(layout) -> str:
     """A training layout in a few words for a table cell: 'TP 8 · PP 8 · DP 1, micro-batch 1, interleaved x3'."""
-    degrees = " · ".join(f"{k} {v}" for k, v in (("TP", layout.tp), ("CP", layout.cp), ("PP", layout.pp),
-                                                 ("DP", layout.dp)) if v > 1 or k in ("TP", "DP"))
-    sched = "" if layout.pp == 1 else (", 1F1B" if layout.schedule == "1f1b" else f", interleaved x{layout.chunks}")
+    degrees = _degree_list(layout)
+    sched = layout.schedule_text
     return f"{degrees}, micro-batch {layout.micro_batch}{sched}"
 
 
@@ -781,9 +786,8 @@ __all__ += ["cluster_plan_table", "megatron_estimate_table"]
 def _degrees_text(layout) -> str:
     """'TP 8 · PP 16 · DP 48, interleaved x5, recompute full': degrees above one (TP and DP always), then the
     schedule and the recomputation."""
-    degrees = " · ".join(f"{k} {v}" for k, v in (("TP", layout.tp), ("CP", layout.cp), ("PP", layout.pp),
-                                                 ("DP", layout.dp)) if v > 1 or k in ("TP", "DP"))
-    sched = "" if layout.pp == 1 else (", 1F1B" if layout.schedule == "1f1b" else f", interleaved x{layout.chunks}")
+    degrees = _degree_list(layout)
+    sched = layout.schedule_text
     return f"{degrees}{sched}, recompute {layout.recompute}"
 
 
@@ -821,6 +825,11 @@ def megatron_estimate_table(searches, title: str = "") -> Table:
                  wrap=tuple(s.label for s in searches))
 
 
+def _mfu_pair(floor, estimate) -> str:
+    """'50.6% / 40.0%': the MFU of a layout at its floor and under its estimate."""
+    return f"{100 * floor.mfu:.1f}% / {100 * estimate.mfu:.1f}%"
+
+
 # --- chapter 11: a published layout's settings under the floor and the estimate ----------------------
 
 def published_settings_table(pairs, published_mfu: float, title: str = "") -> Table:
@@ -834,10 +843,9 @@ def published_settings_table(pairs, published_mfu: float, title: str = "") -> Ta
     rows = []
     for floor, est in pairs:
         lay = est.layout
-        sched = "" if lay.pp == 1 else (", 1F1B" if lay.schedule == "1f1b" else f", interleaved x{lay.chunks}")
-        setting = f"micro-batch {lay.micro_batch}{sched}, recompute {lay.recompute}, ZeRO-{lay.zero_stage}"
+        setting = f"micro-batch {lay.micro_batch}{lay.schedule_text}, recompute {lay.recompute}, ZeRO-{lay.zero_stage}"
         rows.append((setting, fmt(est.memory, "B"), fmt(floor.time, "s"), fmt(est.time, "s"),
-                     f"{100 * floor.mfu:.1f}% / {100 * est.mfu:.1f}%", f"{published_mfu / est.mfu:.2f}"))
+                     _mfu_pair(floor, est), f"{published_mfu / est.mfu:.2f}"))
     return Table(columns, tuple(rows), title, wrap=("setting",))
 
 
@@ -861,5 +869,5 @@ def estimate_beside_floor_table(rows: Mapping, title: str = "") -> Table:
         out.append((label, f"{fmt(est.memory, 'B')}{'' if est.fits else ', does not fit'}", fmt(floor.time, "s"),
                     fmt(est.time, "s"),
                     f"{fmt(floor.parts['data-parallel'], 's')} / {fmt(est.parts['data-parallel'], 's')}",
-                    f"{100 * floor.mfu:.1f}% / {100 * est.mfu:.1f}%"))
+                    _mfu_pair(floor, est)))
     return Table(columns, tuple(out), title, wrap=("layout",))
