@@ -100,7 +100,6 @@ def _attention(gpu: str, tool: str, cap: float) -> dict:
     return out
 
 
-CALIBRATED_CHIPS = ("a100-sxm-80gb", "h100-sxm", "h200-sxm", "h800-sxm")
 
 # Records excluded from a curve, with why (the book states them in appendix C).
 EXCLUDED = MappingProxyType({
@@ -249,21 +248,24 @@ def _h800(hw: Hardware, dtype: str) -> ClusterRoof:
             "the copy capped at the H800's link",
         ))
 
+_BUILDERS = {"a100-sxm-80gb": _a100, "h100-sxm": _h100, "h200-sxm": _h200, "h800-sxm": _h800}
+CALIBRATED_CHIPS = tuple(_BUILDERS)  # the chips with a calibrated cluster roof
+
+
 def cluster_roof(hardware: Hardware | str, dtype: str = "bf16") -> ClusterRoof:
     """The calibrated cluster roof of a chip, from microbenchmarks only; a chip with no records is refused,
     naming the ones that have them."""
     hw = get_hardware(hardware)
-    build = {"a100-sxm-80gb": _a100, "h100-sxm": _h100, "h200-sxm": _h200, "h800-sxm": _h800}
-    if hw.key not in build:
+    if hw.key not in _BUILDERS:
         raise ValueError(f"no calibrated cluster roof for the {hw.short}: microbenchmarks were gathered for "
                          f"{', '.join(get_hardware(k).short for k in CALIBRATED_CHIPS)}; use the datasheet roof")
-    return _cached(hw.key, dtype) if hw is get_hardware(hw.key) else build[hw.key](hw, dtype)
+    return _cached(hw.key, dtype) if hw is get_hardware(hw.key) else _BUILDERS[hw.key](hw, dtype)
 
 
 @lru_cache(maxsize=16)
 def _cached(key: str, dtype: str) -> ClusterRoof:
     hw = get_hardware(key)
-    return {"a100-sxm-80gb": _a100, "h100-sxm": _h100, "h200-sxm": _h200, "h800-sxm": _h800}[key](hw, dtype)
+    return _BUILDERS[key](hw, dtype)
 
 
 # ------------------------------------------------------------------------------------------ development set
@@ -628,7 +630,7 @@ def calibrated_hiding_block(model, hardware: Hardware | str, *, seq: int, tier: 
     the chip's calibrated roof rather than its datasheet: the attention kernel at the rate the flash-attention
     sweep measured at ``seq`` tokens (causal, the model's head size) and each key/value block sent at the
     measured point-to-point rate of ``tier`` ('scale_up': NVLink, 'network': the GPU's port). The law is the
-    datasheet's, ``B* = (s_kv / 2d) x F / W``, with both rates replaced: a slower kernel lowers the block, a
+    datasheet's, ``n_blk* = (c_KV / 2dL) x P / B_link``, with both rates replaced: a slower kernel lowers the block, a
     slower link raises it."""
     from roofline.core.model import load_model
     from roofline.parallel.context_parallel import ring_hiding_block
