@@ -92,7 +92,8 @@ class ClusterRoof:
     bandwidth inside a node against message size; ``all_to_all_nvlink``: all-to-all's, as a share of
     all-reduce's. ``port``: one GPU's network port, bytes/s of a ring's bus bandwidth per member of the group
     in a node; ``all_to_all_port``: the bus bandwidth of an all-to-all across nodes. ``send_nvlink``: one message between two GPUs of a node, bytes/s.
-    ``latency_s``: the fixed cost of one message. ``sources``: for each quantity, the records it came from;
+    ``latency_s``: the fixed cost of one message. ``attention_forward``: flash attention's forward pass alone
+    (a prefill), keyed as ``attention``; empty where no forward sweep was published. ``sources``: for each quantity, the records it came from;
     ``assumptions``: what was carried over from elsewhere, said in words.
     """
 
@@ -113,6 +114,7 @@ class ClusterRoof:
     latency_s: float
     sources: Mapping = field(default_factory=dict)
     assumptions: tuple = ()
+    attention_forward: Mapping = field(default_factory=dict)
 
     def __post_init__(self):
         if self.kind not in ("datasheet", "calibrated"):
@@ -122,6 +124,7 @@ class ClusterRoof:
         number("launch_s", self.launch_s, strict=False)
         number("latency_s", self.latency_s, strict=False)
         object.__setattr__(self, "attention", MappingProxyType(dict(self.attention)))
+        object.__setattr__(self, "attention_forward", MappingProxyType(dict(self.attention_forward)))
         object.__setattr__(self, "sources", MappingProxyType(dict(self.sources)))
 
     @property
@@ -157,12 +160,22 @@ class ClusterRoof:
         t = np.where(flops > 0, flops / curve(np.maximum(np.asarray(seq, dtype=float), 1.0)), 0.0)
         return t.item() if t.ndim == 0 else t
 
-    def _attention_curve(self, head_dim: int, causal: bool) -> Curve:
-        keys = [k for k in self.attention if k[1] == bool(causal)] or list(self.attention)
+    def flash_forward_time(self, flops: ArrayLike, seq: ArrayLike, head_dim: int = 128, causal: bool = True):
+        """Seconds for a flash-attention forward pass alone of ``flops`` FLOPs (a prefill's) at sequence length
+        ``seq``: the forward curve of the nearest measured head size where the roof has one, else the forward
+        and backward curve's rate."""
+        curve = self._attention_curve(head_dim, causal, self.attention_forward or self.attention)
+        flops = np.asarray(flops, dtype=float)
+        t = np.where(flops > 0, flops / curve(np.maximum(np.asarray(seq, dtype=float), 1.0)), 0.0)
+        return t.item() if t.ndim == 0 else t
+
+    def _attention_curve(self, head_dim: int, causal: bool, curves: Mapping | None = None) -> Curve:
+        curves = self.attention if curves is None else curves
+        keys = [k for k in curves if k[1] == bool(causal)] or list(curves)
         if not keys:
             return Curve.flat(self.gemm.top)
         best = min(keys, key=lambda k: (abs(np.log(k[0] / head_dim)), -k[0]))
-        return self.attention[best]
+        return curves[best]
 
     # ----------------------------------------------------------------------------------------- collectives
 

@@ -89,11 +89,11 @@ def _gemm_flops(r) -> float:
     return 2.0 * m * n * k
 
 
-def _attention(gpu: str, tool: str, cap: float) -> dict:
+def _attention(gpu: str, tool: str, cap: float, operation: str = "attention forward+backward") -> dict:
     out = {}
     for hd in (64, 128):
         for causal in (False, True):
-            ids = _ids(category="attention_kernel", gpu=gpu, operation="attention forward+backward", head_dim=hd,
+            ids = _ids(category="attention_kernel", gpu=gpu, operation=operation, head_dim=hd,
                        causal=causal, tool=lambda t: t.startswith(tool))
             if ids:
                 out[(hd, causal)] = _sweep(ids, lambda r: float(r["seq_len"])).capped(cap)
@@ -172,11 +172,12 @@ def _h100(hw: Hardware, dtype: str) -> ClusterRoof:
         f"{hw.short} calibrated", hw, "calibrated", dtype, peak,
         gemm=_sweep(gemm_ids, _gemm_flops).capped(peak),
         attention=_attention("H100 SXM5 80GB", "FlashAttention-2", peak),
+        attention_forward=_attention("H100 SXM5 80GB", "FlashAttention-3", hw.peak_flops("bf16"), "attention forward"),
         bandwidth=min(_value("mb0166"), hw.hbm_bandwidth),
         launch_s=_value("mb0179"),
         **fabric,
         sources={"gemm": tuple(gemm_ids), "attention": ("FlashAttention-2 fwd+bwd, H100",), "bandwidth": ("mb0166",),
-                 "launch": ("mb0179",), **fsources},
+                 "launch": ("mb0179",), "attention_forward": ("FlashAttention-3 forward, H100",), **fsources},
         assumptions=(
             "the launch rate is the H200's (mb0179): the same Hopper launch path",
             "point-to-point NVLink copies reach the H200's (mb0281): the same NVLink 4",
@@ -195,25 +196,35 @@ def _h200(hw: Hardware, dtype: str) -> ClusterRoof:
     peak = hw.peak_flops(dtype)
     # training's matmuls have thousands of rows; the record's decode-shaped ones (a few rows) are left out
     gemms = sorted((g.flops, g.flops_per_s) for g in rec.gemm_per_call if g.dtype == dtype and g.m >= 1024)
-    if not gemms:
-        raise ValueError(f"the H200 record has no {dtype} matmuls of 1,024 rows or more")
     h100 = get_hardware("h100-sxm")
+    carried = ()
+    if gemms:
+        gemm, gemm_sources = _best_at_each(gemms).capped(peak), ("h200-2026-11-29 gemms",)
+    elif dtype in hw.dense_flops and dtype in h100.dense_flops:  # fp8: the record timed bf16 only
+        h100_roof = _h100(h100, dtype)
+        gemm, gemm_sources = h100_roof.gemm.capped(peak), h100_roof.sources["gemm"]
+        carried = (f"{dtype} matmuls reach the H100's (the record timed bf16 only; the same die and clocks)",)
+    else:
+        raise ValueError(f"the H200 record has no {dtype} matmuls of 1,024 rows or more")
     fabric, fsources = _h100_fabric(h100)
     return ClusterRoof(
         f"{hw.short} calibrated", hw, "calibrated", dtype, peak,
-        gemm=_best_at_each(gemms).capped(peak),
+        gemm=gemm,
         attention=_attention("H100 SXM5 80GB", "FlashAttention-2", peak),
+        attention_forward=_attention("H100 SXM5 80GB", "FlashAttention-3", hw.peak_flops("bf16"), "attention forward"),
         bandwidth=min(single.bandwidth, hw.hbm_bandwidth),
         launch_s=_value("mb0179"),
         **fabric,
-        sources={"gemm": ("h200-2026-11-29 gemms",), "bandwidth": ("h200-2026-11-29 reads",),
+        sources={"gemm": gemm_sources, "bandwidth": ("h200-2026-11-29 reads",),
                  "launch": ("mb0179",), "attention": ("FlashAttention-2 fwd+bwd, H100",),
+                 "attention_forward": ("FlashAttention-3 forward, H100",),
                  **fsources},
         assumptions=(
             "flash attention reaches the H100's FlashAttention-2 rates (the same Hopper die; the H200's own record "
             "holds forward passes only)",
             "the fabric is the H100's (NVLink 4, one 400 Gb/s port per GPU); the H200 record's one all-reduce "
             "(mb0093, 482 GB/s) agrees with the H100 sweep's top",
+            *carried,
         ))
 
 

@@ -304,6 +304,16 @@ def _linear_shape(lin, tp: int, kv_heads: int):
     return n / tp, k
 
 
+def linear_shard(lin, tp: int, kv_heads: int) -> tuple[float, float]:
+    """A linear's ``(out, in)`` on one GPU of a tensor-parallel group of ``tp``: column-parallel projections
+    split their outputs, the attention output and MLP down projections their inputs, keys and values by
+    ``min(tp, kv_heads)`` (a KV head is copied past that), the low-rank query and latent inputs replicated."""
+    return _linear_shape(lin, tp, kv_heads)
+
+
+__all__ += ["linear_shard"]
+
+
 def _gemms(roof: ClusterRoof, linears, rows: float, tp: int, kv_heads: int, split: bool = True, copies: float = 1.0):
     t = 0.0
     for lin in linears:

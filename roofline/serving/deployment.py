@@ -1,0 +1,896 @@
+"""Serving at scale: what a deployment sustains for a workload, under latency targets (chapter 13).
+
+A **workload** is a prompt length, an answer length, an optional shared prefix already in cache (its hit
+rate) and an offered load: a request rate, a number of clients each waiting for its answer before it asks
+again (a concurrency), or neither (the offline benchmark: every request queued at once, as many in flight as
+fit). A **deployment** is one model on GPUs of one kind: a replica of ``tp x pp x dp_attention`` GPUs (tensor
+and pipeline parallel, attention data parallel with the KV cache sharded by batch, experts spread over
+``ep`` of the replica's GPUs), repeated ``replicas`` times; or, disaggregated, a pool of replicas that only
+prefill and a pool that only decode, the KV cache of every prompt sent between them.
+
+The steady state (:func:`sustain`). With continuous batching and chunked prefill, ``B`` sequences decode
+together, one token each per step, and each step also carries the prompt tokens of the requests that join:
+``B / O`` requests finish per step on average, so ``B I / O`` prompt tokens (less the cached prefix) ride in
+every step. The step time ``tau(B)`` is the roof's for everything the step holds (:func:`step_time`); the
+time per output token is ``tau`` (``pp`` stage steps with a pipeline), the output rate of a replica
+``B / tau``. ``B`` is the largest batch whose KV cache fits (offline), the clients (concurrency), or the
+batch that Little's law gives at the offered rate, ``B = lambda (TTFT + (O - 1) TPOT)``; past the
+deployment's capacity the rate is not sustained and the answer says so.
+
+Two roofs price the same step (:class:`~roofline.core.cluster_roof.ClusterRoof`). The **datasheet** roof
+takes the step's FLOPs at the dense peak, its bytes at the HBM bandwidth and its exchanges at the link's
+rate, all overlapped: ``max(F / P, bytes / BW, exchanges)``, so its throughput is a ceiling and its latency
+a floor. A **calibrated** roof (``roofline.measured.serving``) times each kernel at the rate microbenchmarks
+saw for its size, with a launch each, and adds them: nothing overlaps.
+
+The memory a sequence holds is its prompt and half its answer on average (``kv_policy='grow'``: a paged
+cache that grows as the answer does, vLLM's), or its prompt and whole answer from the step it is admitted
+(``'reserve'``: TensorRT-LLM's default, which never evicts a request it started). A prefix cache with hit
+rate ``h`` keeps the first ``h I`` tokens of every prompt once, shared: they are neither recomputed nor stored
+per sequence, and the shared copy takes its own room.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+from types import MappingProxyType
+from typing import Mapping
+
+import numpy as np
+
+from roofline.core.checks import count, number
+from roofline.core.cluster_roof import ClusterRoof
+from roofline.core.hardware import Hardware
+from roofline.core.model import Model, load_model
+from roofline.core.units import dtype_bytes, fmt
+from roofline.parallel.cluster import linear_shard
+from roofline.serving.capacity import mla_attention_flops_per_key
+
+__all__ = ["Workload", "Deployment", "StepTime", "Sustained", "SERVING_ROOFS", "KV_POLICIES", "EXCHANGE_BYTES",
+           "PREFILL_BATCH_TOKENS", "check_deployment", "step_time", "largest_batch", "sustain",
+           "ServingPlanRow", "plan_serving", "smallest_slice", "layouts"]
+
+SERVING_ROOFS = ("datasheet", "calibrated")
+KV_POLICIES = ("grow", "reserve")
+EXCHANGE_BYTES = 2.0
+"""Bytes per number of the activations the GPUs exchange (all-reduces, all-to-alls, pipeline sends): 16 bits,
+whatever the matmuls' format."""
+PREFILL_BATCH_TOKENS = 8192
+"""Prompt tokens a prefill-only step gathers (a disaggregated prefill pool): enough for the matmuls to be
+compute-bound on every chip in the catalog, and vLLM's and TensorRT-LLM's usual token budget per step."""
+LARGEST_BATCH = 1 << 20  # sequences in flight a replica may be asked to hold (a bound on every search)
+
+
+# --------------------------------------------------------------------------------------------- the inputs
+
+
+@dataclass(frozen=True)
+class Workload:
+    """What the requests look like and how fast they come.
+
+    ``input_tokens`` and ``output_tokens``: each request's prompt and answer. ``rate``: requests per second
+    offered to the whole deployment; ``concurrency``: clients, each sending its next request when its answer
+    is done; neither: the offline benchmark (all requests waiting, as many in flight as fit). ``prefix_hit``:
+    the share of every prompt found in a prefix cache (0: no cache). ``requests``: how many requests an
+    offline benchmark issues at once (None: so many that the deployment runs in its steady state); with
+    fixed lengths they are admitted in waves of the largest batch, each prefilled, then decoded to the end.
+    """
+
+    input_tokens: int
+    output_tokens: int
+    rate: float | None = None
+    concurrency: int | None = None
+    prefix_hit: float = 0.0
+    requests: int | None = None
+
+    def __post_init__(self):
+        object.__setattr__(self, "input_tokens", count("input_tokens", self.input_tokens))
+        object.__setattr__(self, "output_tokens", count("output_tokens", self.output_tokens))
+        if self.rate is not None and self.concurrency is not None:
+            raise ValueError("give a rate or a concurrency, not both (neither: the offline benchmark)")
+        if self.rate is not None:
+            r = float(number("rate", self.rate))
+            if not math.isfinite(r):
+                raise ValueError(f"rate must be a finite number of requests per second, got {self.rate!r}")
+            object.__setattr__(self, "rate", r)
+        if self.concurrency is not None:
+            object.__setattr__(self, "concurrency", count("concurrency", self.concurrency, maximum=LARGEST_BATCH))
+        h = float(number("prefix_hit", self.prefix_hit, strict=False))
+        if h >= 1.0:
+            raise ValueError(f"prefix_hit must be at least 0 and below 1 (the last prompt token is always computed), "
+                             f"got {self.prefix_hit!r}")
+        object.__setattr__(self, "prefix_hit", h)
+        if self.requests is not None:
+            if self.rate is not None or self.concurrency is not None:
+                raise ValueError("requests counts an offline benchmark's requests: give it without a rate or a concurrency")
+            object.__setattr__(self, "requests", count("requests", self.requests, maximum=1 << 30))
+
+    @property
+    def load(self) -> str:
+        """'rate', 'concurrency' or 'offline'."""
+        return "rate" if self.rate is not None else "concurrency" if self.concurrency is not None else "offline"
+
+    @property
+    def cached_tokens(self) -> float:
+        """Prompt tokens found in the prefix cache, ``h I``."""
+        return self.prefix_hit * self.input_tokens
+
+    @property
+    def computed_tokens(self) -> float:
+        """Prompt tokens each request prefills, ``(1 - h) I``."""
+        return self.input_tokens - self.cached_tokens
+
+
+@dataclass(frozen=True)
+class Deployment:
+    """How one model is laid over GPUs to serve.
+
+    A replica is ``tp x pp x dp_attention`` GPUs: attention and dense MLPs split ``tp`` ways inside each of
+    ``dp_attention`` groups that each attend for their own share of the batch, layers split ``pp`` ways; a
+    mixture of experts spreads its experts over ``ep`` of the replica's ``tp x dp_attention`` GPUs, each
+    expert split over the rest. ``replicas`` copies serve side by side. ``disaggregate=(P, D)``: ``P`` GPUs
+    only prefill and ``D`` only decode (each a whole number of replicas; ``replicas`` is then unused), the
+    KV cache crossing ``kv_link`` ('auto': NVLink when both pools fit in one node, else the network port;
+    or a number of bytes/s per GPU). ``kv_policy`` and ``kv_fraction``: what a sequence holds
+    (:data:`KV_POLICIES`) and the share of the HBM left after the weights that the runtime gives the cache.
+    ``max_batch``: the runtime's cap on sequences in flight per replica (None: memory alone); ``max_tokens``:
+    its cap on the tokens of one step, decode and prompt together (None: no cap).
+    """
+
+    tp: int = 1
+    pp: int = 1
+    ep: int = 1
+    dp_attention: int = 1
+    replicas: int = 1
+    weights_dtype: str = "bf16"
+    kv_dtype: str | None = None
+    math_dtype: str | None = None
+    disaggregate: tuple[int, int] | None = None
+    kv_link: float | str = "auto"
+    kv_policy: str = "grow"
+    kv_fraction: float = 1.0
+    max_batch: int | None = None
+    max_tokens: int | None = None
+    gpus_per_node: int = 8
+
+    def __post_init__(self):
+        for name in ("tp", "pp", "ep", "dp_attention", "replicas", "gpus_per_node"):
+            object.__setattr__(self, name, count(name, getattr(self, name), maximum=1 << 16))
+        for name in ("weights_dtype", "kv_dtype", "math_dtype"):
+            if getattr(self, name) is not None:
+                dtype_bytes(getattr(self, name))  # unknown names raise with the close matches
+        if self.kv_policy not in KV_POLICIES:
+            raise ValueError(f"kv_policy must be one of {', '.join(KV_POLICIES)}, got {self.kv_policy!r}")
+        f = float(number("kv_fraction", self.kv_fraction))
+        if f > 1.0:
+            raise ValueError(f"kv_fraction must be above 0 and at most 1, got {self.kv_fraction!r}")
+        object.__setattr__(self, "kv_fraction", f)
+        for name in ("max_batch", "max_tokens"):
+            if getattr(self, name) is not None:
+                object.__setattr__(self, name, count(name, getattr(self, name), maximum=LARGEST_BATCH))
+        if self.disaggregate is not None:
+            try:
+                p, d = self.disaggregate
+            except (TypeError, ValueError):
+                raise TypeError(f"disaggregate must be a pair (prefill GPUs, decode GPUs), got {self.disaggregate!r}") from None
+            p, d = count("disaggregate prefill GPUs", p, maximum=1 << 16), count("disaggregate decode GPUs", d, maximum=1 << 16)
+            for what, n in (("prefill", p), ("decode", d)):
+                if n % self.replica_gpus:
+                    raise ValueError(f"disaggregate: the {what} pool's {n} GPUs must be a whole number of replicas of "
+                                     f"{self.replica_gpus} GPUs (tp x pp x dp_attention)")
+            object.__setattr__(self, "disaggregate", (p, d))
+        if not isinstance(self.kv_link, str):
+            object.__setattr__(self, "kv_link", float(number("kv_link", self.kv_link)))
+        elif self.kv_link not in ("auto", "nvlink", "network"):
+            raise ValueError(f"kv_link must be 'auto', 'nvlink', 'network' or bytes/s per GPU, got {self.kv_link!r}")
+
+    @property
+    def replica_gpus(self) -> int:
+        """GPUs of one replica, ``tp x pp x dp_attention``."""
+        return self.tp * self.pp * self.dp_attention
+
+    @property
+    def gpus(self) -> int:
+        """GPUs of the whole deployment."""
+        return sum(self.disaggregate) if self.disaggregate else self.replicas * self.replica_gpus
+
+    @property
+    def kv(self) -> str:
+        """The cache's format (the weights' unless given)."""
+        return self.kv_dtype or self.weights_dtype
+
+    @property
+    def math(self) -> str:
+        """The matmuls' format (the weights' unless given)."""
+        return self.math_dtype or self.weights_dtype
+
+    def label(self) -> str:
+        """A short name, e.g. 'TP 8', 'TP 2 x DP-attention 4, EP 8' or 'TP 4, prefill 4 : decode 12'."""
+        parts = [f"TP {self.tp}"]
+        if self.pp > 1:
+            parts[0] += f" x PP {self.pp}"
+        if self.dp_attention > 1:
+            parts[0] += f" x DP-attention {self.dp_attention}"
+        if self.ep > 1:
+            parts.append(f"EP {self.ep}")
+        if self.disaggregate:
+            parts.append(f"prefill {self.disaggregate[0]} : decode {self.disaggregate[1]}")
+        elif self.replicas > 1:
+            parts.append(f"{self.replicas} replicas")
+        return ", ".join(parts)
+
+
+def check_deployment(model: Model | str, deployment: Deployment, hardware: Hardware | None = None) -> Model:
+    """The model, after checking that ``deployment`` can lay it out: heads divide by ``tp``, layers at least
+    ``pp``, experts by ``ep`` and ``ep`` by the replica's ``tp x dp_attention``, ``tp`` inside a node, the
+    matmuls' format on the chip. Each refusal names the argument."""
+    m = load_model(model)
+    d = deployment
+    if not isinstance(d, Deployment):
+        raise TypeError(f"deployment must be a Deployment, got {type(d).__name__}")
+    if m.num_heads % d.tp:
+        raise ValueError(f"tp {d.tp} must divide {m.name}'s {m.num_heads} attention heads")
+    if d.tp > d.gpus_per_node:
+        raise ValueError(f"tp {d.tp} is more than the {d.gpus_per_node} GPUs of a node: tensor parallelism's "
+                         "all-reduces are kept on NVLink")
+    if d.pp > m.num_layers:
+        raise ValueError(f"pp {d.pp} is more than {m.name}'s {m.num_layers} layers")
+    if m.moe is None:
+        if d.ep > 1:
+            raise ValueError(f"ep {d.ep}: {m.name} has no experts")
+    else:
+        if m.moe.num_experts % d.ep:
+            raise ValueError(f"ep {d.ep} must divide {m.name}'s {m.moe.num_experts} experts")
+        if (d.tp * d.dp_attention) % d.ep:
+            raise ValueError(f"ep {d.ep} must divide tp x dp_attention = {d.tp * d.dp_attention}: the experts are "
+                             "spread over the GPUs that attend")
+    if hardware is not None:
+        hardware.peak_flops(d.math)  # a format the chip has no peak for is refused, named
+    return m
+
+
+# ------------------------------------------------------------------------------------------ one step's price
+
+
+@dataclass(frozen=True)
+class StepTime:
+    """One step of one replica, seen from one GPU: the FLOPs, HBM bytes and exchange seconds it holds, each
+    part's seconds under the roof, and the step's time (``seconds``): the parts added under a calibrated roof,
+    the largest of the three totals under the datasheet's."""
+
+    seconds: float
+    flops: float
+    bytes: float
+    exchange: float
+    parts: Mapping[str, float]
+    kind: str
+
+    @property
+    def bound(self) -> str:
+        """Which budget the step spends most of: 'compute', 'bandwidth' or 'exchange' (for a calibrated
+        step, the largest group of its parts)."""
+        if self.kind == "datasheet":
+            return max((("compute", self.parts["compute"]), ("bandwidth", self.parts["bandwidth"]),
+                        ("exchange", self.exchange)), key=lambda kv: kv[1])[0]
+        groups = {"compute": 0.0, "bandwidth": 0.0, "exchange": 0.0}
+        for name, t in self.parts.items():
+            groups[_GROUP.get(name, "compute")] += t
+        return max(groups.items(), key=lambda kv: kv[1])[0]
+
+
+_GROUP = {"matmuls": "compute", "prefill attention": "compute", "decode attention": "bandwidth",
+          "memory-bound": "bandwidth", "tensor-parallel": "exchange", "expert all-to-all": "exchange",
+          "pipeline sends": "exchange", "output head": "compute"}
+
+
+class _Tally:
+    def __init__(self):
+        self.flops = self.bytes = self.exchange = 0.0
+        self.parts: dict[str, float] = {}
+
+    def add(self, part: str, seconds: float, flops: float = 0.0, nbytes: float = 0.0, exchange: float = 0.0, times=1.0):
+        self.parts[part] = self.parts.get(part, 0.0) + times * float(seconds)
+        self.flops += times * flops
+        self.bytes += times * nbytes
+        self.exchange += times * exchange
+
+
+def _gemm(t: _Tally, roof: ClusterRoof, part: str, rows: float, n: float, k: float, wb: float, ab: float,
+          times: float = 1.0, weights_read: float = 1.0):
+    if rows <= 0:
+        return
+    flops = 2.0 * rows * n * k
+    nbytes = weights_read * k * n * wb + ab * rows * (k + n)
+    t.add(part, roof.gemm_time(flops, nbytes), flops, nbytes, times=times)
+
+
+def _heads(m: Model) -> tuple[float, float]:
+    if m.mla is not None:
+        return m.mla.qk_nope_head_dim + m.mla.qk_rope_head_dim, m.mla.v_head_dim
+    return m.head_dim, m.head_dim
+
+
+def _kv_split(m: Model, tp: int) -> int:
+    """GPUs of a tensor-parallel group that share one sequence's cache: the KV heads split ``min(tp, KV
+    heads)`` ways (a latent is kept whole on every GPU)."""
+    return 1 if m.mla is not None else min(tp, m.num_kv_heads)
+
+
+def _layer(t: _Tally, m: Model, d: Deployment, roof: ClusterRoof, *, moe: bool, decode: float, context: float,
+           prefill: float, keys: float, seq: float, times: float):
+    """One layer of one GPU: ``decode`` sequences at ``context`` cached tokens each and ``prefill`` prompt
+    tokens attending to ``keys`` keys each on average, for the whole replica (one pipeline stage)."""
+    a, tp = d.dp_attention, d.tp
+    wb, ab, kvb = dtype_bytes(d.weights_dtype), dtype_bytes(d.math), dtype_bytes(d.kv)
+    rows = (decode + prefill) / a  # tokens this GPU's attention group holds
+    h = m.hidden_size
+    for lin in m.attention_linears():
+        n, k = linear_shard(lin, tp, m.num_kv_heads)
+        _gemm(t, roof, "matmuls", rows, n, k, wb, ab, times)
+    if moe:
+        e = m.moe
+        local, etp = e.num_experts / d.ep, tp * a / d.ep
+        routed = (decode + prefill) * e.experts_per_token  # expert rows of the whole replica
+        per_expert = routed / e.num_experts
+        touched = local * (1.0 - (1.0 - e.experts_per_token / e.num_experts) ** (decode + prefill))
+        for lin in m.expert_linears():
+            n, k = (lin.out_features / etp, lin.in_features) if lin.name.endswith(("gate_proj", "up_proj")) \
+                else (lin.out_features, lin.in_features / etp)
+            _gemm(t, roof, "matmuls", per_expert, n, k, wb, ab, times * touched)
+        for lin in m.shared_expert_linears():
+            n, k = linear_shard(lin, tp, m.num_kv_heads)
+            _gemm(t, roof, "matmuls", rows, n, k, wb, ab, times)
+        r = m.router()
+        _gemm(t, roof, "matmuls", rows, r.out_features, r.in_features, 2.0, ab, times)
+        width = e.expert_intermediate_size * e.experts_per_token / etp
+    else:
+        for lin in m.dense_mlp_linears():
+            n, k = linear_shard(lin, tp, m.num_kv_heads)
+            _gemm(t, roof, "matmuls", rows, n, k, wb, ab, times)
+        width = m.intermediate_size / tp
+    # attention: decode reads the cache, prefill computes its pairs
+    heads = m.num_heads / tp
+    dqk, dv = _heads(m)
+    split = _kv_split(m, tp)
+    seqs = decode / a
+    if seqs > 0:
+        kv_bytes = seqs * context * m.kv_bytes_per_layer(d.kv) / split
+        if m.mla is not None:
+            f = seqs * context * mla_attention_flops_per_key(m) / m.num_layers / tp
+        else:
+            f = seqs * context * 2.0 * heads * (dqk + dv)
+        sec = max(kv_bytes / roof.bandwidth, f / roof.peak_flops, roof.launch_s)
+        t.add("decode attention", sec, f, kv_bytes, times=times)
+    if prefill > 0:
+        f = prefill / a * keys * 2.0 * heads * (dqk + dv)
+        kv_rw = prefill / a * m.kv_bytes_per_layer(d.kv) / split  # the new tokens' keys and values written
+        sec = max(roof.flash_forward_time(f, seq, head_dim=int(round(dqk)), causal=True), kv_rw / roof.bandwidth)
+        t.add("prefill attention", sec, f, kv_rw, times=times)
+    # memory-bound kernels: norms, residuals, rotary, the MLP's activation, each token's bytes
+    per_token = m.norms_per_layer * 4 * h + 12 * h + (6 if m.gated_mlp else 4) * width
+    kernels = m.norms_per_layer + 4
+    t.add("memory-bound", roof.memory_time(per_token * rows, kernels), 0.0, per_token * rows, times=times)
+    # exchanges: two all-reduces in a tensor-parallel group; all-to-alls when the experts see other groups' tokens
+    if tp > 1:
+        msg = rows * h * EXCHANGE_BYTES
+        sec = 2 * roof.collective_time("all_reduce", tp, msg, per_node=min(tp, d.gpus_per_node))
+        t.add("tensor-parallel", sec, exchange=sec, times=times)
+    if moe and a > 1 and d.ep > 1:
+        buf = rows / tp * m.moe.experts_per_token * h * EXCHANGE_BYTES
+        k = min(d.ep, d.gpus_per_node)
+        sec = 2 * roof.collective_time("all_to_all", d.ep, buf, per_node=k)
+        t.add("expert all-to-all", sec, exchange=sec, times=times)
+
+
+def step_time(model: Model | str, deployment: Deployment, roof: ClusterRoof, *, decode: float, context: float,
+              prefill: float = 0.0, keys: float | None = None, seq: float | None = None) -> StepTime:
+    """One step of one replica under ``roof``: ``decode`` sequences each reading ``context`` cached tokens,
+    and ``prefill`` prompt tokens each attending to ``keys`` earlier tokens on average (default: half the
+    context) in prompts of ``seq`` tokens (default: the context). With a pipeline it is one stage's step
+    (``ceil(L / pp)`` layers of the replica's load, the output head on the last stage, one send between
+    stages); the replica's time per output token is ``pp`` of them."""
+    m = check_deployment(model, deployment)
+    d = deployment
+    decode = float(number("decode", decode, strict=False))
+    context = float(number("context", context, strict=False))
+    prefill = float(number("prefill", prefill, strict=False))
+    if decode + prefill <= 0:
+        raise ValueError("a step needs decode sequences or prefill tokens (both are 0)")
+    keys = context / 2.0 if keys is None else float(number("keys", keys, strict=False))
+    seq = max(context, 1.0) if seq is None else float(number("seq", seq))
+    if not isinstance(roof, ClusterRoof):
+        raise TypeError(f"roof must be a ClusterRoof (roofline.core.cluster_roof), got {type(roof).__name__}")
+    t = _Tally()
+    L = m.num_layers
+    moe_layers = m.moe.moe_layers(L) if m.moe is not None else 0
+    stage = math.ceil(L / d.pp) / L  # the share of the layers on the busiest stage
+    opts = dict(decode=decode / d.pp, context=context, prefill=prefill / d.pp, keys=keys, seq=seq)
+    if L - moe_layers:
+        _layer(t, m, d, roof, moe=False, times=(L - moe_layers) * stage, **opts)
+    if moe_layers:
+        _layer(t, m, d, roof, moe=True, times=moe_layers * stage, **opts)
+    # the output head: one row per decoding sequence (and per prompt that finishes), on the last stage
+    head = m.lm_head
+    rows = decode / d.pp / d.dp_attention
+    _gemm(t, roof, "output head", rows, head.out_features / d.tp, head.in_features, dtype_bytes(d.weights_dtype),
+          dtype_bytes(d.math))
+    if d.pp > 1:
+        msg = (decode + prefill) / d.pp / d.dp_attention / d.tp * m.hidden_size * EXCHANGE_BYTES
+        sec = roof.send_time(msg, across_nodes=d.replica_gpus > d.gpus_per_node)
+        t.add("pipeline sends", sec, exchange=sec)
+    if roof.kind == "datasheet":
+        compute, memory = t.flops / roof.peak_flops, t.bytes / roof.bandwidth
+        parts = {"compute": compute, "bandwidth": memory, "exchange": t.exchange}
+        return StepTime(max(compute, memory, t.exchange), t.flops, t.bytes, t.exchange, MappingProxyType(parts), roof.kind)
+    return StepTime(sum(t.parts.values()), t.flops, t.bytes, t.exchange, MappingProxyType(dict(t.parts)), roof.kind)
+
+
+# ---------------------------------------------------------------------------------------------- memory
+
+
+def _weights_per_gpu(m: Model, d: Deployment) -> float:
+    wb = dtype_bytes(d.weights_dtype)
+    L = m.num_layers
+    stage = math.ceil(L / d.pp) / L
+    att = sum(np.prod(linear_shard(lin, d.tp, m.num_kv_heads)) for lin in m.attention_linears())
+    moe_layers = m.moe.moe_layers(L) if m.moe is not None else 0
+    dense = sum(np.prod(linear_shard(lin, d.tp, m.num_kv_heads)) for lin in m.dense_mlp_linears())
+    per = att * L + dense * (L - moe_layers)
+    if moe_layers:
+        e = m.moe
+        experts = sum(lin.params for lin in m.expert_linears()) * e.num_experts / (d.tp * d.dp_attention)
+        shared = sum(np.prod(linear_shard(lin, d.tp, m.num_kv_heads)) for lin in m.shared_expert_linears())
+        per += (experts + shared + m.router().params) * moe_layers
+    ends = (m.embedding_params + m.lm_head_params) / d.tp
+    return float(per * stage * wb + ends * wb)
+
+
+def _kv_per_token_per_gpu(m: Model, d: Deployment) -> float:
+    return m.kv_bytes_per_token(d.kv) / _kv_split(m, d.tp) * math.ceil(m.num_layers / d.pp) / m.num_layers
+
+
+def _held_tokens(w: Workload, policy: str) -> float:
+    """Cache tokens one sequence holds on average, less the shared prefix (kept once)."""
+    answer = w.output_tokens if policy == "reserve" else w.output_tokens / 2.0
+    return w.computed_tokens + answer
+
+
+@dataclass(frozen=True)
+class _Memory:
+    weights: float
+    room: float
+    per_sequence: float
+    prefix: float
+    batch: int
+    usable: float
+
+
+def _memory(m: Model, d: Deployment, hw: Hardware, w: Workload) -> _Memory:
+    weights = _weights_per_gpu(m, d)
+    per_tok = _kv_per_token_per_gpu(m, d)
+    prefix = w.cached_tokens * per_tok  # one shared copy on every attention group's GPUs
+    room = max(0.0, (hw.usable_capacity - weights) * d.kv_fraction - prefix)
+    per_seq = _held_tokens(w, d.kv_policy) * per_tok
+    batch = int(min(room / per_seq * d.dp_attention, LARGEST_BATCH)) if per_seq > 0 else LARGEST_BATCH
+    if d.max_batch is not None:
+        batch = min(batch, d.max_batch)
+    return _Memory(weights, room, per_seq, prefix, batch, hw.usable_capacity)
+
+
+def largest_batch(model: Model | str, hardware: Hardware, workload: Workload, deployment: Deployment) -> int:
+    """Sequences one replica holds at once: the HBM its GPUs keep after the weights (times ``kv_fraction``,
+    less the shared prefix), over what one sequence holds under the deployment's ``kv_policy``; capped by
+    ``max_batch``. 0 if the weights alone do not fit."""
+    m = check_deployment(model, deployment, hardware)
+    return _memory(m, deployment, hardware, workload).batch
+
+
+# ------------------------------------------------------------------------------------------- the steady state
+
+
+@dataclass(frozen=True)
+class Sustained:
+    """What a deployment sustains for a workload under one roof.
+
+    Rates are of the whole deployment (``_per_gpu``: divided by its GPUs). ``ttft_s``: from a request's
+    admission to its first token (queueing for admission in the offline benchmark is not counted);
+    ``tpot_s``: between two of its tokens. ``batch``: sequences decoding at once in each replica (the decode
+    pool's when disaggregated). ``sustained``: False when the offered rate is past what the deployment can
+    serve (the rates are then its capacity, and the latencies grow without bound: None). ``limit``: what set
+    the batch: 'memory', 'max_batch', 'load' (the offered rate or clients), 'slo' or, disaggregated,
+    'prefill', 'decode' or 'kv link'. ``bound``: the budget a decode step spends most of.
+    """
+
+    model: str
+    hardware: str
+    deployment: Deployment
+    workload: Workload
+    roof: str
+    fits: bool
+    output_tokens_per_s: float
+    ttft_s: float | None
+    tpot_s: float | None
+    batch: float
+    max_batch: int
+    memory_per_gpu: float
+    usable_per_gpu: float
+    limit: str
+    bound: str
+    sustained: bool = True
+    step: StepTime | None = None
+    kv_transfer_s: float = 0.0
+    notes: tuple = ()
+
+    @property
+    def gpus(self) -> int:
+        return self.deployment.gpus
+
+    @property
+    def total_tokens_per_s(self) -> float:
+        """Prompt and answer tokens per second, ``(I + O) / O`` of the output rate."""
+        w = self.workload
+        return self.output_tokens_per_s * (w.input_tokens + w.output_tokens) / w.output_tokens
+
+    @property
+    def output_tokens_per_s_per_gpu(self) -> float:
+        return self.output_tokens_per_s / self.gpus
+
+    @property
+    def requests_per_s(self) -> float:
+        return self.output_tokens_per_s / self.workload.output_tokens
+
+    @property
+    def request_latency_s(self) -> float | None:
+        """TTFT plus ``O - 1`` times TPOT."""
+        if self.ttft_s is None or self.tpot_s is None:
+            return None
+        return self.ttft_s + (self.workload.output_tokens - 1) * self.tpot_s
+
+    def as_dict(self) -> dict:
+        w, d = self.workload, self.deployment
+        return {"model": self.model, "gpu": self.hardware, "roof": self.roof, "layout": d.label(), "gpus": self.gpus,
+                "tp": d.tp, "pp": d.pp, "ep": d.ep, "dp_attention": d.dp_attention,
+                "disaggregate": list(d.disaggregate) if d.disaggregate else None,
+                "input_tokens": w.input_tokens, "output_tokens": w.output_tokens, "load": w.load, "rate": w.rate,
+                "concurrency": w.concurrency, "prefix_hit": w.prefix_hit, "fits": self.fits,
+                "sustained": self.sustained, "output_tokens_per_s": self.output_tokens_per_s,
+                "output_tokens_per_s_per_gpu": self.output_tokens_per_s_per_gpu,
+                "total_tokens_per_s": self.total_tokens_per_s, "ttft_s": self.ttft_s, "tpot_s": self.tpot_s,
+                "batch": self.batch, "max_batch": self.max_batch, "memory_per_gpu": self.memory_per_gpu,
+                "usable_per_gpu": self.usable_per_gpu, "limit": self.limit, "bound": self.bound,
+                "kv_transfer_s": self.kv_transfer_s}
+
+    def summary(self) -> str:
+        """Three lines a reader can quote."""
+        if not self.fits:
+            return (f"{self.model} does not fit {self.deployment.label()} on {self.hardware}: the weights take "
+                    f"{fmt(self.memory_per_gpu, 'B')} of {fmt(self.usable_per_gpu, 'B')} usable per GPU")
+        rate = f"{self.output_tokens_per_s:,.0f} output tokens/s ({self.output_tokens_per_s_per_gpu:,.0f} per GPU)"
+        lat = ("latency grows without bound (the offered rate is past capacity)" if not self.sustained else
+               f"TTFT {fmt(self.ttft_s, 's')}, TPOT {fmt(self.tpot_s, 's')}")
+        return f"{rate}; {lat}; batch {self.batch:,.0f} per replica, set by {self.limit}, {self.bound}-bound"
+
+
+def _mixed_step(m, d, roof, w: Workload, b: float) -> StepTime:
+    """The average step of a colocated replica at ``b`` sequences decoding: their tokens and the prompt
+    tokens of the ``b / O`` requests that join per step."""
+    ctx = w.input_tokens + w.output_tokens / 2.0
+    chunk = b * w.computed_tokens / w.output_tokens
+    keys = w.cached_tokens + w.computed_tokens / 2.0
+    return step_time(m, d, roof, decode=b, context=ctx, prefill=chunk, keys=keys, seq=w.input_tokens)
+
+
+def _join_step(m, d, roof, w: Workload, b: float) -> StepTime:
+    """The step a new request's whole prompt joins, beside ``b`` decoding sequences."""
+    ctx = w.input_tokens + w.output_tokens / 2.0
+    keys = w.cached_tokens + w.computed_tokens / 2.0
+    return step_time(m, d, roof, decode=max(b, 0.0), context=ctx, prefill=w.computed_tokens, keys=keys,
+                     seq=w.input_tokens)
+
+
+def _colocated_at(m, d, roof, w, b: float):
+    step = _mixed_step(m, d, roof, w, b)
+    tpot = d.pp * step.seconds
+    ttft = d.pp * (0.5 * step.seconds + _join_step(m, d, roof, w, b).seconds)
+    return step, tpot, ttft
+
+
+def _largest(feasible, hi: float, lo: float = 1.0) -> float | None:
+    """The largest ``b`` in ``[lo, hi]`` with ``feasible(b)``, for a predicate true below some point."""
+    if hi < lo or not feasible(lo):
+        return None
+    if feasible(hi):
+        return hi
+    for _ in range(60):
+        mid = math.sqrt(lo * hi)
+        lo, hi = (mid, hi) if feasible(mid) else (lo, mid)
+        if hi / lo < 1.0005:
+            break
+    return lo
+
+
+def sustain(model: Model | str, hardware: Hardware, workload: Workload, deployment: Deployment, roof: ClusterRoof,
+            *, ttft_slo: float | None = None, tpot_slo: float | None = None) -> Sustained:
+    """What ``deployment`` of ``model`` on ``hardware`` sustains for ``workload`` under ``roof``
+    (:class:`Sustained`). ``ttft_slo`` and ``tpot_slo`` (seconds) cap the batch at the largest that meets
+    them (offline and concurrency loads); a target no batch meets leaves a result with ``limit='slo'`` and
+    batch 0. A prompt and answer past the model's context are refused."""
+    m = check_deployment(model, deployment, hardware)
+    w, d = workload, deployment
+    if not isinstance(w, Workload):
+        raise TypeError(f"workload must be a Workload, got {type(w).__name__}")
+    if m.max_position_embeddings and w.input_tokens + w.output_tokens > m.max_position_embeddings:
+        raise ValueError(f"input_tokens + output_tokens = {w.input_tokens + w.output_tokens:,} is past "
+                         f"{m.name}'s context of {m.max_position_embeddings:,} tokens")
+    slos = {name: (None if v is None else float(number(name, v))) for name, v in (("ttft_slo", ttft_slo), ("tpot_slo", tpot_slo))}
+    if d.disaggregate:
+        return _disaggregated(m, hardware, w, d, roof, slos)
+    mem = _memory(m, d, hardware, w)
+    used = mem.weights + mem.prefix
+    base = dict(model=m.name, hardware=hardware.short or hardware.name, deployment=d, workload=w, roof=roof.label,
+                max_batch=mem.batch, usable_per_gpu=mem.usable)
+    if mem.batch < 1:
+        return Sustained(**base, fits=False, output_tokens_per_s=0.0, ttft_s=None, tpot_s=None, batch=0,
+                         memory_per_gpu=mem.weights, limit="memory", bound="memory")
+    most = float(mem.batch)
+    limit = "max_batch" if d.max_batch is not None and mem.batch == d.max_batch else "memory"
+
+    def meets_slo(b):
+        _, tpot, ttft = _colocated_at(m, d, roof, w, b)
+        return (slos["tpot_slo"] is None or tpot <= slos["tpot_slo"]) and (slos["ttft_slo"] is None or ttft <= slos["ttft_slo"])
+
+    sustained = True
+    if w.load == "offline" and w.requests is not None:
+        return _waves(m, d, roof, w, base, mem, limit)
+    if d.max_tokens is not None:  # every step carries b decode tokens and b I / O prompt tokens
+        cap = d.max_tokens * w.output_tokens / (w.output_tokens + w.computed_tokens)
+        if cap < most:
+            most, limit = max(cap, 1.0), "max_tokens"
+    if w.load == "offline":
+        b = most
+    elif w.load == "concurrency":
+        per = w.concurrency / d.replicas
+        b, limit = (per, "load") if per <= most else (most, limit)
+    else:
+        lam = w.rate / d.replicas
+
+        def keeps_up(b):  # Little's law: b in flight at rate lam needs b >= lam (TTFT + (O-1) TPOT)
+            _, tpot, ttft = _colocated_at(m, d, roof, w, b)
+            return b >= lam * (ttft + (w.output_tokens - 1) * tpot)
+
+        if keeps_up(most):
+            lo = _smallest(keeps_up, most)
+            b, limit = lo, "load"
+        else:
+            b, sustained = most, False
+    if slos["ttft_slo"] is not None or slos["tpot_slo"] is not None:
+        ok = _largest(meets_slo, b)
+        if ok is None:
+            step, tpot, ttft = _colocated_at(m, d, roof, w, 1.0)
+            return Sustained(**base, fits=True, output_tokens_per_s=0.0, ttft_s=ttft, tpot_s=tpot, batch=0,
+                             memory_per_gpu=used + mem.per_sequence, limit="slo", bound=step.bound, step=step,
+                             notes=("no batch meets the targets: even one sequence takes these",))
+        if ok < b:
+            b, limit = ok, "slo"
+            if w.load == "rate":
+                sustained = False
+    step, tpot, ttft = _colocated_at(m, d, roof, w, b)
+    out = d.replicas * b / tpot
+    if w.load == "rate" and sustained:
+        out = w.rate * w.output_tokens
+    return Sustained(**base, fits=True, output_tokens_per_s=out, ttft_s=ttft if sustained else None,
+                     tpot_s=tpot if sustained else None, batch=b, memory_per_gpu=used + b / d.dp_attention * mem.per_sequence,
+                     limit=limit, bound=step.bound, sustained=sustained, step=step)
+
+
+def _prefill_seconds(m, d, roof, w: Workload, n: float) -> float:
+    """Seconds to prefill ``n`` prompts in steps of at most ``max_tokens`` tokens, through the pipeline."""
+    tokens = n * w.computed_tokens
+    chunk = min(tokens, d.max_tokens or tokens)
+    steps = math.ceil(tokens / chunk - 1e-9)
+    keys = w.cached_tokens + w.computed_tokens / 2.0
+    one = step_time(m, d, roof, decode=0.0, context=w.input_tokens, prefill=chunk, keys=keys, seq=w.input_tokens)
+    return (steps + d.pp - 1) * one.seconds
+
+
+def _waves(m, d, roof, w: Workload, base: dict, mem: _Memory, limit: str) -> Sustained:
+    """An offline benchmark of ``w.requests`` requests of fixed lengths, all issued at once: waves of the
+    largest batch, each prefilled whole (its first tokens come at the wave's end of prefill), then decoded
+    ``O`` steps at the mean context; the last wave holds what is left."""
+    per = w.requests / d.replicas
+    b = float(min(mem.batch, math.ceil(per)))
+    if b < mem.batch:
+        limit = "load"
+    full, rest = divmod(per, b)
+    ctx = w.input_tokens + w.output_tokens / 2.0
+
+    def wave(n):
+        st = step_time(m, d, roof, decode=n, context=ctx)
+        return _prefill_seconds(m, d, roof, w, n), d.pp * st.seconds, st
+
+    ttft, tpot, step = wave(b)
+    total = full * (ttft + w.output_tokens * tpot)
+    if rest > 0:
+        p, t, _ = wave(rest)
+        total += p + w.output_tokens * t
+    out = d.replicas * per * w.output_tokens / total
+    return Sustained(**base, fits=True, output_tokens_per_s=out, ttft_s=ttft, tpot_s=tpot, batch=b,
+                     memory_per_gpu=mem.weights + mem.prefix + b / d.dp_attention * mem.per_sequence, limit=limit,
+                     bound=step.bound, step=step, notes=(_waves_note(math.ceil(per / b), b),))
+
+
+def _waves_note(n: int, b: float) -> str:
+    return f"one wave of {b:,.0f} requests" if n == 1 else f"{n} waves of at most {b:,.0f} requests"
+
+
+def _smallest(ok, hi: float) -> float:
+    """The smallest ``b`` in ``(0, hi]`` with ``ok(b)``, for a predicate true above some point and at ``hi``."""
+    lo = 1e-6
+    if ok(lo):
+        return lo
+    for _ in range(80):
+        mid = math.sqrt(lo * hi)
+        lo, hi = (lo, mid) if ok(mid) else (mid, hi)
+        if hi / lo < 1.0005:
+            break
+    return hi
+
+
+def _link_rate(m: Model, d: Deployment, roof: ClusterRoof) -> float:
+    """Bytes/s one GPU of the prefill pool sends its share of a cache at."""
+    if not isinstance(d.kv_link, str):
+        return d.kv_link
+    inside = d.kv_link == "nvlink" or (d.kv_link == "auto" and d.gpus <= d.gpus_per_node)
+    return roof.send_nvlink if inside else roof.port
+
+
+def _disaggregated(m: Model, hw: Hardware, w: Workload, d: Deployment, roof: ClusterRoof, slos) -> Sustained:
+    P, D = d.disaggregate
+    rp, rd = P // d.replica_gpus, D // d.replica_gpus
+    mem = _memory(m, d, hw, w)
+    base = dict(model=m.name, hardware=hw.short or hw.name, deployment=d, workload=w, roof=roof.label,
+                max_batch=mem.batch, usable_per_gpu=mem.usable)
+    if mem.batch < 1:
+        return Sustained(**base, fits=False, output_tokens_per_s=0.0, ttft_s=None, tpot_s=None, batch=0,
+                         memory_per_gpu=mem.weights, limit="memory", bound="memory")
+    # prefill pool: prompts gathered to PREFILL_BATCH_TOKENS a step
+    n_prompts = max(1.0, PREFILL_BATCH_TOKENS / max(w.computed_tokens, 1.0))
+    pre = step_time(m, d, roof, decode=0.0, context=w.input_tokens, prefill=n_prompts * w.computed_tokens,
+                    keys=w.cached_tokens + w.computed_tokens / 2.0, seq=w.input_tokens)
+    prefill_rate = rp * n_prompts / (d.pp * pre.seconds)
+    # the cache of every prompt, sent by the prefill replica's GPUs in parallel
+    cache = float(m.kv_cache_bytes(w.input_tokens, d.kv))
+    link = _link_rate(m, d, roof)
+    per_gpu_bytes = cache / d.replica_gpus
+    transfer = 0.0 if math.isinf(link) else roof.latency_s + per_gpu_bytes / link
+    link_rate = math.inf if math.isinf(link) else P * link / cache
+    ttft = d.pp * pre.seconds * (0.5 + 1.0) + transfer
+
+    def decode_at(b):
+        st = step_time(m, d, roof, decode=b, context=w.input_tokens + w.output_tokens / 2.0)
+        return st, d.pp * st.seconds
+
+    most = float(mem.batch)
+    if slos["tpot_slo"] is not None:
+        ok = _largest(lambda b: decode_at(b)[1] <= slos["tpot_slo"], most)
+        if ok is None:
+            st, tpot = decode_at(1.0)
+            return Sustained(**base, fits=True, output_tokens_per_s=0.0, ttft_s=ttft, tpot_s=tpot, batch=0,
+                             memory_per_gpu=mem.weights, limit="slo", bound=st.bound, step=st, kv_transfer_s=transfer)
+        most = ok
+    slo_capped = most < mem.batch
+    st, tpot = decode_at(most)
+    decode_rate = rd * most / tpot / w.output_tokens
+    caps = {"prefill": prefill_rate, "decode": decode_rate, "kv link": link_rate}
+    limit = min(caps, key=caps.get)
+    if limit == "decode" and slo_capped:
+        limit = "slo"
+    rate = caps[min(caps, key=caps.get)]
+    sustained = True
+    if w.load == "rate":
+        sustained = w.rate <= rate
+        rate = min(w.rate, rate)
+        limit = "load" if sustained else limit
+    elif w.load == "concurrency":
+        # c clients: rate (TTFT + (O - 1) TPOT) = c (Little's law), at the full pool's TPOT: a lower bound on it
+        r_c = w.concurrency / (ttft + (w.output_tokens - 1) * tpot)
+        if r_c < rate:
+            rate, limit = r_c, "load"
+    if slos["ttft_slo"] is not None and ttft > slos["ttft_slo"]:
+        rate, limit = 0.0, "slo"
+    # the decode pool's batch at that rate
+    b = _smallest(lambda x: rd * x / decode_at(x)[1] / w.output_tokens >= rate, most) if 0 < rate < decode_rate else most
+    st, tpot = decode_at(b) if rate > 0 else (st, tpot)
+    return Sustained(**base, fits=True, output_tokens_per_s=rate * w.output_tokens, ttft_s=ttft if sustained else None,
+                     tpot_s=tpot if sustained else None, batch=b if rate > 0 else 0, memory_per_gpu=mem.weights + mem.prefix + b / d.dp_attention * mem.per_sequence,
+                     limit=limit, bound=st.bound, sustained=sustained, step=st, kv_transfer_s=transfer)
+
+
+# ------------------------------------------------------------------------------------------------ the planner
+
+
+@dataclass(frozen=True)
+class ServingPlanRow:
+    """One layout the planner tried: its capacity under the targets (one replica, offline or at the
+    targets' largest batch), and, for a workload with a rate, the replicas that carry it."""
+
+    deployment: Deployment
+    capacity: Sustained
+    replicas: int
+
+    @property
+    def meets(self) -> bool:
+        """It fits, and some batch meets the targets."""
+        return self.capacity.fits and self.capacity.output_tokens_per_s > 0
+
+    @property
+    def gpus(self) -> int:
+        """GPUs the workload needs on this layout (one replica, or the replicas a rate needs)."""
+        return self.replicas * self.deployment.replica_gpus
+
+    @property
+    def tokens_per_s_per_gpu(self) -> float:
+        return self.capacity.output_tokens_per_s / self.deployment.replica_gpus
+
+
+def _powers(most: int) -> list[int]:
+    out, k = [], 1
+    while k <= most:
+        out.append(k)
+        k *= 2
+    return out
+
+
+def layouts(model: Model | str, *, max_gpus: int = 8, gpus_per_node: int = 8, **formats) -> list[Deployment]:
+    """The replicas the planner tries: tensor degrees in a node that divide the heads, pipeline degrees and,
+    for a mixture of experts, attention data parallelism with the experts spread over every attending GPU
+    (or not spread), powers of two up to ``max_gpus`` GPUs a replica."""
+    m = load_model(model)
+    most = count("max_gpus", max_gpus, maximum=1 << 12)
+    out = []
+    for tp in _powers(min(most, gpus_per_node)):
+        if m.num_heads % tp:
+            continue
+        for pp in _powers(most // tp):
+            if pp > m.num_layers:
+                continue
+            for a in (_powers(most // (tp * pp)) if m.moe is not None else [1]):
+                eps = {1, tp * a} if m.moe is not None else {1}
+                for ep in sorted(eps):
+                    if m.moe is not None and m.moe.num_experts % ep:
+                        continue
+                    if m.moe is not None and a > 1 and ep == 1:
+                        continue  # attention split by batch with every expert copied: replicas do it better
+                    out.append(Deployment(tp=tp, pp=pp, ep=ep, dp_attention=a, gpus_per_node=gpus_per_node, **formats))
+    return out
+
+
+def plan_serving(model: Model | str, hardware: Hardware, workload: Workload, roof: ClusterRoof, *, max_gpus: int = 8,
+                 ttft_slo: float | None = None, tpot_slo: float | None = None, gpus_per_node: int = 8,
+                 **formats) -> tuple[ServingPlanRow, ...]:
+    """Every layout of :func:`layouts` priced for ``workload`` under ``roof`` and the targets: each replica's
+    capacity at the largest batch that meets them (``workload``'s prefix hit, its lengths, no rate), then the
+    replicas a rate needs. Ranked: layouts that meet the targets first, by output tokens/s per GPU."""
+    m = load_model(model)
+    w = workload
+    probe = Workload(w.input_tokens, w.output_tokens, prefix_hit=w.prefix_hit)
+    rows = []
+    for d in layouts(m, max_gpus=max_gpus, gpus_per_node=gpus_per_node, **formats):
+        cap = sustain(m, hardware, probe, d, roof, ttft_slo=ttft_slo, tpot_slo=tpot_slo)
+        if w.load == "rate" and cap.output_tokens_per_s > 0:
+            n = max(1, math.ceil(w.rate * w.output_tokens / cap.output_tokens_per_s - 1e-9))
+        elif w.load == "concurrency" and cap.batch > 0:
+            n = max(1, math.ceil(w.concurrency / cap.batch - 1e-9))
+        else:
+            n = 1
+        rows.append(ServingPlanRow(d, cap, n))
+    rows.sort(key=lambda r: (not r.meets, -r.tokens_per_s_per_gpu, r.gpus))
+    return tuple(rows)
+
+
+def smallest_slice(rows) -> ServingPlanRow | None:
+    """Of the planner's rows that meet the targets, the one needing the fewest GPUs (the fastest per GPU
+    among those); None if none does."""
+    ok = [r for r in rows if r.meets]
+    return min(ok, key=lambda r: (r.gpus, -r.tokens_per_s_per_gpu)) if ok else None
