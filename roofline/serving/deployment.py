@@ -35,7 +35,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
-from typing import Mapping
+from typing import Mapping, NamedTuple
 
 import numpy as np
 
@@ -49,7 +49,7 @@ from roofline.serving.capacity import mla_attention_flops_per_key
 
 __all__ = ["Workload", "Deployment", "StepTime", "Sustained", "SERVING_ROOFS", "KV_POLICIES", "EXCHANGE_BYTES",
            "PREFILL_BATCH_TOKENS", "check_deployment", "step_time", "largest_batch", "sustain",
-           "ServingPlanRow", "plan_serving", "smallest_slice", "layouts"]
+           "ServingPlanRow", "plan_serving", "smallest_slice", "layouts", "Frontier", "frontier"]
 
 SERVING_ROOFS = ("datasheet", "calibrated")
 KV_POLICIES = ("grow", "reserve")
@@ -805,6 +805,36 @@ def _disaggregated(m: Model, hw: Hardware, w: Workload, d: Deployment, roof: Clu
     return Sustained(**base, fits=True, output_tokens_per_s=rate * w.output_tokens, ttft_s=ttft if sustained else None,
                      tpot_s=tpot if sustained else None, batch=b if rate > 0 else 0, memory_per_gpu=mem.weights + mem.prefix + b / d.dp_attention * mem.per_sequence,
                      limit=limit, bound=st.bound, sustained=sustained, step=st, kv_transfer_s=transfer)
+
+
+class Frontier(NamedTuple):
+    """A replica's latency-throughput frontier: at each batch (sequences decoding), the output tokens/s per
+    GPU, the time per output token and the time to first token (from admission), in the steady state of
+    continuous batching with chunked prefill."""
+
+    batch: np.ndarray
+    tokens_per_s_per_gpu: np.ndarray
+    tpot_s: np.ndarray
+    ttft_s: np.ndarray
+    max_batch: int
+
+
+def frontier(model: Model | str, hardware: Hardware, workload: Workload, deployment: Deployment, roof: ClusterRoof,
+             batches=None) -> Frontier:
+    """The frontier of one replica of ``deployment`` for ``workload``'s lengths and prefix hit (its load is
+    ignored: every batch is one point), at ``batches`` (default: powers of two, then the largest batch that
+    fits). Batches past the largest that fits are dropped."""
+    m = check_deployment(model, deployment, hardware)
+    w, d = workload, replace(deployment, replicas=1, disaggregate=None)
+    most = _memory(m, d, hardware, w).batch
+    if batches is None:
+        batches = [b for b in _powers(most)] + ([most] if most >= 1 and most & (most - 1) else [])
+    bs = np.array(sorted({int(count("batch", b, maximum=LARGEST_BATCH)) for b in np.atleast_1d(batches)
+                          if int(b) <= most}), dtype=float)
+    out = [_colocated_at(m, d, roof, w, b) for b in bs]
+    tpot = np.array([o[1] for o in out])
+    ttft = np.array([o[2] for o in out])
+    return Frontier(bs, bs / tpot / d.replica_gpus if bs.size else bs, tpot, ttft, most)
 
 
 # ------------------------------------------------------------------------------------------------ the planner
