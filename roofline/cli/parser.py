@@ -23,6 +23,7 @@ from roofline.serving.speculative import DRAFTS
 from roofline.workloads.inference import ACCOUNTINGS, OPTIONS
 
 __all__ = ["UsageError", "HelpRequested", "build_parser", "whole", "storage_format", "fraction", "acceptance", "recompute", "at",
+           "positive", "share", "pool_split",
            "CLUSTER_FLAGS", "wants_cluster",
            "one_split", "GPUS_PER_NODE", "SMALLEST_FRACTION", "need_links", "moe_routing", "DEFAULT_ROUTING", "layout_error", "at_layout"]
 
@@ -167,13 +168,51 @@ def build_parser() -> argparse.ArgumentParser:
         _tp_flag(p)
         p.add_argument("--json", action="store_true", help="print one JSON object")
         _moe_flags(p)
-    p = sub.add_parser("serve", help="how many requests fit beside the weights, and how fast they decode",
-                       description=f"Shipped models: {models}; or the path of a config.json. The largest batch whose "
-                                   "KV cache fits, and at that batch the decode step (datasheet roof). Chapter 5.")
+    p = sub.add_parser("serve", help="how many requests fit and how fast they decode; with --input and --output, what a "
+                                     "deployment sustains for a workload (chapter 13)",
+                       description=f"Shipped models: {models}; or the path of a config.json. With --context: the largest "
+                                   "batch whose KV cache fits, and at that batch the decode step (datasheet roof; "
+                                   "chapter 5). With --input and --output: the output tokens/s, TTFT and TPOT a "
+                                   "deployment sustains for that workload under continuous batching, the datasheet "
+                                   "ceiling beside the calibrated estimate; --plan ranks the layouts that meet "
+                                   "--ttft-slo and --tpot-slo (chapter 13).")
     p.add_argument("model", help="a shipped model name or the path of a Hugging Face config.json")
     p.add_argument("--gpu", required=True, help="an accelerator key or alias, e.g. h100-sxm")
-    p.add_argument("--context", type=whole(1), required=True,
-                   help="tokens of context per request (at most the model's max_position_embeddings)")
+    p.add_argument("--context", type=whole(1),
+                   help="tokens of context per request (at most the model's max_position_embeddings); required "
+                        "unless --input and --output describe a workload")
+    w = p.add_argument_group("a workload on a deployment (chapter 13)")
+    w.add_argument("--input", type=whole(1), metavar="I", help="prompt tokens of each request")
+    w.add_argument("--output", type=whole(1), metavar="O", help="answer tokens of each request")
+    load = w.add_mutually_exclusive_group()
+    load.add_argument("--rate", type=positive, metavar="R", help="requests per second offered to the deployment")
+    load.add_argument("--concurrency", type=whole(1), metavar="C",
+                      help="clients, each sending its next request when its answer is done")
+    load.add_argument("--requests", type=whole(1), metavar="N",
+                      help="an offline benchmark's requests, all issued at once (default: the steady state)")
+    w.add_argument("--ttft-slo", type=positive, metavar="SECONDS", help="target time to first token")
+    w.add_argument("--tpot-slo", type=positive, metavar="SECONDS", help="target time per output token")
+    w.add_argument("--pp", type=whole(1), default=1, metavar="N", help="pipeline stages of a replica (default 1)")
+    w.add_argument("--dp-attention", type=whole(1), default=1, metavar="N",
+                   help="attention groups of a replica, each attending for its share of the batch (the KV cache "
+                        "sharded by batch; default 1)")
+    w.add_argument("--replicas", type=whole(1), default=1, metavar="N", help="copies of the replica (default 1)")
+    w.add_argument("--disaggregate", type=pool_split, metavar="P:D",
+                   help="prefill on P GPUs and decode on D, the KV cache sent between them (each a whole number "
+                        "of replicas)")
+    w.add_argument("--prefix-hit", type=share, default=0.0, metavar="H",
+                   help="share of each prompt found in a prefix cache, at least 0 and below 1 (default 0)")
+    w.add_argument("--kv-policy", choices=("grow", "reserve"), default="grow",
+                   help="what a sequence's cache holds: its tokens so far (grow, vLLM's) or its prompt and whole "
+                        "answer from admission (reserve, TensorRT-LLM's default); default grow")
+    w.add_argument("--roof", choices=("both", "datasheet", "calibrated"), default="both",
+                   help="the datasheet ceiling, the calibrated estimate, or both side by side (default; the "
+                        "estimate's figures lead the JSON where the chip has a calibrated roof)")
+    w.add_argument("--plan", action="store_true",
+                   help="rank every layout of up to --max-gpus GPUs a replica that meets the targets, by output "
+                        "tokens/s per GPU, and name the smallest slice")
+    w.add_argument("--max-gpus", type=whole(1), default=8, metavar="N",
+                   help="with --plan: the most GPUs a replica may take (default 8)")
     p.add_argument("--weights-dtype", default="bf16", type=storage_format, metavar="FORMAT",
                    help="format of the weights (default bf16; int8, int4-g128, mxfp4...)")
     p.add_argument("--kv-dtype", type=storage_format, metavar="FORMAT", help="format of the KV cache (default: the weights')")
@@ -217,6 +256,36 @@ def build_parser() -> argparse.ArgumentParser:
                        help="a hardware catalog TOML to use instead of the shipped one "
                             "(default: $ROOFLINE_CATALOG if set)")
     return parser
+
+
+def positive(text: str) -> float:
+    """An argparse type: a positive finite number (a rate, seconds)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0 < value < float("inf"):  # also refuses nan
+        raise argparse.ArgumentTypeError(f"expected a positive finite number, such as 0.05, got {text[:40]!r}")
+    return value
+
+
+def share(text: str) -> float:
+    """An argparse type: a share at least 0 and below 1 (a prefix cache's hit rate)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0 <= value < 1:
+        raise argparse.ArgumentTypeError(f"expected a share at least 0 and below 1, such as 0.5, got {text[:40]!r}")
+    return value
+
+
+def pool_split(text: str) -> tuple[int, int]:
+    """An argparse type: 'P:D', the GPUs of a prefill pool and of a decode pool."""
+    parts = text.split(":")
+    if len(parts) != 2:
+        raise argparse.ArgumentTypeError(f"expected P:D, prefill GPUs and decode GPUs, such as 4:12, got {text[:40]!r}")
+    return whole(1)(parts[0]), whole(1)(parts[1])
 
 
 def acceptance(text: str) -> float:

@@ -26,6 +26,17 @@ __all__ = ["run_serve", "run_speculate", "expert_parallel"]
 def run_serve(args) -> str:
     """``roofline serve MODEL --gpu GPU --context N``: the largest batch that fits and its decode step."""
     m, h = at("model", load_model, args.model), at("--gpu", get_hardware, args.gpu, args.catalog)
+    if args.input is not None or args.output is not None:
+        from roofline.cli.deployment import run_workload  # the workload question (chapter 13)
+        return run_workload(args, m, h)
+    given = [f"--{f.replace('_', '-')}" for f in ("rate", "concurrency", "requests", "ttft_slo", "tpot_slo", "disaggregate",
+                                                "plan") if getattr(args, f) not in (None, False)]
+    given += [f"--{f.replace('_', '-')}" for f, v in (("pp", 1), ("dp_attention", 1), ("replicas", 1), ("prefix_hit", 0.0),
+                                                    ("kv_policy", "grow"), ("roof", "both")) if getattr(args, f) != v]
+    if given:
+        raise UsageError(f"{given[0]} describes a workload on a deployment: give --input and --output too", given[0])
+    if args.context is None:
+        raise UsageError("--context is required (or --input and --output, for a workload on a deployment)", "--context")
     one_split(args)
     assumed = moe_routing(args, m)
     if args.ep > 1:

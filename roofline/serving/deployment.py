@@ -38,6 +38,7 @@ from types import MappingProxyType
 from typing import Mapping, NamedTuple
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from roofline.core.checks import count, number
 from roofline.core.cluster_roof import ClusterRoof
@@ -180,9 +181,9 @@ class Deployment:
                     raise ValueError(f"disaggregate: the {what} pool's {n} GPUs must be a whole number of replicas of "
                                      f"{self.replica_gpus} GPUs (tp x pp x dp_attention)")
             object.__setattr__(self, "disaggregate", (p, d))
-        if not isinstance(self.kv_link, str):
-            object.__setattr__(self, "kv_link", float(number("kv_link", self.kv_link)))
-        elif self.kv_link not in ("auto", "nvlink", "network"):
+        if not isinstance(self.kv_link, str) and not (isinstance(self.kv_link, float) and self.kv_link == math.inf):
+            object.__setattr__(self, "kv_link", float(number("kv_link", self.kv_link)))  # inf: a what-if, no transfer
+        elif isinstance(self.kv_link, str) and self.kv_link not in ("auto", "nvlink", "network"):
             raise ValueError(f"kv_link must be 'auto', 'nvlink', 'network' or bytes/s per GPU, got {self.kv_link!r}")
 
     @property
@@ -820,7 +821,7 @@ class Frontier(NamedTuple):
 
 
 def frontier(model: Model | str, hardware: Hardware, workload: Workload, deployment: Deployment, roof: ClusterRoof,
-             batches=None) -> Frontier:
+             batches: ArrayLike | None = None) -> Frontier:
     """The frontier of one replica of ``deployment`` for ``workload``'s lengths and prefix hit (its load is
     ignored: every batch is one point), at ``batches`` (default: powers of two, then the largest batch that
     fits). Batches past the largest that fits are dropped."""

@@ -43,6 +43,10 @@ only hostile one."""
 
 MOE = {"--ep", "--routing"}  # flags that mean something on a mixture of experts only: tried on one
 
+WORKLOAD = {"--input": "512", "--output": "64"}
+"""``serve`` asks one of two questions: a server at ``--context`` (chapter 5), or a workload of ``--input`` and
+``--output`` on a deployment (chapter 13); a flag of the second group is tried with a valid workload."""
+
 
 def _subcommands():
     return build_parser()._subparsers._group_actions[0].choices
@@ -71,6 +75,12 @@ def _base(name, parser, flag):
         if action.dest == "model" and flag in MOE:
             value = "mixtral-8x7b"
         argv += [value] if positional else [action.option_strings[-1], value]
+    if name == "serve":
+        group = next((g.title for g in parser._action_groups for a in g._group_actions if flag in a.option_strings), "")
+        if group.startswith("a workload") or flag in WORKLOAD:
+            argv += [x for f, v in WORKLOAD.items() if f != flag for x in (f, v)]
+        else:
+            argv += ["--context", REQUIRED["context"]]
     return argv
 
 

@@ -1,0 +1,90 @@
+"""``roofline serve --input --output``: a workload on a deployment, and ``--plan`` (chapter 13)."""
+
+import json
+
+import pytest
+
+from roofline.core.hardware import get_hardware
+from roofline.measured.serving import serving_pair
+from roofline.serving.deployment import Deployment, Workload
+
+from cli_helpers import in_process as call
+
+
+def test_the_json_leads_with_the_estimate_and_keeps_both():
+    status, out, err = call("serve", "llama-3.1-70b", "--gpu", "h100", "--input", "2048", "--output", "256", "--tp", "4",
+                            "--weights-dtype", "fp8", "--json")
+    assert status == 0 and not err
+    data = json.loads(out)
+    pair = serving_pair("llama-3.1-70b", get_hardware("h100-sxm"), Workload(2048, 256), Deployment(tp=4, weights_dtype="fp8"))
+    for key in ("output_tokens_per_s", "ttft_s", "tpot_s", "batch", "fits"):
+        assert key in data
+    assert data["output_tokens_per_s"] == pair.estimate.output_tokens_per_s
+    assert data["ceiling"]["output_tokens_per_s"] == pair.ceiling.output_tokens_per_s
+    assert data["estimate"]["tpot_s"] == pair.estimate.tpot_s and data["fits"] is True
+
+
+def test_the_text_sets_the_ceiling_beside_the_estimate():
+    status, out, _ = call("serve", "llama-3.1-8b", "--gpu", "h200", "--input", "1000", "--output", "1000",
+                          "--weights-dtype", "fp8", "--requests", "3000", "--kv-policy", "reserve")
+    assert status == 0
+    assert "ceiling (H200 datasheet)" in out and "estimate (H200 calibrated)" in out
+    assert "3,000 requests at once" in out and "waves of at most" in out
+
+
+def test_a_chip_without_a_calibrated_roof_gives_the_ceiling_alone_and_refuses_calibrated():
+    status, out, _ = call("serve", "llama-3.1-8b", "--gpu", "b200", "--input", "1000", "--output", "100")
+    assert status == 0 and "no calibrated roof: the ceiling alone" in out
+    status, out, err = call("serve", "llama-3.1-8b", "--gpu", "b200", "--input", "1000", "--output", "100",
+                            "--roof", "calibrated")
+    assert status == 2 and "--roof calibrated" in err
+
+
+def test_a_rate_past_capacity_says_so():
+    status, out, _ = call("serve", "llama-3.1-8b", "--gpu", "h100", "--input", "1000", "--output", "1000",
+                          "--rate", "1000", "--json")
+    data = json.loads(out)
+    assert status == 0 and data["sustained"] is False and data["ttft_s"] is None
+
+
+def test_disaggregation_prints_the_kv_transfer():
+    status, out, _ = call("serve", "llama-3.1-8b", "--gpu", "h100", "--input", "4096", "--output", "256",
+                          "--disaggregate", "2:6", "--weights-dtype", "fp8")
+    assert status == 0 and "prefill 2 : decode 6" in out and "KV cache takes" in out
+
+
+def test_the_plan_ranks_layouts_and_names_the_smallest_slice():
+    status, out, _ = call("serve", "llama-3.1-70b", "--gpu", "h100", "--input", "2048", "--output", "256",
+                          "--weights-dtype", "fp8", "--plan", "--tpot-slo", "0.03", "--json")
+    data = json.loads(out)
+    assert status == 0 and data["plan"] is True and data["smallest_slice"]
+    met = [r for r in data["layouts"] if r["meets"]]
+    assert met and all(r["tpot_s"] <= 0.03 * 1.001 for r in met)
+    per_gpu = [r["output_tokens_per_s_per_gpu"] for r in met]
+    assert per_gpu == sorted(per_gpu, reverse=True)
+
+
+@pytest.mark.parametrize("argv,flag,words", [
+    (("--input", "2048", "--output", "256", "--plan", "--tpot-slo", "0.0001"), "--tpot-slo", "no layout of up to 8 GPUs"),
+    (("--input", "8000", "--output", "500"), "--input", "past llama-3-8b's context"),
+    (("--input", "100"), "--output", "needs --output"),
+    (("--rate", "3"), "--rate", "give --input and --output"),
+    (("--input", "100", "--output", "10", "--rate", "0"), "--rate", "positive"),
+    (("--input", "100", "--output", "10", "--prefix-hit", "1"), "--prefix-hit", "below 1"),
+    (("--input", "100", "--output", "10", "--disaggregate", "3"), "--disaggregate", "P:D"),
+    (("--input", "100", "--output", "10", "--tp", "3"), "--tp", "must divide"),
+    (("--input", "100", "--output", "10", "--context", "100"), "--context", "one-server question"),
+    ((), "--context", "--context is required"),
+])
+def test_bad_workload_input_names_the_flag(argv, flag, words):
+    status, out, err = call("serve", "llama-3-8b", "--gpu", "h100", *argv, "--json")
+    assert status == 2
+    data = json.loads(out)
+    assert words in data["error"] and data["argument"] == flag
+
+
+def test_chapter_5_and_12_uses_of_serve_still_work():
+    status, out, _ = call("serve", "llama-3-8b", "--gpu", "h100-sxm", "--context", "8192", "--kv-dtype", "fp8")
+    assert status == 0 and "largest batch that fits" in out
+    status, out, _ = call("serve", "llama-3-8b", "--gpu", "h200", "--context", "8192", "--curve")
+    assert status == 0 and "latency against throughput" in out

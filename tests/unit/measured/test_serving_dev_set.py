@@ -1,0 +1,97 @@
+"""The serving development set (roofline.measured.serving): the ceiling holds, the estimate's misses are
+counted, the runtime settings are the tool's documented defaults (chapter 13)."""
+
+import pytest
+
+from roofline.core.hardware import get_hardware
+from roofline.measured.cluster import cluster_roof
+from roofline.measured.serving import (ESTIMATE_BAND, TRTLLM_RUNTIME, ceiling_deployment, serving_dev_checks,
+                                       serving_pair, serving_roof, serving_runs, trtllm_bench_limits)
+from roofline.serving.deployment import Deployment, Workload
+
+CHECKS = serving_dev_checks()
+
+
+def test_the_set_is_the_thirteen_published_runs():
+    runs = serving_runs()
+    assert len(runs) == 13 and len({r.id for r in runs}) == 13
+    assert {r.model for r in runs} == {"llama-3.1-8b", "llama-3.1-70b", "llama-3.3-70b", "llama-3.1-405b", "mixtral-8x7b"}
+    one = next(r for r in runs if r.id == "trt014-l31-70b-h100-tp2-128-128")
+    assert (one.tp, one.published, one.workload.requests) == (2, 5194.8171, 30000)
+    assert one.label == "Llama 3.1 70B, H100, TP 2, 128/128"
+
+
+@pytest.mark.parametrize("check", CHECKS, ids=[c.run.id for c in CHECKS])
+def test_the_datasheet_ceiling_is_at_or_above_every_published_run(check):
+    assert check.ceiling.output_tokens_per_s >= check.run.published
+    assert check.ceiling_over_published >= 1.0
+
+
+@pytest.mark.parametrize("check", CHECKS, ids=[c.run.id for c in CHECKS])
+def test_every_estimate_is_no_slower_than_the_run_and_within_half_again(check):
+    """The estimate, kernel by kernel without overlap, still lands above every run (it prices no runtime
+    overhead and no skinny-matmul loss) and within 1.5x of each; chapter 13 says where."""
+    assert 1.0 <= check.estimate_over_published <= 1.5
+
+
+def test_eight_of_thirteen_runs_are_within_the_band():
+    within = [c.run.id for c in CHECKS if c.within_band]
+    assert ESTIMATE_BAND == 1.3 and len(within) == 8
+    assert "trt10-l31-405b-h100-tp8-1000-1000" in within
+    assert "trt014-l31-70b-h200-tp1-128-2048" not in within  # the largest miss: 1.47x
+
+
+def test_the_runtime_settings_are_trtllms_documented_defaults():
+    run = next(r for r in serving_runs() if r.id == "trt014-l31-8b-h100-tp1-128-128")
+    d = run.deployment()
+    assert (d.kv_policy, d.kv_fraction) == (TRTLLM_RUNTIME["kv_policy"][0], TRTLLM_RUNTIME["kv_fraction"][0])
+    assert d.max_batch == 4096 and d.max_tokens == 8192  # the tool's own example: a 7B model, 4,096 and 8,192
+    assert all(key in ("trtllm-runtime-options", "trtllm-kv-cache", "trtllm-bench-tuning")
+               for _, key, _ in TRTLLM_RUNTIME.values())
+
+
+@pytest.mark.parametrize("fit,i,o,pp,expected", [
+    (10_000, 128, 128, 1, (4096, 8192)),     # capped at 4,096, then 4,096 x 2 tokens
+    (150, 2048, 2048, 1, (160, 2048)),       # a multiple of 32 below 256; tokens at least 2,048
+    (20, 128, 128, 1, (64, 2048)),           # at least 64
+    (700, 2048, 128, 1, (768, 12288)),       # a multiple of 128; 700 x 17 = 11,900 rounded up to 1,024s
+    (3000, 2048, 128, 1, (3072, 32768)),     # tokens capped at 32,768
+    (3000, 1000, 1000, 2, (1536, 3072)),     # split over two stages
+])
+def test_trtllm_bench_limits_follow_its_rule(fit, i, o, pp, expected):
+    assert trtllm_bench_limits(fit, i, o, pp) == expected
+
+
+def test_the_ceiling_deployment_drops_every_runtime_cap():
+    d = Deployment(tp=2, kv_policy="reserve", kv_fraction=0.9, max_batch=64, max_tokens=2048)
+    c = ceiling_deployment(d)
+    assert (c.tp, c.kv_policy, c.kv_fraction, c.max_batch, c.max_tokens) == (2, "grow", 1.0, None, None)
+
+
+def test_serving_roofs_and_a_chip_without_a_calibrated_roof():
+    assert serving_roof("h100-sxm", "datasheet", "fp8").kind == "datasheet"
+    assert serving_roof("h100-sxm", "calibrated", "fp8").calibrated
+    with pytest.raises(ValueError, match="roof must be one of"):
+        serving_roof("h100-sxm", "measured")
+    pair = serving_pair("llama-3.1-8b", "b200", Workload(1024, 128), Deployment(weights_dtype="fp8"))
+    assert pair.estimate is None and pair.ceiling.fits
+
+
+def test_the_h200s_fp8_matmuls_are_the_h100s_and_say_so():
+    h200, h100 = cluster_roof("h200-sxm", "fp8"), cluster_roof("h100-sxm", "fp8")
+    assert h200.gemm.ys == h100.gemm.capped(get_hardware("h200-sxm").peak_flops("fp8")).ys
+    assert any("fp8 matmuls reach the H100's" in a for a in h200.assumptions)
+    assert h200.sources["gemm"] == h100.sources["gemm"]
+
+
+@pytest.mark.parametrize("chip", ["h100-sxm", "h200-sxm", "h800-sxm"])
+def test_a_prefill_runs_at_flash_attentions_forward_rate(chip):
+    """FlashAttention-3's forward pass on the H100 (its benchmark) is faster per FLOP than FlashAttention-2's
+    forward and backward together, and no faster than the bf16 peak."""
+    roof = cluster_roof(chip, "bf16")
+    assert roof.attention_forward
+    flops, seq = 1e12, 4096
+    fwd = roof.flash_forward_time(flops, seq)
+    both = roof.flash_time(flops, seq)
+    assert fwd < both
+    assert fwd >= flops / get_hardware(chip).peak_flops("bf16")
