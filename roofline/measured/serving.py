@@ -32,13 +32,13 @@ from roofline.core.checks import count
 from roofline.core.cluster_roof import ClusterRoof, datasheet_cluster_roof
 from roofline.core.hardware import Hardware, get_hardware
 from roofline.core.model import Model, load_model
-from roofline.measured.cluster import CALIBRATED_CHIPS, cluster_roof
+from roofline.measured.cluster import CALIBRATED_CHIPS, EXCLUDED, cluster_roof, microbenchmarks
 from roofline.serving.deployment import (SERVING_ROOFS, Deployment, Sustained, Workload, check_deployment,
                                          largest_batch, sustain)
 
 __all__ = ["serving_roof", "ceiling_deployment", "ServingPair", "serving_pair", "TRTLLM_RUNTIME",
            "trtllm_bench_limits", "ServingRun", "serving_runs", "ServingCheck", "check_serving_run",
-           "serving_dev_checks", "CEILING_RULE", "ESTIMATE_BAND"]
+           "serving_dev_checks", "CEILING_RULE", "ESTIMATE_BAND", "MatmulGap", "skinny_matmul_gaps"]
 
 ESTIMATE_BAND = 1.3
 """The calibrated estimate's target: within this factor of every published figure of the development set."""
@@ -215,3 +215,38 @@ def check_serving_run(run: ServingRun) -> ServingCheck:
 def serving_dev_checks() -> tuple[ServingCheck, ...]:
     """Every run of the development set, checked."""
     return tuple(check_serving_run(r) for r in serving_runs())
+
+
+class MatmulGap(NamedTuple):
+    """One published fp8 matmul of a decode's shape (a few rows) against the price the H100's calibrated roof
+    gives its FLOPs and bytes: ``ratio`` above 1 means the matmul took longer than priced."""
+
+    record: str
+    rows: int
+    n: int
+    k: int
+    measured_flops_per_s: float
+    priced_flops_per_s: float
+
+    @property
+    def ratio(self) -> float:
+        return self.priced_flops_per_s / self.measured_flops_per_s
+
+
+def skinny_matmul_gaps(most_rows: int = 128) -> tuple[MatmulGap, ...]:
+    """Where the serving estimate is optimistic, measured: DeepGEMM's fp8 matmuls of at most ``most_rows`` rows
+    on the H800 (the H100's die and HBM), each against what the H100's fp8 roof prices for it, its FLOPs at the
+    rate of a matmul of that size (a curve from square shapes) or its bytes at the STREAM rate, whichever is
+    longer. Records excluded from the curves (:data:`~roofline.measured.cluster.EXCLUDED`) are left out."""
+    roof = cluster_roof("h100-sxm", "fp8")
+    out = []
+    for rid, r in microbenchmarks().items():
+        if r.get("category") != "gemm" or not str(r.get("gpu", "")).startswith("H800") or rid in EXCLUDED:
+            continue
+        m, n, k = r["shape_mnk"]
+        if m > most_rows:
+            continue
+        flops = 2.0 * m * n * k
+        seconds = roof.gemm_time(flops, k * n + m * k + 2.0 * m * n)  # fp8 operands, a 16-bit output
+        out.append(MatmulGap(rid, m, n, k, float(r["value"]) * 1e12, flops / seconds))
+    return tuple(sorted(out, key=lambda g: (g.rows, g.record)))
