@@ -258,26 +258,25 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def positive(text: str) -> float:
-    """An argparse type: a positive finite number (a rate, seconds)."""
+def _number_in(text: str, inside, expected: str) -> float:
+    """``text`` as a float if ``inside(value)`` (nan is never inside), else argparse's one-line error."""
     try:
         value = float(text)
     except ValueError:
         value = float("nan")
-    if not 0 < value < float("inf"):  # also refuses nan
-        raise argparse.ArgumentTypeError(f"expected a positive finite number, such as 0.05, got {text[:40]!r}")
+    if not inside(value):
+        raise argparse.ArgumentTypeError(f"expected {expected}, got {text[:40]!r}")
     return value
+
+
+def positive(text: str) -> float:
+    """An argparse type: a positive finite number (a rate, seconds)."""
+    return _number_in(text, lambda v: 0 < v < float("inf"), "a positive finite number, such as 0.05")
 
 
 def share(text: str) -> float:
     """An argparse type: a share at least 0 and below 1 (a prefix cache's hit rate)."""
-    try:
-        value = float(text)
-    except ValueError:
-        value = float("nan")
-    if not 0 <= value < 1:
-        raise argparse.ArgumentTypeError(f"expected a share at least 0 and below 1, such as 0.5, got {text[:40]!r}")
-    return value
+    return _number_in(text, lambda v: 0 <= v < 1, "a share at least 0 and below 1, such as 0.5")
 
 
 def pool_split(text: str) -> tuple[int, int]:
@@ -290,13 +289,7 @@ def pool_split(text: str) -> tuple[int, int]:
 
 def acceptance(text: str) -> float:
     """An argparse type: an acceptance rate in [0, 1)."""
-    try:
-        value = float(text)
-    except ValueError:
-        value = float("nan")
-    if not 0 <= value < 1:  # also refuses nan
-        raise argparse.ArgumentTypeError(f"expected an acceptance rate at least 0 and below 1, such as 0.8, got {text[:40]!r}")
-    return value
+    return _number_in(text, lambda v: 0 <= v < 1, "an acceptance rate at least 0 and below 1, such as 0.8")
 
 
 def _moe_flags(p: argparse.ArgumentParser) -> None:

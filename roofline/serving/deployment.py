@@ -597,18 +597,28 @@ def _colocated_at(m, d, roof, w, b: float):
     return step, tpot, ttft
 
 
+def _bisect(ok, lo: float, hi: float) -> tuple[float, float]:
+    """Narrow ``[lo, hi]``, geometrically, to the point where ``ok`` turns from true (at ``lo``) to false (at
+    ``hi``): the last true and first false points, within 0.05% of each other."""
+    for _ in range(80):
+        if hi / lo < 1.0005:
+            break
+        mid = math.sqrt(lo * hi)
+        lo, hi = (mid, hi) if ok(mid) else (lo, mid)
+    return lo, hi
+
+
 def _largest(feasible, hi: float, lo: float = 1.0) -> float | None:
     """The largest ``b`` in ``[lo, hi]`` with ``feasible(b)``, for a predicate true below some point."""
     if hi < lo or not feasible(lo):
         return None
-    if feasible(hi):
-        return hi
-    for _ in range(60):
-        mid = math.sqrt(lo * hi)
-        lo, hi = (mid, hi) if feasible(mid) else (lo, mid)
-        if hi / lo < 1.0005:
-            break
-    return lo
+    return hi if feasible(hi) else _bisect(feasible, lo, hi)[0]
+
+
+def _smallest(ok, hi: float) -> float:
+    """The smallest ``b`` in ``(0, hi]`` with ``ok(b)``, for a predicate true above some point and at ``hi``."""
+    lo = 1e-6
+    return lo if ok(lo) else _bisect(lambda b: not ok(b), lo, hi)[1]
 
 
 def sustain(model: Model | str, hardware: Hardware, workload: Workload, deployment: Deployment, roof: ClusterRoof,
@@ -723,19 +733,6 @@ def _waves(m, d, roof, w: Workload, base: dict, mem: _Memory, limit: str) -> Sus
 
 def _waves_note(n: int, b: float) -> str:
     return f"one wave of {b:,.0f} requests" if n == 1 else f"{n} waves of at most {b:,.0f} requests"
-
-
-def _smallest(ok, hi: float) -> float:
-    """The smallest ``b`` in ``(0, hi]`` with ``ok(b)``, for a predicate true above some point and at ``hi``."""
-    lo = 1e-6
-    if ok(lo):
-        return lo
-    for _ in range(80):
-        mid = math.sqrt(lo * hi)
-        lo, hi = (lo, mid) if ok(mid) else (mid, hi)
-        if hi / lo < 1.0005:
-            break
-    return hi
 
 
 def _link_rate(m: Model, d: Deployment, roof: ClusterRoof) -> float:
