@@ -443,7 +443,8 @@ def _weights_per_gpu(m: Model, d: Deployment) -> float:
         experts = sum(lin.params for lin in m.expert_linears()) * e.num_experts / (d.tp * d.dp_attention)
         shared = sum(np.prod(linear_shard(lin, d.tp, m.num_kv_heads)) for lin in m.shared_expert_linears())
         per += (experts + shared + m.router().params) * moe_layers
-    ends = (m.embedding_params + m.lm_head_params) / d.tp
+    # the embedding on the first stage, the output head on the last (both on the one stage of a single one)
+    ends = (m.embedding_params + m.lm_head_params if d.pp == 1 else max(m.embedding_params, m.lm_head_params)) / d.tp
     return float(per * stage * wb + ends * wb)
 
 
