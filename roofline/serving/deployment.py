@@ -753,18 +753,20 @@ def _disaggregated(m: Model, hw: Hardware, w: Workload, d: Deployment, roof: Clu
     if mem.batch < 1:
         return Sustained(**base, fits=False, output_tokens_per_s=0.0, ttft_s=None, tpot_s=None, batch=0,
                          memory_per_gpu=mem.weights, limit="memory", bound="memory")
-    # prefill pool: prompts gathered to PREFILL_BATCH_TOKENS a step
+    # prefill pool: at capacity, prompts gathered to PREFILL_BATCH_TOKENS a step
+    def prefill_step(n):
+        return d.pp * step_time(m, d, roof, decode=0.0, context=w.input_tokens, prefill=n * w.computed_tokens,
+                                keys=w.cached_tokens + w.computed_tokens / 2.0, seq=w.input_tokens).seconds
+
     n_prompts = max(1.0, PREFILL_BATCH_TOKENS / max(w.computed_tokens, 1.0))
-    pre = step_time(m, d, roof, decode=0.0, context=w.input_tokens, prefill=n_prompts * w.computed_tokens,
-                    keys=w.cached_tokens + w.computed_tokens / 2.0, seq=w.input_tokens)
-    prefill_rate = rp * n_prompts / (d.pp * pre.seconds)
+    prefill_rate = rp * n_prompts / prefill_step(n_prompts)
     # the cache of every prompt, sent by the prefill replica's GPUs in parallel
     cache = float(m.kv_cache_bytes(w.input_tokens, d.kv))
     link = _link_rate(m, d, roof)
     per_gpu_bytes = cache / d.replica_gpus
     transfer = 0.0 if math.isinf(link) else roof.latency_s + per_gpu_bytes / link
     link_rate = math.inf if math.isinf(link) else P * link / cache
-    ttft = d.pp * pre.seconds * (0.5 + 1.0) + transfer
+    ttft = 1.5 * prefill_step(n_prompts) + transfer  # half a step's wait to be gathered, then the step
 
     def decode_at(b):
         st = step_time(m, d, roof, decode=b, context=w.input_tokens + w.output_tokens / 2.0)
@@ -796,6 +798,10 @@ def _disaggregated(m: Model, hw: Hardware, w: Workload, d: Deployment, roof: Clu
         r_c = w.concurrency / (ttft + (w.output_tokens - 1) * tpot)
         if r_c < rate:
             rate, limit = r_c, "load"
+    if w.load != "offline" and 0 < rate < prefill_rate:
+        # below capacity a prefill step gathers only the prompts that arrive while the last one runs
+        n = _smallest(lambda x: rp * x / prefill_step(x) >= rate, n_prompts) if rp / prefill_step(1.0) < rate else 1.0
+        ttft = 1.5 * prefill_step(max(n, 1.0)) + transfer
     if slos["ttft_slo"] is not None and ttft > slos["ttft_slo"]:
         rate, limit = 0.0, "slo"
     # the decode pool's batch at that rate

@@ -252,3 +252,12 @@ def test_the_frontier_climbs_in_throughput_and_latency_to_the_memory_wall():
     f = frontier("llama-3.1-70b", H100, Workload(2048, 256), Deployment(tp=4, **FP8), CAL["h100"])
     assert f.batch[-1] == f.max_batch and f.batch[0] == 1
     assert np.all(np.diff(f.tokens_per_s_per_gpu) > 0) and np.all(np.diff(f.tpot_s) > 0)
+
+
+def test_a_lightly_loaded_prefill_pool_does_not_wait_to_fill_a_step():
+    d = Deployment(**FP8, disaggregate=(2, 6))
+    light = sustain("llama-3.1-8b", H100, Workload(2048, 256, rate=0.5), d, CAL["h100"])
+    heavy = sustain("llama-3.1-8b", H100, Workload(2048, 256), d, CAL["h100"])
+    alone = step_time("llama-3.1-8b", d, CAL["h100"], decode=0, context=2048, prefill=2048, keys=1024, seq=2048).seconds
+    assert light.ttft_s == pytest.approx(1.5 * alone + light.kv_transfer_s)
+    assert light.ttft_s < heavy.ttft_s
