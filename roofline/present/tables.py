@@ -700,6 +700,25 @@ def rules_table(examples: Mapping[str, Sequence], title: str = "") -> Table:
     return Table(("rule", *examples), tuple(rows), title)
 
 
+def rule_check_table(rows: Mapping[str, object], *, rule: str = "rule", model: str = "full model",
+                     title: str = "") -> Table:
+    """Chapters 1, 5, 7, 8, 9 and 11, "The rule, by hand": one rule for a few cases, one row each (a label
+    and a :class:`~roofline.parallel.rules.RuleResult`): the rule's value, the full model's answer to the
+    same question (the planner's, the serving or training model's) and the result's reason, why the two
+    part or that they agree. ``rule`` and ``model`` head the two value columns."""
+    if not isinstance(rows, Mapping) or not rows:
+        raise TypeError(f"rows must map a label to a RuleResult, got {type(rows).__name__}")
+    bad = [label for label, r in rows.items() if not all(hasattr(r, a) for a in ("value", "model_value", "reason"))]
+    if bad:
+        raise TypeError(f"rows must map each label to a RuleResult (from roofline.parallel.rules); "
+                        f"{', '.join(map(repr, bad))} {'is' if len(bad) == 1 else 'are'} not")
+    body = tuple((label, rule_cell(r.value), rule_cell(r.model_value), r.reason) for label, r in rows.items())
+    return Table(("case", rule, model, "why they part"), body, title, wrap=("case", "why they part"))
+
+
+__all__ += ["rule_check_table"]
+
+
 # --- appendix C: the cluster model against published runs ---------------------------------------------------
 
 __all__ += ["cluster_roof_table", "development_table", "step_parts_table", "short_layout"]

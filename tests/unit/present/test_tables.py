@@ -508,3 +508,19 @@ def test_rules_table_refuses_examples_of_different_rules():
                             "b": rules.rules_for("llama-3-8b", "h100", tp=4)})
     with pytest.raises(TypeError, match="examples"):
         tables.rules_table([])
+
+
+def test_rule_check_table_sets_each_case_beside_the_full_model_with_the_reason():
+    from roofline.parallel import rules
+    from roofline.present import tables
+
+    a, b = rules.fsdp_check("llama-3-8b", "h100-sxm"), rules.attention_check("llama-3-8b")
+    t = tables.rule_check_table({"FSDP": a, "attention": b}, rule="rule", model="model", title="t")
+    assert t.columns == ("case", "rule", "model", "why they part")
+    assert t.column("rule") == (tables.rule_cell(a.value), tables.rule_cell(b.value))
+    assert t.column("model") == (tables.rule_cell(a.model_value), tables.rule_cell(b.model_value))
+    assert t.column("why they part") == (a.reason, b.reason) and "why they part" in t.wrap
+    with pytest.raises(TypeError, match="RuleResult"):
+        tables.rule_check_table({"x": 3.0})
+    with pytest.raises(TypeError, match="map"):
+        tables.rule_check_table([])
