@@ -41,7 +41,7 @@ from roofline.workloads.memory import weight_bytes
 from roofline.workloads.training import step_tokens, training_flops_per_token
 
 __all__ = ["ridge", "vector_roof", "vector_ridge", "dot_intensity", "dp_tokens", "dp_tokens_closed", "fsdp_tokens",
-           "tp_width", "MixedOptimum", "mixed_optimum", "decode_tp_bound", "attention_crossover",
+           "tp_width", "MixedOptimum", "mixed_optimum", "decode_tp_constant", "decode_tp_bound", "attention_crossover",
            "attention_crossover_exact", "kv_bound_batch", "decode_compute_batch", "Band", "time_band", "RuleResult",
            "band_check", "decode_batch_check", "kv_batch_check", "fsdp_check", "decode_tp_check", "mixed_checks",
            "attention_check", "rules_for", "find_rule", "AGAINST"]
@@ -181,6 +181,14 @@ def tp_width(model: Model | str, tp, hardware: Hardware | str, tier: str = "scal
     return hiding_width(model, tp, hardware, tier, dtype=dtype)
 
 
+def decode_tp_constant(model: Model | str) -> float:
+    """Chapter 8: ``F_d = N_layer / (4 h)``, the model's constant in :func:`decode_tp_bound` (``kappa h / 4``
+    with ``N_layer = kappa h^2``), in tokens: a layer's matmul weights over the four hidden states' worth of
+    elements its two all-reduces carry per token (Llama 3 70B: 26,112)."""
+    m = _dense(model, "decode_tp_constant")
+    return m.layer_matmul_params / (4 * m.hidden_size)
+
+
 def decode_tp_bound(model: Model | str, hardware: Hardware | str, batch=1, *, tier: str = "scale_up",
                     dtype: str = "bf16", weights_dtype: str | None = None):
     """Chapter 8: the largest tensor-parallel degree at which a memory-bound decode step's all-reduces still
@@ -200,9 +208,7 @@ def decode_tp_bound(model: Model | str, hardware: Hardware | str, batch=1, *, ti
     a = dtype_bytes(dtype)
     aw = dtype_bytes(weights_dtype or dtype)
     w = hw.link(tier).each_way
-    reads = aw * m.layer_matmul_params / hw.hbm_bandwidth
-    per_degree = 4 * np.asarray(b, dtype=float) * m.hidden_size * a / w
-    out = 1 + reads / per_degree
+    out = 1 + decode_tp_constant(m) * (aw / a) * (w / hw.hbm_bandwidth) / np.asarray(b, dtype=float)
     return float(out) if np.ndim(out) == 0 else out
 
 
@@ -422,11 +428,16 @@ def decode_tp_check(model: Model | str, hardware: Hardware | str, batch=64, cont
     degrees = tuple(count("degrees", d) for d in degrees)
     bound = decode_tp_bound(m, hw, batch)
     best = best_degree(m, hw, degrees, batch=batch, context=context, gpus_per_node=g)
-    if best.t >= min(bound, max(degrees)):
-        reason = "agree: the largest degree on offer pays"
-    else:
+    below = [d for d in degrees if d <= bound]
+    pick = max(below) if below else min(degrees)  # the degree the rule picks: the largest under its bound
+    if best.t == pick:
+        reason = ("agree: the largest degree on offer pays" if pick == max(degrees) else
+                  "agree: the largest degree under the bound is the fastest")
+    elif best.t < pick:
         reason = (f"latency, which the rule leaves out: {comm_latency_share(best):.0%} of the all-reduces' time at "
-                  f"degree {best.t}" + (", and the node's edge" if max(degrees) > g else ""))
+                  f"degree {best.t}" + (", and the node's edge" if best.t <= g < pick else ""))
+    else:
+        reason = "the KV-cache reads, which the rule leaves out, also fall with t and let a larger degree pay"
     return RuleResult(f"decode tensor-parallel bound at batch {batch}", bound, "GPUs", 8,
                       "t < 1 + F_d / (B rho), F_d = kappa h / 4, rho = B_HBM / B_link",
                       "bandwidth only: no latency, no KV reads; independent of the format", best.t, "GPUs",

@@ -297,3 +297,10 @@ def test_the_band_and_kv_checks_hold_their_laws():
     assert band.model_value <= band.value <= 2
     kv = rules.kv_batch_check("llama-3.1-405b", H100, 4096, 8)
     assert kv.model_value == 0 and "do not fit" in kv.reason
+
+
+def test_the_decode_tp_constant_is_a_layers_weights_over_four_widths():
+    m = load_model("llama-3-70b")
+    assert rules.decode_tp_constant(m) == m.layer_matmul_params / (4 * 8192) == 26112
+    rho = H100.hbm_bandwidth / NVLINK
+    assert rules.decode_tp_bound(m, H100, 32) == pytest.approx(1 + 26112 / (32 * rho))
