@@ -36,7 +36,7 @@ from roofline.parallel.data_parallel import hiding_tokens, tier_thresholds
 from roofline.parallel.planner import bubble_share, plan as plan_layouts
 from roofline.parallel.tensor_parallel import best_degree, check_tp, comm_latency_share, hiding_width, tier_ridge
 from roofline.workloads.inference import compute_bound_batch, decode_step
-from roofline.workloads.kv_cache import check_context, kv_bytes_per_token, largest_batch
+from roofline.workloads.kv_cache import check_context, largest_batch
 from roofline.workloads.memory import weight_bytes
 from roofline.workloads.training import step_tokens, training_flops_per_token
 
@@ -308,12 +308,14 @@ def attention_crossover_exact(model: Model | str, *, against: str = "mlp", limit
 def kv_bound_batch(model: Model | str, context, *, kv_dtype: str = "bf16", weights_dtype: str = "bf16"):
     """Chapter 5: the decode batch at which a step reads as many KV-cache bytes as weight bytes,
     ``weights / (context x kv bytes per token)``: past it the cache, not the weights, is the larger read,
-    and a bigger batch no longer spreads the step's bytes over more tokens. (Chapter 5's
+    and a bigger batch no longer spreads the step's bytes over more tokens. A sliding-window layer keeps
+    only its window (:meth:`~roofline.core.model.Model.kv_cache_bytes`), so a sequence's cache is counted
+    as the model holds it. (Chapter 5's
     ``weights_kv_crossover`` asks the same equality for the context at a given batch.) Broadcasts over
     ``context``."""
     m = load_model(model)
     c = number("context", context, integer=True)
-    out = weight_bytes(m, weights_dtype=weights_dtype) / (np.asarray(c, dtype=float) * kv_bytes_per_token(m, kv_dtype))
+    out = weight_bytes(m, weights_dtype=weights_dtype) / np.asarray(m.kv_cache_bytes(c, kv_dtype), dtype=float)
     return float(out) if np.ndim(out) == 0 else out
 
 

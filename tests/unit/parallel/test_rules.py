@@ -304,3 +304,10 @@ def test_the_decode_tp_constant_is_a_layers_weights_over_four_widths():
     assert rules.decode_tp_constant(m) == m.layer_matmul_params / (4 * 8192) == 26112
     rho = H100.hbm_bandwidth / NVLINK
     assert rules.decode_tp_bound(m, H100, 32) == pytest.approx(1 + 26112 / (32 * rho))
+
+
+def test_the_kv_bound_batch_counts_a_sliding_windows_cache_as_the_model_keeps_it():
+    g = load_model("gemma-2-9b")  # every other layer keeps only its window of 4,096 tokens
+    assert rules.kv_bound_batch(g, 8192) == pytest.approx(weight_bytes(g) / g.kv_cache_bytes(8192))
+    assert rules.kv_bound_batch(g, 8192) > weight_bytes(g) / (8192 * g.kv_bytes_per_token())
+    assert rules.kv_bound_batch(g, 2048) == pytest.approx(weight_bytes(g) / (2048 * g.kv_bytes_per_token()))
