@@ -524,3 +524,17 @@ def test_rule_check_table_sets_each_case_beside_the_full_model_with_the_reason()
         tables.rule_check_table({"x": 3.0})
     with pytest.raises(TypeError, match="map"):
         tables.rule_check_table([])
+
+
+def test_layer_table_lists_a_layers_pieces_and_adds_them_up():
+    from roofline.core.model import layer_components, load_model
+    from roofline.present import tables
+
+    t = tables.layer_table(["llama-3-8b", "llama-3-70b"], 8192, title="layer")
+    assert t.column("piece")[:7] == ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+    assert t.column("piece")[-1] == "layer" and t.rows[-1][1] == "218M"  # Llama 3 8B's layer: 218,103,808 weights
+    assert t.column("Llama 3 8B: params")[7] == "8,192"  # two norms of 4,096
+    with pytest.raises(ValueError, match="at least one"):
+        tables.layer_table([], 8192)
+    m = load_model("llama-3-8b")
+    assert sum(c.params for c in layer_components(m, 1)) == m.layer_matmul_params + 2 * m.hidden_size
