@@ -17,7 +17,7 @@ from roofline.core.hardware import get_hardware
 from roofline.workloads.memory import (KORTHIKANTI_CONFIGS, RECIPES, RECOMPUTE_POLICIES, activation_bytes,
                                        korthikanti_bytes, kv_cache_capacity_tokens, layer_activations, model_state,
                                        saved_tensors, weight_bytes)
-from roofline.core.model import load_model
+from roofline.core.model import layer_components, load_model
 from roofline.core.ops import matmul
 from roofline.core.network import Tier
 from roofline.workloads.quantization import (FLOAT_LAYOUTS, INTEGER_LEVELS, PUBLISHED, SCHEMES, float_range,
@@ -704,8 +704,6 @@ def layer_table(models: Sequence, context: int, title: str = "") -> Table:
     """Chapter 2: one decoder layer piece by piece (:func:`roofline.core.model.layer_components`) for each
     model, its parameters and its forward FLOPs per token at ``context`` tokens (causal), with the layer's
     total as the last row."""
-    from roofline.core.model import layer_components
-
     models = [load_model(m) for m in models]
     if not models:
         raise ValueError("models must name at least one model")
