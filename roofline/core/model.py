@@ -353,6 +353,12 @@ class Model:
         return sum(lin.params for lin in self.layer_linears())
 
     @property
+    def mlp_matmul_params(self) -> int:
+        """``N_mlp``: the weights (and biases) of one dense layer's MLP matrices (chapter 11; Llama 3 8B:
+        176,160,768, three matrices of 4,096 x 14,336)."""
+        return sum(lin.params for lin in self.dense_mlp_linears())
+
+    @property
     def decoder_matmul_params(self) -> int:
         """Matmul weights of all decoder layers, every expert included."""
         if self.moe is None:

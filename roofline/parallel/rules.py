@@ -262,8 +262,7 @@ def mixed_optimum(model: Model | str, hardware: Hardware | str, *, tokens, nodes
 def _against(m: Model, against: str) -> float:
     if against not in AGAINST:
         raise unknown_name("against", against, AGAINST)
-    lins = m.dense_mlp_linears() if against == "mlp" else m.layer_linears()
-    return float(sum(lin.params for lin in lins))
+    return float(m.mlp_matmul_params if against == "mlp" else m.layer_matmul_params)
 
 
 def attention_crossover(model: Model | str, *, against: str = "mlp", causal: bool = True) -> float:

@@ -281,3 +281,9 @@ def test_layer_components_refuses_experts_and_bad_input():
         layer_components("llama-3-8b", 4096, causal="half")
     with pytest.raises(ValueError, match="context"):
         layer_components("llama-3-8b", 0)
+
+
+def test_mlp_matmul_params_is_the_three_matrices_of_a_gated_mlp():
+    m = rl.load_model("llama-3-8b")
+    assert m.mlp_matmul_params == 3 * 4096 * 14336 == 176_160_768
+    assert rl.load_model("gpt2").mlp_matmul_params == sum(lin.params for lin in rl.load_model("gpt2").dense_mlp_linears())
