@@ -15,6 +15,7 @@ from functools import cache
 from importlib import resources
 from pathlib import Path
 from types import MappingProxyType
+from typing import NamedTuple
 
 import numpy as np
 
@@ -350,6 +351,12 @@ class Model:
     def layer_matmul_params(self) -> int:
         """Weights (and biases) of one layer's matmuls (an error for a mixture-of-experts model)."""
         return sum(lin.params for lin in self.layer_linears())
+
+    @property
+    def mlp_matmul_params(self) -> int:
+        """``N_mlp``: the weights (and biases) of one dense layer's MLP matrices (chapter 11; Llama 3 8B:
+        176,160,768, three matrices of 4,096 x 14,336)."""
+        return sum(lin.params for lin in self.dense_mlp_linears())
 
     @property
     def decoder_matmul_params(self) -> int:
@@ -865,3 +872,42 @@ def model_config(name: str) -> dict:
 
 
 __all__ += ["model_config"]
+
+
+class LayerComponent(NamedTuple):
+    """Chapter 2: one piece of a decoder layer: its ``name``, its ``params`` and its forward FLOPs per token
+    (``flops``)."""
+
+    name: str
+    params: int
+    flops: float
+
+
+def layer_components(model: Model | str, context: int, *, causal: bool = True) -> tuple[LayerComponent, ...]:
+    """Chapter 2: one full-attention decoder layer of a dense model, piece by piece, with its parameters and
+    forward FLOPs per token in a sequence of ``context`` tokens.
+
+    Each matmul (:meth:`Model.layer_linears`: the q, k, v and o projections, the MLP's gate, up and down) runs
+    two FLOPs per weight per token (a multiply and an add). The layer's norms hold ``norms_per_layer`` scales
+    of the hidden size (:attr:`Model.norm_params`, less the final norm, per layer) and are charged two FLOPs a
+    scale a token, as the first-order count of chapter 1 charges them. Attention's score (``QK^T``) and value
+    (``PV``) products hold no parameters; over the sequence they run ``2 S^2 d`` FLOPs each, half of that with
+    the causal mask (:func:`roofline.core.ops.attention_flops`), so ``S d`` a token each with the mask and ``2 S
+    d`` without."""
+    m = load_model(model)
+    if m.moe is not None or m.mla is not None:
+        raise NotModelledError(f"layer_components lists one dense layer; {m.name} has "
+                               f"{'experts' if m.moe is not None else 'latent attention'}")
+    s = int(number("context", context, integer=True))
+    if not isinstance(causal, bool):
+        raise TypeError(f"causal must be True or False, got {causal!r}")
+    out = [LayerComponent(lin.name, lin.params, 2.0 * lin.params) for lin in m.layer_linears()]
+    final = m.hidden_size * (2 if m.norm_bias else 1)
+    norms = (m.norm_params - final) // m.num_layers
+    out.append(LayerComponent("norms", norms, 2.0 * norms))
+    pair = float(attention_flops(s, s, m.attention_width, 1, causal="half" if causal else False)) / (2 * s)
+    out += [LayerComponent("attention scores (QK^T)", 0, pair), LayerComponent("attention values (PV)", 0, pair)]
+    return tuple(out)
+
+
+__all__ += ["LayerComponent", "layer_components"]

@@ -33,17 +33,18 @@ from roofline.core.network import cluster
 from roofline.core.roof import predict, ridge_point
 from roofline.core.units import dtype_bytes
 from roofline.parallel.data_parallel import hiding_tokens, tier_thresholds
-from roofline.parallel.planner import plan as plan_layouts
-from roofline.parallel.tensor_parallel import best_degree, check_tp, hiding_width, tier_ridge
+from roofline.parallel.planner import bubble_share, plan as plan_layouts
+from roofline.parallel.tensor_parallel import best_degree, check_tp, comm_latency_share, hiding_width, tier_ridge
 from roofline.workloads.inference import compute_bound_batch, decode_step
-from roofline.workloads.kv_cache import check_context, kv_bytes_per_token, largest_batch
+from roofline.workloads.kv_cache import check_context, largest_batch
 from roofline.workloads.memory import weight_bytes
 from roofline.workloads.training import step_tokens, training_flops_per_token
 
 __all__ = ["ridge", "vector_roof", "vector_ridge", "dot_intensity", "dp_tokens", "dp_tokens_closed", "fsdp_tokens",
-           "tp_width", "MixedOptimum", "mixed_optimum", "decode_tp_bound", "attention_crossover",
+           "tp_width", "MixedOptimum", "mixed_optimum", "decode_tp_constant", "decode_tp_bound", "attention_crossover",
            "attention_crossover_exact", "kv_bound_batch", "decode_compute_batch", "Band", "time_band", "RuleResult",
-           "rules_for", "find_rule", "AGAINST"]
+           "band_check", "decode_batch_check", "kv_batch_check", "fsdp_check", "decode_tp_check", "mixed_checks",
+           "attention_check", "rules_for", "find_rule", "AGAINST"]
 
 AGAINST = ("mlp", "layer")
 """What attention's FLOPs are set against in :func:`attention_crossover`: the MLP's matmuls, or every matmul
@@ -180,6 +181,14 @@ def tp_width(model: Model | str, tp, hardware: Hardware | str, tier: str = "scal
     return hiding_width(model, tp, hardware, tier, dtype=dtype)
 
 
+def decode_tp_constant(model: Model | str) -> float:
+    """Chapter 8: ``F_d = N_layer / (4 h)``, the model's constant in :func:`decode_tp_bound` (``kappa h / 4``
+    with ``N_layer = kappa h^2``), in tokens: a layer's matmul weights over the four hidden states' worth of
+    elements its two all-reduces carry per token (Llama 3 70B: 26,112)."""
+    m = _dense(model, "decode_tp_constant")
+    return m.layer_matmul_params / (4 * m.hidden_size)
+
+
 def decode_tp_bound(model: Model | str, hardware: Hardware | str, batch=1, *, tier: str = "scale_up",
                     dtype: str = "bf16", weights_dtype: str | None = None):
     """Chapter 8: the largest tensor-parallel degree at which a memory-bound decode step's all-reduces still
@@ -199,9 +208,7 @@ def decode_tp_bound(model: Model | str, hardware: Hardware | str, batch=1, *, ti
     a = dtype_bytes(dtype)
     aw = dtype_bytes(weights_dtype or dtype)
     w = hw.link(tier).each_way
-    reads = aw * m.layer_matmul_params / hw.hbm_bandwidth
-    per_degree = 4 * np.asarray(b, dtype=float) * m.hidden_size * a / w
-    out = 1 + reads / per_degree
+    out = 1 + decode_tp_constant(m) * (aw / a) * (w / hw.hbm_bandwidth) / np.asarray(b, dtype=float)
     return float(out) if np.ndim(out) == 0 else out
 
 
@@ -255,8 +262,7 @@ def mixed_optimum(model: Model | str, hardware: Hardware | str, *, tokens, nodes
 def _against(m: Model, against: str) -> float:
     if against not in AGAINST:
         raise unknown_name("against", against, AGAINST)
-    lins = m.dense_mlp_linears() if against == "mlp" else m.layer_linears()
-    return float(sum(lin.params for lin in lins))
+    return float(m.mlp_matmul_params if against == "mlp" else m.layer_matmul_params)
 
 
 def attention_crossover(model: Model | str, *, against: str = "mlp", causal: bool = True) -> float:
@@ -301,12 +307,14 @@ def attention_crossover_exact(model: Model | str, *, against: str = "mlp", limit
 def kv_bound_batch(model: Model | str, context, *, kv_dtype: str = "bf16", weights_dtype: str = "bf16"):
     """Chapter 5: the decode batch at which a step reads as many KV-cache bytes as weight bytes,
     ``weights / (context x kv bytes per token)``: past it the cache, not the weights, is the larger read,
-    and a bigger batch no longer spreads the step's bytes over more tokens. (Chapter 5's
+    and a bigger batch no longer spreads the step's bytes over more tokens. A sliding-window layer keeps
+    only its window (:meth:`~roofline.core.model.Model.kv_cache_bytes`), so a sequence's cache is counted
+    as the model holds it. (Chapter 5's
     ``weights_kv_crossover`` asks the same equality for the context at a given batch.) Broadcasts over
     ``context``."""
     m = load_model(model)
     c = number("context", context, integer=True)
-    out = weight_bytes(m, weights_dtype=weights_dtype) / (np.asarray(c, dtype=float) * kv_bytes_per_token(m, kv_dtype))
+    out = weight_bytes(m, weights_dtype=weights_dtype) / np.asarray(m.kv_cache_bytes(c, kv_dtype), dtype=float)
     return float(out) if np.ndim(out) == 0 else out
 
 
@@ -340,13 +348,161 @@ class RuleResult:
     reason: str = ""
 
 
+def band_check(model: Model | str, hardware: Hardware | str, batch=64, context=4096) -> RuleResult:
+    """Chapter 1: the max-to-sum band (:func:`time_band`) of a decode step of ``batch`` sequences at
+    ``context``, beside the kernel rule's time over the step rule's."""
+    m, hw = load_model(model), get_hardware(hardware)
+    decode = decode_step(m, count("batch", batch), count("context", context, minimum=0))
+    band = time_band(decode, hw)
+    kernel = float(predict(decode, hw, timing="kernel").time / band.lower)
+    return RuleResult("max-to-sum band", band.ratio, "x", 1, "max(t_c, t_m) <= T <= t_c + t_m",
+                      f"a decode step of {batch} at context {context:,}: serial time over the step rule's",
+                      kernel, "x", "the kernel rule's time over the step rule's (each kernel's own max, summed)",
+                      "inside the band, as every timing rule is; the band is at most 2, reached when compute "
+                      "and memory times are equal")
+
+
+def decode_batch_check(model: Model | str, hardware: Hardware | str, context=0) -> RuleResult:
+    """Chapter 1: :func:`decode_compute_batch` (``B* = I* w / 2``) beside the package's batch sweep of the
+    whole decode step at ``context`` (:func:`~roofline.workloads.inference.compute_bound_batch`), and why
+    they part: the KV cache and attention, which the rule leaves out."""
+    m, hw = load_model(model), get_hardware(hardware)
+    context = count("context", context, minimum=0)
+    bstar = decode_compute_batch(hw)
+    full = compute_bound_batch(m, hw, context)
+    if full is None:
+        reason = ("the KV reads grow with the batch as fast as the FLOPs, so at a long context decode stays "
+                  "memory-bound")
+    elif context == 0:
+        reason = "agree: with no cache the step is its weight matmuls, and the sweep takes the next whole batch"
+    else:
+        reason = "the full step adds the KV cache and attention, which push the crossing later"
+    label = f"compute_bound_batch at context {context:,}"
+    if context:
+        label += f" (at context 0: {compute_bound_batch(m, hw, 0)})"
+    return RuleResult("compute-bound decode batch", bstar, "sequences", 1, "B* = I* w / 2",
+                      "weight reads only: no KV cache, no attention",
+                      full if full is not None else "never", "sequences" if full is not None else "", label, reason)
+
+
+def kv_batch_check(model: Model | str, hardware: Hardware | str, context, gpus=1) -> RuleResult:
+    """Chapter 5: :func:`kv_bound_batch` at ``context`` beside the largest batch whose cache fits on ``gpus``
+    GPUs (:func:`~roofline.workloads.kv_cache.largest_batch`), and which of the two limits comes first."""
+    m, hw = load_model(model), get_hardware(hardware)
+    context = count("context", context)
+    gpus = count("gpus", gpus)
+    kb = kv_bound_batch(m, context)
+    fits = int(largest_batch(m, hw, context, gpus=gpus))
+    many = "s" if gpus > 1 else ""
+    return RuleResult("KV-bound batch", kb, "sequences", 5, "B_kv = weight bytes / (S x KV bytes per token)",
+                      f"context {context:,}, bf16 weights and cache", fits, "sequences",
+                      f"the largest batch that fits in the memory of {gpus} GPU{many}",
+                      f"the weights alone do not fit on {gpus} GPU{many}" if fits == 0 else
+                      "the cache's reads overtake the weights' before memory runs out" if kb < fits else
+                      "memory runs out before the cache's reads overtake the weights'")
+
+
+def fsdp_check(model: Model | str, hardware: Hardware | str, *, nodes=1, gpus_per_node=8) -> RuleResult:
+    """Chapter 7: :func:`fsdp_tokens` beside :func:`~roofline.parallel.data_parallel.hiding_tokens` with
+    ``zero_stage=3``, which sets all of ZeRO-3's traffic against the backward pass."""
+    m, hw = load_model(model), get_hardware(hardware)
+    nodes, g = cluster(nodes, gpus_per_node)
+    fs = fsdp_tokens(m, hw, nodes=nodes, gpus_per_node=g)
+    return RuleResult("FSDP tokens per GPU", fs, "tokens", 7, "the same threshold, gathers behind the forward pass",
+                      "ZeRO-3, forward gather behind the forward pass, the rest behind the backward",
+                      float(hiding_tokens(m, hw, nodes=nodes, gpus_per_node=g, zero_stage=3)), "tokens",
+                      "hiding_tokens(zero_stage=3): all traffic behind the backward pass",
+                      "1.5 times the rule: it gives the forward pass's gather no compute to hide behind")
+
+
+def decode_tp_check(model: Model | str, hardware: Hardware | str, batch=64, context=4096, *, degrees=None,
+                    gpus_per_node=8) -> RuleResult:
+    """Chapter 8: :func:`decode_tp_bound` at ``batch`` beside the fastest of ``degrees`` for a decode step at
+    ``context`` priced degree by degree (:func:`~roofline.parallel.tensor_parallel.best_degree`; degrees past
+    a node are priced hierarchically). ``degrees`` defaults to the powers of two up to the node that the
+    model's heads allow."""
+    m, hw = _dense(model, "decode_tp_check"), get_hardware(hardware)
+    g = count("gpus_per_node", gpus_per_node)
+    batch = count("batch", batch)
+    if degrees is None:
+        degrees = tuple(d for d in (1, 2, 4, 8, 16, 32) if d <= g and _tp_ok(m, d, g))
+    degrees = tuple(count("degrees", d) for d in degrees)
+    bound = decode_tp_bound(m, hw, batch)
+    best = best_degree(m, hw, degrees, batch=batch, context=context, gpus_per_node=g)
+    below = [d for d in degrees if d <= bound]
+    pick = max(below) if below else min(degrees)  # the degree the rule picks: the largest under its bound
+    if best.t == pick:
+        reason = ("agree: the largest degree on offer pays" if pick == max(degrees) else
+                  "agree: the largest degree under the bound is the fastest")
+    elif best.t < pick:
+        reason = (f"latency, which the rule leaves out: {comm_latency_share(best):.0%} of the all-reduces' time at "
+                  f"degree {best.t}" + (", and the node's edge" if best.t <= g < pick else ""))
+    else:
+        reason = "the KV-cache reads, which the rule leaves out, also fall with t and let a larger degree pay"
+    return RuleResult(f"decode tensor-parallel bound at batch {batch}", bound, "GPUs", 8,
+                      "t < 1 + F_d / (B rho), F_d = kappa h / 4, rho = B_HBM / B_link",
+                      "bandwidth only: no latency, no KV reads; independent of the format", best.t, "GPUs",
+                      f"the fastest degree of {', '.join(map(str, degrees))} for decode (best_degree)", reason)
+
+
+def mixed_checks(model: Model | str, hardware: Hardware | str, *, seq, global_batch=None, nodes=1,
+                 gpus_per_node=8, plan=None) -> tuple[RuleResult, RuleResult]:
+    """Chapter 9: :func:`mixed_optimum` for a step of ``global_batch`` sequences of ``seq`` tokens (one a GPU
+    without it) as two results: the tensor degree ``G / N_d_opt`` beside the planner's
+    (:func:`roofline.parallel.planner.plan`), and the tokens per GPU below which mixing pays beside this
+    step's. Without ``global_batch`` the planner is not asked. ``plan``, a plan already made for this
+    model, chip, cluster and step, saves making it again (an error if it answers another question)."""
+    m, hw = _dense(model, "mixed_checks"), get_hardware(hardware)
+    nodes, g = cluster(nodes, gpus_per_node)
+    n = nodes * g
+    seq = count("seq", seq)
+    if plan is not None:
+        asked = (m.name, hw.key, nodes, g, seq, global_batch)
+        held = (plan.model.name, plan.hardware.key, plan.nodes, plan.gpus_per_node, plan.seq, plan.global_batch)
+        if asked != held:
+            raise ValueError(f"plan answers another question: (model, gpu, nodes, gpus_per_node, seq, global_batch) "
+                             f"= {held}, asked {asked}")
+    if global_batch is not None and plan is None:
+        global_batch = count("global_batch", global_batch)
+        step_tokens(global_batch, seq)  # a step's tokens stay a countable whole number
+        plan = plan_layouts(m, hw, nodes=nodes, gpus_per_node=g, seq=seq, global_batch=global_batch)
+    tokens = seq * (global_batch if global_batch is not None else n)
+    per_gpu = tokens / n
+    mo = mixed_optimum(m, hw, tokens=tokens, nodes=nodes, gpus_per_node=g)
+    label = "the planner's tensor degree" if plan is not None else ""
+    mv = plan.best.tp if plan is not None else None
+    mixed = RuleResult("mixed FSDP x TP: tensor degree", mo.y, "GPUs", 9,
+                       "N_d_opt = sqrt(D / F_m x B_d / B_t x G), F_m = 3 kappa h / 8, t = G / N_d_opt",
+                       f"{tokens:,} tokens a step; communication only, large degrees, no pipeline",
+                       mv, "GPUs" if mv is not None else "", label, _mixed_reason(mo, g, plan))
+    pays = RuleResult("mixing pays below", mo.tokens_per_gpu_limit, "tokens per GPU", 9, "D / G < F_m B_t / B_d",
+                      "as the mixed optimum", per_gpu, "tokens per GPU", "this step's tokens per GPU",
+                      "mixing pays here" if mo.pays else "FSDP alone moves fewer bytes here")
+    return mixed, pays
+
+
+def attention_check(model: Model | str) -> RuleResult:
+    """Chapter 11: :func:`attention_crossover` (the causal mask counted) beside the package's exact count
+    (:func:`attention_crossover_exact`)."""
+    m = _dense(model, "attention_check")
+    ac = attention_crossover(m)
+    exact = attention_crossover_exact(m)
+    return RuleResult("attention-MLP crossover", ac, "tokens", 11, "S* = N_mlp / d (causal)",
+                      "causal mask counted as half the square; scores and values against the MLP's matmuls",
+                      exact if exact is not None else "never", "tokens" if exact is not None else "",
+                      "the package's exact count (the triangle pair by pair, windows included)",
+                      "agree within the diagonal the exact count adds" if exact is not None and
+                      abs(exact - ac) <= 1 else "the sliding windows keep attention linear past the window")
+
+
 def rules_for(model: Model | str, hardware: Hardware | str, *, nodes=1, gpus_per_node=8, seq=4096,
               global_batch=None, batch=64, tp=None) -> list[RuleResult]:
     """Every rule of this module for one model on one cluster of ``nodes`` x ``gpus_per_node`` GPUs, in
     chapter order. ``seq`` is the training sequence and the decode context, ``batch`` the decode batch,
     ``tp`` the tensor degree the width rule asks about (default: the node's GPUs); ``global_batch`` (sequences a step) brings in the
     planner (:func:`roofline.parallel.planner.plan`) for the layout rules (without it they stand alone and
-    one sequence per GPU is the training step)."""
+    one sequence per GPU is the training step). Each chapter's own comparison is one of the ``*_check``
+    functions, which take the chapter's cases (a context of 0, degrees past a node)."""
     m, hw = _dense(model, "rules_for"), get_hardware(hardware)
     nodes, g = cluster(nodes, gpus_per_node)
     n = nodes * g
@@ -371,32 +527,9 @@ def rules_for(model: Model | str, hardware: Hardware | str, *, nodes=1, gpus_per
     out.append(RuleResult("vector ridge point", vr, "FLOP/B", 1, "I*_vector = P_fp32 / B_HBM",
                           f"non-tensor FP32 peak; a bf16 dot product has intensity {dot_intensity('bf16'):g} FLOP/B",
                           None, "", "", "a dot product sits below the vector ridge too: memory-bound on either roof"))
-    decode = decode_step(m, batch, seq)
-    band = time_band(decode, hw)
-    kernel = float(predict(decode, hw, timing="kernel").time / band.lower)
-    out.append(RuleResult("max-to-sum band", band.ratio, "x", 1, "max(t_c, t_m) <= T <= t_c + t_m",
-                          f"a decode step of {batch} at context {seq:,}: serial time over the step rule's",
-                          kernel, "x", "the kernel rule's time over the step rule's (each kernel's own max, summed)",
-                          "inside the band, as every timing rule is; the band is at most 2, reached when compute "
-                          "and memory times are equal"))
-    bstar = decode_compute_batch(hw)
-    full = compute_bound_batch(m, hw, seq)
-    full_short = compute_bound_batch(m, hw, 0)
-    out.append(RuleResult("compute-bound decode batch", bstar, "sequences", 1, "B* = I* w / 2",
-                          "weight reads only: no KV cache, no attention",
-                          full if full is not None else "never", "sequences" if full is not None else "",
-                          f"compute_bound_batch at context {seq:,} (at context 0: {full_short})",
-                          "the KV reads grow with the batch as fast as the FLOPs, so at a long context decode "
-                          "stays memory-bound" if full is None else
-                          "the full step adds the KV cache and attention, which push the crossing later"))
-    kb = kv_bound_batch(m, seq)
-    fits = int(largest_batch(m, hw, seq, gpus=tp))
-    out.append(RuleResult("KV-bound batch", kb, "sequences", 5, "B_kv = weight bytes / (S x KV bytes per token)",
-                          f"context {seq:,}, bf16 weights and cache", fits, "sequences",
-                          f"the largest batch that fits in the memory of {tp} GPU{'s' if tp > 1 else ''}",
-                          f"the weights alone do not fit on {tp} GPU{'s' if tp > 1 else ''}" if fits == 0 else
-                          "the cache's reads overtake the weights' before memory runs out" if kb < fits else
-                          "memory runs out before the cache's reads overtake the weights'"))
+    out.append(band_check(m, hw, batch, seq))
+    out.append(decode_batch_check(m, hw, seq))
+    out.append(kv_batch_check(m, hw, seq, tp))
     dp = dp_tokens(m, hw, nodes=nodes, gpus_per_node=g)
     out.append(RuleResult("data-parallel tokens per GPU", dp, "tokens", 7, "D_GPU > (P_peak / B_link) (N_d - 1) / N_d, bf16 gradients",
                           "ring all-reduce behind the backward pass (4N FLOPs a token), no latency",
@@ -405,12 +538,7 @@ def rules_for(model: Model | str, hardware: Hardware | str, *, nodes=1, gpus_per
                           + (f"; the planner's layout leaves {plan.best.data_comm / plan.best.time:.1%} of its step "
                              "in data-parallel traffic (latency, buckets and its own degrees counted)"
                              if plan is not None else "")))
-    fs = fsdp_tokens(m, hw, nodes=nodes, gpus_per_node=g)
-    out.append(RuleResult("FSDP tokens per GPU", fs, "tokens", 7, "the same threshold, gathers behind the forward pass",
-                          "ZeRO-3, forward gather behind the forward pass, the rest behind the backward",
-                          hiding_tokens(m, hw, nodes=nodes, gpus_per_node=g, zero_stage=3), "tokens",
-                          "hiding_tokens(zero_stage=3): all traffic behind the backward pass",
-                          "1.5 times the rule: it gives the forward pass's gather no compute to hide behind"))
+    out.append(fsdp_check(m, hw, nodes=nodes, gpus_per_node=g))
     width = float(tp_width(m, tp, hw))
     wl = f"the model's hidden size (tensor degree {tp})"
     out.append(RuleResult(f"tensor-parallel hiding width at degree {tp}", width, "", 8,
@@ -419,33 +547,9 @@ def rules_for(model: Model | str, hardware: Hardware | str, *, nodes=1, gpus_per
                           "the model is wider: its all-reduces hide" if m.hidden_size >= width else
                           "the model is narrower: its all-reduces cannot hide, which is why the chapter keeps the "
                           "degree small or accepts the wait"))
-    bound = decode_tp_bound(m, hw, batch)
-    degrees = tuple(d for d in (1, 2, 4, 8, 16, 32) if d <= g and _tp_ok(m, d, g))
-    best = best_degree(m, hw, degrees, batch=batch, context=seq, gpus_per_node=g)
-    out.append(RuleResult(f"decode tensor-parallel bound at batch {batch}", bound, "GPUs", 8,
-                          "t < 1 + F_d / (B rho), F_d = kappa h / 4, rho = B_HBM / B_link", "bandwidth only: no latency, no KV reads; "
-                          "independent of the format", best.t, "GPUs",
-                          f"the fastest degree of {', '.join(map(str, degrees))} for decode (best_degree)",
-                          "the all-reduces' latency, which the rule leaves out, and the node's size cap the degree"
-                          if best.t < min(bound, max(degrees)) else "agree: the largest degree on offer pays"))
-    mo = mixed_optimum(m, hw, tokens=tokens, nodes=nodes, gpus_per_node=g)
-    label = "the planner's tensor degree" if plan is not None else ""
-    mv = plan.best.tp if plan is not None else None
-    out.append(RuleResult("mixed FSDP x TP: tensor degree", mo.y, "GPUs", 9,
-                          "N_d_opt = sqrt(D / F_m x B_d / B_t x G), F_m = 3 kappa h / 8, t = G / N_d_opt",
-                          f"{tokens:,} tokens a step; communication only, large degrees, no pipeline",
-                          mv, "GPUs" if mv is not None else "", label, _mixed_reason(mo, g, plan)))
-    out.append(RuleResult("mixing pays below", mo.tokens_per_gpu_limit, "tokens per GPU", 9, "D / G < F_m B_t / B_d",
-                          "as the mixed optimum", per_gpu, "tokens per GPU", "this step's tokens per GPU",
-                          "mixing pays here" if mo.pays else "FSDP alone moves fewer bytes here"))
-    ac = attention_crossover(m)
-    exact = attention_crossover_exact(m)
-    out.append(RuleResult("attention-MLP crossover", ac, "tokens", 11, "S* = N_mlp / d (causal)",
-                          "causal mask counted as half the square; scores and values against the MLP's matmuls",
-                          exact if exact is not None else "never", "tokens" if exact is not None else "",
-                          "the package's exact count (the triangle pair by pair, windows included)",
-                          "agree within the diagonal the exact count adds" if exact is not None and
-                          abs(exact - ac) <= 1 else "the sliding windows keep attention linear past the window"))
+    out.append(decode_tp_check(m, hw, batch, seq, gpus_per_node=g))
+    out.extend(mixed_checks(m, hw, seq=seq, global_batch=global_batch, nodes=nodes, gpus_per_node=g, plan=plan))
+    out.append(attention_check(m))
     return out
 
 
@@ -463,15 +567,22 @@ def find_rule(results, name: str) -> RuleResult:
 
 def _mixed_reason(mo: MixedOptimum, g: int, plan) -> str:
     if mo.y > g:
-        head = f"the rule asks for more than a node's {g} GPUs, and tensor parallelism stops at the node"
+        head = f"tensor parallelism stops at the node's {g} GPUs"
     elif mo.y < 1:
         head = "the rule's optimum is FSDP alone (N_d_opt above G)"
     else:
-        head = "the rule counts communication alone"
+        head = "the rule counts bytes alone"
     if plan is None:
         return head + "; pass global_batch for the planner"
-    return (f"{head}; the planner, weighing compute, the bubble, memory and latency too, chose "
-            f"{plan.best.describe()}")
+    b = plan.best
+    if mo.y < 1 and b.tp == 1:
+        head = "agree: no tensor parallelism (N_d_opt above G)"
+    chose = f"TP {b.tp} x PP {b.pp} x DP {b.dp}, ZeRO-{b.zero_stage}"
+    if b.pp > 1:
+        chose += f", a bubble of {bubble_share(b):.0%} of the compute"
+    elif b.zero_stage == 3 and b.data_traffic > 0:
+        chose += f", {1 - b.data_comm / b.data_traffic:.0%} of ZeRO-3's traffic hidden"
+    return f"{head}; the planner chose {chose}"
 
 
 def _tp_ok(m: Model, d: int, g: int) -> bool:

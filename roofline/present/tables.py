@@ -17,7 +17,7 @@ from roofline.core.hardware import get_hardware
 from roofline.workloads.memory import (KORTHIKANTI_CONFIGS, RECIPES, RECOMPUTE_POLICIES, activation_bytes,
                                        korthikanti_bytes, kv_cache_capacity_tokens, layer_activations, model_state,
                                        saved_tensors, weight_bytes)
-from roofline.core.model import load_model
+from roofline.core.model import layer_components, load_model
 from roofline.core.ops import matmul
 from roofline.core.network import Tier
 from roofline.workloads.quantization import (FLOAT_LAYOUTS, INTEGER_LEVELS, PUBLISHED, SCHEMES, float_range,
@@ -698,6 +698,65 @@ def rules_table(examples: Mapping[str, Sequence], title: str = "") -> Table:
         unit = f"{first.unit}, " if first.unit else ""
         rows.append((f"{first.name} ({unit}chapter {first.chapter})", *cells))
     return Table(("rule", *examples), tuple(rows), title)
+
+
+def layer_table(models: Sequence, context: int, title: str = "") -> Table:
+    """Chapter 2: one decoder layer piece by piece (:func:`roofline.core.model.layer_components`) for each
+    model, its parameters and its forward FLOPs per token at ``context`` tokens (causal), with the layer's
+    total as the last row."""
+    models = [load_model(m) for m in models]
+    if not models:
+        raise ValueError("models must name at least one model")
+    parts = [layer_components(m, context) for m in models]
+    names = [c.name for c in parts[0]]
+    for m, p in zip(models, parts):
+        if [c.name for c in p] != names:
+            raise ValueError(f"models must have the same pieces to share a table; {m.name}'s are "
+                             f"{', '.join(c.name for c in p)}, not {', '.join(names)}")
+    rows = []
+    for i, name in enumerate(names):
+        cells = []
+        for p in parts:
+            cells += [_params_text(p[i].params), fmt(p[i].flops, "FLOP")]
+        rows.append((name, *cells))
+    total = []
+    for p in parts:
+        total += [_params_text(sum(c.params for c in p)), fmt(sum(c.flops for c in p), "FLOP")]
+    rows.append(("layer", *total))
+    columns = ["piece"]
+    for m in models:
+        columns += [f"{m.title}: params", "FLOPs/token"]
+    return Table(tuple(columns), tuple(rows), title)
+
+
+__all__ += ["layer_table"]
+
+
+def _params_text(n: int) -> str:
+    """A count of parameters for a table cell: millions from a million up ('16.8M'), the count below it
+    ('8,192'), nothing for none."""
+    if not n:
+        return ""
+    return fmt(n, per="million") + "M" if n >= 1e6 else f"{n:,}"
+
+
+def rule_check_table(rows: Mapping[str, object], *, rule: str = "rule", model: str = "full model",
+                     title: str = "") -> Table:
+    """Chapters 1, 5, 7, 8, 9 and 11, "The rule, by hand": one rule for a few cases, one row each (a label
+    and a :class:`~roofline.parallel.rules.RuleResult`): the rule's value, the full model's answer to the
+    same question (the planner's, the serving or training model's) and the result's reason, why the two
+    part or that they agree. ``rule`` and ``model`` head the two value columns."""
+    if not isinstance(rows, Mapping) or not rows:
+        raise TypeError(f"rows must map a label to a RuleResult, got {type(rows).__name__}")
+    bad = [label for label, r in rows.items() if not all(hasattr(r, a) for a in ("value", "model_value", "reason"))]
+    if bad:
+        raise TypeError(f"rows must map each label to a RuleResult (from roofline.parallel.rules); "
+                        f"{', '.join(map(repr, bad))} {'is' if len(bad) == 1 else 'are'} not")
+    body = tuple((label, rule_cell(r.value), rule_cell(r.model_value), r.reason) for label, r in rows.items())
+    return Table(("case", rule, model, "why they part"), body, title, wrap=("case", "why they part"))
+
+
+__all__ += ["rule_check_table"]
 
 
 # --- appendix C: the cluster model against published runs ---------------------------------------------------

@@ -254,3 +254,36 @@ def test_the_bounds_hold_for_a_model_built_directly_and_leave_every_shipped_mode
     assert rl.Model(**_fields(hidden_size=MAX_WIDTH, head_dim=16)).hidden_size == MAX_WIDTH  # the bound itself is in
     biggest = max(rl.load_model(n).params for n in rl.model_names())
     assert biggest == rl.load_model("deepseek-v3").params < MAX_PARAMS / 1000
+
+
+def test_layer_components_by_hand_for_llama_3_8b():
+    from roofline.core.model import layer_components
+    from roofline.core.ops import attention_flops
+
+    parts = {c.name: c for c in layer_components("llama-3-8b", 8192)}
+    assert parts["q_proj"].params == 4096 * 4096 and parts["k_proj"].params == 4096 * 1024  # 8 KV heads of 128
+    assert parts["down_proj"].params == 14336 * 4096 and parts["down_proj"].flops == 2 * 14336 * 4096
+    assert parts["norms"].params == 2 * 4096
+    # causal: half of the S^2 pairs, 2 d FLOPs a pair for each of QK^T and PV, spread over S tokens
+    assert parts["attention scores (QK^T)"].flops == 8192 * 4096 == parts["attention values (PV)"].flops
+    full = {c.name: c for c in layer_components("llama-3-8b", 8192, causal=False)}
+    assert full["attention values (PV)"].flops == 2 * parts["attention values (PV)"].flops
+    scores_and_values = sum(c.flops for c in parts.values() if not c.params)
+    assert scores_and_values * 8192 == attention_flops(8192, 8192, 4096, 1, causal=True)
+
+
+def test_layer_components_refuses_experts_and_bad_input():
+    from roofline.core.model import NotModelledError, layer_components
+
+    with pytest.raises(NotModelledError, match="experts"):
+        layer_components("mixtral-8x7b", 4096)
+    with pytest.raises(TypeError, match="causal"):
+        layer_components("llama-3-8b", 4096, causal="half")
+    with pytest.raises(ValueError, match="context"):
+        layer_components("llama-3-8b", 0)
+
+
+def test_mlp_matmul_params_is_the_three_matrices_of_a_gated_mlp():
+    m = rl.load_model("llama-3-8b")
+    assert m.mlp_matmul_params == 3 * 4096 * 14336 == 176_160_768
+    assert rl.load_model("gpt2").mlp_matmul_params == sum(lin.params for lin in rl.load_model("gpt2").dense_mlp_linears())

@@ -245,3 +245,69 @@ def test_the_mixed_optimum_is_where_the_packages_own_collectives_cost_least():
     best = min(splits, key=cost)
     mo = rules.mixed_optimum(m, H100, tokens=tokens, nodes=n // 8)
     assert abs(math.log2(best) - math.log2(mo.x)) <= 0.5 + 0.1  # the power of two nearest the rule's X_opt
+
+
+# --- each chapter's comparison, one rule beside the full model (the *_check functions) ---------------------
+
+def test_rules_for_is_the_chapters_checks_put_together():
+    out = rules.rules_for("llama-3-70b", H100, nodes=8, seq=8192, global_batch=512)
+    p = plan("llama-3-70b", H100, nodes=8, seq=8192, global_batch=512)
+    assert rules.find_rule(out, "mixed") == rules.mixed_checks("llama-3-70b", H100, seq=8192, global_batch=512,
+                                                               nodes=8, plan=p)[0]
+    assert rules.find_rule(out, "FSDP") == rules.fsdp_check("llama-3-70b", H100, nodes=8)
+    assert rules.find_rule(out, "attention") == rules.attention_check("llama-3-70b")
+    assert rules.find_rule(out, "KV-bound") == rules.kv_batch_check("llama-3-70b", H100, 8192, 8)
+    assert rules.find_rule(out, "compute-bound") == rules.decode_batch_check("llama-3-70b", H100, 8192)
+
+
+def test_the_mixed_check_sets_the_planners_degree_beside_the_rule_and_says_why():
+    mixed, pays = rules.mixed_checks("llama-3.1-405b", H100, seq=8192, global_batch=2048, nodes=2048)
+    best = plan("llama-3.1-405b", H100, nodes=2048, seq=8192, global_batch=2048).best
+    assert mixed.value > 8 and mixed.model_value == best.tp == 8  # the rule asks past the node; the node caps it
+    assert "stops at the node" in mixed.reason and f"PP {best.pp}" in mixed.reason and "bubble" in mixed.reason
+    assert pays.model_value == pytest.approx(2048 * 8192 / 16384) and "pays" in pays.reason
+    small, _ = rules.mixed_checks("llama-3-8b", H100, seq=4096, global_batch=64)
+    assert small.value < 1 and small.model_value == 1 and small.reason.startswith("agree")
+
+
+def test_the_mixed_check_refuses_a_plan_for_another_question():
+    p = plan("llama-3-70b", H100, nodes=8, seq=8192, global_batch=512)
+    with pytest.raises(ValueError, match="another question"):
+        rules.mixed_checks("llama-3-70b", H100, seq=8192, global_batch=256, nodes=8, plan=p)
+
+
+def test_the_decode_batch_check_agrees_with_no_context_and_parts_at_a_long_one():
+    empty = rules.decode_batch_check("llama-3-8b", H100, 0)
+    assert empty.model_value == compute_bound_batch("llama-3-8b", H100, 0) and empty.reason.startswith("agree")
+    assert rules.decode_batch_check("llama-3-8b", H100, 4096).model_value == "never"
+    big = rules.decode_batch_check("llama-3.1-405b", H100, 4096)
+    assert big.model_value > big.value and "later" in big.reason
+
+
+def test_the_decode_tp_check_names_latency_when_degrees_past_the_node_lose():
+    r = rules.decode_tp_check("llama-3-8b", H100, 1, 1024, degrees=(1, 2, 4, 8, 16, 32))
+    assert r.value > 32  # bandwidth alone would allow any degree on offer
+    assert r.model_value < 32 and r.reason.startswith("latency")
+    assert rules.decode_tp_check("llama-3-70b", H100, 64, 8192).reason.startswith("agree")
+
+
+def test_the_band_and_kv_checks_hold_their_laws():
+    band = rules.band_check("llama-3-8b", H100, 64, 4096)
+    assert band.model_value == pytest.approx(1) or 1 <= band.model_value <= band.value <= 2
+    assert band.model_value <= band.value <= 2
+    kv = rules.kv_batch_check("llama-3.1-405b", H100, 4096, 8)
+    assert kv.model_value == 0 and "do not fit" in kv.reason
+
+
+def test_the_decode_tp_constant_is_a_layers_weights_over_four_widths():
+    m = load_model("llama-3-70b")
+    assert rules.decode_tp_constant(m) == m.layer_matmul_params / (4 * 8192) == 26112
+    rho = H100.hbm_bandwidth / NVLINK
+    assert rules.decode_tp_bound(m, H100, 32) == pytest.approx(1 + 26112 / (32 * rho))
+
+
+def test_the_kv_bound_batch_counts_a_sliding_windows_cache_as_the_model_keeps_it():
+    g = load_model("gemma-2-9b")  # every other layer keeps only its window of 4,096 tokens
+    assert rules.kv_bound_batch(g, 8192) == pytest.approx(weight_bytes(g) / g.kv_cache_bytes(8192))
+    assert rules.kv_bound_batch(g, 8192) > weight_bytes(g) / (8192 * g.kv_bytes_per_token())
+    assert rules.kv_bound_batch(g, 2048) == pytest.approx(weight_bytes(g) / (2048 * g.kv_bytes_per_token()))

@@ -508,3 +508,33 @@ def test_rules_table_refuses_examples_of_different_rules():
                             "b": rules.rules_for("llama-3-8b", "h100", tp=4)})
     with pytest.raises(TypeError, match="examples"):
         tables.rules_table([])
+
+
+def test_rule_check_table_sets_each_case_beside_the_full_model_with_the_reason():
+    from roofline.parallel import rules
+    from roofline.present import tables
+
+    a, b = rules.fsdp_check("llama-3-8b", "h100-sxm"), rules.attention_check("llama-3-8b")
+    t = tables.rule_check_table({"FSDP": a, "attention": b}, rule="rule", model="model", title="t")
+    assert t.columns == ("case", "rule", "model", "why they part")
+    assert t.column("rule") == (tables.rule_cell(a.value), tables.rule_cell(b.value))
+    assert t.column("model") == (tables.rule_cell(a.model_value), tables.rule_cell(b.model_value))
+    assert t.column("why they part") == (a.reason, b.reason) and "why they part" in t.wrap
+    with pytest.raises(TypeError, match="RuleResult"):
+        tables.rule_check_table({"x": 3.0})
+    with pytest.raises(TypeError, match="map"):
+        tables.rule_check_table([])
+
+
+def test_layer_table_lists_a_layers_pieces_and_adds_them_up():
+    from roofline.core.model import layer_components, load_model
+    from roofline.present import tables
+
+    t = tables.layer_table(["llama-3-8b", "llama-3-70b"], 8192, title="layer")
+    assert t.column("piece")[:7] == ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+    assert t.column("piece")[-1] == "layer" and t.rows[-1][1] == "218M"  # Llama 3 8B's layer: 218,103,808 weights
+    assert t.column("Llama 3 8B: params")[7] == "8,192"  # two norms of 4,096
+    with pytest.raises(ValueError, match="at least one"):
+        tables.layer_table([], 8192)
+    m = load_model("llama-3-8b")
+    assert sum(c.params for c in layer_components(m, 1)) == m.layer_matmul_params + 2 * m.hidden_size
