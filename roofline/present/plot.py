@@ -1395,8 +1395,8 @@ def deployment_frontier_chart(curves: dict, *, targets: Sequence[float] = (), ti
                         color=color, label=None if estimate is not None else label)
         for t in targets:
             ax.axvline(t * 1e3, color="black", lw=1.1, ls=":")
-            ax.annotate(f"target {fmt(t, 's')}", (t * 1e3, 1.0), xycoords=("data", "axes fraction"),
-                        xytext=(3, -12), textcoords="offset points", fontsize=10, rotation=0)
+            ax.annotate(f"target {fmt(t, 's')}", (t * 1e3, 0.02), xycoords=("data", "axes fraction"),
+                        xytext=(3, 0), textcoords="offset points", fontsize=10, rotation=90, va="bottom")
         ax.plot([], [], color="#555555", lw=2, marker="o", ms=3.5, label="calibrated estimate")
         ax.plot([], [], color="#555555", lw=1.4, ls=_DASHED, label="datasheet ceiling")
         _log_axis(ax, "x", _plain, _two_five)
