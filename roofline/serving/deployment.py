@@ -1028,13 +1028,15 @@ def prefix_savings(model: Model | str, hardware: Hardware, workload: Workload, d
 
 class TPExchange(NamedTuple):
     """One of a decode step's tensor-parallel all-reduces: its buffer (bytes), its seconds, the bus bandwidth
-    it runs at, and that bandwidth as a share of the roof's best (on the largest buffers)."""
+    it runs at, that bandwidth as a share of the roof's best (on the largest buffers), and how many a step
+    makes (two a layer: after attention and after the MLP)."""
 
     tp: int
     message: float
     seconds: float
     bus_bandwidth: float
     share_of_best: float
+    per_step: int
 
 
 def tp_exchange(model: Model | str, roof: ClusterRoof, tp: int, batch: float, gpus_per_node: int = 8) -> TPExchange:
@@ -1046,7 +1048,7 @@ def tp_exchange(model: Model | str, roof: ClusterRoof, tp: int, batch: float, gp
     k = min(t, gpus_per_node)
     bw = float(roof.bus_bandwidth("all_reduce", t, msg, k)) if t > 1 else math.inf
     sec = float(roof.collective_time("all_reduce", t, msg, per_node=k))
-    return TPExchange(t, msg, sec, bw, bw / float(roof.nvlink.top) if t > 1 else 1.0)
+    return TPExchange(t, msg, sec, bw, bw / float(roof.nvlink.top) if t > 1 else 1.0, 2 * m.num_layers if t > 1 else 0)
 
 
 class HandSlice(NamedTuple):

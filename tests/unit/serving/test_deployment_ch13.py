@@ -63,10 +63,13 @@ def test_a_prefix_cache_raises_offline_throughput_and_saves_flops_and_memory(cal
 def test_a_small_all_reduce_is_latency_bound(cal):
     one, big = D.tp_exchange("llama-3.1-70b", cal, 8, 1), D.tp_exchange("llama-3.1-70b", cal, 8, 1024)
     assert one.message == 8192 * 2.0
+    assert one.per_step == 2 * rl.load_model("llama-3.1-70b").num_layers
+    assert one.per_step * one.seconds == pytest.approx(
+        D.step_time("llama-3.1-70b", D.Deployment(tp=8, **FP8), cal, decode=1, context=2048).parts["tensor-parallel"])
     assert one.bus_bandwidth < big.bus_bandwidth and one.share_of_best < 0.05
     assert big.seconds / one.seconds < big.message / one.message  # far from proportional to the bytes
     solo = D.tp_exchange("llama-3.1-70b", cal, 1, 1)
-    assert solo.seconds == 0 and math.isinf(solo.bus_bandwidth)
+    assert solo.seconds == 0 and math.isinf(solo.bus_bandwidth) and solo.per_step == 0
 
 
 def test_slice_by_hand_takes_the_larger_of_the_two_counts():
