@@ -1370,3 +1370,66 @@ def step_parts_chart(prices: dict, *, title=None):
         if title:
             ax.set_title(title)
     return fig
+
+
+# --- chapter 13: serving at scale
+
+__all__ += ["deployment_frontier_chart", "serving_step_chart"]
+
+_DASHED = (0, (4, 2.5))
+
+
+def deployment_frontier_chart(curves: dict, *, targets: Sequence[float] = (), title=None, ax=None, legend: bool = True):
+    """Chapter 13: output tokens per second per GPU against the time per output token, one colour per
+    labelled layout, the calibrated estimate solid with a point per batch and the datasheet ceiling dashed.
+    ``curves`` maps a label to ``(ceiling, estimate)``, each a :class:`~roofline.serving.deployment.Frontier`
+    or None; ``targets`` (seconds) are drawn as dotted vertical lines, each labelled with its value."""
+    with _chart(7, 4.6, ax=ax) as (fig, ax):
+        for i, (label, (ceiling, estimate)) in enumerate(curves.items()):
+            color = _CYCLE[i % len(_CYCLE)]
+            if estimate is not None and len(estimate.batch):
+                ax.plot(np.asarray(estimate.tpot_s) * 1e3, estimate.tokens_per_s_per_gpu, "-o", ms=3.5, lw=2,
+                        color=color, label=label)
+            if ceiling is not None and len(ceiling.batch):
+                ax.plot(np.asarray(ceiling.tpot_s) * 1e3, ceiling.tokens_per_s_per_gpu, ls=_DASHED, lw=1.4,
+                        color=color, label=None if estimate is not None else label)
+        for t in targets:
+            ax.axvline(t * 1e3, color="black", lw=1.1, ls=":")
+            ax.annotate(f"target {fmt(t, 's')}", (t * 1e3, 0.02), xycoords=("data", "axes fraction"),
+                        xytext=(3, 0), textcoords="offset points", fontsize=10, rotation=90, va="bottom")
+        ax.plot([], [], color="#555555", lw=2, marker="o", ms=3.5, label="calibrated estimate")
+        ax.plot([], [], color="#555555", lw=1.4, ls=_DASHED, label="datasheet ceiling")
+        _log_axis(ax, "x", _plain, _two_five)
+        _log_axis(ax, "y", _thousands)
+        _label(ax, xlabel="time per output token (ms, log scale)",
+               ylabel="output tokens/s per GPU (log scale)", title=title, legend=3 if legend else None)
+    return fig
+
+
+_STEP_COLORS = {"matmuls": PALETTE["blue"], "decode attention": PALETTE["sky"], "prefill attention": PALETTE["orange"],
+                "memory-bound": PALETTE["green"], "output head": PALETTE["purple"],
+                "tensor-parallel": PALETTE["vermillion"], "expert all-to-all": PALETTE["yellow"],
+                "pipeline sends": PALETTE["black"]}
+
+
+def serving_step_chart(steps: dict, *, title=None, xlabel="one decode step (ms)"):
+    """Chapter 13: where one replica's step goes, one horizontal bar per labelled
+    :class:`~roofline.serving.deployment.StepTime` of a calibrated roof, stacked by part in milliseconds,
+    the step's time written at the end of each bar."""
+    labels = list(steps)
+    y = np.arange(len(labels))[::-1]
+    shown = [k for k in _STEP_COLORS if any(steps[s].parts.get(k, 0.0) > 0 for s in labels)]
+    with _chart(7, 0.5 * len(labels) + 2.2) as (fig, ax):
+        for yi, label in zip(y, labels):
+            left = 0.0
+            for k in shown:
+                v = steps[label].parts.get(k, 0.0) * 1e3
+                ax.barh(yi, v, left=left, color=_STEP_COLORS[k], edgecolor="black", linewidth=0.4,
+                        label=k if yi == y[0] else None)
+                left += v
+            ax.annotate(fmt(steps[label].seconds, "s"), (left, yi), textcoords="offset points", xytext=(4, -4), fontsize=10)
+        ax.set_yticks(y, labels)
+        ax.set_xlim(0, max(steps[s].seconds for s in labels) * 1e3 * 1.22)
+        ax.grid(axis="y", visible=False)
+        _label(ax, xlabel=xlabel, title=title, legend=3)
+    return fig

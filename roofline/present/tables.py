@@ -930,3 +930,41 @@ def estimate_beside_floor_table(rows: Mapping, title: str = "") -> Table:
                     f"{fmt(floor.parts['data-parallel'], 's')} / {fmt(est.parts['data-parallel'], 's')}",
                     _mfu_pair(floor, est)))
     return Table(columns, tuple(out), title, wrap=("layout",))
+
+
+# --- chapter 13: serving at scale
+
+__all__ += ["sustained_table", "serving_dev_table", "serving_plan_table"]
+
+
+def _ms(x) -> str:
+    return "—" if x is None else fmt(x, "s")
+
+
+def sustained_table(rows: Mapping, title: str = "") -> Table:
+    """Chapter 13: labelled :class:`~roofline.serving.deployment.Sustained` results side by side: output
+    tokens/s per GPU, TTFT, TPOT, the batch per replica and what set it."""
+    columns = ("", "tokens/s per GPU", "TTFT", "TPOT", "batch", "set by")
+    body = tuple((label, f"{s.output_tokens_per_s_per_gpu:,.0f}", _ms(s.ttft_s), _ms(s.tpot_s), f"{s.batch:,.0f}",
+                  s.limit) for label, s in rows.items())
+    return Table(columns, body, title)
+
+
+def serving_dev_table(checks, title: str = "") -> Table:
+    """Chapter 13: the serving development set (:func:`~roofline.measured.serving.serving_dev_checks`), one row
+    per run: the published output tokens/s of the whole group, the ceiling's and the estimate's ratios to
+    it, and the estimate's batch. Short headers, so that it fits a page's column."""
+    columns = ("run", "published", "ceiling ×", "estimate ×", "batch")
+    body = tuple((c.run.label, f"{c.run.published:,.0f}", f"{c.ceiling_over_published:.2f}",
+                  f"{c.estimate_over_published:.2f}" + ("" if c.within_band else " *"), f"{c.estimate.batch:,.0f}")
+                 for c in checks)
+    return Table(columns, body, title, wrap=("run",))
+
+
+def serving_plan_table(rows, n: int = 6, title: str = "") -> Table:
+    """Chapter 13: the first ``n`` of :func:`~roofline.serving.deployment.plan_serving`'s rows: the layout,
+    its GPUs, output tokens/s per GPU under the targets, the batch per replica and the budget it spends most."""
+    columns = ("layout", "GPUs", "tokens/s per GPU", "batch", "bound")
+    body = tuple((r.deployment.label(), f"{r.deployment.replica_gpus}", f"{r.tokens_per_s_per_gpu:,.0f}",
+                  f"{r.capacity.batch:,.0f}", r.capacity.bound if r.meets else "misses the targets") for r in list(rows)[:n])
+    return Table(columns, body, title, wrap=("layout",))

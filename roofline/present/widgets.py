@@ -945,3 +945,74 @@ def cluster_explorer(checks, *, summary: str = "Where a published run's step goe
 
 
 __all__ += ["cluster_explorer"]
+
+
+def serving_scale_explorer(models: Sequence[str] = ("llama-3.1-8b", "llama-3.1-70b"),
+                           gpus: Sequence[str] = ("h100-sxm", "h200-sxm"), *, degrees: Sequence[int] = (1, 2, 4, 8),
+                           targets: Sequence[float] = (0.015, 0.03, 0.06), hits: Sequence[float] = (0.0, 0.5),
+                           input_tokens: int = 2048, output_tokens: int = 256, dtype: str = "fp8") -> FrameExplorer:
+    """Chapter 13's sliders: model, GPU, tensor-parallel degree, TPOT target and prefix hit rate.
+
+    Each frame draws one replica's frontier at every degree (:func:`roofline.serving.deployment.frontier`,
+    calibrated estimate solid, datasheet ceiling dashed) for ``input_tokens`` / ``output_tokens`` in
+    ``dtype`` (weights, math and cache), the target as a dotted line and the chosen degree's operating point
+    under it as a star, and reads out that point (:func:`roofline.serving.deployment.sustain` under the
+    calibrated roof with ``tpot_slo``): output tokens/s per GPU, batch, TTFT and TPOT.
+    """
+    from roofline.measured.serving import serving_roof
+    from roofline.present.plot import deployment_frontier_chart
+    from roofline.serving.deployment import Deployment, Workload, frontier, sustain
+
+    titles = {m: load_model(m).title for m in models}
+    hws = {g: get_hardware(g) for g in gpus}
+    roofs = {(g, k): serving_roof(hws[g], k, dtype) for g in gpus for k in ("datasheet", "calibrated")}
+    layout = {t: Deployment(tp=t, weights_dtype=dtype, kv_dtype=dtype, math_dtype=dtype) for t in degrees}
+    figures: dict = {}
+
+    def frame(model, gpu, t, target, hit):
+        w = Workload(input_tokens, output_tokens, prefix_hit=hit)
+        key = (model, gpu, hit)
+        if key not in figures:
+            curves = {f"TP {d}": (frontier(model, hws[gpu], w, layout[d], roofs[gpu, "datasheet"]),
+                                  frontier(model, hws[gpu], w, layout[d], roofs[gpu, "calibrated"])) for d in degrees}
+            with plt.rc_context({"figure.max_open_warning": 0}):
+                fig = deployment_frontier_chart(curves, title=f"{titles[model]} on {hws[gpu].short}, "
+                                                              f"{input_tokens:,} / {output_tokens:,} tokens, {100 * hit:.0f}% prefix hit")
+            ax = fig.axes[0]
+            line = ax.axvline(targets[0] * 1e3, color="black", lw=1.3, ls=":")
+            (star,) = ax.plot([np.nan], [np.nan], marker="*", ms=16, color=PALETTE["yellow"], mec="black", mew=1.0, ls="none")
+            ax.set_xlim(*ax.get_xlim())
+            ax.set_ylim(*ax.get_ylim())
+            figures[key] = (fig, line, star, Blitter(fig, [line, star]))
+        fig, line, star, blitter = figures[key]
+        s = sustain(model, hws[gpu], w, layout[t], roofs[gpu, "calibrated"], tpot_slo=target)
+        line.set_xdata([target * 1e3, target * 1e3])
+        head = f"<b>TP {t}</b>: "  # the target is on its slider: the line stays short enough not to wrap
+        if s.batch > 0:
+            star.set_data([s.tpot_s * 1e3], [s.output_tokens_per_s_per_gpu])
+            star.set_visible(True)
+            html = (head + f"{s.output_tokens_per_s_per_gpu:,.0f} tokens/s per GPU, batch {s.batch:,.0f}, "
+                           f"TTFT {fmt(s.ttft_s, 's')}, TPOT {fmt(s.tpot_s, 's')}")
+        elif not s.fits:
+            star.set_visible(False)
+            html = head + "the weights do not fit"
+        else:
+            star.set_visible(False)
+            html = head + f"<b>missed</b>: one sequence alone takes {fmt(s.tpot_s, 's')} a token"
+        return blitter.png(), html
+
+    controls = [("model", [(titles[m], m) for m in models]), ("GPU", [(hws[g].short, g) for g in gpus]),
+                ("t", list(degrees)), ("TPOT target", [(fmt(x, "s"), x) for x in targets]),
+                ("prefix hit", [(f"{100 * h:.0f}%", h) for h in hits])]
+    n = len(models) * len(gpus) * len(degrees) * len(targets) * len(hits)
+    try:
+        explorer = frame_explorer(controls, frame, f"serving at scale: {len(models)} models x {len(gpus)} GPUs x "
+                                                   f"{len(degrees)} degrees x {len(targets)} targets x {len(hits)} hit rates, {n} frames",
+                                  start=[len(models) - 1, 0, min(1, len(degrees) - 1), min(1, len(targets) - 1), 0])
+    finally:
+        for fig, *_ in figures.values():
+            plt.close(fig)
+    return explorer
+
+
+__all__ += ["serving_scale_explorer"]

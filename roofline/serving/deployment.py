@@ -929,3 +929,161 @@ def smallest_slice(rows) -> ServingPlanRow | None:
     among those); None if none does."""
     ok = [r for r in rows if r.meets]
     return min(ok, key=lambda r: (r.gpus, -r.tokens_per_s_per_gpu)) if ok else None
+
+
+# --- for chapter 13
+
+from typing import Sequence  # noqa: E402  (chapter 13's helpers are appended below the module's own)
+
+__all__ += ["PUBLISHED_SERVING", "Interference", "interference", "disaggregated_splits", "best_split", "prefix_sweep",
+            "PrefixSavings", "prefix_savings", "TPExchange", "tp_exchange", "HandSlice", "slice_by_hand"]
+
+_SGLANG = "The SGLang Team 2025, Deploying DeepSeek with PD Disaggregation and Large-scale Expert Parallelism on 96 H100 GPUs (LMSYS blog)"
+PUBLISHED_SERVING = MappingProxyType({
+    "sglang_gpus": (96, _SGLANG + ": 12 nodes, each equipped with 8 H100 GPUs"),
+    "sglang_nodes": (12, _SGLANG + ": runs on 12 nodes in the Atlas Cloud"),
+    "sglang_input_per_node": (52.3e3, _SGLANG + ": 52.3k input tokens per second per node"),
+    "sglang_output_per_node": (22.3e3, _SGLANG + ": 22.3k output tokens per second per node"),
+    "sglang_prompt": (2000, _SGLANG + ": for 2000-token input sequences"),
+    "sglang_vs_tp": (5.0, _SGLANG + ": improves the output throughput by up to 5x over vanilla tensor parallelism"),
+})
+"""Published figures of large-scale serving chapter 13 quotes beside the package's own: (value, source)."""
+
+
+class Interference(NamedTuple):
+    """A colocated replica's average step at ``batch`` sequences decoding, with the prompt tokens that join
+    it (``mixed``), against a step of the same sequences decoding alone (``pure``); ``inflation`` is the
+    first's seconds over the second's: how much longer every token waits because prompts share its step."""
+
+    batch: float
+    prompt_tokens: float
+    mixed: StepTime
+    pure: StepTime
+    inflation: float
+
+
+def interference(model: Model | str, workload: Workload, deployment: Deployment, roof: ClusterRoof,
+                 batch: float) -> Interference:
+    """Chapter 13: the step of continuous batching with chunked prefill (``B`` decoding, ``B (1 - h) I / O``
+    prompt tokens riding along) beside a pure decode step of ``B`` at the same mean context."""
+    m = check_deployment(model, deployment)
+    b = float(number("batch", batch))
+    mixed = _mixed_step(m, deployment, roof, workload, b)
+    pure = step_time(m, deployment, roof, decode=b, context=workload.input_tokens + workload.output_tokens / 2.0)
+    return Interference(b, b * workload.computed_tokens / workload.output_tokens, mixed, pure, mixed.seconds / pure.seconds)
+
+
+def disaggregated_splits(model: Model | str, hardware: Hardware, workload: Workload, deployment: Deployment,
+                         roof: ClusterRoof, gpus: int, *, ttft_slo: float | None = None,
+                         tpot_slo: float | None = None) -> tuple[Sustained, ...]:
+    """Chapter 13: every split of ``gpus`` GPUs into a prefill pool and a decode pool, each a whole number of
+    ``deployment``'s replicas (at least one each), priced by :func:`sustain` for ``workload``, in order of
+    the prefill pool's size."""
+    n = count("gpus", gpus, maximum=1 << 16)
+    r = deployment.replica_gpus
+    out = []
+    for p in range(r, n - r + 1, r):
+        if (n - p) % r:
+            continue
+        d = replace(deployment, disaggregate=(p, n - p))
+        out.append(sustain(model, hardware, workload, d, roof, ttft_slo=ttft_slo, tpot_slo=tpot_slo))
+    if not out:
+        raise ValueError(f"gpus {n} cannot hold one prefill and one decode replica of {r} GPUs each")
+    return tuple(out)
+
+
+def best_split(splits) -> Sustained:
+    """Of :func:`disaggregated_splits`' results, the one with the most output tokens/s (the smaller prefill
+    pool where two tie)."""
+    splits = tuple(splits)
+    if not splits:
+        raise ValueError("no splits to choose from")
+    return max(splits, key=lambda s: (s.output_tokens_per_s, -s.deployment.disaggregate[0]))
+
+
+def prefix_sweep(model: Model | str, hardware: Hardware, workload: Workload, deployment: Deployment, roof: ClusterRoof,
+                 hits: Sequence[float], *, ttft_slo: float | None = None, tpot_slo: float | None = None) -> tuple[Sustained, ...]:
+    """Chapter 13: :func:`sustain` for ``workload`` at each prefix hit rate of ``hits`` (its own hit ignored)."""
+    return tuple(sustain(model, hardware, replace(workload, prefix_hit=float(h)), deployment, roof,
+                         ttft_slo=ttft_slo, tpot_slo=tpot_slo) for h in np.atleast_1d(hits))
+
+
+class PrefixSavings(NamedTuple):
+    """What a prefix cache saves one request on one GPU of a replica: the prompt's FLOPs computed without
+    and with the cache, the cache bytes its sequence holds without and with it, and the shared copy's bytes
+    (held once, whatever the batch)."""
+
+    flops_full: float
+    flops_cached: float
+    kv_full: float
+    kv_cached: float
+    shared: float
+
+
+def prefix_savings(model: Model | str, hardware: Hardware, workload: Workload, deployment: Deployment,
+                   roof: ClusterRoof) -> PrefixSavings:
+    """Chapter 13: one request's prefill FLOPs (per GPU, under ``roof``) and KV-cache bytes at no prefix hit
+    and at ``workload``'s, and the shared prefix's bytes per GPU."""
+    m = check_deployment(model, deployment, hardware)
+    w0 = replace(workload, prefix_hit=0.0)
+    full, cached = (_join_step(m, deployment, roof, w, 0.0) for w in (w0, workload))
+    mem0, mem1 = _memory(m, deployment, hardware, w0), _memory(m, deployment, hardware, workload)
+    return PrefixSavings(full.flops, cached.flops, mem0.per_sequence, mem1.per_sequence, mem1.prefix)
+
+
+class TPExchange(NamedTuple):
+    """One of a decode step's tensor-parallel all-reduces: its buffer (bytes), its seconds, the bus bandwidth
+    it runs at, that bandwidth as a share of the roof's best (on the largest buffers), and how many a step
+    makes (two a layer: after attention and after the MLP)."""
+
+    tp: int
+    message: float
+    seconds: float
+    bus_bandwidth: float
+    share_of_best: float
+    per_step: int
+
+
+def tp_exchange(model: Model | str, roof: ClusterRoof, tp: int, batch: float, gpus_per_node: int = 8) -> TPExchange:
+    """Chapter 13: one all-reduce of a decode step of ``batch`` sequences over ``tp`` GPUs: ``batch x h``
+    activations of :data:`EXCHANGE_BYTES` each, at the roof's bus bandwidth for a buffer that size."""
+    m = load_model(model)
+    t = count("tp", tp, maximum=1 << 10)
+    msg = float(number("batch", batch)) * m.hidden_size * EXCHANGE_BYTES
+    k = min(t, gpus_per_node)
+    bw = float(roof.bus_bandwidth("all_reduce", t, msg, k)) if t > 1 else math.inf
+    sec = float(roof.collective_time("all_reduce", t, msg, per_node=k))
+    return TPExchange(t, msg, sec, bw, bw / float(roof.nvlink.top) if t > 1 else 1.0, 2 * m.num_layers if t > 1 else 0)
+
+
+class HandSlice(NamedTuple):
+    """Chapter 13's count by hand of the GPUs a target needs: the weights' bytes, the KV cache of ``batch``
+    sequences, their sum, the GPUs the sum needs to fit (``total / C``) and to be read within the target
+    (``total / (B_HBM TPOT)``), and the smallest power of two at or above both."""
+
+    batch: float
+    weights: float
+    kv: float
+    total: float
+    by_memory: float
+    by_bandwidth: float
+    gpus: int
+
+
+def slice_by_hand(model: Model | str, hardware: Hardware, workload: Workload, batch: float, tpot_slo: float, *,
+                  weights_dtype: str = "bf16", kv_dtype: str | None = None) -> HandSlice:
+    """Chapter 13: the first-order count of a slice. The weights and the cache of ``batch`` sequences (each
+    holding its prompt, less a shared prefix, and half its answer on average) must fit ``G`` GPUs' usable
+    HBM, and one decode step reads all of them once, at ``G`` times the HBM bandwidth, within ``tpot_slo``.
+    Ignores compute, the exchanges, the shared prefix's own copy and a cache copied past the KV heads."""
+    m = load_model(model)
+    b = float(number("batch", batch))
+    tau = float(number("tpot_slo", tpot_slo))
+    weights = float(m.params) * dtype_bytes(weights_dtype)
+    kv = b * float(m.kv_cache_bytes(_held_tokens(workload, "grow"), kv_dtype or weights_dtype))
+    total = weights + kv
+    by_mem, by_bw = total / hardware.usable_capacity, total / (hardware.hbm_bandwidth * tau)
+    g = 1
+    while g < max(by_mem, by_bw):
+        g *= 2
+    return HandSlice(b, weights, kv, total, by_mem, by_bw, g)

@@ -19,7 +19,7 @@ NOTATION = ROOT / "chapters" / "front" / "notation.md"
 # the pages whose symbols the notation page covers (extend as the other chapters' symbols are listed)
 CHECKED = ["01-three-budgets", "02-memory-budget", "03-recomputation", "04-tiling", "05-kv-cache",
            "06-quantization", "07-data-parallel", "08-tensor-parallel", "09-pipeline-parallel",
-           "10-mixture-of-experts", "11-long-sequences", "12-serving", "reference/rules", "appendix-measured",
+           "10-mixture-of-experts", "11-long-sequences", "12-serving", "13-serving-at-scale", "reference/rules", "appendix-measured",
            "appendix-calibrated", "appendix-cluster"]
 
 GREEK = {"alpha", "beta", "gamma", "delta", "epsilon", "eta", "theta", "lambda", "mu", "nu", "rho", "sigma",
