@@ -35,7 +35,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
-from typing import Mapping, NamedTuple
+from typing import Mapping, NamedTuple, Sequence
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -932,8 +932,6 @@ def smallest_slice(rows) -> ServingPlanRow | None:
 
 
 # --- for chapter 13
-
-from typing import Sequence  # noqa: E402  (chapter 13's helpers are appended below the module's own)
 
 __all__ += ["PUBLISHED_SERVING", "Interference", "interference", "disaggregated_splits", "best_split", "prefix_sweep",
             "PrefixSavings", "prefix_savings", "TPExchange", "tp_exchange", "HandSlice", "slice_by_hand"]
