@@ -38,7 +38,7 @@ from roofline.serving.deployment import (SERVING_ROOFS, Deployment, Sustained, W
 
 __all__ = ["serving_roof", "ceiling_deployment", "ServingPair", "serving_pair", "TRTLLM_RUNTIME",
            "trtllm_bench_limits", "ServingRun", "serving_runs", "ServingCheck", "check_serving_run",
-           "serving_dev_checks", "CEILING_RULE", "ESTIMATE_BAND", "MatmulGap", "skinny_matmul_gaps"]
+           "serving_dev_checks", "CEILING_RULE", "ESTIMATE_BAND", "MatmulGap", "skinny_matmul_gaps", "skinny_matmul_summary"]
 
 ESTIMATE_BAND = 1.3
 """The calibrated estimate's target: within this factor of every published figure of the development set."""
@@ -250,3 +250,20 @@ def skinny_matmul_gaps(most_rows: int = 128) -> tuple[MatmulGap, ...]:
         seconds = roof.gemm_time(flops, k * n + m * k + 2.0 * m * n)  # fp8 operands, a 16-bit output
         out.append(MatmulGap(rid, m, n, k, float(r["value"]) * 1e12, flops / seconds))
     return tuple(sorted(out, key=lambda g: (g.rows, g.record)))
+
+
+class GapSummary(NamedTuple):
+    """:func:`skinny_matmul_gaps` in three figures: the records, how many ran slower than priced, and the
+    median of measured time over priced time."""
+
+    records: int
+    slower: int
+    median: float
+
+
+def skinny_matmul_summary(most_rows: int = 128) -> GapSummary:
+    """The records of :func:`skinny_matmul_gaps`, the ones slower than the roof's price, and the median ratio."""
+    import numpy as np
+
+    ratios = [g.ratio for g in skinny_matmul_gaps(most_rows)]
+    return GapSummary(len(ratios), sum(r > 1 for r in ratios), float(np.median(ratios)))

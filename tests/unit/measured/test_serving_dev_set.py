@@ -108,3 +108,9 @@ def test_decode_shaped_fp8_matmuls_run_slower_than_the_roof_prices_them():
     assert all(record(g.record)["unit"] == "TFLOP/s" for g in gaps)
     ratios = sorted(g.ratio for g in gaps)
     assert ratios[len(ratios) // 2] > 1.05 and sum(r > 1 for r in ratios) >= len(ratios) - 2
+
+    from roofline.measured.serving import skinny_matmul_summary
+
+    summary = skinny_matmul_summary()
+    assert summary.records == len(gaps) and summary.slower == sum(r > 1 for r in ratios)
+    assert summary.median == pytest.approx((ratios[5] + ratios[6]) / 2 if len(ratios) == 12 else ratios[len(ratios) // 2])
