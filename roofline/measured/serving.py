@@ -38,7 +38,7 @@ from roofline.serving.deployment import (SERVING_ROOFS, Deployment, Sustained, W
 
 __all__ = ["serving_roof", "ceiling_deployment", "ServingPair", "serving_pair", "TRTLLM_RUNTIME",
            "trtllm_bench_limits", "ServingRun", "serving_runs", "ServingCheck", "check_serving_run",
-           "serving_dev_checks", "CEILING_RULE", "ESTIMATE_BAND", "MatmulGap", "skinny_matmul_gaps", "skinny_matmul_summary"]
+           "serving_dev_checks", "CEILING_RULE", "ESTIMATE_BAND", "MatmulGap", "skinny_matmul_gaps", "skinny_matmul_summary", "GapSummary"]
 
 ESTIMATE_BAND = 1.3
 """The calibrated estimate's target: within this factor of every published figure of the development set."""
