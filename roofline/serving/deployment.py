@@ -122,6 +122,16 @@ class Workload:
         """Prompt tokens each request prefills, ``(1 - h) I``."""
         return self.input_tokens - self.cached_tokens
 
+    @property
+    def mean_context(self) -> float:
+        """Cache tokens a decoding sequence reads on average over its answer, ``I + O / 2``."""
+        return self.input_tokens + self.output_tokens / 2.0
+
+    @property
+    def prompt_keys(self) -> float:
+        """Keys a computed prompt token attends to on average: the cached prefix and half the rest, causal."""
+        return self.cached_tokens + self.computed_tokens / 2.0
+
 
 @dataclass(frozen=True)
 class Deployment:
@@ -577,18 +587,15 @@ class Sustained:
 def _mixed_step(m, d, roof, w: Workload, b: float) -> StepTime:
     """The average step of a colocated replica at ``b`` sequences decoding: their tokens and the prompt
     tokens of the ``b / O`` requests that join per step."""
-    ctx = w.input_tokens + w.output_tokens / 2.0
     chunk = b * w.computed_tokens / w.output_tokens
-    keys = w.cached_tokens + w.computed_tokens / 2.0
-    return step_time(m, d, roof, decode=b, context=ctx, prefill=chunk, keys=keys, seq=w.input_tokens)
+    return step_time(m, d, roof, decode=b, context=w.mean_context, prefill=chunk, keys=w.prompt_keys,
+                     seq=w.input_tokens)
 
 
 def _join_step(m, d, roof, w: Workload, b: float) -> StepTime:
     """The step a new request's whole prompt joins, beside ``b`` decoding sequences."""
-    ctx = w.input_tokens + w.output_tokens / 2.0
-    keys = w.cached_tokens + w.computed_tokens / 2.0
-    return step_time(m, d, roof, decode=max(b, 0.0), context=ctx, prefill=w.computed_tokens, keys=keys,
-                     seq=w.input_tokens)
+    return step_time(m, d, roof, decode=max(b, 0.0), context=w.mean_context, prefill=w.computed_tokens,
+                     keys=w.prompt_keys, seq=w.input_tokens)
 
 
 def _colocated_at(m, d, roof, w, b: float):
@@ -701,7 +708,7 @@ def _prefill_seconds(m, d, roof, w: Workload, n: float) -> float:
     tokens = n * w.computed_tokens
     chunk = min(tokens, d.max_tokens or tokens)
     steps = math.ceil(tokens / chunk - 1e-9)
-    keys = w.cached_tokens + w.computed_tokens / 2.0
+    keys = w.prompt_keys
     one = step_time(m, d, roof, decode=0.0, context=w.input_tokens, prefill=chunk, keys=keys, seq=w.input_tokens)
     return (steps + d.pp - 1) * one.seconds
 
@@ -715,7 +722,7 @@ def _waves(m, d, roof, w: Workload, base: dict, mem: _Memory, limit: str) -> Sus
     if b < mem.batch:
         limit = "load"
     full, rest = divmod(per, b)
-    ctx = w.input_tokens + w.output_tokens / 2.0
+    ctx = w.mean_context
 
     def wave(n):
         st = step_time(m, d, roof, decode=n, context=ctx)
@@ -756,7 +763,7 @@ def _disaggregated(m: Model, hw: Hardware, w: Workload, d: Deployment, roof: Clu
     # prefill pool: at capacity, prompts gathered to PREFILL_BATCH_TOKENS a step
     def prefill_step(n):
         return d.pp * step_time(m, d, roof, decode=0.0, context=w.input_tokens, prefill=n * w.computed_tokens,
-                                keys=w.cached_tokens + w.computed_tokens / 2.0, seq=w.input_tokens).seconds
+                                keys=w.prompt_keys, seq=w.input_tokens).seconds
 
     n_prompts = max(1.0, PREFILL_BATCH_TOKENS / max(w.computed_tokens, 1.0))
     prefill_rate = rp * n_prompts / prefill_step(n_prompts)
@@ -769,7 +776,7 @@ def _disaggregated(m: Model, hw: Hardware, w: Workload, d: Deployment, roof: Clu
     ttft = 1.5 * prefill_step(n_prompts) + transfer  # half a step's wait to be gathered, then the step
 
     def decode_at(b):
-        st = step_time(m, d, roof, decode=b, context=w.input_tokens + w.output_tokens / 2.0)
+        st = step_time(m, d, roof, decode=b, context=w.mean_context)
         return st, d.pp * st.seconds
 
     most = float(mem.batch)
@@ -957,7 +964,10 @@ class Interference(NamedTuple):
     prompt_tokens: float
     mixed: StepTime
     pure: StepTime
-    inflation: float
+
+    @property
+    def inflation(self) -> float:
+        return self.mixed.seconds / self.pure.seconds
 
 
 def interference(model: Model | str, workload: Workload, deployment: Deployment, roof: ClusterRoof,
@@ -967,8 +977,8 @@ def interference(model: Model | str, workload: Workload, deployment: Deployment,
     m = check_deployment(model, deployment)
     b = float(number("batch", batch))
     mixed = _mixed_step(m, deployment, roof, workload, b)
-    pure = step_time(m, deployment, roof, decode=b, context=workload.input_tokens + workload.output_tokens / 2.0)
-    return Interference(b, b * workload.computed_tokens / workload.output_tokens, mixed, pure, mixed.seconds / pure.seconds)
+    pure = step_time(m, deployment, roof, decode=b, context=workload.mean_context)
+    return Interference(b, b * workload.computed_tokens / workload.output_tokens, mixed, pure)
 
 
 def disaggregated_splits(model: Model | str, hardware: Hardware, workload: Workload, deployment: Deployment,
