@@ -372,7 +372,7 @@ def _flags() -> set[str]:
 
 
 def recompute(text: str) -> str:
-    """An argparse type: a recompute policy, 'none', 'selective', 'full' or 'every-K'."""
+    """An argparse type: a recompute policy, 'none', 'selective', 'full', 'matmul-outputs' or 'every-K'."""
     try:
         return recompute_policy(text).name
     except ValueError:
@@ -408,9 +408,10 @@ def _train_parser(sub, models: str) -> None:
     p.add_argument("--gpus", type=whole(1), default=1, help="data-parallel GPUs the model state is sharded over (default 1)")
     p.add_argument("--seq", type=whole(1), required=True, help="tokens per sequence")
     p.add_argument("--micro-batch", type=whole(1), default=1, help="sequences per GPU per step (default 1)")
-    p.add_argument("--recompute", type=recompute, default="none", metavar="{none,selective,full,every-K}",
+    p.add_argument("--recompute", type=recompute, default="none", metavar="{none,selective,full,matmul-outputs,every-K}",
                    help="activation recomputation: none, selective (the attention core), full (every layer's "
-                        "forward again) or every-K (a checkpoint every K layers) (default none)")
+                        "forward again), matmul-outputs (keep the matmuls' outputs, rebuild the elementwise "
+                        "work) or every-K (a checkpoint every K layers) (default none)")
     p.add_argument("--zero", type=int, choices=(0, 1, 2, 3), default=0, help="ZeRO stage (default 0)")
     p.add_argument("--offload", action="store_true", help="keep the saved activations in host memory, over PCIe")
     p.add_argument("--attention", choices=OPTIONS["attention"], default="flash",

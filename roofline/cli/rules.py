@@ -1,6 +1,7 @@
 """``roofline rules MODEL --gpu GPU``: every rule of thumb for one model on one cluster
 (:func:`roofline.parallel.rules.rules_for`), each with the chapter that derives it and, where the package's
-full model answers the same question, that answer and why the two part."""
+full model answers the same question, that answer and why the two part; for a chip with a calibrated cluster
+roof (:func:`roofline.measured.cluster_roof`), each rate-bound rule's value under the measured rates too."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import json
 from roofline.cli.parser import at, at_layout
 from roofline.core.hardware import get_hardware, require_links
 from roofline.core.model import load_model
+from roofline.measured.cluster import CALIBRATED_CHIPS, cluster_roof
 from roofline.parallel.rules import RuleResult, rules_for
 from roofline.present.tables import rule_cell
 
@@ -27,8 +29,9 @@ def run_rules(args) -> str:
     # the tensor-parallel rules price NVLink, and a cluster of nodes the network
     at("--catalog" if args.catalog else "--gpu", require_links, h, ["scale_up"] + (["network"] if args.nodes > 1 else []),
        f"rules over {args.nodes:,} node{'s' if args.nodes > 1 else ''} of {args.gpus_per_node} GPUs")
+    roof = cluster_roof(h) if h.key in CALIBRATED_CHIPS and not args.catalog else None
     out = at_layout(FLAGS, m, args.seq, rules_for, m, h, nodes=args.nodes, gpus_per_node=args.gpus_per_node,
-                    seq=args.seq, global_batch=args.global_batch, batch=args.batch, tp=args.tp)
+                    seq=args.seq, global_batch=args.global_batch, batch=args.batch, tp=args.tp, roof=roof)
     if args.json:
         return json.dumps({"command": "rules", "model": m.name, "gpu": h.key, "nodes": args.nodes,
                            "gpus_per_node": args.gpus_per_node, "seq": args.seq, "global_batch": args.global_batch,
@@ -36,10 +39,14 @@ def run_rules(args) -> str:
     lines = [f"rules of thumb for {m.title} on {gpus:,} {h.short}{'s' if gpus > 1 else ''} "
              f"({args.nodes:,} node{'s' if args.nodes > 1 else ''} of {args.gpus_per_node}), sequence {args.seq:,}"
              + (f", {args.global_batch:,} sequences a step" if args.global_batch is not None else "")
-             + f", decode batch {args.batch}:"]
+             + f", decode batch {args.batch}"
+             + (f"; \"measured\": the rule under the {roof.label} roof (appendix C)" if roof is not None else
+                f"; no calibrated roof for the {h.short}, datasheet rates only") + ":"]
     for r in out:
         lines.append(f"- {r.name} (chapter {r.chapter}): {_shown(r.value, r.unit)}   [{r.statement}]")
         lines.append(f"    assumes {r.assumption}")
+        if r.calibrated is not None:
+            lines.append(f"    measured rates: {_shown(r.calibrated, r.unit)}")
         if r.model_value is not None:
             lines.append(f"    full model: {_shown(r.model_value, r.model_unit)}, {r.model_label}")
         if r.reason:
@@ -54,4 +61,5 @@ def _shown(value, unit: str) -> str:
 def _record(r: RuleResult) -> dict:
     return {"name": r.name, "value": r.value, "unit": r.unit, "chapter": r.chapter, "statement": r.statement,
             "assumption": r.assumption, "model_value": r.model_value, "model_unit": r.model_unit or None,
-            "model_label": r.model_label or None, "reason": r.reason or None}
+            "model_label": r.model_label or None, "reason": r.reason or None, "calibrated": r.calibrated,
+            "calibrated_label": r.calibrated_label or None}

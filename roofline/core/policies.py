@@ -13,6 +13,10 @@ recomputes) and the network (what a stage sends) can never disagree about what a
   the input of every k-th layer, each segment of k layers run forward again (all its activations held)
   when the backward pass reaches it; one extra forward pass in all, memory O(sqrt L) at the best k
   (chapter 3). ``'every-1'`` is full recomputation.
+- "How to Scale Your Model" (Austin et al., 2025, jax-ml/scaling-book), and JAX's
+  ``checkpoint_dots`` policies: save the outputs of the large matmuls and rebuild everything elementwise
+  (norms, activation functions) in the backward pass, ``'matmul-outputs'`` here; chapter 3 derives from the
+  ridge point which tensors that keeps.
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Mapping
 
-__all__ = ["ZeroStage", "ZERO_STAGES", "zero_stage", "Recompute", "RECOMPUTE", "recompute_policy"]
+__all__ = ["ZeroStage", "ZERO_STAGES", "zero_stage", "Recompute", "RECOMPUTE", "MATMUL_OUTPUTS", "recompute_policy"]
 
 
 @dataclass(frozen=True)
@@ -71,19 +75,31 @@ RECOMPUTE: Mapping[str, Recompute] = MappingProxyType({
     "full": Recompute("full", 8, 4, "each layer's input only; the whole forward pass runs again", every=1),
 })
 
+MATMUL_OUTPUTS = Recompute(
+    "matmul-outputs", 6, 3,
+    "the layer's input and the outputs of its matmuls (the projections, the attention kernel, the MLP's gate and "
+    "up); the norms and the activation function run again, elementwise")
+"""Save the large matmul outputs (chapter 3): no matmul runs twice (with a flash kernel: an explicit softmax
+output is not a matmul's and is rebuilt, the attention core with it), so its FLOPs are the model's; what it
+rebuilds is elementwise work, priced in bytes, not FLOPs. Kept apart from :data:`RECOMPUTE`, the three
+policies of Korthikanti et al."""
+
 _EVERY = re.compile(r"every-([0-9]+)")
 
 
 def recompute_policy(name) -> Recompute:
-    """The recomputation policy called ``name``: 'none', 'selective', 'full' or 'every-K' (a checkpoint
-    at the input of every K-th layer, K >= 1; 'every-1' is the same trade as 'full')."""
+    """The recomputation policy called ``name``: 'none', 'selective', 'full', 'matmul-outputs' (keep the
+    matmuls' outputs, rebuild the elementwise work) or 'every-K' (a checkpoint at the input of every K-th
+    layer, K >= 1; 'every-1' is the same trade as 'full')."""
     if isinstance(name, Recompute):
         return name
     if isinstance(name, str) and name in RECOMPUTE:
         return RECOMPUTE[name]
+    if name == MATMUL_OUTPUTS.name:
+        return MATMUL_OUTPUTS
     found = _EVERY.fullmatch(name.strip()) if isinstance(name, str) else None
     if found is None or int(found.group(1)) < 1:
-        raise ValueError(f"recompute must be one of {', '.join(map(repr, RECOMPUTE))} or 'every-K' with K a whole "
+        raise ValueError(f"recompute must be one of {', '.join(map(repr, RECOMPUTE))}, 'matmul-outputs' or 'every-K' with K a whole "
                          f"number >= 1 (a checkpoint every K layers), got {name!r}")
     k = int(found.group(1))
     return Recompute(f"every-{k}", 8, 4, f"the input of one layer in {k}; a segment of {k} layers runs forward again, "

@@ -12,19 +12,21 @@ part where they do.
 
 The rules leave out, on purpose: collective latency (the alpha of the alpha-beta model), the pipeline
 bubble, memory, launch overheads and the contention of overlapping kernels. The full model has them, which
-is where the gaps come from. A measured (calibrated) roof moves every ridge below the datasheet's, and
-with it every threshold here.
+is where the gaps come from. A measured (calibrated) roof moves every ridge, and with it every threshold
+here: :func:`calibrated_thresholds` puts the rates a cluster roof (appendix C) holds through the same
+formulas, and :func:`rules_for` sets the result beside the datasheet's value.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import NamedTuple
 
 import numpy as np
 
 from roofline.core.checks import count, number, unknown_name
+from roofline.core.cluster_roof import ClusterRoof
 from roofline.core.collectives import collective_cost
 from roofline.core.cost import Breakdown, Cost
 from roofline.core.hardware import Hardware, get_hardware
@@ -37,14 +39,15 @@ from roofline.parallel.planner import bubble_share, plan as plan_layouts
 from roofline.parallel.tensor_parallel import best_degree, check_tp, comm_latency_share, hiding_width, tier_ridge
 from roofline.workloads.inference import compute_bound_batch, decode_step
 from roofline.workloads.kv_cache import check_context, largest_batch
-from roofline.workloads.memory import weight_bytes
+from roofline.workloads.memory import activation_bytes, layer_activations, saved_tensors, weight_bytes
 from roofline.workloads.training import step_tokens, training_flops_per_token
 
 __all__ = ["ridge", "vector_roof", "vector_ridge", "dot_intensity", "dp_tokens", "dp_tokens_closed", "fsdp_tokens",
            "tp_width", "MixedOptimum", "mixed_optimum", "decode_tp_constant", "decode_tp_bound", "attention_crossover",
            "attention_crossover_exact", "kv_bound_batch", "decode_compute_batch", "Band", "time_band", "RuleResult",
            "band_check", "decode_batch_check", "kv_batch_check", "fsdp_check", "decode_tp_check", "mixed_checks",
-           "attention_check", "rules_for", "find_rule", "AGAINST"]
+           "attention_check", "matmul_outputs_bytes", "Keep", "keep_by_intensity", "matmul_outputs_check",
+           "calibrated_thresholds", "rules_for", "find_rule", "AGAINST"]
 
 AGAINST = ("mlp", "layer")
 """What attention's FLOPs are set against in :func:`attention_crossover`: the MLP's matmuls, or every matmul
@@ -302,6 +305,77 @@ def attention_crossover_exact(model: Model | str, *, against: str = "mlp", limit
     return lo
 
 
+# --- chapter 3: which activations to keep ----------------------------------------------------------------------
+
+def matmul_outputs_bytes(model: Model | str, act_dtype: str = "bf16") -> float:
+    """Chapter 3: bytes per token and per layer a Llama layer keeps when it saves its matmuls' outputs and
+    rebuilds the elementwise work, ``w_act (2 h + 2 d + 2 n_kv d_head + 2 i)``: the layer's input and the
+    residual stream after attention (``2 h``), Q and the attention output (``2 d``), K and V (``2 n_kv
+    d_head``), the MLP's gate and up outputs (``2 i``, ``i`` the MLP's inner width). Without recomputation the
+    layer also keeps the two norms' outputs and the SwiGLU's two products, ``w_act (2 h + 2 i)`` more; full
+    recomputation keeps ``w_act h``. The fp32 softmax statistics (4 bytes a head) are left out."""
+    m = _dense(model, "matmul_outputs_bytes")
+    kv = m.num_kv_heads * m.head_dim
+    return dtype_bytes(act_dtype) * (2 * m.hidden_size + 2 * m.attention_width + 2 * kv + 2 * m.intermediate_size)
+
+
+class Keep(NamedTuple):
+    """One tensor a layer could keep (chapter 3): its ``name``, its bytes per token at the sequence asked
+    (``per_token``), the FLOPs per byte its rebuilding costs (``intensity``), whether the ridge rule keeps
+    it (``by_rule``: rebuilding would be compute-bound) and whether the 'matmul-outputs' policy does
+    (``by_policy``)."""
+
+    name: str
+    per_token: float
+    intensity: float
+    by_rule: bool
+    by_policy: bool
+
+
+def keep_by_intensity(model: Model | str, hardware: Hardware | str, seq, *, flash: bool = True,
+                      dtype: str = "bf16") -> tuple[Keep, ...]:
+    """Chapter 3: which of a layer's tensors to keep, by the ridge. Rebuilding a tensor costs FLOPs
+    (:meth:`~roofline.workloads.memory.SavedTensor.rebuild_intensity`, per byte it would keep); keeping it
+    costs those bytes of HBM for the whole step. Where rebuilding runs below the ridge point it is
+    memory-bound work on bytes the backward pass reads anyway, nearly free; above it, it is the matmul
+    run again. So keep a tensor when its rebuild intensity exceeds :func:`ridge`: every matmul output (``2
+    x`` its inner dimension, thousands of FLOPs an element) and the attention output once the sequence
+    passes the ridge in tokens (``4`` FLOPs an element per key, ``(S + 1)/2`` keys); not the norms' outputs,
+    SiLU and the gating product (a few FLOPs an element), nor an explicit kernel's softmax output (``2
+    d_head + 5``, below the ridge for heads of 128). The layer's input is kept always."""
+    m, hw = _dense(model, "keep_by_intensity"), get_hardware(hardware)
+    s = count("seq", seq)
+    r = ridge(hw, dtype)
+    out = []
+    for t in saved_tensors(m, flash=flash):
+        intensity = float(t.rebuild_intensity(s))
+        out.append(Keep(t.name, float(t.nbytes(s, 1)) / s, intensity, intensity > r,
+                        t.matmul_output or t.rebuild_flops == float("inf")))
+    return tuple(out)
+
+
+def matmul_outputs_check(model: Model | str, hardware: Hardware | str, seq=4096) -> RuleResult:
+    """Chapter 3: :func:`matmul_outputs_bytes` beside what the package's tensor-by-tensor count keeps under
+    'matmul-outputs' (:func:`~roofline.workloads.memory.layer_activations`), per token and layer, and where
+    the ridge rule (:func:`keep_by_intensity`) keeps a different set."""
+    m, hw = _dense(model, "matmul_outputs_check"), get_hardware(hardware)
+    s = count("seq", seq)
+    rule = matmul_outputs_bytes(m)
+    kept, working = layer_activations(m, s, 1, recompute="matmul-outputs")
+    full = float(kept) / (m.num_layers * s)
+    none = float(activation_bytes(saved_tensors(m), s, 1)) / s
+    differ = [k.name for k in keep_by_intensity(m, hw, s) if k.by_rule != k.by_policy]
+    reason = (f"the count adds the fp32 softmax statistics; {full / none:.0%} of what a layer keeps without "
+              f"recomputation, with no matmul run again; the layer being rebuilt adds "
+              f"{float(working) / float(kept):.1%} to the kept bytes at the peak")
+    if differ:
+        reason += "; the ridge rule also keeps " + ", ".join(differ) + " (cheap reductions, a few bytes)"
+    return RuleResult("matmul outputs kept per token and layer", rule, "B", 3,
+                      "w_act (2 h + 2 d + 2 n_kv d_head + 2 i)",
+                      f"bf16 activations, a flash kernel; rebuilding costs bytes, not FLOPs, at sequence {s:,}",
+                      full, "B", "the tensor-by-tensor count (layer_activations, 'matmul-outputs')", reason)
+
+
 # --- chapter 5: decode's batch --------------------------------------------------------------------------------
 
 def kv_bound_batch(model: Model | str, context, *, kv_dtype: str = "bf16", weights_dtype: str = "bf16"):
@@ -327,6 +401,61 @@ def decode_compute_batch(hardware: Hardware | str, dtype: str = "bf16") -> float
     return ridge(hardware, dtype) * dtype_bytes(dtype) / 2
 
 
+# --- the rules under a calibrated roof ---------------------------------------------------------------------------
+
+def calibrated_thresholds(model: Model | str, roof: ClusterRoof, *, nodes=1, gpus_per_node=8, seq=4096, batch=64,
+                          tp=None) -> dict[str, float]:
+    """Each rate-bound rule again, with the rates a cluster roof holds in place of the datasheet's
+    (appendix C's :class:`~roofline.core.cluster_roof.ClusterRoof`: for the calibrated roof, what
+    microbenchmarks reached). The formulas are the datasheet rules' own; only the rates change:
+
+    - ``P``: the best matmul rate of the roof's sweep (``roof.gemm.top``) for ``P_peak``;
+    - ``B_HBM``: the memory-bound kernels' bandwidth (``roof.bandwidth``);
+    - a collective's link: its bus bandwidth at the buffer the rule sends (nccl-tests' convention, which
+      the ring factors of the rules already assume): the gradients for data parallelism and FSDP, one
+      sequence of ``seq`` tokens' activations for the training width rule, one decode step's ``batch``
+      activations for the decode bound (small messages: the latency shows as a lower bandwidth);
+    - the mixed optimum's ratio ``B_d / B_t``: one network port (NVLink inside one node) over NVLink's best.
+
+    Keys are the names :func:`rules_for` gives (``'ridge point'``, ``'compute-bound decode batch'``,
+    ``'data-parallel tokens per GPU'``, ``'FSDP tokens per GPU'``, ``'tensor-parallel hiding width'``,
+    ``'decode tensor-parallel bound'``, ``'mixing pays below'``); rules that read no rate (the KV-bound
+    batch, the attention crossover, the band) are not moved. The calibrated roof's rates are below the
+    datasheet's, never above: where a ratio of two of them rises, so does the threshold."""
+    if not isinstance(roof, ClusterRoof):
+        raise TypeError(f"roof must be a ClusterRoof (roofline.measured.cluster_roof or datasheet_cluster_roof), "
+                        f"got {type(roof).__name__}")
+    m = _dense(model, "calibrated_thresholds")
+    nodes, g = cluster(nodes, gpus_per_node)
+    n = nodes * g
+    seq, batch = count("seq", seq), count("batch", batch)
+    tp = count("tp", g if tp is None else tp, maximum=g, what=f" (tensor parallelism stays inside a node of {g})")
+    peak, hbm = roof.gemm.top, roof.bandwidth
+    a = dtype_bytes("bf16")
+    params = param_count(m)
+    psi = params * a
+    forward = 2 * params
+    backward = training_flops_per_token(m) - forward
+    per_node = None if nodes == 1 else g
+    allreduce = roof.collective_time("all_reduce", n, psi, per_node=per_node)
+    gather = roof.collective_time("all_gather", n, psi, per_node=per_node)
+    scatter = roof.collective_time("reduce_scatter", n, psi, per_node=per_node)
+    kappa = m.layer_matmul_params / m.hidden_size ** 2
+    width_bw = roof.bus_bandwidth("all_reduce", tp, seq * m.hidden_size * a, tp) if tp > 1 else float("inf")
+    decode_bw = roof.bus_bandwidth("all_reduce", g, batch * m.hidden_size * a, g)
+    wy = roof.nvlink.top
+    wx = roof.port if nodes > 1 else wy
+    return {
+        "ridge point": peak / hbm,
+        "compute-bound decode batch": peak / hbm * a / 2,
+        "data-parallel tokens per GPU": float(allreduce) / (backward / peak),
+        "FSDP tokens per GPU": float(max(gather / (forward / peak), (gather + scatter) / (backward / peak))),
+        "tensor-parallel hiding width": 2 * (tp - 1) * a * peak / (kappa * width_bw),
+        "decode tensor-parallel bound": 1 + decode_tp_constant(m) * (decode_bw / hbm) / batch,
+        "mixing pays below": 3 * m.layer_matmul_params / (8 * m.hidden_size) * wy / wx,
+    }
+
+
 # --- every rule at once ------------------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
@@ -334,7 +463,9 @@ class RuleResult:
     """One rule evaluated: its ``name``, ``value`` and ``unit``, the ``chapter`` that derives it, the
     ``assumption`` it makes, and where the package's full model answers the same question, that answer
     (``model_value``, ``model_unit``, what it is: ``model_label``) and ``reason``, one line on where and why
-    the two part (or that they agree)."""
+    the two part (or that they agree). ``calibrated`` is the same rule under a cluster roof's rates
+    (:func:`calibrated_thresholds`), ``calibrated_label`` which roof; ``None`` where the rule reads no rate or
+    no roof was given."""
 
     name: str
     value: float | None
@@ -346,6 +477,8 @@ class RuleResult:
     model_unit: str = ""
     model_label: str = ""
     reason: str = ""
+    calibrated: float | None = None
+    calibrated_label: str = ""
 
 
 def band_check(model: Model | str, hardware: Hardware | str, batch=64, context=4096) -> RuleResult:
@@ -496,13 +629,15 @@ def attention_check(model: Model | str) -> RuleResult:
 
 
 def rules_for(model: Model | str, hardware: Hardware | str, *, nodes=1, gpus_per_node=8, seq=4096,
-              global_batch=None, batch=64, tp=None) -> list[RuleResult]:
+              global_batch=None, batch=64, tp=None, roof: ClusterRoof | None = None) -> list[RuleResult]:
     """Every rule of this module for one model on one cluster of ``nodes`` x ``gpus_per_node`` GPUs, in
     chapter order. ``seq`` is the training sequence and the decode context, ``batch`` the decode batch,
     ``tp`` the tensor degree the width rule asks about (default: the node's GPUs); ``global_batch`` (sequences a step) brings in the
     planner (:func:`roofline.parallel.planner.plan`) for the layout rules (without it they stand alone and
     one sequence per GPU is the training step). Each chapter's own comparison is one of the ``*_check``
-    functions, which take the chapter's cases (a context of 0, degrees past a node)."""
+    functions, which take the chapter's cases (a context of 0, degrees past a node). With ``roof`` (a cluster
+    roof of the same chip, :func:`roofline.measured.cluster_roof`) each rate-bound rule also carries its value
+    under that roof's rates (:func:`calibrated_thresholds`)."""
     m, hw = _dense(model, "rules_for"), get_hardware(hardware)
     nodes, g = cluster(nodes, gpus_per_node)
     n = nodes * g
@@ -550,6 +685,15 @@ def rules_for(model: Model | str, hardware: Hardware | str, *, nodes=1, gpus_per
     out.append(decode_tp_check(m, hw, batch, seq, gpus_per_node=g))
     out.extend(mixed_checks(m, hw, seq=seq, global_batch=global_batch, nodes=nodes, gpus_per_node=g, plan=plan))
     out.append(attention_check(m))
+    out.insert(4, matmul_outputs_check(m, hw, seq))
+    if roof is not None:
+        if roof.hardware.key != hw.key:
+            raise ValueError(f"roof is the {roof.hardware.short}'s and the rules are asked for the {hw.short}: "
+                             "give the same chip's roof")
+        moved = calibrated_thresholds(m, roof, nodes=nodes, gpus_per_node=g, seq=seq, batch=batch, tp=tp)
+        label = f"under the {roof.label} roof"
+        out = [replace(r, calibrated=next((v for k, v in moved.items() if r.name.startswith(k)), None),
+                       calibrated_label=label) if any(r.name.startswith(k) for k in moved) else r for r in out]
     return out
 
 

@@ -29,7 +29,7 @@ from numpy.typing import ArrayLike
 from roofline.core.checks import broadcast, number, unknown_name
 from roofline.core.hardware import Hardware, get_hardware
 from roofline.core.model import Model, load_model, param_count
-from roofline.core.policies import RECOMPUTE, recompute_policy, zero_stage
+from roofline.core.policies import MATMUL_OUTPUTS, RECOMPUTE, recompute_policy, zero_stage
 from roofline.core.units import dtype_bytes, fmt
 from roofline.workloads.inference import build_step
 
@@ -190,6 +190,14 @@ class SavedTensor:
     query-key pair (``s^2 b`` pairs; ``per_score`` is the number of heads for a score-sized tensor),
     times ``bytes_per_element``. ``where`` is 'attention' or 'mlp' or
     'norm', for selective recomputation, which drops the attention core's score-sized tensors.
+
+    ``matmul_output`` marks the output of a matmul (a projection, the attention kernel, the MLP's gate or
+    up), what the 'matmul-outputs' policy keeps. ``rebuild_flops`` is what rebuilding one element costs
+    from the tensors before it in the layer (``2 x`` the matmul's inner dimension for a matmul's output,
+    a few FLOPs for an elementwise one, infinite for the layer's input, which only the layers below can
+    rebuild), plus ``rebuild_flops_per_key`` per key a query sees (the attention core's outputs); see
+    :meth:`rebuild_intensity`. The elementwise counts are round figures (a norm about 2 to 7 FLOPs per
+    element, SiLU about 5): chapter 3's rule needs only that they sit far below the ridge.
     """
 
     name: str
@@ -198,10 +206,20 @@ class SavedTensor:
     where: str
     per_score: float = 0.0
     sharded_by_tp: bool = True  # False for tensors that tensor parallelism replicates (norm inputs, dropout masks after the block)
+    matmul_output: bool = False
+    rebuild_flops: float = 0.0
+    rebuild_flops_per_key: float = 0.0
 
     def nbytes(self, seq, micro_batch):
         """Bytes of this tensor for ``micro_batch`` sequences of ``seq`` tokens (broadcasts)."""
         return (seq * micro_batch * self.per_token + seq * seq * micro_batch * self.per_score) * self.bytes_per_element
+
+    def rebuild_intensity(self, seq):
+        """FLOPs it takes to rebuild this tensor per byte it would keep (chapter 3), for sequences of ``seq``
+        tokens: ``(rebuild_flops + rebuild_flops_per_key x (seq + 1)/2) / bytes_per_element``, a causal query
+        seeing ``(seq + 1)/2`` keys on average. Infinite for the layer's input."""
+        keys = (number("seq", seq, integer=True) + 1) / 2
+        return (self.rebuild_flops + self.rebuild_flops_per_key * keys) / self.bytes_per_element
 
 
 def saved_tensors(model: Model | str | None = None, *, architecture: str = "llama", hidden=None, heads=None,
@@ -214,32 +232,35 @@ def saved_tensors(model: Model | str | None = None, *, architecture: str = "llam
     backward needs only the cached sines and cosines), SwiGLU, no dropout. ``flash`` replaces the
     score-sized tensors by the output and one fp32 log-sum-exp per query and head.
     """
-    b = act_bytes
+    b, inf = act_bytes, float("inf")
     if architecture == "gpt":
         h = number("hidden", hidden, integer=True)
         number("heads", heads, integer=True)
         attn = [
-            SavedTensor("layernorm 1 input", h, b, "norm", sharded_by_tp=False),
-            SavedTensor("QKV input", h, b, "attention", sharded_by_tp=False),
-            SavedTensor("Q and K", 2 * h, b, "attention"),
-            SavedTensor("V", h, b, "attention"),
-            SavedTensor("attention output (projection input)", h, b, "attention"),
-            SavedTensor("dropout mask after projection", h, 1, "attention", sharded_by_tp=False),
+            SavedTensor("layernorm 1 input", h, b, "norm", sharded_by_tp=False, rebuild_flops=inf),
+            SavedTensor("QKV input", h, b, "attention", sharded_by_tp=False, rebuild_flops=7),
+            SavedTensor("Q and K", 2 * h, b, "attention", matmul_output=True, rebuild_flops=2 * h),
+            SavedTensor("V", h, b, "attention", matmul_output=True, rebuild_flops=2 * h),
+            SavedTensor("attention output (projection input)", h, b, "attention", matmul_output=True,
+                        rebuild_flops_per_key=4),
+            SavedTensor("dropout mask after projection", h, 1, "attention", sharded_by_tp=False, rebuild_flops=1),
         ]
         if flash:
-            attn.append(SavedTensor("softmax statistics (fp32)", heads, 4, "attention"))
+            attn.append(SavedTensor("softmax statistics (fp32)", heads, 4, "attention", matmul_output=True,
+                                    rebuild_flops_per_key=2 * h // heads))
         else:
             attn += [
-                SavedTensor("softmax output", 0, b, "attention", per_score=heads),
-                SavedTensor("attention dropout mask", 0, 1, "attention", per_score=heads),
-                SavedTensor("dropout output (PV input)", 0, b, "attention", per_score=heads),
+                SavedTensor("softmax output", 0, b, "attention", per_score=heads, rebuild_flops=2 * h // heads + 5),
+                SavedTensor("attention dropout mask", 0, 1, "attention", per_score=heads, rebuild_flops=1),
+                SavedTensor("dropout output (PV input)", 0, b, "attention", per_score=heads, rebuild_flops=1),
             ]
         mlp = [
-            SavedTensor("layernorm 2 input", h, b, "norm", sharded_by_tp=False),
-            SavedTensor("MLP input", h, b, "mlp", sharded_by_tp=False),
-            SavedTensor("GeLU input", 4 * h, b, "mlp"),
-            SavedTensor("second linear input", 4 * h, b, "mlp"),
-            SavedTensor("dropout mask after MLP", h, 1, "mlp", sharded_by_tp=False),
+            SavedTensor("layernorm 2 input", h, b, "norm", sharded_by_tp=False, matmul_output=True,
+                        rebuild_flops=2 * h + 2),
+            SavedTensor("MLP input", h, b, "mlp", sharded_by_tp=False, rebuild_flops=7),
+            SavedTensor("GeLU input", 4 * h, b, "mlp", matmul_output=True, rebuild_flops=2 * h),
+            SavedTensor("second linear input", 4 * h, b, "mlp", rebuild_flops=8),
+            SavedTensor("dropout mask after MLP", h, 1, "mlp", sharded_by_tp=False, rebuild_flops=1),
         ]
         return tuple(attn + mlp)
     if architecture != "llama":
@@ -249,25 +270,28 @@ def saved_tensors(model: Model | str | None = None, *, architecture: str = "llam
     m = load_model(model)
     h, q, kv, i = m.hidden_size, m.attention_width, m.num_kv_heads * m.head_dim, m.intermediate_size
     attn = [
-        SavedTensor("RMSNorm 1 input", h, b, "norm", sharded_by_tp=False),
-        SavedTensor("RMSNorm 1 statistics (fp32)", 1, 4, "norm", sharded_by_tp=False),
-        SavedTensor("QKV input", h, b, "attention", sharded_by_tp=False),
-        SavedTensor("Q after RoPE", q, b, "attention"),
-        SavedTensor("K after RoPE and V", 2 * kv, b, "attention"),
-        SavedTensor("attention output (o_proj input)", q, b, "attention"),
+        SavedTensor("RMSNorm 1 input", h, b, "norm", sharded_by_tp=False, rebuild_flops=inf),
+        SavedTensor("RMSNorm 1 statistics (fp32)", 1, 4, "norm", sharded_by_tp=False, rebuild_flops=2 * h),
+        SavedTensor("QKV input", h, b, "attention", sharded_by_tp=False, rebuild_flops=2),
+        SavedTensor("Q after RoPE", q, b, "attention", matmul_output=True, rebuild_flops=2 * h + 3),
+        SavedTensor("K after RoPE and V", 2 * kv, b, "attention", matmul_output=True, rebuild_flops=2 * h + 3),
+        SavedTensor("attention output (o_proj input)", q, b, "attention", matmul_output=True,
+                    rebuild_flops_per_key=4),
     ]
     if flash:
-        attn.append(SavedTensor("softmax statistics (fp32)", m.num_heads, 4, "attention"))
+        attn.append(SavedTensor("softmax statistics (fp32)", m.num_heads, 4, "attention", matmul_output=True,
+                                rebuild_flops_per_key=2 * m.head_dim))
     else:
-        attn.append(SavedTensor("softmax output", 0, b, "attention", per_score=m.num_heads))
+        attn.append(SavedTensor("softmax output", 0, b, "attention", per_score=m.num_heads,
+                                rebuild_flops=2 * m.head_dim + 5))
     mlp = [
-        SavedTensor("RMSNorm 2 input", h, b, "norm", sharded_by_tp=False),
-        SavedTensor("RMSNorm 2 statistics (fp32)", 1, 4, "norm", sharded_by_tp=False),
-        SavedTensor("gate/up input", h, b, "mlp", sharded_by_tp=False),
-        SavedTensor("gate output (SiLU input)", i, b, "mlp"),
-        SavedTensor("up output", i, b, "mlp"),
-        SavedTensor("SiLU output", i, b, "mlp"),
-        SavedTensor("down_proj input", i, b, "mlp"),
+        SavedTensor("RMSNorm 2 input", h, b, "norm", sharded_by_tp=False, matmul_output=True, rebuild_flops=2 * q + 1),
+        SavedTensor("RMSNorm 2 statistics (fp32)", 1, 4, "norm", sharded_by_tp=False, rebuild_flops=2 * h),
+        SavedTensor("gate/up input", h, b, "mlp", sharded_by_tp=False, rebuild_flops=2),
+        SavedTensor("gate output (SiLU input)", i, b, "mlp", matmul_output=True, rebuild_flops=2 * h),
+        SavedTensor("up output", i, b, "mlp", matmul_output=True, rebuild_flops=2 * h),
+        SavedTensor("SiLU output", i, b, "mlp", rebuild_flops=5),
+        SavedTensor("down_proj input", i, b, "mlp", rebuild_flops=6),
     ]
     return tuple(attn + mlp)
 
@@ -287,14 +311,16 @@ def activation_bytes(layer, seq, micro_batch, *, recompute: str = "none", tp: in
     """Bytes of activations one layer keeps, from its saved tensors.
 
     ``recompute='selective'`` drops the score-sized tensors (recomputed in the backward pass);
-    ``'full'`` keeps only the layer's input (``s b h`` elements; pass it as the first tensor's width).
+    ``'matmul-outputs'`` keeps the layer's input and the matmuls' outputs (:class:`SavedTensor`'s
+    ``matmul_output``) and rebuilds the rest; ``'full'`` keeps only the layer's input (``s b h`` elements; pass it as the first tensor's width).
     ``layer`` is a model (its layer's tensors, with a flash kernel unless ``flash=False``) or the tuple
     :func:`saved_tensors` returns (a GPT layer of Korthikanti et al., an explicit-attention layer).
     With tensor parallelism of degree ``tp`` the sharded tensors divide by ``tp``; sequence
     parallelism divides the rest too.
     """
-    if recompute not in RECOMPUTE_POLICIES:
-        raise ValueError(f"recompute must be one of {', '.join(map(repr, RECOMPUTE_POLICIES))}, got {recompute!r}")
+    if recompute not in (*RECOMPUTE_POLICIES, MATMUL_OUTPUTS.name):
+        raise ValueError(f"recompute must be one of {', '.join(map(repr, (*RECOMPUTE_POLICIES, MATMUL_OUTPUTS.name)))}, "
+                         f"got {recompute!r}")
     s = number("seq", seq, integer=True)
     bsz = number("micro_batch", micro_batch, integer=True)
     tp = number("tp", tp, integer=True)
@@ -304,6 +330,8 @@ def activation_bytes(layer, seq, micro_batch, *, recompute: str = "none", tp: in
     total = 0.0
     for t in tensors:
         if recompute == "selective" and t.per_score:
+            continue
+        if recompute == MATMUL_OUTPUTS.name and not (t.matmul_output or t.rebuild_flops == float("inf")):
             continue
         total = total + t.nbytes(s, bsz) / (tp if (t.sharded_by_tp or sequence_parallel) else 1)
     return total
@@ -410,7 +438,7 @@ def training_footprint(model: Model | str, seq, micro_batch, *, gpus=1, zero_sta
     recomputed (:func:`recompute_working_set`, zero without recomputation), and the logits in fp32
     for the loss.
 
-    ``recompute`` is 'none', 'selective', 'full' or 'every-K' (:func:`layer_activations`). With
+    ``recompute`` is 'none', 'selective', 'full', 'matmul-outputs' or 'every-K' (:func:`layer_activations`). With
     ``offload`` the kept activations live in host memory (the footprint's ``host``, checked by
     :meth:`Footprint.fits` against the host's memory per GPU) and HBM holds two layers' worth in flight
     (one being written out or fetched while the next is computed; two checkpoints under 'every-K');

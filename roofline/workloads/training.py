@@ -189,6 +189,7 @@ PHASES = ("forward", "backward", "recompute")
 
 _OUTSIDE_LAYERS = frozenset({"embedding", "final_norm", "lm_head", "sample"})
 _ATTENTION_CORE = frozenset({"attention", "scores", "softmax", "pv"})  # what selective recomputation reruns
+_ELEMENTWISE_REBUILT = frozenset({"attn_norm", "rope", "mlp_norm", "act"})  # what 'matmul-outputs' reruns
 
 
 # What a causal model needs of explicit attention's score and value products: the rest is the masked half of
@@ -222,7 +223,8 @@ def training_step(model: Model | str, seq, micro_batch=1, *, recompute: str = "n
     refined prefill's kernels over every token, logits included, no KV cache written), the backward pass
     (every kernel's work twice over: the gradients of its inputs and of its weights) and what the policy
     runs again: nothing for 'none', the attention core for 'selective', every layer's forward for
-    'full' and 'every-K'.
+    'full' and 'every-K', the norms, RoPE and the activation function (elementwise kernels: bytes, no
+    FLOPs) for 'matmul-outputs' (with explicit attention, the attention core too).
 
     Model FLOPs are ``forward + backward``; hardware FLOPs (``step.flops``) add ``recompute`` and, with
     explicit attention, ``masked``. This is the book's one definition of model FLOPs (MFU's, after PaLM,
@@ -248,8 +250,11 @@ def training_step(model: Model | str, seq, micro_batch=1, *, recompute: str = "n
            + [_phase(op, "backward", 2, needed) for op in forward])
     if policy.every:
         ops += [_phase(op, "recompute", 1) for op in forward if op.name not in _OUTSIDE_LAYERS]
-    elif policy.name == "selective":
+    elif policy.name == "selective" or (policy.name == "matmul-outputs" and attention == "explicit"):
+        # an explicit softmax output is not a matmul's: 'matmul-outputs' rebuilds it, and the core with it
         ops += [_phase(op, "recompute", 1) for op in forward if op.name in _ATTENTION_CORE]
+    if policy.name == "matmul-outputs":  # the elementwise work it rebuilds: bytes, no FLOPs in this count
+        ops += [_phase(op, "recompute", 1) for op in forward if op.name in _ELEMENTWISE_REBUILT]
     return Breakdown.from_ops(f"training step of {m.title}, recompute {policy.name}", ops, fwd.formats, order=PHASES)
 
 
@@ -334,7 +339,7 @@ def plan_training(model: Model | str, hardware: Hardware | str, *, seq, micro_ba
                   attention: str = "flash", recipe: str = "mixed-adam") -> TrainingPlan:
     """Does a training step fit on each of ``gpus`` GPUs, and how fast can it go (chapter 3)?
 
-    ``recompute`` is 'none', 'selective', 'full' or 'every-K'; ``zero_stage`` shards the model state over
+    ``recompute`` is 'none', 'selective', 'full', 'matmul-outputs' or 'every-K'; ``zero_stage`` shards the model state over
     the ``gpus`` data-parallel GPUs; ``offload`` keeps the saved activations in host memory, sent over
     the GPU's host link (PCIe) layer by layer in the forward pass and fetched back in the backward pass.
     ``achieved`` is the fraction of peak the GPU's FLOPs run at (the HFU it would reach with nothing

@@ -311,3 +311,72 @@ def test_the_kv_bound_batch_counts_a_sliding_windows_cache_as_the_model_keeps_it
     assert rules.kv_bound_batch(g, 8192) == pytest.approx(weight_bytes(g) / g.kv_cache_bytes(8192))
     assert rules.kv_bound_batch(g, 8192) > weight_bytes(g) / (8192 * g.kv_bytes_per_token())
     assert rules.kv_bound_batch(g, 2048) == pytest.approx(weight_bytes(g) / (2048 * g.kv_bytes_per_token()))
+
+
+# --- chapter 3: which activations to keep --------------------------------------------------------------------
+
+def test_matmul_outputs_keep_94_208_bytes_a_token_in_a_llama_3_8b_layer():
+    # h = 4096, d = 32 x 128 = 4096, n_kv d_head = 8 x 128 = 1024, i = 14336, bf16:
+    # 2 x (2 x 4096 + 2 x 4096 + 2 x 1024 + 2 x 14336) = 2 x 47,104
+    assert rules.matmul_outputs_bytes("llama-3-8b") == 94_208
+    # the tensor-by-tensor count adds the fp32 softmax statistics, 4 bytes for each of 32 heads
+    from roofline.workloads.memory import kept_bytes_per_token_layer
+    assert kept_bytes_per_token_layer("llama-3-8b", 4096, recompute="matmul-outputs") == 94_208 + 4 * 32
+    # and drops what 'none' keeps beyond it: the two norms' outputs and SwiGLU's two products, 2 x (2h + 2i)
+    none = kept_bytes_per_token_layer("llama-3-8b", 4096)
+    assert none - (94_208 + 128) == 2 * (2 * 4096 + 2 * 14336) + 2 * 4  # and the two norms' fp32 statistics
+
+
+def test_the_ridge_keeps_matmul_outputs_and_rebuilds_elementwise_work():
+    keep = {k.name: k for k in rules.keep_by_intensity("llama-3-8b", "h100-sxm", 4096)}
+    for name in ("Q after RoPE", "K after RoPE and V", "gate output (SiLU input)", "up output", "RMSNorm 2 input",
+                 "attention output (o_proj input)"):
+        assert keep[name].by_rule and keep[name].by_policy, name
+    assert keep["up output"].intensity == 4096  # 2h FLOPs an element over 2 bytes
+    for name in ("QKV input", "gate/up input", "SiLU output", "down_proj input"):
+        assert not keep[name].by_rule and not keep[name].by_policy, name
+    # the attention output costs 4 FLOPs an element per key, (S + 1)/2 keys, over 2 bytes: S + 1 FLOP/B,
+    # above the H100's ridge of 295 from S = 295 on, below it at 128 tokens
+    assert keep["attention output (o_proj input)"].intensity == 4097
+    short = {k.name: k for k in rules.keep_by_intensity("llama-3-8b", "h100-sxm", 128)}
+    assert not short["attention output (o_proj input)"].by_rule
+    assert short["attention output (o_proj input)"].by_policy  # the policy keeps it whatever the length
+    # an explicit kernel's softmax output: 2 d_head + 5 = 261 FLOPs an element, 130.5 FLOP/B, below the ridge
+    explicit = {k.name: k for k in rules.keep_by_intensity("llama-3-8b", "h100-sxm", 4096, flash=False)}
+    assert explicit["softmax output"].intensity == pytest.approx(130.5)
+    assert not explicit["softmax output"].by_rule and not explicit["softmax output"].by_policy
+
+
+def test_matmul_outputs_check_names_the_norm_statistics_where_rule_and_policy_part():
+    r = rules.matmul_outputs_check("llama-3-8b", "h100-sxm", 4096)
+    assert r.value == 94_208 and r.model_value == 94_336
+    assert "RMSNorm 1 statistics" in r.reason and "56%" in r.reason
+
+
+# --- the rules under a calibrated roof -------------------------------------------------------------------------
+
+def test_the_datasheet_cluster_roof_gives_back_the_datasheet_rules_in_one_node():
+    from roofline.core.cluster_roof import datasheet_cluster_roof
+    moved = rules.calibrated_thresholds("llama-3-70b", datasheet_cluster_roof("h100-sxm"))
+    results = rules.rules_for("llama-3-70b", "h100-sxm")
+    for key, value in moved.items():
+        assert value == pytest.approx(next(r.value for r in results if r.name.startswith(key)), rel=1e-9), key
+
+
+def test_the_calibrated_h100_roof_moves_the_rules_by_its_measured_rates():
+    from roofline.measured import cluster_roof
+    roof = cluster_roof("h100-sxm")
+    moved = rules.calibrated_thresholds("llama-3-70b", roof, batch=64)
+    assert moved["ridge point"] == pytest.approx(roof.gemm.top / roof.bandwidth)
+    assert moved["ridge point"] < rules.ridge("h100-sxm")  # the matmuls fall further short of peak than HBM
+    # a decode step's all-reduce of 64 x 8192 bf16 activations (1 MB) reaches a tenth of NVLink's best:
+    # the bound falls from 56 GPUs to about 7
+    assert rules.decode_tp_bound("llama-3-70b", "h100-sxm", 64) == pytest.approx(55.8, abs=0.1)
+    assert 5 < moved["decode tensor-parallel bound"] < 10
+    results = rules.rules_for("llama-3-70b", "h100-sxm", roof=roof)
+    assert rules.find_rule(results, "ridge point").calibrated == moved["ridge point"]
+    assert rules.find_rule(results, "KV-bound").calibrated is None  # reads no rate
+    with pytest.raises(ValueError, match="roof is the H100 SXM's"):
+        rules.rules_for("llama-3-70b", "h200-sxm", roof=roof)
+    with pytest.raises(TypeError, match="roof must be a ClusterRoof"):
+        rules.calibrated_thresholds("llama-3-70b", "h100-sxm")

@@ -29,7 +29,7 @@ def test_every_k_is_parsed_and_every_1_is_full():
 
 @pytest.mark.parametrize("bad", ["every-0", "every-x", "every-", "sometimes", "Full", 3, None])
 def test_a_bad_policy_names_the_argument_and_the_choices(bad):
-    with pytest.raises(ValueError, match=r"recompute must be one of 'none', 'selective', 'full' or 'every-K'"):
+    with pytest.raises(ValueError, match=r"recompute must be one of 'none', 'selective', 'full', 'matmul-outputs' or 'every-K'"):
         recompute_policy(bad)
 
 
@@ -240,3 +240,19 @@ def test_fitting_plans_stop_at_the_largest_micro_batch_that_fits():
     assert not training.plan_training(LLAMA, "h100-sxm", seq=4096, micro_batch=len(plans) + 1, gpus=8,
                                       zero_stage=3).fits
     assert training.fitting_plans(LLAMA, "h100-sxm", seq=4096) == []  # 16 bytes a parameter alone do not fit
+
+
+def test_matmul_outputs_runs_no_matmul_twice_and_rebuilds_the_elementwise_kernels():
+    step = training.training_step(LLAMA, 4096, recompute="matmul-outputs")
+    assert training.recompute_overhead(step) == 0.0
+    rebuilt = {op.name for op in step.ops if op.name.endswith("(recompute)")}
+    assert rebuilt == {"attn_norm (recompute)", "rope (recompute)", "mlp_norm (recompute)", "act (recompute)"}
+    none = training.training_step(LLAMA, 4096)
+    assert float(step.bytes - none.bytes) == float(step["recompute"].bytes) > 0
+    # with explicit attention the softmax output is not a matmul's: the core runs again, as under 'selective'
+    explicit = training.training_step(LLAMA, 4096, recompute="matmul-outputs", attention="explicit")
+    selective = training.training_step(LLAMA, 4096, recompute="selective", attention="explicit")
+    assert float(explicit["recompute"].flops) == float(selective["recompute"].flops) > 0
+    kept, working = memory.layer_activations(LLAMA, 4096, 1, recompute="matmul-outputs")
+    none_kept, _ = memory.layer_activations(LLAMA, 4096, 1)
+    assert float(working) == float(none_kept / LLAMA.num_layers - kept / LLAMA.num_layers)
