@@ -637,21 +637,21 @@ def sweep_chart(sweeps: dict, *, xlabel: str, ylabel: str = "time per decode ste
 def frontier_chart(points, *, capacity=None, title=None, annotate=(1, 4, 8)):
     """Chapter 3's frontier: activation memory on the GPU (log scale) against the extra FLOPs each policy
     runs, one marker per :class:`roofline.workloads.training.FrontierPoint`. Checkpoint spacings share one column
-    (every spacing runs one extra forward pass); those in ``annotate`` are labelled with their ``k``.
+    (every spacing runs one extra forward pass); those in ``annotate`` are labelled with their spacing ``L_seg``.
     Offloading is drawn hollow: it buys its memory with host-link time, not FLOPs. ``capacity`` (bytes)
     draws a horizontal line, for example the room left beside the model state."""
     with _chart(7, 4.6) as (fig, ax):
         spaced = [p for p in points if p.recompute.startswith("every-")]
         others = [p for p in points if not p.recompute.startswith("every-")]
         ax.plot([100 * p.extra_flops for p in spaced], [p.memory / 1e9 for p in spaced], "o", ms=5,
-                color=PALETTE["blue"], label="checkpoint every k layers (k = 1: full)")
+                color=PALETTE["blue"], label=r"checkpoint every $L_\mathrm{seg}$ layers ($L_\mathrm{seg}$ = 1: full)")
         for p in spaced:
             k = int(p.recompute.split("-")[1])
             if k in annotate or k == max(int(q.recompute.split("-")[1]) for q in spaced):
-                ax.annotate(f"k = {k}", (100 * p.extra_flops, p.memory / 1e9), textcoords="offset points",
+                ax.annotate(rf"$L_\mathrm{{seg}}$ = {k}", (100 * p.extra_flops, p.memory / 1e9), textcoords="offset points",
                             xytext=(-8, -4 if k == 1 else 0), ha="right", va="center", fontsize=9.5)
         markers = {"explicit": "s", "flash": "D"}
-        colors = [PALETTE["vermillion"], PALETTE["orange"], PALETTE["green"], PALETTE["purple"], PALETTE["sky"]]
+        colors = [PALETTE["vermillion"], PALETTE["orange"], PALETTE["green"], "black", PALETTE["purple"], PALETTE["sky"]]
         for p, color in zip(others, colors):
             ax.plot(100 * p.extra_flops, p.memory / 1e9, markers[p.attention] if not p.offload else "o", ms=8,
                     color=color, markerfacecolor="white" if p.offload else color, markeredgewidth=1.6, label=p.label,

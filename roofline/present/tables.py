@@ -23,6 +23,7 @@ from roofline.core.network import Tier
 from roofline.workloads.quantization import (FLOAT_LAYOUTS, INTEGER_LEVELS, PUBLISHED, SCHEMES, float_range,
                                              relative_change, scheme, serving_point)
 from roofline.core.roof import Prediction, predict
+from roofline.parallel.rules import keep_by_intensity
 from roofline.workloads.training import best_plan, hfu, mfu, tokens_per_s_at_mfu, training_step
 from roofline.core.roof import Roof
 from roofline.core.units import bits_per_element, fmt, group_format
@@ -31,7 +32,7 @@ from roofline.measured.compare import CALIBRATION_BAND, Comparison
 __all__ = ["Table", "workload_table", "breakdown_table", "tiers_table", "hardware_table", "mfu_table", "mfu_calculator",
            "recipes_table", "saved_tensors_table", "footprint_table", "kv_capacity_table", "korthikanti_table",
            "matmul_intensity_table", "operations_table", "kv_layout_table", "serving_table", "recompute_table",
-           "checkpoint_runs_table", "best_plan_table", "attention_table", "published_table", "formats_table", "quality_table",
+           "keep_table", "checkpoint_runs_table", "best_plan_table", "attention_table", "published_table", "formats_table", "quality_table",
            "quantized_serving_table", "moe_comparison_table", "moe_memory_table", "collectives_table", "data_parallel_table",
            "rule_cell", "rules_table"]
 
@@ -359,6 +360,18 @@ def recompute_table(model, seqs: Sequence[int], policies: Sequence[tuple[str, st
             rows.append((f"{s:,}", label, fmt(float(kept), "B", 3), fmt(float(working), "B", 3),
                          fmt(float(kept + working), "B", 3), f"{100 * extra:.1f}%"))
     return Table(("tokens", "policy", "kept", "working set", "peak", "extra FLOPs"), tuple(rows), title)
+
+
+def keep_table(model, hardware, seq: int, *, flash: bool = True, title: str = "") -> Table:
+    """What one layer could keep, tensor by tensor, and what the ridge rule and the 'matmul-outputs' policy
+    keep (chapter 3): :func:`roofline.parallel.rules.keep_by_intensity`, bytes a token, the FLOPs per byte
+    its rebuilding costs, and the two verdicts."""
+    rows = []
+    for k in keep_by_intensity(model, hardware, seq, flash=flash):
+        rows.append((k.name, fmt(k.per_token, "B", 3), "the layer's input" if math.isinf(k.intensity)
+                     else f"{k.intensity:,.0f}" if k.intensity >= 10 else f"{k.intensity:.1f}",
+                     "keep" if k.by_rule else "rebuild", "keep" if k.by_policy else "rebuild"))
+    return Table(("tensor", "bytes a token", "rebuild FLOP/B", "the ridge", "matmul outputs"), tuple(rows), title)
 
 
 def checkpoint_runs_table(runs, title: str = "") -> Table:

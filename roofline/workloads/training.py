@@ -461,14 +461,15 @@ class FrontierPoint:
 def frontier(model: Model | str, seq, micro_batch=1, *, spacings=None) -> list[FrontierPoint]:
     """Every policy's activation memory against its extra FLOPs for one micro-batch (chapter 3's
     frontier): no recomputation and selective recomputation with explicit attention, no recomputation
-    with a flash kernel, checkpoints every ``k`` layers for each ``k`` of ``spacings`` (default 1 to L;
+    with a flash kernel, the matmuls' outputs kept with a flash kernel, checkpoints every ``k`` layers for each ``k`` of ``spacings`` (default 1 to L;
     ``k = 1`` is full recomputation), and offloading with and without full recomputation."""
     m = load_model(model)
     check_dense(m, "frontier")
     spacings = range(1, m.num_layers + 1) if spacings is None else spacings
     cases = [("no recompute, explicit attention", "none", "explicit", False),
              ("selective, explicit attention", "selective", "explicit", False),
-             ("no recompute, flash", "none", "flash", False)]
+             ("no recompute, flash", "none", "flash", False),
+             ("matmul outputs, flash", "matmul-outputs", "flash", False)]
     cases += [("full (every layer)" if k == 1 else f"every {k} layers", f"every-{k}", "flash", False) for k in spacings]
     cases += [("offload, no recompute", "none", "flash", True), ("offload + full", "full", "flash", True)]
     points = []

@@ -234,13 +234,15 @@ def test_frontier_chart_puts_each_policy_at_its_extra_flops_and_memory():
     ax = fig.axes[0]
     spaced = [p for p in points if p.recompute.startswith("every-")]
     others = [p for p in points if not p.recompute.startswith("every-")]
-    assert legend(fig) == ["checkpoint every k layers (k = 1: full)", *(p.label for p in others)]
-    line = named(ax)["checkpoint every k layers (k = 1: full)"]
+    label = r"checkpoint every $L_\mathrm{seg}$ layers ($L_\mathrm{seg}$ = 1: full)"
+    assert legend(fig) == [label, *(p.label for p in others)]
+    assert "matmul outputs, flash" in legend(fig)
+    line = named(ax)[label]
     assert list(line.get_ydata()) == pytest.approx([p.memory / 1e9 for p in spaced])
     assert list(line.get_xdata()) == pytest.approx([100 * p.extra_flops for p in spaced])
     assert ax.get_yscale() == "log" and ax.get_ylabel() == "activations on the GPU (GB, log scale)"
     assert ax.get_xlabel() == "extra FLOPs (% of the model's forward and backward)"
-    assert {"k = 1", "k = 4"} <= set(texts(ax)) and "k = 2" not in texts(ax)
+    assert {r"$L_\mathrm{seg}$ = 1", r"$L_\mathrm{seg}$ = 4"} <= set(texts(ax)) and r"$L_\mathrm{seg}$ = 2" not in texts(ax)
     assert hlines(ax) == pytest.approx([20.0]) and ax.get_title() == "Llama 3 8B, one sequence"
 
 
