@@ -47,7 +47,7 @@ __all__ = ["ridge", "vector_roof", "vector_ridge", "dot_intensity", "dp_tokens",
            "attention_crossover_exact", "kv_bound_batch", "decode_compute_batch", "Band", "time_band", "RuleResult",
            "band_check", "decode_batch_check", "kv_batch_check", "fsdp_check", "decode_tp_check", "mixed_checks",
            "attention_check", "matmul_outputs_bytes", "Keep", "keep_by_intensity", "matmul_outputs_check",
-           "calibrated_thresholds", "rules_for", "find_rule", "AGAINST"]
+           "decode_allreduce_bytes", "train_allreduce_bytes", "calibrated_thresholds", "rules_for", "find_rule", "AGAINST"]
 
 AGAINST = ("mlp", "layer")
 """What attention's FLOPs are set against in :func:`attention_crossover`: the MLP's matmuls, or every matmul
@@ -121,9 +121,11 @@ def dp_tokens(model: Model | str, hardware: Hardware | str, *, nodes=1, gpus_per
 
     The exchange starts with the backward pass (the first buckets are ready as it begins), so it has the
     backward's ``4 N`` FLOPs a token to hide behind, not the step's ``6 N``. A ring all-reduce sends
-    ``2 (G-1)/G`` of the ``a N`` gradient bytes, so ``4 N t / F >= 2 (G-1)/G a N / W`` gives
+    ``2 (N_d-1)/N_d`` of the ``w N`` gradient bytes, so ``4 N D_GPU / P_peak >= 2 (N_d-1)/N_d w N / B_link``
+    gives
 
-    ``t >= (F / W) x a x 2 (G-1)/G / 4``, which is ``(F / W) (G-1)/G`` for bf16 gradients (``a = 2``):
+    ``D_GPU >= (P_peak / B_link) x w x 2 (N_d-1)/N_d / 4``, which is ``(P_peak / B_link) (N_d-1)/N_d`` for bf16
+    gradients (``w = 2``):
 
     the model's size cancels, and the threshold is the link's ridge point. Across nodes the slower tier
     sets it (:func:`dp_tokens_closed`)."""
@@ -148,11 +150,11 @@ def fsdp_tokens(model: Model | str, hardware: Hardware | str, *, nodes=1, gpus_p
     """Chapter 7: the tokens per GPU at which FSDP (ZeRO-3) hides its traffic once each layer's weight gather
     overlaps the forward pass (the next layer prefetched while this one computes).
 
-    ZeRO-3 sends ``3 (G-1)/G a N`` bytes a step, 1.5 times plain data parallelism: a gather before the forward
+    ZeRO-3 sends ``3 (N_d-1)/N_d w N`` bytes a step, 1.5 times plain data parallelism: a gather before the forward
     pass, a gather and a reduce-scatter in the backward pass. Phase by phase, the forward's gather
-    (``(G-1)/G a N``) has ``2 N`` FLOPs a token to hide behind and the backward's two (``2 (G-1)/G a N``) have
+    (``(N_d-1)/N_d w N``) has ``2 N`` FLOPs a token to hide behind and the backward's two (``2 (N_d-1)/N_d w N``) have
     ``4 N``: each phase has the same bytes per FLOP as data parallelism's all-reduce against the backward, so
-    the threshold is the same, ``(F / W) (G-1)/G`` in bf16. Priced here with
+    the threshold is the same, ``(P_peak / B_link) (N_d-1)/N_d`` in bf16. Priced here with
     :func:`~roofline.core.collectives.collective_cost`, the larger of the two phases' thresholds.
     (:func:`~roofline.parallel.data_parallel.hiding_tokens` with ``zero_stage=3`` sets all the traffic against
     the backward pass and so finds 1.5 times this.)"""
@@ -175,10 +177,11 @@ def tp_width(model: Model | str, tp, hardware: Hardware | str, tier: str = "scal
     """Chapter 8: the hidden size past which degree ``tp``'s all-reduces hide behind the layer's matmuls:
     :func:`~roofline.parallel.tensor_parallel.hiding_width` (latency left out).
 
-    Per token a layer runs ``2 c h^2 / tp`` FLOPs on each GPU (``c h^2`` its matmul weights, ``c`` about 12)
-    and sends two ring all-reduces of ``h a`` bytes, ``4 (tp-1)/tp h a``; equal times give
+    Per token a layer runs ``2 kappa h^2 / t`` FLOPs on each GPU (``N_layer = kappa h^2`` its matmul weights,
+    ``kappa`` about 12) and sends two ring all-reduces of ``h w_act`` bytes, ``4 (t-1)/t h w_act``; equal
+    times give
 
-    ``h* = 2 (tp-1) a (F / W) / c``,
+    ``h* = 2 (t-1) w_act (P_peak / B_link) / kappa``,
 
     the tier's ridge point again, times a constant. Broadcasts over ``tp``."""
     return hiding_width(model, tp, hardware, tier, dtype=dtype)
@@ -195,17 +198,17 @@ def decode_tp_constant(model: Model | str) -> float:
 def decode_tp_bound(model: Model | str, hardware: Hardware | str, batch=1, *, tier: str = "scale_up",
                     dtype: str = "bf16", weights_dtype: str | None = None):
     """Chapter 8: the largest tensor-parallel degree at which a memory-bound decode step's all-reduces still
-    take less time than its weight reads: ``Y < 1 + F_d / (B beta)``, with ``beta = B_hbm / W`` (HBM
-    bandwidth over the link's) and ``F_d = P_layer / (4 h)``.
+    take less time than its weight reads: ``t < 1 + F_d / (B rho)``, with ``rho = B_HBM / B_link`` (HBM
+    bandwidth over the link's) and ``F_d = N_layer / (4 h)``.
 
-    Per layer each GPU reads ``a_w P_layer / Y`` bytes of weights (at ``B_hbm``) and sends two ring
-    all-reduces of the batch's activations, ``2 x 2 (Y-1)/Y x B h a`` bytes (at ``W``). Communication wins
-    when ``4 (Y-1) B h a / W > a_w P_layer / B_hbm``. With one format for weights and activations
-    (``a_w = a``) the bytes per element cancel: the bound does not move with the precision, fp8 shrinks
-    both sides alike. ``weights_dtype`` narrower than ``dtype`` (fp8 weights, bf16 activations) lowers it in
-    proportion. KV-cache reads, which also shrink with ``Y``, are left out (they raise the bound), and so is
-    the all-reduces' latency (which, at a small batch, is what the full model finds binding). Broadcasts over
-    ``batch``."""
+    Per layer each GPU reads ``w N_layer / t`` bytes of weights (at ``B_HBM``) and sends two ring
+    all-reduces of the batch's activations, ``2 x 2 (t-1)/t x B h w_act`` bytes (at ``B_link``).
+    Communication wins when ``4 (t-1) B h w_act / B_link > w N_layer / B_HBM``. With one format for weights
+    and activations (``w = w_act``) the bytes per element cancel: the bound does not move with the
+    precision, fp8 shrinks both sides alike. ``weights_dtype`` narrower than ``dtype`` (fp8 weights, bf16
+    activations) lowers it in proportion. KV-cache reads, which also shrink with ``t``, are left out (they
+    raise the bound), and so is the all-reduces' latency (which, at a small batch, is what the full model
+    finds binding). Broadcasts over ``batch``."""
     m, hw = _dense(model, "decode_tp_bound"), get_hardware(hardware)
     b = number("batch", batch, integer=True)
     a = dtype_bytes(dtype)
@@ -233,19 +236,20 @@ class MixedOptimum(NamedTuple):
 
 
 def mixed_optimum(model: Model | str, hardware: Hardware | str, *, tokens, nodes=1, gpus_per_node=8) -> MixedOptimum:
-    """Chapter 9: ``X_opt = sqrt(B / F_m x W_X / W_Y x N)``, the FSDP degree that minimizes the traffic of
-    ``X``-way FSDP times ``Y``-way tensor parallelism (``X Y = N``) for a step of ``B`` tokens.
+    """Chapter 9: ``N_d_opt = sqrt(D / F_m x B_d / B_t x G)``, the FSDP degree that minimizes the traffic of
+    ``N_d``-way FSDP times ``t``-way tensor parallelism (``N_d t = G``) for a step of ``D`` tokens.
 
-    From the package's own cost terms, per layer and per step, at large degrees (``(k-1)/k`` taken as 1):
-    ZeRO-3 sends three collectives (:data:`~roofline.core.network.ZERO_COLLECTIVES`) of the layer's ``a
-    P_layer / Y`` weight shard over the FSDP link, ``3 a P_layer / (Y W_X)`` seconds; tensor parallelism four
-    all-reduces (two forward, two backward) of the ``B / X`` tokens' activations, ``2 x 4 B h a / (X W_Y)``.
-    With ``Y = N / X`` the sum ``3 a P_layer X / (N W_X) + 8 B h a / (X W_Y)`` is least at
+    From the package's own cost terms, per layer and per step, at large degrees (every ring's ``(n-1)/n``
+    factor taken as 1): ZeRO-3 sends three collectives (:data:`~roofline.core.network.ZERO_COLLECTIVES`) of
+    the layer's ``w N_layer / t`` weight shard over the FSDP link, ``3 w N_layer / (t B_d)`` seconds; tensor
+    parallelism four all-reduces (two forward, two backward) of the ``D / N_d`` tokens' activations,
+    ``2 x 4 D h w / (N_d B_t)``. With ``t = G / N_d`` the sum ``3 w N_layer N_d / (G B_d) + 8 D h w / (N_d B_t)``
+    is least at
 
-    ``X_opt^2 = B N W_X / (F_m W_Y)``, ``F_m = 3 P_layer / (8 h)`` (about ``4.5 h`` for a plain layer).
+    ``N_d_opt^2 = D G B_d / (F_m B_t)``, ``F_m = 3 N_layer / (8 h)`` (about ``4.5 h`` for a plain layer).
 
-    Mixing pays when ``X_opt < N``, that is when the tokens per GPU ``B / N`` are below ``F_m W_Y / W_X``.
-    ``W_X`` is the network (each GPU's port) when the cluster spans nodes, else NVLink; ``W_Y`` is NVLink
+    Mixing pays when ``N_d_opt < G``, that is when the tokens per GPU ``D / G`` are below ``F_m B_t / B_d``.
+    ``B_d`` is the network (each GPU's port) when the cluster spans nodes, else NVLink; ``B_t`` is NVLink
     (tensor parallelism stays inside a node). Compute, latency, the pipeline and memory are left out: the
     planner (:func:`roofline.parallel.planner.plan`) has them."""
     m, hw = _dense(model, "mixed_optimum"), get_hardware(hardware)
@@ -401,6 +405,20 @@ def decode_compute_batch(hardware: Hardware | str, dtype: str = "bf16") -> float
     return ridge(hardware, dtype) * dtype_bytes(dtype) / 2
 
 
+def decode_allreduce_bytes(model: Model | str, batch, dtype: str = "bf16") -> float:
+    """Chapter 8: the buffer of one of a decode step's tensor-parallel all-reduces, one token's hidden
+    state for each of ``batch`` sequences, ``B h w_act`` bytes (Llama 3 70B at a batch of 64: 1.05 MB)."""
+    m = load_model(model)
+    return count("batch", batch) * m.hidden_size * dtype_bytes(dtype)
+
+
+def train_allreduce_bytes(model: Model | str, tokens, dtype: str = "bf16") -> float:
+    """Chapter 8: the buffer of one of a training micro-batch's tensor-parallel all-reduces, the hidden state
+    of each of its ``tokens``, ``tokens h w_act`` bytes (Llama 3 8B, 4,096 tokens: 33.6 MB)."""
+    m = load_model(model)
+    return count("tokens", tokens) * m.hidden_size * dtype_bytes(dtype)
+
+
 # --- the rules under a calibrated roof ---------------------------------------------------------------------------
 
 def calibrated_thresholds(model: Model | str, roof: ClusterRoof, *, nodes=1, gpus_per_node=8, seq=4096, batch=64,
@@ -441,8 +459,8 @@ def calibrated_thresholds(model: Model | str, roof: ClusterRoof, *, nodes=1, gpu
     gather = roof.collective_time("all_gather", n, psi, per_node=per_node)
     scatter = roof.collective_time("reduce_scatter", n, psi, per_node=per_node)
     kappa = m.layer_matmul_params / m.hidden_size ** 2
-    width_bw = roof.bus_bandwidth("all_reduce", tp, seq * m.hidden_size * a, tp) if tp > 1 else float("inf")
-    decode_bw = roof.bus_bandwidth("all_reduce", g, batch * m.hidden_size * a, g)
+    width_bw = roof.bus_bandwidth("all_reduce", tp, train_allreduce_bytes(m, seq), tp) if tp > 1 else float("inf")
+    decode_bw = roof.bus_bandwidth("all_reduce", g, decode_allreduce_bytes(m, batch), g)
     wy = roof.nvlink.top
     wx = roof.port if nodes > 1 else wy
     return {

@@ -713,6 +713,28 @@ def rules_table(examples: Mapping[str, Sequence], title: str = "") -> Table:
     return Table(("rule", *examples), tuple(rows), title)
 
 
+def calibrated_rules_table(examples: Mapping[str, Sequence], title: str = "") -> Table:
+    """The rules page: the rate-bound rules only (those :func:`roofline.parallel.rules.rules_for` gave a
+    calibrated value), one column per example, each cell the datasheet's value and, after an arrow, the
+    same rule under the calibrated roof's rates (``'295 → 269'``)."""
+    if not isinstance(examples, Mapping) or not examples:
+        raise TypeError(f"examples must map a label to rules_for's results, got {type(examples).__name__}")
+    lists = [list(v) for v in examples.values()]
+    if not any(r.calibrated is not None for r in lists[0]):
+        raise ValueError("no rule carries a calibrated value: call rules_for with roof=")
+    rows = []
+    for i, first in enumerate(lists[0]):
+        if first.calibrated is None:
+            continue
+        unit = f"{first.unit}, " if first.unit else ""
+        rows.append((f"{first.name} ({unit}chapter {first.chapter})",
+                     *(f"{rule_cell(r[i].value)} → {rule_cell(r[i].calibrated)}" for r in lists)))
+    return Table(("rule", *examples), tuple(rows), title)
+
+
+__all__ += ["calibrated_rules_table"]
+
+
 def layer_table(models: Sequence, context: int, title: str = "") -> Table:
     """Chapter 2: one decoder layer piece by piece (:func:`roofline.core.model.layer_components`) for each
     model, its parameters and its forward FLOPs per token at ``context`` tokens (causal), with the layer's

@@ -380,3 +380,13 @@ def test_the_calibrated_h100_roof_moves_the_rules_by_its_measured_rates():
         rules.rules_for("llama-3-70b", "h200-sxm", roof=roof)
     with pytest.raises(TypeError, match="roof must be a ClusterRoof"):
         rules.calibrated_thresholds("llama-3-70b", "h100-sxm")
+
+
+def test_a_decode_all_reduce_carries_one_hidden_state_a_sequence():
+    assert rules.decode_allreduce_bytes("llama-3-70b", 64) == 64 * 8192 * 2  # 1.05 MB
+    with pytest.raises(ValueError, match="batch"):
+        rules.decode_allreduce_bytes("llama-3-70b", 0)
+
+
+def test_a_training_all_reduce_carries_every_tokens_hidden_state():
+    assert rules.train_allreduce_bytes("llama-3-8b", 4096) == 4096 * 4096 * 2  # 33.6 MB

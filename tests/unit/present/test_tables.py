@@ -538,3 +538,29 @@ def test_layer_table_lists_a_layers_pieces_and_adds_them_up():
         tables.layer_table([], 8192)
     m = load_model("llama-3-8b")
     assert sum(c.params for c in layer_components(m, 1)) == m.layer_matmul_params + 2 * m.hidden_size
+
+
+def test_calibrated_rules_table_shows_only_the_rate_bound_rules_datasheet_then_measured():
+    from roofline.measured import cluster_roof
+    from roofline.parallel import rules
+
+    roof = cluster_roof("h100-sxm")
+    small = rules.rules_for("llama-3-8b", "h100-sxm", roof=roof)
+    t = tables.calibrated_rules_table({"8B": small})
+    names = [r[0].split(" (")[0] for r in t.rows]
+    assert "KV-bound batch" not in names and "attention-MLP crossover" not in names
+    ridge = dict(zip(t.columns, t.rows[0]))
+    assert ridge["8B"] == f"295 → {tables.rule_cell(roof.gemm.top / roof.bandwidth)}"
+    with pytest.raises(ValueError, match="roof="):
+        tables.calibrated_rules_table({"8B": rules.rules_for("llama-3-8b", "h100-sxm")})
+
+
+def test_keep_table_lists_every_saved_tensor_with_both_verdicts():
+    t = tables.keep_table("llama-3-8b", "h100-sxm", 4096)
+    rows = {r[0]: dict(zip(t.columns, r)) for r in t.rows}
+    assert len(rows) == len(M.saved_tensors("llama-3-8b"))
+    assert rows["RMSNorm 1 input"]["rebuild FLOP/B"] == "the layer's input"
+    assert rows["up output"]["rebuild FLOP/B"] == "4,096" and rows["up output"]["the ridge"] == "keep"
+    assert rows["SiLU output"]["rebuild FLOP/B"] == "2.5" and rows["SiLU output"]["matmul outputs"] == "rebuild"
+    assert rows["RMSNorm 1 statistics (fp32)"]["the ridge"] == "keep"
+    assert rows["RMSNorm 1 statistics (fp32)"]["matmul outputs"] == "rebuild"
