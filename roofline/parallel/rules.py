@@ -313,10 +313,10 @@ def attention_crossover_exact(model: Model | str, *, against: str = "mlp", limit
 
 def matmul_outputs_bytes(model: Model | str, act_dtype: str = "bf16") -> float:
     """Chapter 3: bytes per token and per layer a Llama layer keeps when it saves its matmuls' outputs and
-    rebuilds the elementwise work, ``w_act (2 h + 2 d + 2 n_kv d_head + 2 i)``: the layer's input and the
+    rebuilds the elementwise work, ``w_act (2 h + 2 d + 2 n_kv d_head + 2 d_ff)``: the layer's input and the
     residual stream after attention (``2 h``), Q and the attention output (``2 d``), K and V (``2 n_kv
-    d_head``), the MLP's gate and up outputs (``2 i``, ``i`` the MLP's inner width). Without recomputation the
-    layer also keeps the two norms' outputs and the SwiGLU's two products, ``w_act (2 h + 2 i)`` more; full
+    d_head``), the MLP's gate and up outputs (``2 d_ff``, ``d_ff`` the MLP's inner width). Without recomputation the
+    layer also keeps the two norms' outputs and the SwiGLU's two products, ``w_act (2 h + 2 d_ff)`` more; full
     recomputation keeps ``w_act h``. The fp32 softmax statistics (4 bytes a head) are left out."""
     m = _dense(model, "matmul_outputs_bytes")
     kv = m.num_kv_heads * m.head_dim
@@ -375,7 +375,7 @@ def matmul_outputs_check(model: Model | str, hardware: Hardware | str, seq=4096)
     if differ:
         reason += "; the ridge rule also keeps " + ", ".join(differ) + " (cheap reductions, a few bytes)"
     return RuleResult("matmul outputs kept per token and layer", rule, "B", 3,
-                      "w_act (2 h + 2 d + 2 n_kv d_head + 2 i)",
+                      "w_act (2 h + 2 d + 2 n_kv d_head + 2 d_ff)",
                       f"bf16 activations, a flash kernel; rebuilding costs bytes, not FLOPs, at sequence {s:,}",
                       full, "B", "the tensor-by-tensor count (layer_activations, 'matmul-outputs')", reason)
 
