@@ -637,18 +637,18 @@ def sweep_chart(sweeps: dict, *, xlabel: str, ylabel: str = "time per decode ste
 def frontier_chart(points, *, capacity=None, title=None, annotate=(1, 4, 8)):
     """Chapter 3's frontier: activation memory on the GPU (log scale) against the extra FLOPs each policy
     runs, one marker per :class:`roofline.workloads.training.FrontierPoint`. Checkpoint spacings share one column
-    (every spacing runs one extra forward pass); those in ``annotate`` are labelled with their ``k``.
+    (every spacing runs one extra forward pass); those in ``annotate`` are labelled with their spacing, L_seg.
     Offloading is drawn hollow: it buys its memory with host-link time, not FLOPs. ``capacity`` (bytes)
     draws a horizontal line, for example the room left beside the model state."""
     with _chart(7, 4.6) as (fig, ax):
         spaced = [p for p in points if p.recompute.startswith("every-")]
         others = [p for p in points if not p.recompute.startswith("every-")]
         ax.plot([100 * p.extra_flops for p in spaced], [p.memory / 1e9 for p in spaced], "o", ms=5,
-                color=PALETTE["blue"], label="checkpoint every k layers (k = 1: full)")
+                color=PALETTE["blue"], label="checkpoint every L_seg layers (L_seg = 1: full)")
         for p in spaced:
             k = int(p.recompute.split("-")[1])
             if k in annotate or k == max(int(q.recompute.split("-")[1]) for q in spaced):
-                ax.annotate(f"k = {k}", (100 * p.extra_flops, p.memory / 1e9), textcoords="offset points",
+                ax.annotate(f"L_seg = {k}", (100 * p.extra_flops, p.memory / 1e9), textcoords="offset points",
                             xytext=(-8, -4 if k == 1 else 0), ha="right", va="center", fontsize=9.5)
         markers = {"explicit": "s", "flash": "D"}
         colors = [PALETTE["vermillion"], PALETTE["orange"], PALETTE["green"], PALETTE["purple"], PALETTE["sky"]]
@@ -861,7 +861,7 @@ def collective_bytes_chart(groups, series: dict, *, title=None):
             ax.plot(groups, y, marker="os^Dv"[i % 5], ms=5, ls=styles[i % len(styles)], label=label)
         ax.set_xscale("log", base=2)
         ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(_thousands))
-        ax.set_xlabel("GPUs in the group, n")
+        ax.set_xlabel("GPUs in the group, G_coll")
         ax.set_ylabel("bytes sent per GPU / buffer size")
         ax.set_ylim(0, None)
         legend_below(ax, ncol=2)
@@ -1266,7 +1266,7 @@ def bubble_chart(micro_batches: ArrayLike, series: dict, *, threshold=None, titl
         ax.set_xscale("log", base=2)
         ax.set_xticks(x, [f"{v:g}" for v in x])
         ax.minorticks_off()
-        ax.set_xlabel("micro-batches per step, m")
+        ax.set_xlabel("micro-batches per step, n_mb")
         ax.set_ylabel("bubble (% of the ideal step)")
         ax.set_ylim(0, None)
         _label(ax, title=title, legend=2)
