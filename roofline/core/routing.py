@@ -8,12 +8,12 @@ A MoE layer sends each token to ``k`` of its ``E`` routed experts. The bytes a s
 (:data:`ROUTINGS`):
 
 ``'uniform'``
-    Each token picks its ``k`` experts independently and uniformly at random (without repeats). An
-    expert is missed by one token with probability ``1 - k/E``, by all ``T`` with ``(1 - k/E)^T``, so the
-    expected number touched is ``E (1 - (1 - k/E)^T)``. Real routers are not uniform (a load-balancing
+    Each token picks its ``E_tok`` experts (``top_k``) independently and uniformly at random (without repeats).
+    An expert is missed by one token with probability ``1 - E_tok/E``, by all ``T`` with ``(1 - E_tok/E)^T``, so
+    the expected number touched is ``E (1 - (1 - E_tok/E)^T)``. Real routers are not uniform (a load-balancing
     loss pushes them towards it); this is the assumption, named.
 ``'best'``
-    Every token sent to the same ``k`` experts: the fewest bytes a step can read (a lower bound).
+    Every token sent to the same ``E_tok`` experts: the fewest bytes a step can read (a lower bound).
 ``'worst'``
     As many distinct experts as the tokens can reach, ``min(E, k T)``: an upper bound.
 """
@@ -53,7 +53,7 @@ def _experts(num_experts, top_k):
 
 def expected_experts(num_experts, top_k, tokens):
     """Expected distinct experts ``T`` tokens touch in one layer under uniform independent routing:
-    ``E (1 - (1 - k/E)^T)``. Broadcasts; ``k`` at one token, tending to ``E`` as ``T`` grows."""
+    ``E (1 - (1 - E_tok/E)^T)``, ``E_tok = top_k``. Broadcasts; ``E_tok`` at one token, tending to ``E`` as ``T`` grows."""
     E, k = _experts(num_experts, top_k)
     T = number("tokens", tokens, integer=True)
     shape = broadcast(num_experts=E, top_k=k, tokens=T)

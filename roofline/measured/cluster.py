@@ -641,7 +641,7 @@ def calibrated_hiding_block(model, hardware: Hardware | str, *, seq: int, tier: 
     the chip's calibrated roof rather than its datasheet: the attention kernel at the rate the flash-attention
     sweep measured at ``seq`` tokens (causal, the model's head size) and each key/value block sent at the
     measured point-to-point rate of ``tier`` ('scale_up': NVLink, 'network': the GPU's port). The law is the
-    datasheet's, ``n_blk* = (c_KV / 2dL) x P / B_link``, with both rates replaced: a slower kernel lowers the block, a
+    datasheet's, ``S_shard* = (c_KV / 2dL) x P / B_link``, with both rates replaced: a slower kernel lowers the block, a
     slower link raises it."""
     from roofline.core.model import load_model
     from roofline.parallel.context_parallel import ring_hiding_block

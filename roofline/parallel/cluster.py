@@ -137,11 +137,40 @@ class TrainLayout:
         return "" if self.pp == 1 else (", 1F1B" if self.schedule == "1f1b" else f", interleaved x{self.chunks}")
 
     def describe(self) -> str:
+        """The layout in the command line's shorthand: 'TP 8 x PP 16 x DP 64, micro-batch 1 (32 a step), ...'."""
         parts = [f"TP {self.tp}"] + [f"{k} {v}" for k, v in (("CP", self.cp), ("PP", self.pp)) if v > 1] + [f"DP {self.dp}"]
         if self.ep > 1:
             parts.append(f"EP {self.ep}")
-        return (" x ".join(parts) + f", micro-batch {self.micro_batch} (m = {self.micro_batches}){self.schedule_text}, "
+        return (" x ".join(parts) + f", micro-batch {self.micro_batch} ({self.micro_batches} a step){self.schedule_text}, "
                 f"recompute {self.recompute}{', SP' if self.sp and self.tp > 1 else ''}, ZeRO-{self.zero_stage}")
+
+    def prose(self) -> str:
+        """The layout as a phrase for running text, where :meth:`describe` is the command line's shorthand:
+        '16 pipeline stages, 128-way data parallelism, 64-way expert parallelism and no tensor parallelism,
+        120 micro-batches of 1 sequence a step on the 1F1B schedule, no recomputation and ZeRO-1'."""
+        def listed(items: list[str]) -> str:
+            return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+        degrees = []
+        if self.pp > 1:
+            degrees.append(f"{self.pp:,} pipeline stages")
+        degrees.append(f"{self.dp:,}-way data parallelism" if self.dp > 1 else "no data parallelism")
+        if self.ep > 1:
+            degrees.append(f"{self.ep:,}-way expert parallelism")
+        if self.cp > 1:
+            degrees.append(f"{self.cp:,}-way context parallelism")
+        if self.tp > 1:
+            degrees.append(f"{self.tp:,}-way tensor parallelism" + (" with sequence parallelism" if self.sp else ""))
+        else:
+            degrees.append("no tensor parallelism")
+        n = self.micro_batches
+        batches = (f"{n:,}{' accumulated' if self.pp == 1 and n > 1 else ''} micro-batch{'es' if n > 1 else ''} "
+                   f"of {self.micro_batch:,} sequence{'s' if self.micro_batch > 1 else ''} a step")
+        if self.pp > 1:
+            batches += (" on the 1F1B schedule" if self.schedule == "1f1b"
+                        else f" on the interleaved schedule of {self.chunks:,} chunks per GPU")
+        recompute = {"none": "no recomputation"}.get(self.recompute, f"{self.recompute} recomputation")
+        zero = f"ZeRO-{self.zero_stage}" if self.zero_stage else "no ZeRO sharding"
+        return f"{listed(degrees)}, {batches}, {recompute} and {zero}"
 
 
 def _positive(name: str, value) -> int:

@@ -56,8 +56,9 @@ PUBLISHED: dict = {}  # filled below with the chapter's anchors, each with its s
 
 def exposed_time(compute, units, unit_time):
     """Communication left exposed when ``units`` transfers of ``unit_time`` seconds each run one after another
-    beside ``compute`` seconds of work that produces (or consumes) them evenly: ``max(c, T/k + k c - T)``;
-    nothing when there is nothing to send."""
+    beside ``compute`` seconds ``T`` of work that produces (or consumes) them evenly, chapter 7's
+    ``max(T_bucket, T/n_b + n_b T_bucket - T)`` with ``n_b = units`` and ``T_bucket = unit_time``; nothing when
+    there is nothing to send."""
     t = number("compute", compute, strict=False)
     k = number("units", units, integer=True)
     c = number("unit_time", unit_time, strict=False)
@@ -231,8 +232,8 @@ def hiding_tokens(model: Model | str, hardware: Hardware | str, *, nodes=1, gpus
     exchange (one collective over the whole buffer, :func:`~roofline.core.collectives.collective_cost`; ``tier``
     forces a flat schedule on one tier). Below it the exchange cannot hide even with perfect overlap.
 
-    With bf16 gradients on one tier this is ``traffic (n-1)/n * P / B`` tokens (the ``N`` cancels, and the
-    threshold scales as one over the link's bandwidth): ``(n-1)/n`` times the link's ridge point for plain
+    With bf16 gradients on one tier this is ``traffic (G_coll-1)/G_coll * P / B`` tokens for a group of ``G_coll`` GPUs (the ``N``
+    cancels, and the threshold scales as one over the link's bandwidth): ``(G_coll-1)/G_coll`` times the link's ridge point for plain
     data parallelism."""
     m, hw = load_model(model), get_hardware(hardware)
     nodes, g = cluster(nodes, gpus_per_node)
@@ -431,8 +432,9 @@ __all__ += ["TierThreshold"]
 
 def tier_thresholds(hardware: Hardware | str, *, nodes: int, gpus_per_node: int = 8,
                     dtype: str = "bf16") -> dict[str, TierThreshold]:
-    """Chapter 7, exercise 1: for a hierarchical all-reduce over ``nodes`` nodes of ``g`` GPUs, NVLink
-    carries ``(g-1)/g`` of the buffer per GPU and each GPU's network port ``(nodes-1)/nodes / g`` of it;
+    """Chapter 7, exercise 1: for a hierarchical all-reduce over ``nodes`` nodes of ``G_node`` GPUs
+    (``gpus_per_node``), NVLink carries ``(G_node-1)/G_node`` of the buffer per GPU and each GPU's network port
+    ``(nodes-1)/nodes / G_node`` of it;
     each factor times its tier's :func:`~roofline.parallel.tensor_parallel.tier_ridge` is the tokens per GPU
     that hide that tier."""
     nodes = int(number("nodes", nodes, integer=True, minimum=1))

@@ -70,8 +70,9 @@ PUBLISHED = {
 
 def saturation_batch(model: Model | str, fraction: float = 0.99) -> int:
     """The smallest number of tokens in a step at which uniform routing touches, in expectation, at
-    least ``fraction`` of the experts of each MoE layer: ``ceil(ln(1 - f) / ln(1 - k/E))``
-    (Mixtral, 2 of 8, 99%: 17 tokens). One token when every expert is used (``k = E``)."""
+    least ``fraction`` of the experts of each MoE layer: ``ceil(ln(1 - epsilon) / ln(1 - E_tok/E))``
+    for ``epsilon = fraction`` and ``E_tok`` experts per token (Mixtral, 2 of 8, 99%: 17 tokens). One token when
+    every expert is used (``E_tok = E``)."""
     m = load_model(model)
     if m.moe is None:
         raise ValueError(f"model {m.name!r} has no experts")
@@ -437,7 +438,7 @@ __all__ += ["mha_kv_bytes"]
 
 
 def miss_probability(model: Model | str) -> float:
-    """Chapter 10, exercise 1: the chance one token's routing leaves a given expert out, ``1 - k/E``."""
+    """Chapter 10, exercise 1: the chance one token's routing leaves a given expert out, ``q = 1 - E_tok/E``."""
     e = _moe_model(model).moe
     return 1 - e.experts_per_token / e.num_experts
 
@@ -446,7 +447,8 @@ __all__ += ["miss_probability"]
 
 
 def saturation_tokens(model: Model | str, fraction: float = 0.99) -> float:
-    """Chapter 10, exercise 1: :func:`saturation_batch` before rounding up, ``ln(1 - f) / ln(1 - k/E)``."""
+    """Chapter 10, exercise 1: :func:`saturation_batch` before rounding up, ``ln(1 - epsilon) / ln(1 - E_tok/E)``,
+    ``epsilon`` the ``fraction``."""
     f = number("fraction", fraction)
     if not f < 1:
         raise ValueError(f"fraction must be between 0 and 1 (exclusive), got {fraction!r}")

@@ -2,12 +2,12 @@
 (chapter 9).
 
 Schedules (Narayanan et al., "Efficient Large-Scale Language Model Training on GPU Clusters Using
-Megatron-LM", SC 2021, arXiv:2104.04473, section 2.2), for ``m`` micro-batches per step on ``p`` stages,
+Megatron-LM", SC 2021, arXiv:2104.04473, section 2.2), for ``n_mb`` micro-batches per step on ``p`` stages,
 each stage taking ``t_f`` and ``t_b`` per micro-batch forward and backward:
 
 - **GPipe** (Huang et al. 2019): every forward pass, then every backward pass. The step lasts
-  ``(m + p - 1)(t_f + t_b)``: a bubble of ``(p - 1)(t_f + t_b)``, a fraction ``(p - 1)/m`` of the ideal
-  ``m (t_f + t_b)``. Each stage holds the activations of all ``m`` micro-batches at the turn.
+  ``(n_mb + p - 1)(t_f + t_b)``: a bubble of ``(p - 1)(t_f + t_b)``, a fraction ``(p - 1)/n_mb`` of the ideal
+  ``n_mb (t_f + t_b)``. Each stage holds the activations of all ``n_mb`` micro-batches at the turn.
 - **1F1B** (PipeDream-Flush): after ``p - s - 1`` warm-up forwards, stage ``s`` alternates one forward and
   one backward. Same bubble, but the first stage holds at most ``p`` micro-batches, the others fewer.
 - **Interleaved 1F1B**: each GPU holds ``v`` non-adjacent chunks of ``L/(p v)`` layers (virtual stages);

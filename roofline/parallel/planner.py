@@ -144,7 +144,7 @@ class Layout:
 
     def describe(self) -> str:
         sched = "1F1B" if self.v == 1 else f"interleaved v={self.v}"
-        return (f"TP {self.tp} x PP {self.pp} x DP {self.dp}, micro-batch {self.micro_batch} (m={self.micro_batches}), "
+        return (f"TP {self.tp} x PP {self.pp} x DP {self.dp}, micro-batch {self.micro_batch} ({self.micro_batches} a step), "
                 f"{sched}, recompute {self.recompute}, ZeRO-{self.zero_stage}")
 
 

@@ -86,8 +86,8 @@ def vector_ridge(hardware: Hardware | str) -> float:
 
 
 def dot_intensity(dtype: str = "bf16") -> float:
-    """Chapter 1: a dot product of two ``n``-vectors runs ``2 n`` FLOPs (a multiply and an add per element) on
-    ``2 n a`` bytes read, so its intensity is ``1 / a`` FLOP/B whatever ``n``: 0.5 in bf16, 0.25 in fp32."""
+    """Chapter 1: a dot product of two ``k``-vectors runs ``2 k`` FLOPs (a multiply and an add per element) on
+    ``2 k w`` bytes read, so its intensity is ``1 / w`` FLOP/B whatever ``k``: 0.5 in bf16, 0.25 in fp32."""
     return 1.0 / dtype_bytes(dtype)
 
 
@@ -135,8 +135,9 @@ def dp_tokens(model: Model | str, hardware: Hardware | str, *, nodes=1, gpus_per
 
 def dp_tokens_closed(hardware: Hardware | str, *, nodes=1, gpus_per_node=8, grad_dtype: str = "bf16") -> float:
     """Chapter 7, by hand: :func:`dp_tokens` as the largest of the tiers' thresholds
-    (:func:`~roofline.parallel.data_parallel.tier_thresholds`: NVLink carries ``(g-1)/g`` of the buffer, each
-    GPU's network port ``(nodes-1)/nodes / g``), scaled by ``a / 2`` for gradients of ``a`` bytes."""
+    (:func:`~roofline.parallel.data_parallel.tier_thresholds`: NVLink carries ``(G_node-1)/G_node`` of the
+    buffer, each GPU's network port ``(n_node-1)/n_node / G_node``), scaled by ``w / 2`` for gradients of ``w``
+    bytes."""
     nodes, g = cluster(nodes, gpus_per_node)
     if nodes == 1:  # one node: NVLink alone, (g-1)/g of the buffer
         worst = tier_ridge(hardware, "scale_up") * (g - 1) / g
@@ -221,8 +222,8 @@ def decode_tp_bound(model: Model | str, hardware: Hardware | str, batch=1, *, ti
 # --- chapter 9: mixing FSDP and tensor parallelism --------------------------------------------------------------
 
 class MixedOptimum(NamedTuple):
-    """Chapter 9: the FSDP degree ``x`` (and tensor degree ``y = N / x``) that minimizes a training step's
-    communication for ``tokens`` tokens a step on ``n`` GPUs (unrounded), the width constant ``F_m``, the
+    """Chapter 9: the FSDP degree ``x`` (``N_d_opt``; the tensor degree ``y = G / x``) that minimizes a training
+    step's communication for ``tokens`` tokens a step on ``n`` (``G``) GPUs (unrounded), the width constant ``F_m``, the
     bandwidth ratio ``W_x / W_y``, and ``pays``: whether mixing beats FSDP alone (``x < n``), which happens
     below ``tokens_per_gpu_limit`` tokens per GPU."""
 
@@ -276,12 +277,12 @@ def attention_crossover(model: Model | str, *, against: str = "mlp", causal: boo
     """Chapter 11: the sequence length at which a layer's attention scores and values (``QK^T`` and ``PV``)
     cost as many FLOPs as its MLP (``against='mlp'``) or as all its matmuls (``'layer'``).
 
-    Over a sequence of ``S`` tokens the matmuls run ``2 S P`` FLOPs (``P`` the weights they use) and the
-    causal attention ``4 S^2 w / 2`` (``w`` the query heads times head size; the mask keeps half the pairs),
-    so ``S* = P / w``. Counting every pair (``causal=False``) halves it: ``S* = P / (2 w)``. For a plain
-    layer against all its matmuls (``P = 16 D^2`` with a gated MLP of ``4 D``, ``w = D``) that is ``8 D``, the
-    figure "How to Scale Your Model" gives, which puts the crossover at half the length the mask does
-    (``16 D``)."""
+    Over a sequence of ``S`` tokens the matmuls run ``2 S N_mlp`` FLOPs (``N_mlp`` the weights they use) and
+    the causal attention ``4 S^2 d / 2`` (``d`` the query heads times head size; the mask keeps half the
+    pairs), so ``S_mlp* = N_mlp / d``. Counting every pair (``causal=False``) halves it: ``N_mlp / (2 d)``.
+    For a plain layer against all its matmuls (``N_layer = 16 h^2`` with a gated MLP of ``4 h``, ``d = h``)
+    that is ``8 h``, the figure "How to Scale Your Model" gives, which puts the crossover at half the length
+    the mask does (``16 h``)."""
     m = _dense(model, "attention_crossover")
     if not isinstance(causal, bool):
         raise TypeError(f"causal must be True or False, got {causal!r}")
@@ -397,9 +398,9 @@ def kv_bound_batch(model: Model | str, context, *, kv_dtype: str = "bf16", weigh
 
 
 def decode_compute_batch(hardware: Hardware | str, dtype: str = "bf16") -> float:
-    """Chapters 1 and 5: the decode batch at which the weight matmuls reach the ridge. Each weight (``a``
-    bytes, read once a step) serves ``2 B`` FLOPs, an intensity of ``2 B / a``; it equals the ridge at ``B* =
-    ridge x a / 2``, 295 in bf16 on an H100 SXM (the ridge itself: ``a = 2``). KV reads and attention are left
+    """Chapters 1 and 5: the decode batch at which the weight matmuls reach the ridge. Each weight (``w``
+    bytes, read once a step) serves ``2 B`` FLOPs, an intensity of ``2 B / w``; it equals the ridge at ``B* =
+    I* w / 2``, 295 in bf16 on an H100 SXM (the ridge itself: ``w = 2``). KV reads and attention are left
     out: :func:`~roofline.workloads.inference.compute_bound_batch` sweeps the whole step, and at a long
     context finds the step never compute-bound."""
     return ridge(hardware, dtype) * dtype_bytes(dtype) / 2
@@ -638,7 +639,7 @@ def attention_check(model: Model | str) -> RuleResult:
     m = _dense(model, "attention_check")
     ac = attention_crossover(m)
     exact = attention_crossover_exact(m)
-    return RuleResult("attention-MLP crossover", ac, "tokens", 11, "S* = N_mlp / d (causal)",
+    return RuleResult("attention-MLP crossover", ac, "tokens", 11, "S_mlp* = N_mlp / d (causal)",
                       "causal mask counted as half the square; scores and values against the MLP's matmuls",
                       exact if exact is not None else "never", "tokens" if exact is not None else "",
                       "the package's exact count (the triangle pair by pair, windows included)",

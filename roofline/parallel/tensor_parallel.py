@@ -404,8 +404,8 @@ def tp_intensity(model: Model | str, tp, *, dtype: str = "bf16", hidden=None):
     """FLOPs each GPU runs per byte it sends, in one block's forward pass: the layer's matmul FLOPs over
     ``tp`` against two all-reduces of the block's activations (ring: ``2 (tp-1)/tp`` of the buffer each).
 
-    Per token, ``2 P_layer / tp`` FLOPs against ``4 (tp-1)/tp * h * a`` bytes, so the tokens cancel:
-    ``P_layer / (2 (tp-1) h a)``. ``hidden`` scales the model's layer to another width, every matrix in
+    Per token, ``2 P_layer / tp`` FLOPs against ``4 (tp-1)/tp * h * w_act`` bytes (``w_act`` bytes an
+    activation), so the tokens cancel: ``P_layer / (2 (tp-1) h w_act)``. ``hidden`` scales the model's layer to another width, every matrix in
     proportion (``P_layer`` grows as ``hidden**2``), to ask at which width a degree starts to hide.
     Infinite for ``tp = 1``. Broadcasts over ``tp`` and ``hidden``.
     """
@@ -436,11 +436,11 @@ def hiding_width(model: Model | str, tp, hardware: Hardware | str, tier: str | N
     (hierarchically: NVLink inside each node, each GPU's 1/g share over its own network port, the slower
     tier setting the pace), the pricing chapters 7 to 9 use; a group inside one node is then plain NVLink.
 
-    Per token a block's matmuls take ``2 c h^2 / (tp P)`` and its two all-reduces ``2 h a x``, with ``c h^2``
-    the block's matmul weights and ``x`` the all-reduce's transfer seconds per byte of buffer, so the
-    width is ``tp P a x / c`` (flat: ``x = 2 (tp-1)/tp / B``). That count has no latency, so the tokens
+    Per token a block's matmuls take ``2 kappa h^2 / (tp P)`` and its two all-reduces ``2 h w_act r``, with
+    ``kappa h^2`` the block's matmul weights, ``w_act`` the bytes of an activation and ``r`` the all-reduce's
+    transfer seconds per byte of buffer, so the width is ``tp P w_act r / kappa`` (flat: ``r = 2 (tp-1)/tp / B``). That count has no latency, so the tokens
     cancel. Given ``tokens`` (per micro-batch), the width is where the matmuls take as long as the two
-    all-reduces *with* their latency: the positive root of ``2 s c h^2 / (tp P) = 2 (lat + s h a x)``. It
+    all-reduces *with* their latency: the positive root of ``2 s kappa h^2 / (tp P) = 2 (lat + s h w_act r)``. It
     is wider than the latency-free width and falls towards it as ``tokens`` grows."""
     m = load_model(model)
     hw = get_hardware(hardware)

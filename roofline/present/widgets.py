@@ -836,7 +836,7 @@ def pipeline_explorer(stages: Sequence[int] = (2, 4, 8, 16), micro_batches: Sequ
                       schedules: Sequence[tuple] = (("GPipe", ("gpipe", 1)), ("1F1B", ("1f1b", 1)),
                                                     ("interleaved, v = 2", ("interleaved", 2)),
                                                     ("interleaved, v = 4", ("interleaved", 4)))) -> FrameExplorer:
-    """Chapter 9's sliders: schedule, stages p and micro-batches m. Each frame draws the simulated step
+    """Chapter 9's sliders: schedule, stages p and micro-batches per step n_mb. Each frame draws the simulated step
     (:func:`roofline.parallel.pipeline.simulate`, backward twice the forward) and reads out its bubble against the
     closed form and the micro-batches the first stage holds."""
     from roofline.parallel.pipeline import bubble_fraction, simulate
@@ -846,18 +846,18 @@ def pipeline_explorer(stages: Sequence[int] = (2, 4, 8, 16), micro_batches: Sequ
         kind, v = schedule
         t = simulate(p, m, v, kind, forward=1.0, backward=2.0)
         name = {"gpipe": "GPipe", "1f1b": "1F1B"}.get(kind, f"interleaved 1F1B, v = {v}")
-        fig = pipeline_timeline_chart(t, title=f"{name}, p = {p}, m = {m}")
+        fig = pipeline_timeline_chart(t, title=rf"{name}, $p$ = {p}, $n_\mathrm{{mb}}$ = {m}")
         png = png_bytes(fig)
         plt.close(fig)
-        html = (f"<b>{name}, p = {p} stages, m = {m} micro-batches</b>: the step lasts {t.makespan:g} forward-pass "
+        html = (f"<b>{name}, p = {p} stages, n<sub>mb</sub> = {m} micro-batches</b>: the step lasts {t.makespan:g} forward-pass "
                 f"units against {t.ideal:g} without a bubble; bubble {100 * t.bubble:.1f}% of the ideal "
                 f"(closed form {100 * bubble_fraction(p, m, v, kind):.1f}%); the first stage holds "
                 f"{t.peak_in_flight(0):g} micro-batches' activations at its peak.")
         return png, html
 
-    return frame_explorer([("schedule", list(schedules)), ("p", list(stages)), ("m", list(micro_batches))], frame,
+    return frame_explorer([("schedule", list(schedules)), ("p", list(stages)), ("micro-batches", list(micro_batches))], frame,
                           f"pipeline schedules: {len(schedules)} schedules, p {stages[0]}..{stages[-1]}, "
-                          f"m {micro_batches[0]}..{micro_batches[-1]}, "
+                          f"micro-batches {micro_batches[0]}..{micro_batches[-1]}, "
                           f"{len(schedules) * len(stages) * len(micro_batches)} frames")
 __all__ += ["pipeline_explorer"]
 
@@ -934,7 +934,7 @@ def cluster_explorer(checks, *, summary: str = "Where a published run's step goe
         png = png_bytes(fig)
         plt.close(fig)
         ratio = price.time / c.published_s
-        html = (f"<b>{c.run.label}</b> on {c.estimate.layout.gpus:,} GPUs, {c.estimate.layout.describe()}: "
+        html = (f"<b>{c.run.label}</b> on {c.estimate.layout.gpus:,} GPUs, {c.estimate.layout.prose()}: "
                 f"{'floor' if kind == 'floor' else 'estimate'} {fmt(price.time, 's')} against "
                 f"{fmt(c.published_s, 's')} published ({ratio:.2f}), MFU {100 * price.mfu:.0f}%, "
                 f"{fmt(price.memory, 'B')} per GPU")

@@ -30,9 +30,9 @@ Mixture-of-experts models (chapter 10): every token's FLOPs go through its ``k``
 routing, but which experts' weights a step reads depends on it once a step holds more than one token.
 A step of one token (decode at batch 1) is exact; with more, ``routing`` must be named (there is no
 default: the routing is a property of the traffic, not of the model): ``'uniform'`` (each token picks
-``k`` of the ``E`` experts independently and uniformly: ``E (1 - (1 - k/E)^T)`` read per layer in
-expectation), ``'best'`` (every token sent to the same ``k``) or ``'worst'`` (as many distinct experts as
-the tokens can reach, ``min(E, k T)``), see :func:`roofline.parallel.moe.experts_touched`. Without it a
+``E_tok`` of the ``E`` experts independently and uniformly: ``E (1 - (1 - E_tok/E)^T)`` read per layer in
+expectation), ``'best'`` (every token sent to the same ``E_tok``) or ``'worst'`` (as many distinct experts as
+the tokens can reach, ``min(E, E_tok T)``), see :func:`roofline.parallel.moe.experts_touched`. Without it a
 :class:`~roofline.core.model.NotModelledError` names the argument.
 
 Latent attention (DeepSeek's MLA) is modelled under ``accounting='text'``: decode runs the absorbed

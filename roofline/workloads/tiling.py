@@ -412,7 +412,7 @@ def score_parity_tokens(model: Model | str, *, causal: bool = True, dtype: str =
     equals the traffic of reading the weights once (chapter 4).
 
     Score traffic is ``p h b S^2`` per layer for ``p`` score-sized passes (four without the mask, six
-    with it, :func:`explicit_attention`), and the weights are ``b N``: ``S* = sqrt(N / (p h L))``.
+    with it, :func:`explicit_attention`), and the weights are ``b N``: ``S_mem* = sqrt(N / (p h L))``.
     For Llama 3 8B with the causal mask, about 1,100 tokens.
     """
     m = load_model(model)

@@ -35,7 +35,7 @@ def test_train_prints_the_package_estimate_and_floor():
 def test_train_text_names_the_layout_and_where_the_time_goes():
     status, out, _ = run(*LONG)
     assert status == 0
-    assert "TP 8 x CP 16 x PP 16 x DP 8, micro-batch 1 (m = 16), interleaved x8, recompute full" in out
+    assert "TP 8 x CP 16 x PP 16 x DP 8, micro-batch 1 (16 a step), interleaved x8, recompute full" in out
     assert "calibrated estimate" in out and "datasheet floor" in out and "bubble" in out
 
 

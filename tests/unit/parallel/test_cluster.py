@@ -256,3 +256,23 @@ def test_tp_stack_time_is_the_stages_layers_each_matmuls_plus_exchange():
         C.tp_stack_time("llama-3.1-405b", 8, 4096, sheet, pp=0)
     with pytest.raises(TypeError, match="roof must be a ClusterRoof"):
         C.tp_layer_times("llama-3.1-405b", 8, 4096, "h100-sxm")
+
+
+def test_a_layout_reads_as_prose_in_running_text_and_as_shorthand_on_the_command_line():
+    """``describe`` is the command line's shorthand; ``prose`` is what a chapter's sentence shows: every degree,
+    the micro-batches and their count, the schedule, the recomputation and the ZeRO stage in words, no symbol."""
+    moe = TrainLayout(seq=4096, tp=1, pp=16, dp=128, ep=64, micro_batch=1, global_batch=15360, recompute="none",
+                      schedule="1f1b", zero_stage=1)
+    assert moe.describe() == "TP 1 x PP 16 x DP 128 x EP 64, micro-batch 1 (120 a step), 1F1B, recompute none, ZeRO-1"
+    assert moe.prose() == ("16 pipeline stages, 128-way data parallelism, 64-way expert parallelism and no tensor "
+                           "parallelism, 120 micro-batches of 1 sequence a step on the 1F1B schedule, "
+                           "no recomputation and ZeRO-1")
+    dense = TrainLayout(seq=8192, tp=8, pp=16, dp=64, micro_batch=2, global_batch=2048, recompute="full",
+                        schedule="interleaved", chunks=4, zero_stage=1)
+    assert dense.prose() == ("16 pipeline stages, 64-way data parallelism and 8-way tensor parallelism with sequence "
+                             "parallelism, 16 micro-batches of 2 sequences a step on the interleaved schedule "
+                             "of 4 chunks per GPU, full recomputation and ZeRO-1")
+    flat = TrainLayout(seq=4096, tp=1, dp=8, micro_batch=4, global_batch=64, zero_stage=0)
+    assert flat.prose() == ("8-way data parallelism and no tensor parallelism, 2 accumulated micro-batches of 4 sequences "
+                            "a step, selective recomputation and no ZeRO sharding")
+    assert "m =" not in moe.prose() + dense.prose() + flat.prose()

@@ -504,7 +504,7 @@ def test_collective_bytes_chart_draws_each_collectives_multiple_of_the_buffer():
 
     assert col.bytes_sent("all_reduce", groups, 1.0) == pytest.approx(series["all-reduce"])
     assert ax.get_xscale() == "log" and ax.get_ylabel() == "bytes sent per GPU / buffer size"
-    assert ax.get_xlabel() == "GPUs in the group, n" and ax.get_title() == "Bytes each GPU sends"
+    assert ax.get_xlabel() == r"GPUs in the group, $G_\mathrm{coll}$" and ax.get_title() == "Bytes each GPU sends"
 
 
 def test_exposure_chart_one_panel_per_case_compute_under_exposed_in_ms():
@@ -599,7 +599,7 @@ def test_pipeline_timeline_chart_one_row_per_stage_and_the_bubble_shaded():
     from roofline.parallel import pipeline as pp
 
     demo = pp.simulate(4, 8, schedule="1f1b", forward=1.0, backward=2.0)
-    fig = plot.pipeline_timeline_chart(demo, title="1F1B, p = 4 stages, m = 8 micro-batches")
+    fig = plot.pipeline_timeline_chart(demo, title="1F1B, p = 4 stages, n_mb = 8 micro-batches")
     ax = fig.axes[0]
     assert ticks(ax.yaxis) == [f"stage {s}" for s in range(4)]
     # 1F1B: m (f + b) of work plus (p - 1)(f + b) of bubble
@@ -609,7 +609,7 @@ def test_pipeline_timeline_chart_one_row_per_stage_and_the_bubble_shaded():
     forwards = ax.collections[4].get_paths()  # stage 0's forward passes: one box each, one unit wide
     assert len(forwards) == 8
     assert ax.get_xlabel() == "time (one micro-batch's forward pass on one stage = 1)"
-    assert ax.get_title() == "1F1B, p = 4 stages, m = 8 micro-batches"
+    assert ax.get_title() == "1F1B, p = 4 stages, n_mb = 8 micro-batches"
 
 
 def test_bubble_chart_draws_each_schedules_bubble_in_percent():
@@ -626,7 +626,7 @@ def test_bubble_chart_draws_each_schedules_bubble_in_percent():
     assert list(named(ax)["GPipe and 1F1B"].get_ydata()) == pytest.approx([375, 93.75, 23.4375])
     assert list(named(ax)["interleaved, v = 2"].get_ydata()) == pytest.approx([187.5, 46.875, 11.71875])
     assert hlines(ax) == pytest.approx([5.0]) and ax.get_xscale() == "log" and ticks(ax.xaxis) == ["4", "16", "64"]
-    assert ax.get_ylabel() == "bubble (% of the ideal step)" and ax.get_xlabel() == "micro-batches per step, m"
+    assert ax.get_ylabel() == "bubble (% of the ideal step)" and ax.get_xlabel() == r"micro-batches per step, $n_\mathrm{mb}$"
 
 
 def test_stage_memory_chart_one_line_per_setting_in_gb_and_the_capacity():
