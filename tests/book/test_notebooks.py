@@ -253,3 +253,18 @@ def test_reference_pages_show_no_glue_call(path):
     shown = [c for c in _cells(path) if c["cell_type"] == "code" and "glue" in "".join(c["source"])
              and "remove-cell" not in c["metadata"].get("tags", [])]
     assert not shown, "glue calls a reader would see: " + "; ".join("".join(c["source"])[:60] for c in shown)
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_a_visible_code_cell_is_one_package_call(path):
+    """The one rule for code a reader sees: a visible cell is a single call of the package (a table, an
+    explorer), however many lines its arguments take; set-up, choices and plotting live in hidden cells."""
+    shown = []
+    for c in _cells(path):
+        tags = c["metadata"].get("tags", [])
+        if c["cell_type"] != "code" or "remove-cell" in tags or "remove-input" in tags:
+            continue
+        body = ast.parse("".join(c["source"])).body
+        if len(body) != 1 or not isinstance(body[0], ast.Expr) or not isinstance(body[0].value, ast.Call):
+            shown.append("".join(c["source"])[:70])
+    assert not shown, "visible cells that are more than one package call: " + " | ".join(shown)
