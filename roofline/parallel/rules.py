@@ -36,7 +36,8 @@ from roofline.core.roof import predict, ridge_point
 from roofline.core.units import dtype_bytes
 from roofline.parallel.data_parallel import hiding_tokens, tier_thresholds
 from roofline.parallel.planner import bubble_share, plan as plan_layouts
-from roofline.parallel.tensor_parallel import best_degree, check_tp, comm_latency_share, hiding_width, tier_ridge
+from roofline.parallel.tensor_parallel import (best_degree, check_tp, comm_latency_share, hiding_width, message_bytes,
+                                                tier_ridge, width_constant)
 from roofline.workloads.inference import compute_bound_batch, decode_step
 from roofline.workloads.kv_cache import check_context, largest_batch
 from roofline.workloads.memory import activation_bytes, layer_activations, saved_tensors, weight_bytes
@@ -47,7 +48,7 @@ __all__ = ["ridge", "vector_roof", "vector_ridge", "dot_intensity", "dp_tokens",
            "attention_crossover_exact", "kv_bound_batch", "decode_compute_batch", "Band", "time_band", "RuleResult",
            "band_check", "decode_batch_check", "kv_batch_check", "fsdp_check", "decode_tp_check", "mixed_checks",
            "attention_check", "matmul_outputs_bytes", "Keep", "keep_by_intensity", "matmul_outputs_check",
-           "decode_allreduce_bytes", "train_allreduce_bytes", "calibrated_thresholds", "rules_for", "find_rule", "AGAINST"]
+           "mixed_constant", "calibrated_thresholds", "rules_for", "find_rule", "AGAINST"]
 
 AGAINST = ("mlp", "layer")
 """What attention's FLOPs are set against in :func:`attention_crossover`: the MLP's matmuls, or every matmul
@@ -164,8 +165,7 @@ def fsdp_tokens(model: Model | str, hardware: Hardware | str, *, nodes=1, gpus_p
     n = nodes * g
     psi = param_count(m) * dtype_bytes(grad_dtype)
     peak = hw.peak_flops("bf16")
-    forward = 2 * param_count(m)
-    backward = training_flops_per_token(m) - forward
+    forward, backward = _pass_flops(m)
     kw = {"gpus_per_node": g}
     gather = collective_cost("all_gather", n, psi, hw, overhead=0, **kw).transfer
     scatter = collective_cost("reduce_scatter", n, psi, hw, overhead=0, **kw).transfer
@@ -221,6 +221,14 @@ def decode_tp_bound(model: Model | str, hardware: Hardware | str, batch=1, *, ti
 
 # --- chapter 9: mixing FSDP and tensor parallelism --------------------------------------------------------------
 
+def mixed_constant(model: Model | str) -> float:
+    """Chapter 9: ``F_m = 3 N_layer / (8 h)``, the model's constant in :func:`mixed_optimum`, in tokens: a
+    layer's three ZeRO-3 collectives of its weights over the eight hidden states' worth of elements its four
+    tensor-parallel all-reduces carry per token (about ``4.5 h`` for a plain layer)."""
+    m = _dense(model, "mixed_constant")
+    return 3 * m.layer_matmul_params / (8 * m.hidden_size)
+
+
 class MixedOptimum(NamedTuple):
     """Chapter 9: the FSDP degree ``x`` (``N_d_opt``; the tensor degree ``y = G / x``) that minimizes a training
     step's communication for ``tokens`` tokens a step on ``n`` (``G``) GPUs (unrounded), the width constant ``F_m``, the
@@ -259,7 +267,7 @@ def mixed_optimum(model: Model | str, hardware: Hardware | str, *, tokens, nodes
     n = nodes * g
     wy = hw.link("scale_up").each_way
     wx = hw.link("network").each_way if nodes > 1 else wy
-    fm = 3 * m.layer_matmul_params / (8 * m.hidden_size)
+    fm = mixed_constant(m)
     ratio = wx / wy
     x = math.sqrt(b / fm * ratio * n)
     return MixedOptimum(x, n / x, n, fm, ratio, fm / ratio, x < n)
@@ -354,8 +362,7 @@ def keep_by_intensity(model: Model | str, hardware: Hardware | str, seq, *, flas
     out = []
     for t in saved_tensors(m, flash=flash):
         intensity = float(t.rebuild_intensity(s))
-        out.append(Keep(t.name, float(t.nbytes(s, 1)) / s, intensity, intensity > r,
-                        t.matmul_output or t.rebuild_flops == float("inf")))
+        out.append(Keep(t.name, float(t.nbytes(s, 1)) / s, intensity, intensity > r, t.kept_with_matmul_outputs))
     return tuple(out)
 
 
@@ -406,20 +413,6 @@ def decode_compute_batch(hardware: Hardware | str, dtype: str = "bf16") -> float
     return ridge(hardware, dtype) * dtype_bytes(dtype) / 2
 
 
-def decode_allreduce_bytes(model: Model | str, batch, dtype: str = "bf16") -> float:
-    """Chapter 8: the buffer of one of a decode step's tensor-parallel all-reduces, one token's hidden
-    state for each of ``batch`` sequences, ``B h w_act`` bytes (Llama 3 70B at a batch of 64: 1.05 MB)."""
-    m = load_model(model)
-    return count("batch", batch) * m.hidden_size * dtype_bytes(dtype)
-
-
-def train_allreduce_bytes(model: Model | str, tokens, dtype: str = "bf16") -> float:
-    """Chapter 8: the buffer of one of a training micro-batch's tensor-parallel all-reduces, the hidden state
-    of each of its ``tokens``, ``tokens h w_act`` bytes (Llama 3 8B, 4,096 tokens: 33.6 MB)."""
-    m = load_model(model)
-    return count("tokens", tokens) * m.hidden_size * dtype_bytes(dtype)
-
-
 # --- the rules under a calibrated roof ---------------------------------------------------------------------------
 
 def calibrated_thresholds(model: Model | str, roof: ClusterRoof, *, nodes=1, gpus_per_node=8, seq=4096, batch=64,
@@ -451,17 +444,15 @@ def calibrated_thresholds(model: Model | str, roof: ClusterRoof, *, nodes=1, gpu
     tp = count("tp", g if tp is None else tp, maximum=g, what=f" (tensor parallelism stays inside a node of {g})")
     peak, hbm = roof.gemm.top, roof.bandwidth
     a = dtype_bytes("bf16")
-    params = param_count(m)
-    psi = params * a
-    forward = 2 * params
-    backward = training_flops_per_token(m) - forward
+    psi = param_count(m) * a
+    forward, backward = _pass_flops(m)
     per_node = None if nodes == 1 else g
     allreduce = roof.collective_time("all_reduce", n, psi, per_node=per_node)
     gather = roof.collective_time("all_gather", n, psi, per_node=per_node)
     scatter = roof.collective_time("reduce_scatter", n, psi, per_node=per_node)
-    kappa = m.layer_matmul_params / m.hidden_size ** 2
-    width_bw = roof.bus_bandwidth("all_reduce", tp, train_allreduce_bytes(m, seq), tp) if tp > 1 else float("inf")
-    decode_bw = roof.bus_bandwidth("all_reduce", g, decode_allreduce_bytes(m, batch), g)
+    kappa = width_constant(m)
+    width_bw = roof.bus_bandwidth("all_reduce", tp, message_bytes(m, seq), tp) if tp > 1 else float("inf")
+    decode_bw = roof.bus_bandwidth("all_reduce", g, message_bytes(m, batch), g)
     wy = roof.nvlink.top
     wx = roof.port if nodes > 1 else wy
     return {
@@ -471,7 +462,7 @@ def calibrated_thresholds(model: Model | str, roof: ClusterRoof, *, nodes=1, gpu
         "FSDP tokens per GPU": float(max(gather / (forward / peak), (gather + scatter) / (backward / peak))),
         "tensor-parallel hiding width": 2 * (tp - 1) * a * peak / (kappa * width_bw),
         "decode tensor-parallel bound": 1 + decode_tp_constant(m) * (decode_bw / hbm) / batch,
-        "mixing pays below": 3 * m.layer_matmul_params / (8 * m.hidden_size) * wy / wx,
+        "mixing pays below": mixed_constant(m) * wy / wx,
     }
 
 
@@ -746,6 +737,12 @@ def _mixed_reason(mo: MixedOptimum, g: int, plan) -> str:
     elif b.zero_stage == 3 and b.data_traffic > 0:
         chose += f", {1 - b.data_comm / b.data_traffic:.0%} of ZeRO-3's traffic hidden"
     return f"{head}; the planner chose {chose}"
+
+
+def _pass_flops(m: Model) -> tuple[float, float]:
+    """A training token's FLOPs in the forward pass (``2 N``) and in the backward (the rest of ``6 N``)."""
+    forward = 2 * param_count(m)
+    return forward, training_flops_per_token(m) - forward
 
 
 def _tp_ok(m: Model, d: int, g: int) -> bool:

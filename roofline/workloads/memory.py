@@ -214,6 +214,11 @@ class SavedTensor:
         """Bytes of this tensor for ``micro_batch`` sequences of ``seq`` tokens (broadcasts)."""
         return (seq * micro_batch * self.per_token + seq * seq * micro_batch * self.per_score) * self.bytes_per_element
 
+    @property
+    def kept_with_matmul_outputs(self) -> bool:
+        """Whether the 'matmul-outputs' policy keeps this tensor: a matmul's output, or the layer's input."""
+        return self.matmul_output or self.rebuild_flops == float("inf")
+
     def rebuild_intensity(self, seq):
         """FLOPs it takes to rebuild this tensor per byte it would keep (chapter 3), for sequences of ``seq``
         tokens: ``(rebuild_flops + rebuild_flops_per_key x (seq + 1)/2) / bytes_per_element``, a causal query
@@ -331,7 +336,7 @@ def activation_bytes(layer, seq, micro_batch, *, recompute: str = "none", tp: in
     for t in tensors:
         if recompute == "selective" and t.per_score:
             continue
-        if recompute == MATMUL_OUTPUTS.name and not (t.matmul_output or t.rebuild_flops == float("inf")):
+        if recompute == MATMUL_OUTPUTS.name and not t.kept_with_matmul_outputs:
             continue
         total = total + t.nbytes(s, bsz) / (tp if (t.sharded_by_tp or sequence_parallel) else 1)
     return total

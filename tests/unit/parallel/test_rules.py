@@ -382,11 +382,8 @@ def test_the_calibrated_h100_roof_moves_the_rules_by_its_measured_rates():
         rules.calibrated_thresholds("llama-3-70b", "h100-sxm")
 
 
-def test_a_decode_all_reduce_carries_one_hidden_state_a_sequence():
-    assert rules.decode_allreduce_bytes("llama-3-70b", 64) == 64 * 8192 * 2  # 1.05 MB
-    with pytest.raises(ValueError, match="batch"):
-        rules.decode_allreduce_bytes("llama-3-70b", 0)
 
-
-def test_a_training_all_reduce_carries_every_tokens_hidden_state():
-    assert rules.train_allreduce_bytes("llama-3-8b", 4096) == 4096 * 4096 * 2  # 33.6 MB
+def test_mixed_constant_is_three_eighths_of_a_layer_over_its_width():
+    m = load_model("llama-3-70b")
+    assert rules.mixed_constant(m) == pytest.approx(3 * m.layer_matmul_params / (8 * 8192))
+    assert rules.mixed_optimum(m, "h100-sxm", tokens=4_194_304, nodes=8).width_constant == rules.mixed_constant(m)
