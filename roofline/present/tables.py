@@ -696,6 +696,18 @@ def rules_table(examples: Mapping[str, Sequence], title: str = "") -> Table:
     the chapter that derives it) and one column per example (a label and that example's results, all from the
     same rules), each cell the rule's value and, where the full model answers the same question, its answer
     after a slash (``'2,164 / 65,536'``)."""
+    lists = _example_rules(examples)
+    rows = []
+    for i, first in enumerate(lists[0]):
+        cells = [rule_cell(r[i].value) + ("" if r[i].model_value is None else " / " + rule_cell(r[i].model_value))
+                 for r in lists]
+        rows.append((_rule_label(first), *cells))
+    return Table(("rule", *examples), tuple(rows), title)
+
+
+def _example_rules(examples) -> list[list]:
+    """The examples' results as lists, checked: a mapping of labels to rules_for's results, the same rules in the
+    same order for every example."""
     if not isinstance(examples, Mapping) or not examples:
         raise TypeError(f"examples must map a label to rules_for's results, got {type(examples).__name__}")
     lists = [list(v) for v in examples.values()]
@@ -704,31 +716,26 @@ def rules_table(examples: Mapping[str, Sequence], title: str = "") -> Table:
         if [r.name for r in results] != names:
             raise ValueError(f"examples must hold the same rules in the same order; {label!r} differs from "
                              f"{next(iter(examples))!r} (give every example the same tp and batch)")
-    rows = []
-    for i, first in enumerate(lists[0]):
-        cells = [rule_cell(r[i].value) + ("" if r[i].model_value is None else " / " + rule_cell(r[i].model_value))
-                 for r in lists]
-        unit = f"{first.unit}, " if first.unit else ""
-        rows.append((f"{first.name} ({unit}chapter {first.chapter})", *cells))
-    return Table(("rule", *examples), tuple(rows), title)
+    return lists
+
+
+def _rule_label(rule) -> str:
+    unit = f"{rule.unit}, " if rule.unit else ""
+    return f"{rule.name} ({unit}chapter {rule.chapter})"
 
 
 def calibrated_rules_table(examples: Mapping[str, Sequence], title: str = "") -> Table:
     """The rules page: the rate-bound rules only (those :func:`roofline.parallel.rules.rules_for` gave a
     calibrated value), one column per example, each cell the datasheet's value and, after an arrow, the
     same rule under the calibrated roof's rates (``'295 → 269'``)."""
-    if not isinstance(examples, Mapping) or not examples:
-        raise TypeError(f"examples must map a label to rules_for's results, got {type(examples).__name__}")
-    lists = [list(v) for v in examples.values()]
+    lists = _example_rules(examples)
     if not any(r.calibrated is not None for r in lists[0]):
         raise ValueError("no rule carries a calibrated value: call rules_for with roof=")
     rows = []
     for i, first in enumerate(lists[0]):
         if first.calibrated is None:
             continue
-        unit = f"{first.unit}, " if first.unit else ""
-        rows.append((f"{first.name} ({unit}chapter {first.chapter})",
-                     *(f"{rule_cell(r[i].value)} → {rule_cell(r[i].calibrated)}" for r in lists)))
+        rows.append((_rule_label(first), *(f"{rule_cell(r[i].value)} → {rule_cell(r[i].calibrated)}" for r in lists)))
     return Table(("rule", *examples), tuple(rows), title)
 
 
