@@ -37,7 +37,7 @@ from numpy.typing import ArrayLike
 from roofline.core.checks import number, unknown_name
 from roofline.core.hardware import Hardware, get_hardware
 
-__all__ = ["Curve", "ClusterRoof", "datasheet_cluster_roof", "CLUSTER_COLLECTIVES"]
+__all__ = ["Curve", "ClusterRoof", "datasheet_cluster_roof", "CLUSTER_COLLECTIVES", "joined_time"]
 
 CLUSTER_COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all")
 
@@ -74,6 +74,17 @@ class Curve:
         return Curve(self.xs, tuple(min(float(y), cap) for y in self.ys))
 
 
+def joined_time(compute: ArrayLike, memory: ArrayLike, nu: float):
+    """Two times of one kernel joined as ``(compute^nu + memory^nu)^(1/nu)``: the larger of the two when
+    they are far apart, up to ``2^(1/nu)`` times it where they are equal (at the ridge); ``nu`` infinite is
+    the roofline's ``max``. Computed from the larger time, so it neither overflows nor underflows."""
+    compute, memory = np.asarray(compute, dtype=float), np.asarray(memory, dtype=float)
+    top = np.maximum(compute, memory)
+    ratio = np.divide(np.minimum(compute, memory), top, out=np.zeros_like(top), where=top > 0)
+    out = top * (1.0 + ratio ** nu) ** (1.0 / nu)
+    return out.item() if out.ndim == 0 else out
+
+
 def _factor(collective: str, n):
     if collective not in CLUSTER_COLLECTIVES:
         raise unknown_name("collective", collective, CLUSTER_COLLECTIVES)
@@ -94,7 +105,11 @@ class ClusterRoof:
     in a node; ``all_to_all_port``: the bus bandwidth of an all-to-all across nodes. ``send_nvlink``: one message between two GPUs of a node, bytes/s.
     ``latency_s``: the fixed cost of one message. ``attention_forward``: flash attention's forward pass alone
     (a prefill), keyed as ``attention``; empty where no forward sweep was published. ``sources``: for each quantity, the records it came from;
-    ``assumptions``: what was carried over from elsewhere, said in words.
+    ``assumptions``: what was carried over from elsewhere, said in words. ``gemm_nu``: the exponent
+    :math:`\\nu` that joins a matmul's two times, its FLOPs at the size's rate and its bytes at the bandwidth, as
+    :math:`(T_\\text{compute}^\\nu + T_\\text{memory}^\\nu)^{1/\\nu}`: near the ridge a kernel cannot
+    stream its weights and keep its tensor cores full at once (fitted to decode-shaped matmuls,
+    :func:`roofline.measured.cluster.fit_gemm_nu`); None: the larger of the two, the roofline's own rule.
     """
 
     label: str
@@ -115,6 +130,7 @@ class ClusterRoof:
     sources: Mapping = field(default_factory=dict)
     assumptions: tuple = ()
     attention_forward: Mapping = field(default_factory=dict)
+    gemm_nu: float | None = None
 
     def __post_init__(self):
         if self.kind not in ("datasheet", "calibrated"):
@@ -123,6 +139,8 @@ class ClusterRoof:
             number(name, getattr(self, name))
         number("launch_s", self.launch_s, strict=False)
         number("latency_s", self.latency_s, strict=False)
+        if self.gemm_nu is not None:
+            number("gemm_nu", self.gemm_nu, minimum=1)
         object.__setattr__(self, "attention", MappingProxyType(dict(self.attention)))
         object.__setattr__(self, "attention_forward", MappingProxyType(dict(self.attention_forward)))
         object.__setattr__(self, "sources", MappingProxyType(dict(self.sources)))
@@ -139,9 +157,12 @@ class ClusterRoof:
 
     def gemm_time(self, flops: ArrayLike, nbytes: ArrayLike = 0.0):
         """Seconds for one matmul: its FLOPs at the rate a matmul of that size reaches, or its bytes at the
-        memory-bound kernels' bandwidth if that is longer, and at least one launch."""
+        memory-bound kernels' bandwidth if that is longer (the two joined by ``gemm_nu`` where the roof has
+        one), and at least one launch."""
         flops = np.asarray(flops, dtype=float)
-        t = np.maximum(flops / self.gemm(np.maximum(flops, 1.0)), np.asarray(nbytes, dtype=float) / self.bandwidth)
+        compute = flops / self.gemm(np.maximum(flops, 1.0))
+        memory = np.asarray(nbytes, dtype=float) / self.bandwidth
+        t = np.maximum(compute, memory) if self.gemm_nu is None else joined_time(compute, memory, self.gemm_nu)
         t = np.where(flops > 0, np.maximum(t, self.launch_s), 0.0)
         return t.item() if t.ndim == 0 else t
 

@@ -20,26 +20,34 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 from importlib import resources
 from types import MappingProxyType
-from typing import Mapping
+from typing import Mapping, NamedTuple
 
 from roofline.core.checks import count, unknown_name
-from roofline.core.cluster_roof import ClusterRoof, Curve
+from roofline.core.cluster_roof import ClusterRoof, Curve, joined_time
 from roofline.core.hardware import Hardware, get_hardware
 from roofline.core.units import fmt
 
 __all__ = ["microbenchmarks", "record", "cluster_roof", "CALIBRATED_CHIPS", "EXCLUDED", "DevelopmentRun", "development_runs",
            "development_layouts", "DevelopmentCheck", "check_run", "development_checks", "ROOFS", "estimate_step",
-           "ClusterPlan", "cluster_plan"]
+           "ClusterPlan", "cluster_plan", "NU_CLOSENESS", "NU_GRID", "NuPoint", "NuFit", "gemm_nu_points", "fit_gemm_nu"]
 
 
 @lru_cache(maxsize=1)
 def _records() -> Mapping[str, dict]:
-    text = resources.files("roofline.data").joinpath("microbenchmarks.json").read_text()
-    return MappingProxyType({r["id"]: r for r in json.loads(text)})
+    data = resources.files("roofline.data")
+    found = list(json.loads(data.joinpath("microbenchmarks.json").read_text()))
+    found += json.loads(data.joinpath("microbenchmarks-added.json").read_text())["records"]
+    out: dict[str, dict] = {}
+    for r in found:
+        if r["id"] in out:
+            raise ValueError(f"microbenchmark record {r['id']!r} is given twice")
+        out[r["id"]] = r
+    return MappingProxyType(out)
 
 
 def microbenchmarks() -> Mapping[str, dict]:
-    """Every published microbenchmark record, by id (``mb0001`` ...)."""
+    """Every published microbenchmark record, by id: the shared transcription's (``mb0001`` ...) and those the
+    project added later in the same schema (``mbx001`` ..., ``roofline/data/microbenchmarks-added.json``)."""
     return _records()
 
 
@@ -117,6 +125,110 @@ EXCLUDED = MappingProxyType({
 })
 
 
+# ------------------------------------------------------------------------ joining a matmul's two times
+
+NU_CLOSENESS = 1 / 3
+"""A record enters the fit of :math:`\\nu` when its shorter time is at least this share of its longer one:
+far from the ridge every exponent gives the larger time, and the record says nothing about the join."""
+NU_GRID = (1.0, 8.0, 0.01)
+"""The exponents tried (from, to, step): a bounded search, so the fit always ends."""
+
+
+class NuPoint(NamedTuple):
+    """One decode-shaped fp8 matmul: its FLOPs at the H100 fp8 sweep's rate for that size (``compute_s``), its
+    bytes at the STREAM rate (``memory_s``, fp8 operands and a 16-bit output) and the time it took."""
+
+    record: str
+    rows: int
+    n: int
+    k: int
+    compute_s: float
+    memory_s: float
+    measured_s: float
+
+    @property
+    def closeness(self) -> float:
+        """The shorter of the two priced times over the longer: 1 at the ridge."""
+        return min(self.compute_s, self.memory_s) / max(self.compute_s, self.memory_s)
+
+    def priced(self, nu: float | None) -> float:
+        """The time the roof gives it with the exponent ``nu`` (None: the larger of the two)."""
+        if nu is None:
+            return max(self.compute_s, self.memory_s)
+        return joined_time(self.compute_s, self.memory_s, nu)
+
+
+class NuFit(NamedTuple):
+    """The fitted exponent, the records it used and the spread of measured over priced time, with ``nu``
+    and with the roofline's larger-of-two (both as root-mean-square log ratios)."""
+
+    nu: float
+    points: tuple
+    rms_log: float
+    rms_log_max: float
+
+    @property
+    def typical(self) -> float:
+        """The typical factor between measured and priced time with ``nu``: ``exp(rms_log)``."""
+        import math
+
+        return math.exp(self.rms_log)
+
+    @property
+    def typical_max(self) -> float:
+        """The same factor with the larger of the two times."""
+        import math
+
+        return math.exp(self.rms_log_max)
+
+
+def gemm_nu_points(most_rows: int = 256) -> tuple[NuPoint, ...]:
+    """Every published fp8 matmul of at most ``most_rows`` rows on the H100's die (the H100 and the H800:
+    DeepGEMM's table and vLLM's decode-shaped sweep), priced on the H100's fp8 sweep and STREAM rate without
+    a join. Records excluded from the curves (:data:`EXCLUDED`) are left out."""
+    roof = _h100(get_hardware("h100-sxm"), "fp8", nu=None)
+    out = []
+    for rid, r in _records().items():
+        if r.get("category") != "gemm" or not str(r.get("dtype", "")).startswith("fp8") or rid in EXCLUDED:
+            continue
+        if not str(r.get("gpu", "")).startswith(("H100", "H800")):
+            continue
+        m, n, k = r["shape_mnk"]
+        if m > most_rows:
+            continue
+        flops = 2.0 * m * n * k
+        nbytes = k * n + m * k + 2.0 * m * n
+        out.append(NuPoint(rid, m, n, k, flops / roof.gemm(flops), nbytes / roof.bandwidth, flops / _value(rid)))
+    return tuple(sorted(out, key=lambda p: (p.rows, p.n, p.k, p.record)))
+
+
+@lru_cache(maxsize=1)
+def fit_gemm_nu() -> NuFit:
+    """:math:`\\nu` fitted to the records of :func:`gemm_nu_points` whose two times are close (at least
+    :data:`NU_CLOSENESS`): the exponent of :data:`NU_GRID` with the least squared log ratio of measured
+    to priced time. Matmul records only: never a step of a model, never a serving run."""
+    import numpy as np
+
+    pts = tuple(p for p in gemm_nu_points() if p.closeness >= NU_CLOSENESS)
+    if not pts:
+        raise ValueError("no decode-shaped fp8 matmul record has its two times close enough to fit nu")
+    lo, hi, step = NU_GRID
+    grid = np.arange(lo, hi + step / 2, step)
+
+    def spread(nu):
+        return float(np.sqrt(np.mean([np.log(p.measured_s / p.priced(nu)) ** 2 for p in pts])))
+
+    errors = [spread(nu) for nu in grid]
+    best = float(round(grid[int(np.argmin(errors))], 2))
+    return NuFit(best, pts, min(errors), spread(None))
+
+
+def _nu_assumption(nu: float) -> str:
+    fit = fit_gemm_nu()
+    return (f"a matmul's compute and memory times are joined with nu = {nu:.2f} (fitted to {len(fit.points)} "
+            f"decode-shaped fp8 matmuls of the H100's die, fit_gemm_nu); bf16 matmuls keep the larger of the two")
+
+
 def _a100(hw: Hardware, dtype: str) -> ClusterRoof:
     peak = hw.peak_flops(dtype)
     gemm_ids = ["mb0126", "mb0131", "mb0127", "mb0128", "mb0129", "mb0132", "mb0130"]
@@ -163,8 +275,12 @@ def _h100_fabric(hw: Hardware) -> tuple[dict, dict]:
                    port_check="mb0055", all_to_all_port="mb0068", send="mb0281", latency="mb0049")
 
 
-def _h100(hw: Hardware, dtype: str) -> ClusterRoof:
+def _h100(hw: Hardware, dtype: str, nu: float | str | None = "fit") -> ClusterRoof:
+    """The H100's roof; fp8 matmuls join their two times with :func:`fit_gemm_nu`'s exponent (``nu='fit'``),
+    or ``nu`` as given (None: the larger of the two, as :func:`gemm_nu_points` prices them)."""
     peak = hw.peak_flops(dtype)
+    if nu == "fit":
+        nu = fit_gemm_nu().nu if dtype == "fp8" else None
     gemm_ids = ["mb0134", "mb0135", "mb0136", "mb0137"] if dtype in ("bf16", "fp16") else \
         ["mb0117", "mb0123", "mb0118", "mb0119", "mb0120", "mb0124", "mb0121", "mb0122"]
     fabric, fsources = _h100_fabric(hw)
@@ -178,7 +294,9 @@ def _h100(hw: Hardware, dtype: str) -> ClusterRoof:
         **fabric,
         sources={"gemm": tuple(gemm_ids), "attention": ("FlashAttention-2 fwd+bwd, H100",), "bandwidth": ("mb0166",),
                  "launch": ("mb0179",), "attention_forward": ("FlashAttention-3 forward, H100",), **fsources},
+        gemm_nu=nu,
         assumptions=(
+            *((_nu_assumption(nu),) if nu is not None else ()),
             "the launch rate is the H200's (mb0179): the same Hopper launch path",
             "point-to-point NVLink copies reach the H200's (mb0281): the same NVLink 4",
             "the NVLink sweep (NVLS on) is capped at the link's one-way rate",
@@ -194,18 +312,15 @@ def _h200(hw: Hardware, dtype: str) -> ClusterRoof:
     rec = load_measurement()
     single = calibrated_roof(rec, load_layers(), mode="eager")
     peak = hw.peak_flops(dtype)
-    # training's matmuls have thousands of rows; the record's decode-shaped ones (a few rows) are left out
-    gemms = sorted((g.flops, g.flops_per_s) for g in rec.gemm_per_call if g.dtype == dtype and g.m >= 1024)
+    # the curve by FLOPs is of matmuls of thousands of rows (the record's decode-shaped ones, a few rows, are
+    # left out: their time is the launch's); the per-call sweeps of bf16 and of fp8 (torch._scaled_mm)
+    gemms = sorted((g.flops, g.flops_per_s) for g in (*rec.gemm_per_call, *rec.gemm_fp8_per_call)
+                   if g.dtype == dtype and g.m >= 1024)
     h100 = get_hardware("h100-sxm")
-    carried = ()
-    if gemms:
-        gemm, gemm_sources = _best_at_each(gemms).capped(peak), ("h200-2026-11-29 gemms",)
-    elif dtype in hw.dense_flops and dtype in h100.dense_flops:  # fp8: the record timed bf16 only
-        h100_roof = _h100(h100, dtype)
-        gemm, gemm_sources = h100_roof.gemm.capped(peak), h100_roof.sources["gemm"]
-        carried = (f"{dtype} matmuls reach the H100's (the record timed bf16 only; the same die and clocks)",)
-    else:
+    if not gemms:
         raise ValueError(f"the H200 record has no {dtype} matmuls of 1,024 rows or more")
+    gemm, gemm_sources = _best_at_each(gemms).capped(peak), ("h200-2026-11-29 gemms",)
+    nu = fit_gemm_nu().nu if dtype == "fp8" else None
     fabric, fsources = _h100_fabric(h100)
     return ClusterRoof(
         f"{hw.short} calibrated", hw, "calibrated", dtype, peak,
@@ -219,12 +334,13 @@ def _h200(hw: Hardware, dtype: str) -> ClusterRoof:
                  "launch": ("mb0179",), "attention": ("FlashAttention-2 fwd+bwd, H100",),
                  "attention_forward": ("FlashAttention-3 forward, H100",),
                  **fsources},
+        gemm_nu=nu,
         assumptions=(
+            *((_nu_assumption(nu) + ", the H100's exponent on the same die",) if nu is not None else ()),
             "flash attention reaches the H100's FlashAttention-2 rates (the same Hopper die; the H200's own record "
             "holds forward passes only)",
             "the fabric is the H100's (NVLink 4, one 400 Gb/s port per GPU); the H200 record's one all-reduce "
             "(mb0093, 482 GB/s) agrees with the H100 sweep's top",
-            *carried,
         ))
 
 
@@ -246,9 +362,11 @@ def _h800(hw: Hardware, dtype: str) -> ClusterRoof:
         bandwidth=min(h100.bandwidth, hw.hbm_bandwidth),
         nvlink=Curve(h100.nvlink.xs, tuple(y * scale for y in h100.nvlink.ys)).capped(up),
         all_to_all_nvlink=_value("mb0094") / _value("mb0081"), all_to_all_port=min(_value("mb0100"), net),
-        send_nvlink=min(h100.send_nvlink, up), port=min(h100.port, net), sources=sources,
+        send_nvlink=min(h100.send_nvlink, up), port=min(h100.port, net), sources=sources, gemm_nu=None,
         assumptions=(
             "bf16 matmuls, flash attention, the HBM's STREAM rate and the launch cost are the H100's: the same die",
+            *(("a matmul takes the larger of its two times: DeepGEMM's curve holds decode-shaped matmuls of 64 "
+               "and 128 rows, so the loss near the ridge is in the curve already",) if h100.gemm_nu is not None else ()),
             "fp8 matmuls are DeepGEMM's block-scaled kernels, DeepSeek's own, over the README's shapes (DeepSeek-V3's "
             "inference shapes)",
             "the NVLink all-reduce follows the H100 sweep's dependence on size, scaled to the one H800 figure "

@@ -32,13 +32,13 @@ from roofline.core.checks import count
 from roofline.core.cluster_roof import ClusterRoof, datasheet_cluster_roof
 from roofline.core.hardware import Hardware, get_hardware
 from roofline.core.model import Model, load_model
-from roofline.measured.cluster import CALIBRATED_CHIPS, EXCLUDED, cluster_roof, microbenchmarks
+from roofline.measured.cluster import CALIBRATED_CHIPS, cluster_roof
 from roofline.serving.deployment import (SERVING_ROOFS, Deployment, Sustained, Workload, check_deployment,
                                          largest_batch, sustain)
 
 __all__ = ["serving_roof", "ceiling_deployment", "ServingPair", "serving_pair", "TRTLLM_RUNTIME",
            "trtllm_bench_limits", "ServingRun", "serving_runs", "ServingCheck", "check_serving_run",
-           "serving_dev_checks", "CEILING_RULE", "ESTIMATE_BAND", "MatmulGap", "skinny_matmul_gaps", "skinny_matmul_summary", "GapSummary"]
+           "serving_dev_checks", "CEILING_RULE", "ESTIMATE_BAND"]
 
 ESTIMATE_BAND = 1.3
 """The calibrated estimate's target: within this factor of every published figure of the development set."""
@@ -58,6 +58,9 @@ TRTLLM_RUNTIME = MappingProxyType({
                                                  "at most 32,768 and at least 2,048, rounded up"),
     "build_fraction": (0.95, "trtllm-bench-tuning", "the build's estimate of the requests that fit takes 95% of "
                                                     "the memory left after the weights"),
+    "head_dtype": ("bf16", "modelopt-quant-config", "the FP8 build quantizes with ModelOpt's FP8_DEFAULT_CFG, which "
+                                                   "leaves the output head ('*lm_head*') unquantized; the "
+                                                   "embedding table is not a linear layer and stays bf16 too"),
 })
 """TensorRT-LLM's documented defaults, which the development set's runs used (none of them set otherwise)."""
 
@@ -165,10 +168,12 @@ class ServingRun:
                 f"{self.raw['input_tokens']}/{self.raw['output_tokens']}")
 
     def deployment(self) -> Deployment:
-        """The run's layout in FP8 with the runtime's documented defaults: the cache reserved for the whole
-        answer, 90% of the free HBM, and ``trtllm-bench``'s caps from its own estimate of what fits."""
+        """The run's layout in FP8 with the runtime's documented defaults: the output head and embedding in
+        bf16, the cache reserved for the whole answer, 90% of the free HBM, and ``trtllm-bench``'s caps from its
+        own estimate of what fits."""
         base = Deployment(tp=self.tp, weights_dtype="fp8", kv_dtype="fp8", math_dtype="fp8",
-                          kv_policy=TRTLLM_RUNTIME["kv_policy"][0], kv_fraction=TRTLLM_RUNTIME["build_fraction"][0])
+                          kv_policy=TRTLLM_RUNTIME["kv_policy"][0], kv_fraction=TRTLLM_RUNTIME["build_fraction"][0],
+                          head_dtype=TRTLLM_RUNTIME["head_dtype"][0])
         w = self.workload
         fit = largest_batch(self.model, self.hardware, w, base)
         bs, tok = trtllm_bench_limits(fit, w.input_tokens, w.output_tokens, base.pp)
@@ -215,55 +220,3 @@ def check_serving_run(run: ServingRun) -> ServingCheck:
 def serving_dev_checks() -> tuple[ServingCheck, ...]:
     """Every run of the development set, checked."""
     return tuple(check_serving_run(r) for r in serving_runs())
-
-
-class MatmulGap(NamedTuple):
-    """One published fp8 matmul of a decode's shape (a few rows) against the price the H100's calibrated roof
-    gives its FLOPs and bytes: ``ratio`` above 1 means the matmul took longer than priced."""
-
-    record: str
-    rows: int
-    n: int
-    k: int
-    measured_flops_per_s: float
-    priced_flops_per_s: float
-
-    @property
-    def ratio(self) -> float:
-        return self.priced_flops_per_s / self.measured_flops_per_s
-
-
-def skinny_matmul_gaps(most_rows: int = 128) -> tuple[MatmulGap, ...]:
-    """Where the serving estimate is optimistic, measured: DeepGEMM's fp8 matmuls of at most ``most_rows`` rows
-    on the H800 (the H100's die and HBM), each against what the H100's fp8 roof prices for it, its FLOPs at the
-    rate of a matmul of that size (a curve from square shapes) or its bytes at the STREAM rate, whichever is
-    longer. Records excluded from the curves (:data:`~roofline.measured.cluster.EXCLUDED`) are left out."""
-    roof = cluster_roof("h100-sxm", "fp8")
-    out = []
-    for rid, r in microbenchmarks().items():
-        if r.get("category") != "gemm" or not str(r.get("gpu", "")).startswith("H800") or rid in EXCLUDED:
-            continue
-        m, n, k = r["shape_mnk"]
-        if m > most_rows:
-            continue
-        flops = 2.0 * m * n * k
-        seconds = roof.gemm_time(flops, k * n + m * k + 2.0 * m * n)  # fp8 operands, a 16-bit output
-        out.append(MatmulGap(rid, m, n, k, float(r["value"]) * 1e12, flops / seconds))
-    return tuple(sorted(out, key=lambda g: (g.rows, g.record)))
-
-
-class GapSummary(NamedTuple):
-    """:func:`skinny_matmul_gaps` in three figures: the records, how many ran slower than priced, and the
-    median of measured time over priced time."""
-
-    records: int
-    slower: int
-    median: float
-
-
-def skinny_matmul_summary(most_rows: int = 128) -> GapSummary:
-    """The records of :func:`skinny_matmul_gaps`, the ones slower than the roof's price, and the median ratio."""
-    import numpy as np
-
-    ratios = [g.ratio for g in skinny_matmul_gaps(most_rows)]
-    return GapSummary(len(ratios), sum(r > 1 for r in ratios), float(np.median(ratios)))

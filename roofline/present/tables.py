@@ -995,10 +995,11 @@ def sustained_table(rows: Mapping, title: str = "") -> Table:
 def serving_dev_table(checks, title: str = "") -> Table:
     """Chapter 13: the serving development set (:func:`~roofline.measured.serving.serving_dev_checks`), one row
     per run: the published output tokens/s of the whole group, the ceiling's and the estimate's ratios to
-    it, and the estimate's batch. Short headers, so that it fits a page's column."""
-    columns = ("run", "published", "ceiling ×", "estimate ×", "batch")
-    body = tuple((c.run.label, f"{c.run.published:,.0f}", f"{c.ceiling_over_published:.2f}",
-                  f"{c.estimate_over_published:.2f}" + ("" if c.within_band else " *"), f"{c.estimate.batch:,.0f}")
+    it (the estimate's to three places, so that a miss just past the band does not read as inside it), the
+    estimate's batch and the TensorRT-LLM release that ran it. Short headers, so that it fits a page's column."""
+    columns = ("run", "release", "published", "ceiling ×", "estimate ×", "batch")
+    body = tuple((c.run.label, c.run.version, f"{c.run.published:,.0f}", f"{c.ceiling_over_published:.2f}",
+                  f"{c.estimate_over_published:.3f}" + ("" if c.within_band else " *"), f"{c.estimate.batch:,.0f}")
                  for c in checks)
     return Table(columns, body, title, wrap=("run",))
 

@@ -49,7 +49,7 @@ from roofline.parallel.cluster import linear_shard
 from roofline.serving.capacity import mla_attention_flops_per_key
 
 __all__ = ["Workload", "Deployment", "StepTime", "Sustained", "SERVING_ROOFS", "KV_POLICIES", "EXCHANGE_BYTES",
-           "PREFILL_BATCH_TOKENS", "check_deployment", "step_time", "largest_batch", "sustain",
+           "PREFILL_BATCH_TOKENS", "check_deployment", "moe_dispatch_bytes", "step_time", "largest_batch", "sustain",
            "ServingPlanRow", "plan_serving", "smallest_slice", "layouts", "Frontier", "frontier"]
 
 SERVING_ROOFS = ("datasheet", "calibrated")
@@ -146,7 +146,9 @@ class Deployment:
     or a number of bytes/s per GPU). ``kv_policy`` and ``kv_fraction``: what a sequence holds
     (:data:`KV_POLICIES`) and the share of the HBM left after the weights that the runtime gives the cache.
     ``max_batch``: the runtime's cap on sequences in flight per replica (None: memory alone); ``max_tokens``:
-    its cap on the tokens of one step, decode and prompt together (None: no cap).
+    its cap on the tokens of one step, decode and prompt together (None: no cap). ``head_dtype``: the format
+    of the output head and the embedding table, which quantizers often leave wide (None: the weights'); the
+    head's matmul then runs at that format's peak's share of the matmuls' format's.
     """
 
     tp: int = 1
@@ -164,11 +166,12 @@ class Deployment:
     max_batch: int | None = None
     max_tokens: int | None = None
     gpus_per_node: int = 8
+    head_dtype: str | None = None
 
     def __post_init__(self):
         for name in ("tp", "pp", "ep", "dp_attention", "replicas", "gpus_per_node"):
             object.__setattr__(self, name, count(name, getattr(self, name), maximum=1 << 16))
-        for name in ("weights_dtype", "kv_dtype", "math_dtype"):
+        for name in ("weights_dtype", "kv_dtype", "math_dtype", "head_dtype"):
             if getattr(self, name) is not None:
                 dtype_bytes(getattr(self, name))  # unknown names raise with the close matches
         if self.kv_policy not in KV_POLICIES:
@@ -216,6 +219,11 @@ class Deployment:
         """The matmuls' format (the weights' unless given)."""
         return self.math_dtype or self.weights_dtype
 
+    @property
+    def head(self) -> str:
+        """The output head's and the embedding table's format (the weights' unless given)."""
+        return self.head_dtype or self.weights_dtype
+
     def label(self) -> str:
         """A short name, e.g. 'TP 8', 'TP 2 x DP-attention 4, EP 8' or 'TP 4, prefill 4 : decode 12'."""
         parts = [f"TP {self.tp}"]
@@ -258,6 +266,8 @@ def check_deployment(model: Model | str, deployment: Deployment, hardware: Hardw
                              "spread over the GPUs that attend")
     if hardware is not None:
         hardware.peak_flops(d.math)  # a format the chip has no peak for is refused, named
+        if d.head_dtype is not None:
+            hardware.peak_flops(d.head_dtype)
     return m
 
 
@@ -298,22 +308,27 @@ _GROUP = {"matmuls": "compute", "prefill attention": "compute", "decode attentio
 class _Tally:
     def __init__(self):
         self.flops = self.bytes = self.exchange = 0.0
+        self.peak_flops = 0.0  # FLOPs weighted by how far each one's format's peak is short of the roof's
         self.parts: dict[str, float] = {}
 
-    def add(self, part: str, seconds: float, flops: float = 0.0, nbytes: float = 0.0, exchange: float = 0.0, times=1.0):
+    def add(self, part: str, seconds: float, flops: float = 0.0, nbytes: float = 0.0, exchange: float = 0.0, times=1.0,
+            slower: float = 1.0):
         self.parts[part] = self.parts.get(part, 0.0) + times * float(seconds)
         self.flops += times * flops
+        self.peak_flops += times * slower * flops
         self.bytes += times * nbytes
         self.exchange += times * exchange
 
 
 def _gemm(t: _Tally, roof: ClusterRoof, part: str, rows: float, n: float, k: float, wb: float, ab: float,
-          times: float = 1.0, weights_read: float = 1.0):
+          times: float = 1.0, weights_read: float = 1.0, slower: float = 1.0):
+    """One matmul of ``rows`` x ``k`` by ``k`` x ``n``; ``slower``: how many times the roof's format's peak
+    the matmul's own format's is short of (2 for a bf16 matmul on an fp8 roof)."""
     if rows <= 0:
         return
     flops = 2.0 * rows * n * k
     nbytes = weights_read * k * n * wb + ab * rows * (k + n)
-    t.add(part, roof.gemm_time(flops, nbytes), flops, nbytes, times=times)
+    t.add(part, roof.gemm_time(slower * flops, nbytes), flops, nbytes, times=times, slower=slower)
 
 
 def _heads(m: Model) -> tuple[float, float]:
@@ -378,9 +393,14 @@ def _layer(t: _Tally, m: Model, d: Deployment, roof: ClusterRoof, *, moe: bool, 
         kv_rw = prefill / a * m.kv_bytes_per_layer(d.kv) / split  # the new tokens' keys and values written
         sec = max(roof.flash_forward_time(f, seq, head_dim=int(round(dqk)), causal=True), kv_rw / roof.bandwidth)
         t.add("prefill attention", sec, f, kv_rw, times=times)
-    # memory-bound kernels: norms, residuals, rotary, the MLP's activation, each token's bytes
+    # memory-bound kernels: norms, residuals, rotary, the MLP's activation, each token's bytes; a mixture of
+    # experts also copies each token once per chosen expert and sums the expert outputs back, 2 (1 + k) h
+    # 16-bit numbers a token (moe_dispatch_bytes)
     per_token = m.norms_per_layer * 4 * h + 12 * h + (6 if m.gated_mlp else 4) * width
     kernels = m.norms_per_layer + 4
+    if moe:
+        per_token += moe_dispatch_bytes(m)
+        kernels += 2
     t.add("memory-bound", roof.memory_time(per_token * rows, kernels), 0.0, per_token * rows, times=times)
     # exchanges: two all-reduces in a tensor-parallel group; all-to-alls when the experts see other groups' tokens
     if tp > 1:
@@ -392,6 +412,17 @@ def _layer(t: _Tally, m: Model, d: Deployment, roof: ClusterRoof, *, moe: bool, 
         k = min(d.ep, d.gpus_per_node)
         sec = 2 * roof.collective_time("all_to_all", d.ep, buf, per_node=k)
         t.add("expert all-to-all", sec, exchange=sec, times=times)
+
+
+def moe_dispatch_bytes(model: Model | str) -> float:
+    """HBM bytes one token moves in one MoE layer to reach its experts and come back, beyond the experts'
+    own matmuls: its hidden state read once and written once per chosen expert (the dispatch into expert
+    order), then the ``k`` expert outputs read and their weighted sum written (the combine), at 16 bits:
+    ``2 (1 + k) h`` numbers, ``4 (1 + k) h`` bytes. 0 for a dense model."""
+    m = load_model(model) if isinstance(model, str) else model
+    if m.moe is None:
+        return 0.0
+    return 2.0 * EXCHANGE_BYTES * (1 + m.moe.experts_per_token) * m.hidden_size
 
 
 def step_time(model: Model | str, deployment: Deployment, roof: ClusterRoof, *, decode: float, context: float,
@@ -424,14 +455,16 @@ def step_time(model: Model | str, deployment: Deployment, roof: ClusterRoof, *, 
     # the output head: one row per decoding sequence (and per prompt that finishes), on the last stage
     head = m.lm_head
     rows = decode / d.pp / d.dp_attention
-    _gemm(t, roof, "output head", rows, head.out_features / d.tp, head.in_features, dtype_bytes(d.weights_dtype),
-          dtype_bytes(d.math))
+    head_math = d.head if d.head_dtype is not None else d.math
+    slower = roof.hardware.peak_flops(d.math) / roof.hardware.peak_flops(head_math)
+    _gemm(t, roof, "output head", rows, head.out_features / d.tp, head.in_features, dtype_bytes(d.head),
+          dtype_bytes(d.math), slower=slower)
     if d.pp > 1:
         msg = (decode + prefill) / d.pp / d.dp_attention / d.tp * m.hidden_size * EXCHANGE_BYTES
         sec = roof.send_time(msg, across_nodes=d.replica_gpus > d.gpus_per_node)
         t.add("pipeline sends", sec, exchange=sec)
     if roof.kind == "datasheet":
-        compute, memory = t.flops / roof.peak_flops, t.bytes / roof.bandwidth
+        compute, memory = t.peak_flops / roof.peak_flops, t.bytes / roof.bandwidth
         parts = {"compute": compute, "bandwidth": memory, "exchange": t.exchange}
         return StepTime(max(compute, memory, t.exchange), t.flops, t.bytes, t.exchange, MappingProxyType(parts), roof.kind)
     return StepTime(sum(t.parts.values()), t.flops, t.bytes, t.exchange, MappingProxyType(dict(t.parts)), roof.kind)
@@ -455,7 +488,7 @@ def _weights_per_gpu(m: Model, d: Deployment) -> float:
         per += (experts + shared + m.router().params) * moe_layers
     # the embedding on the first stage, the output head on the last (both on the one stage of a single one)
     ends = (m.embedding_params + m.lm_head_params if d.pp == 1 else max(m.embedding_params, m.lm_head_params)) / d.tp
-    return float(per * stage * wb + ends * wb)
+    return float(per * stage * wb + ends * dtype_bytes(d.head))
 
 
 def _kv_per_token_per_gpu(m: Model, d: Deployment) -> float:

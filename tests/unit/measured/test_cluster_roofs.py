@@ -162,3 +162,80 @@ def test_token_rate_per_gpu_is_the_batch_over_the_step_and_the_gpus():
         token_rate_per_gpu(est, ("all-to-all",))
     with pytest.raises(TypeError, match="price"):
         token_rate_per_gpu(lay)
+
+
+# ------------------------------------------------------------------- a matmul's two times, joined near the ridge
+
+def test_joined_time_is_the_larger_far_apart_and_two_to_the_one_over_nu_at_the_ridge():
+    from roofline.core.cluster_roof import joined_time
+
+    assert joined_time(10.0, 10.0, 2.0) == pytest.approx(10.0 * 2 ** 0.5)
+    assert joined_time(1.0, 1e-9, 2.95) == pytest.approx(1.0)
+    assert joined_time(3.0, 4.0, 2.0) == pytest.approx(5.0)  # a 3-4-5 triangle: nu = 2 is the Euclidean norm
+    assert joined_time(0.0, 0.0, 3.0) == 0.0
+    # never below the larger time, never above the sum, and higher nu comes closer to the larger
+    for a, b in ((1.0, 0.5), (2.0, 2.0), (0.3, 7.0)):
+        lo, hi = joined_time(a, b, 8.0), joined_time(a, b, 1.5)
+        assert max(a, b) <= lo <= hi <= a + b
+
+
+def test_a_roof_without_nu_keeps_the_larger_time_and_nu_below_one_is_refused():
+    from dataclasses import replace
+
+    sheet = datasheet_cluster_roof("h100-sxm", "fp8")
+    flops, nbytes = 2 * 128 * 8192 * 8192, 8192 * 8192
+    assert sheet.gemm_nu is None
+    assert sheet.gemm_time(flops, nbytes) == pytest.approx(max(flops / sheet.peak_flops, nbytes / sheet.bandwidth))
+    joined = replace(sheet, gemm_nu=2.0)
+    assert joined.gemm_time(flops, nbytes) > sheet.gemm_time(flops, nbytes)
+    with pytest.raises(ValueError, match="gemm_nu"):
+        replace(sheet, gemm_nu=0.5)
+
+
+def test_nu_is_fitted_to_decode_shaped_fp8_matmuls_only_and_narrows_their_spread():
+    from roofline.measured.cluster import NU_CLOSENESS, NU_GRID, fit_gemm_nu, gemm_nu_points
+
+    fit = fit_gemm_nu()
+    points = gemm_nu_points()
+    assert all(p.rows <= 256 for p in points)
+    assert {record(p.record)["gpu"].split()[0] for p in points} == {"H100", "H800"}
+    assert {p.record for p in fit.points} == {p.record for p in points if p.closeness >= NU_CLOSENESS}
+    assert len(fit.points) >= 10 and not any(p.record in EXCLUDED for p in fit.points)
+    assert NU_GRID[0] < fit.nu < NU_GRID[1]
+    assert fit.rms_log < fit.rms_log_max  # the join prices them better than the larger of the two
+    # the fitted exponent is the grid's best: a step either side is no better
+    for nu in (fit.nu - NU_GRID[2], fit.nu + NU_GRID[2]):
+        import numpy as np
+        spread = float(np.sqrt(np.mean([np.log(p.measured_s / p.priced(nu)) ** 2 for p in fit.points])))
+        assert spread >= fit.rms_log - 1e-12
+
+
+def test_a_vllm_record_by_hand():
+    """vLLM's 128 x 43,008 x 5,376 fp8 matmul on an H100 (647.3 TFLOP/s): its weights are 231 MB, so at the
+    STREAM rate it cannot take under 78 microseconds; it took 91.4."""
+    from roofline.measured.cluster import gemm_nu_points
+
+    r = record("mbx008")
+    assert r["shape_mnk"] == [128, 43008, 5376] and r["value"] == pytest.approx(647.281778)
+    p = next(p for p in gemm_nu_points() if p.record == "mbx008")
+    assert p.measured_s == pytest.approx(2 * 128 * 43008 * 5376 / 647.281778e12)
+    assert p.memory_s == pytest.approx((43008 * 5376 + 128 * 5376 + 2 * 128 * 43008) / 2.97e12)
+    assert p.measured_s > p.priced(None)
+
+
+@pytest.mark.parametrize("chip,joined", [("h100-sxm", True), ("h200-sxm", True), ("h800-sxm", False)])
+def test_which_roofs_join_and_say_so(chip, joined):
+    from roofline.measured.cluster import fit_gemm_nu
+
+    fp8, bf16 = cluster_roof(chip, "fp8"), cluster_roof(chip, "bf16")
+    assert bf16.gemm_nu is None
+    assert fp8.gemm_nu == (fit_gemm_nu().nu if joined else None)
+    said = " ".join(fp8.assumptions)
+    assert ("joined with nu" in said) == joined and ("larger of its two times" in said) == (not joined)
+
+
+def test_the_added_records_are_read_with_the_shared_ones():
+    ids = microbenchmarks()
+    added = [i for i in ids if i.startswith("mbx")]
+    assert len(added) == 8 and all(ids[i]["source"]["url"].endswith("/pull/49363") for i in added)
+    assert all(f"{ids[i]['value']:.6f}" in ids[i]["quote"] for i in added)

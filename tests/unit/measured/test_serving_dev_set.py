@@ -30,23 +30,32 @@ def test_the_datasheet_ceiling_is_at_or_above_every_published_run(check):
 @pytest.mark.parametrize("check", CHECKS, ids=[c.run.id for c in CHECKS])
 def test_every_estimate_is_no_slower_than_the_run_and_within_half_again(check):
     """The estimate, kernel by kernel without overlap, still lands above every run (it prices no runtime
-    overhead and no skinny-matmul loss) and within 1.5x of each; chapter 13 says where."""
+    overhead of its own) and within 1.5x of each; chapter 13 says where."""
     assert 1.0 <= check.estimate_over_published <= 1.5
 
 
-def test_eight_of_thirteen_runs_are_within_the_band():
+def test_ten_of_thirteen_runs_are_within_the_band():
+    """The three misses are TensorRT-LLM 0.14 runs of Llama 3.1 70B whose steps are mostly matmuls; both
+    TensorRT-LLM 1.0 runs land inside, the 405B closest of all (chapter 13 says where and why)."""
     within = [c.run.id for c in CHECKS if c.within_band]
-    assert ESTIMATE_BAND == 1.3 and len(within) == 8
-    assert "trt10-l31-405b-h100-tp8-1000-1000" in within
-    assert "trt014-l31-70b-h200-tp1-128-2048" not in within  # the largest miss: 1.47x
+    assert ESTIMATE_BAND == 1.3 and len(within) == 10
+    misses = [c for c in CHECKS if not c.within_band]
+    assert all(c.run.version == "v0.14" and c.run.model == "llama-3.1-70b" for c in misses)
+    worst = max(CHECKS, key=lambda c: c.estimate_over_published)
+    assert worst.run.id == "trt014-l31-70b-h200-tp1-128-2048"
+    assert worst.estimate.step.parts["matmuls"] > worst.estimate.step.seconds / 2
+    newer = [c for c in CHECKS if c.run.version == "v1.0"]
+    assert len(newer) == 2 and all(c.within_band for c in newer)
+    assert min(CHECKS, key=lambda c: c.estimate_over_published).run.id == "trt10-l31-405b-h100-tp8-1000-1000"
 
 
 def test_the_runtime_settings_are_trtllms_documented_defaults():
     run = next(r for r in serving_runs() if r.id == "trt014-l31-8b-h100-tp1-128-128")
     d = run.deployment()
     assert (d.kv_policy, d.kv_fraction) == (TRTLLM_RUNTIME["kv_policy"][0], TRTLLM_RUNTIME["kv_fraction"][0])
+    assert d.head_dtype == TRTLLM_RUNTIME["head_dtype"][0] == "bf16"  # ModelOpt's FP8 leaves lm_head unquantized
     assert d.max_batch == 4096 and d.max_tokens == 8192  # the tool's own example: a 7B model, 4,096 and 8,192
-    assert all(key in ("trtllm-runtime-options", "trtllm-kv-cache", "trtllm-bench-tuning")
+    assert all(key in ("trtllm-runtime-options", "trtllm-kv-cache", "trtllm-bench-tuning", "modelopt-quant-config")
                for _, key, _ in TRTLLM_RUNTIME.values())
 
 
@@ -77,11 +86,17 @@ def test_serving_roofs_and_a_chip_without_a_calibrated_roof():
     assert pair.estimate is None and pair.ceiling.fits
 
 
-def test_the_h200s_fp8_matmuls_are_the_h100s_and_say_so():
-    h200, h100 = cluster_roof("h200-sxm", "fp8"), cluster_roof("h100-sxm", "fp8")
-    assert h200.gemm.ys == h100.gemm.capped(get_hardware("h200-sxm").peak_flops("fp8")).ys
-    assert any("fp8 matmuls reach the H100's" in a for a in h200.assumptions)
-    assert h200.sources["gemm"] == h100.sources["gemm"]
+def test_the_h200s_fp8_matmuls_are_its_own_records():
+    """The H200 record's per-call fp8 sweep (torch._scaled_mm, n = k = 8,192) of 1,024 rows and more sets the
+    H200's fp8 curve: its first point is the 1,024-row product, as the record gives it."""
+    from roofline.measured.records import load_measurement
+
+    h200 = cluster_roof("h200-sxm", "fp8")
+    fp8 = sorted((g for g in load_measurement().gemm_fp8_per_call if g.m >= 1024), key=lambda g: g.flops)
+    assert h200.gemm.xs[0] == fp8[0].flops == 2 * 1024 * 8192 * 8192
+    assert h200.gemm.ys[0] == pytest.approx(fp8[0].flops_per_s)
+    assert h200.sources["gemm"] == ("h200-2026-11-29 gemms",)
+    assert not any("reach the H100's" in a for a in h200.assumptions if "fp8" in a)
 
 
 @pytest.mark.parametrize("chip", ["h100-sxm", "h200-sxm", "h800-sxm"])
@@ -95,22 +110,3 @@ def test_a_prefill_runs_at_flash_attentions_forward_rate(chip):
     both = roof.flash_time(flops, seq)
     assert fwd < both
     assert fwd >= flops / get_hardware(chip).peak_flops("bf16")
-
-
-def test_decode_shaped_fp8_matmuls_run_slower_than_the_roof_prices_them():
-    """The measured reason the estimate is optimistic at small batches: most of DeepGEMM's 64- and 128-row fp8
-    matmuls (TFLOP/s records) take longer than the H100's fp8 roof prices them."""
-    from roofline.measured.cluster import record
-    from roofline.measured.serving import skinny_matmul_gaps
-
-    gaps = skinny_matmul_gaps()
-    assert len(gaps) >= 10 and {g.rows for g in gaps} == {64, 128}
-    assert all(record(g.record)["unit"] == "TFLOP/s" for g in gaps)
-    ratios = sorted(g.ratio for g in gaps)
-    assert ratios[len(ratios) // 2] > 1.05 and sum(r > 1 for r in ratios) >= len(ratios) - 2
-
-    from roofline.measured.serving import skinny_matmul_summary
-
-    summary = skinny_matmul_summary()
-    assert summary.records == len(gaps) and summary.slower == sum(r > 1 for r in ratios)
-    assert summary.median == pytest.approx((ratios[5] + ratios[6]) / 2 if len(ratios) == 12 else ratios[len(ratios) // 2])

@@ -55,8 +55,12 @@ def test_sustained_table_reads_sustain(roofs):
 def test_serving_dev_table_has_a_row_per_run_and_marks_the_misses():
     checks = serving_dev_checks()
     t = tables.serving_dev_table(checks)
-    assert len(t.rows) == len(checks) and len(t.columns) == 5
-    assert sum(r[3].endswith("*") for r in t.rows) == sum(not c.within_band for c in checks)
+    assert len(t.rows) == len(checks) and len(t.columns) == 6
+    assert sum(r[4].endswith("*") for r in t.rows) == sum(not c.within_band for c in checks)
+    # a miss just past the band shows its third place, so that it does not read as 1.30 and inside
+    near = next(r for r, c in zip(t.rows, checks) if not c.within_band and c.estimate_over_published < 1.31)
+    assert near[4].startswith("1.30") and len(near[4].split()[0]) == 5 and near[4] != "1.300 *"
+    assert {r[1] for r in t.rows} == {"v0.14", "v1.0"}
 
 
 def test_serving_plan_table_lists_the_planners_rows_in_order(roofs):

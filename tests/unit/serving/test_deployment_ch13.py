@@ -80,3 +80,41 @@ def test_slice_by_hand_takes_the_larger_of_the_two_counts():
     assert s.gpus >= max(s.by_memory, s.by_bandwidth) and s.gpus / 2 < max(s.by_memory, s.by_bandwidth)
     tight = D.slice_by_hand("llama-3.1-70b", H100, W, 64, 0.003, weights_dtype="fp8")
     assert tight.gpus > s.gpus and tight.by_bandwidth > tight.by_memory
+
+
+def test_a_wide_head_weighs_two_bytes_a_parameter_and_runs_at_its_own_peak(cal):
+    """ModelOpt's FP8 leaves the output head and the embedding table in bf16: Llama 3.1 8B's two 128,256 x
+    4,096 tables take 1,050,673,152 bytes each at TP 1, not half that, and the head's matmul is timed as a
+    bf16 one on the fp8 roof (twice the FLOPs' time at the same rate)."""
+    m = rl.load_model("llama-3.1-8b")
+    narrow, wide = D.Deployment(**FP8), D.Deployment(**FP8, head_dtype="bf16")
+    assert wide.head == "bf16" and narrow.head == "fp8"
+    assert D._weights_per_gpu(m, wide) - D._weights_per_gpu(m, narrow) == pytest.approx(
+        m.embedding_params + m.lm_head_params) == pytest.approx(2 * 128256 * 4096)
+    a = D.step_time(m, narrow, cal, decode=2048, context=1024)
+    b = D.step_time(m, wide, cal, decode=2048, context=1024)
+    assert b.parts["output head"] > a.parts["output head"]
+    assert b.parts["matmuls"] == a.parts["matmuls"] and b.flops == a.flops  # the FLOPs themselves are the same
+    # under the datasheet roof the head's FLOPs go at the bf16 peak, the rest at the fp8 peak
+    sheet = serving_roof(H100, "datasheet", "fp8")
+    head_flops = 2 * 2048 * 128256 * 4096
+    sa, sb = (D.step_time(m, d, sheet, decode=2048, context=1024) for d in (narrow, wide))
+    assert sb.flops == sa.flops
+    assert sb.parts["compute"] - sa.parts["compute"] == pytest.approx(
+        head_flops / H100.peak_flops("bf16") - head_flops / H100.peak_flops("fp8"))
+    from roofline.core.checks import UnknownNameError
+
+    with pytest.raises(UnknownNameError, match="unknown dtype 'fp9'; did you mean 'fp4' or 'fp8'"):
+        D.Deployment(**FP8, head_dtype="fp9")
+
+
+def test_a_mixture_of_experts_pays_its_dispatch_and_combine_in_bytes(cal):
+    """Mixtral 8x7B routes each token to 2 experts: 2 (1 + 2) x 4,096 numbers of 2 bytes, 49,152 bytes a token
+    and MoE layer; a dense model pays none."""
+    assert D.moe_dispatch_bytes("mixtral-8x7b") == 4 * (1 + 2) * 4096 == 49152
+    assert D.moe_dispatch_bytes("llama-3.1-8b") == 0.0
+    m = rl.load_model("mixtral-8x7b")
+    d = D.Deployment(tp=2, **FP8)
+    step = D.step_time(m, d, cal, decode=256, context=1024)
+    per_layer = step.bytes / m.num_layers
+    assert per_layer > 256 * D.moe_dispatch_bytes(m)
