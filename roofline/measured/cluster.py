@@ -16,6 +16,7 @@ al. 2022, Table 5; Narayanan et al. 2021, Table 1), for checking the cluster mod
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from importlib import resources
@@ -170,15 +171,11 @@ class NuFit(NamedTuple):
     @property
     def typical(self) -> float:
         """The typical factor between measured and priced time with ``nu``: ``exp(rms_log)``."""
-        import math
-
         return math.exp(self.rms_log)
 
     @property
     def typical_max(self) -> float:
         """The same factor with the larger of the two times."""
-        import math
-
         return math.exp(self.rms_log_max)
 
 

@@ -204,8 +204,9 @@ def test_nu_is_fitted_to_decode_shaped_fp8_matmuls_only_and_narrows_their_spread
     assert NU_GRID[0] < fit.nu < NU_GRID[1]
     assert fit.rms_log < fit.rms_log_max  # the join prices them better than the larger of the two
     # the fitted exponent is the grid's best: a step either side is no better
+    import numpy as np
+
     for nu in (fit.nu - NU_GRID[2], fit.nu + NU_GRID[2]):
-        import numpy as np
         spread = float(np.sqrt(np.mean([np.log(p.measured_s / p.priced(nu)) ** 2 for p in fit.points])))
         assert spread >= fit.rms_log - 1e-12
 
