@@ -183,7 +183,7 @@ def gemm_nu_points(most_rows: int = 256) -> tuple[NuPoint, ...]:
     """Every published fp8 matmul of at most ``most_rows`` rows on the H100's die (the H100 and the H800:
     DeepGEMM's table and vLLM's decode-shaped sweep), priced on the H100's fp8 sweep and STREAM rate without
     a join. Records excluded from the curves (:data:`EXCLUDED`) are left out."""
-    roof = _h100(get_hardware("h100-sxm"), "fp8", nu=None)
+    roof = _h100(get_hardware("h100-sxm"), "fp8", join=False)
     out = []
     for rid, r in _records().items():
         if r.get("category") != "gemm" or not str(r.get("dtype", "")).startswith("fp8") or rid in EXCLUDED:
@@ -220,10 +220,15 @@ def fit_gemm_nu() -> NuFit:
     return NuFit(best, pts, min(errors), spread(None))
 
 
-def _nu_assumption(nu: float) -> str:
+def _fp8_join(dtype: str, note: str = "") -> tuple[float | None, tuple]:
+    """The exponent a Hopper roof of ``dtype`` joins its matmuls' two times with, and the assumption that says
+    so: :func:`fit_gemm_nu`'s for fp8 (``note`` added to the words), none for other formats."""
+    if dtype != "fp8":
+        return None, ()
     fit = fit_gemm_nu()
-    return (f"a matmul's compute and memory times are joined with nu = {nu:.2f} (fitted to {len(fit.points)} "
-            f"decode-shaped fp8 matmuls of the H100's die, fit_gemm_nu); bf16 matmuls keep the larger of the two")
+    return fit.nu, (f"a matmul's compute and memory times are joined with nu = {fit.nu:.2f} (fitted to "
+                    f"{len(fit.points)} decode-shaped fp8 matmuls of the H100's die, fit_gemm_nu); bf16 matmuls keep "
+                    f"the larger of the two{note}",)
 
 
 def _a100(hw: Hardware, dtype: str) -> ClusterRoof:
@@ -272,12 +277,11 @@ def _h100_fabric(hw: Hardware) -> tuple[dict, dict]:
                    port_check="mb0055", all_to_all_port="mb0068", send="mb0281", latency="mb0049")
 
 
-def _h100(hw: Hardware, dtype: str, nu: float | str | None = "fit") -> ClusterRoof:
-    """The H100's roof; fp8 matmuls join their two times with :func:`fit_gemm_nu`'s exponent (``nu='fit'``),
-    or ``nu`` as given (None: the larger of the two, as :func:`gemm_nu_points` prices them)."""
+def _h100(hw: Hardware, dtype: str, join: bool = True) -> ClusterRoof:
+    """The H100's roof; its fp8 matmuls join their two times with :func:`fit_gemm_nu`'s exponent, unless
+    ``join`` is False (the larger of the two, as :func:`gemm_nu_points` prices them for the fit)."""
     peak = hw.peak_flops(dtype)
-    if nu == "fit":
-        nu = fit_gemm_nu().nu if dtype == "fp8" else None
+    nu, joined = _fp8_join(dtype) if join else (None, ())
     gemm_ids = ["mb0134", "mb0135", "mb0136", "mb0137"] if dtype in ("bf16", "fp16") else \
         ["mb0117", "mb0123", "mb0118", "mb0119", "mb0120", "mb0124", "mb0121", "mb0122"]
     fabric, fsources = _h100_fabric(hw)
@@ -293,7 +297,7 @@ def _h100(hw: Hardware, dtype: str, nu: float | str | None = "fit") -> ClusterRo
                  "launch": ("mb0179",), "attention_forward": ("FlashAttention-3 forward, H100",), **fsources},
         gemm_nu=nu,
         assumptions=(
-            *((_nu_assumption(nu),) if nu is not None else ()),
+            *joined,
             "the launch rate is the H200's (mb0179): the same Hopper launch path",
             "point-to-point NVLink copies reach the H200's (mb0281): the same NVLink 4",
             "the NVLink sweep (NVLS on) is capped at the link's one-way rate",
@@ -317,7 +321,7 @@ def _h200(hw: Hardware, dtype: str) -> ClusterRoof:
     if not gemms:
         raise ValueError(f"the H200 record has no {dtype} matmuls of 1,024 rows or more")
     gemm, gemm_sources = _best_at_each(gemms).capped(peak), ("h200-2026-11-29 gemms",)
-    nu = fit_gemm_nu().nu if dtype == "fp8" else None
+    nu, joined = _fp8_join(dtype, ", the H100's exponent on the same die")
     fabric, fsources = _h100_fabric(h100)
     return ClusterRoof(
         f"{hw.short} calibrated", hw, "calibrated", dtype, peak,
@@ -333,7 +337,7 @@ def _h200(hw: Hardware, dtype: str) -> ClusterRoof:
                  **fsources},
         gemm_nu=nu,
         assumptions=(
-            *((_nu_assumption(nu) + ", the H100's exponent on the same die",) if nu is not None else ()),
+            *joined,
             "flash attention reaches the H100's FlashAttention-2 rates (the same Hopper die; the H200's own record "
             "holds forward passes only)",
             "the fabric is the H100's (NVLink 4, one 400 Gb/s port per GPU); the H200 record's one all-reduce "
