@@ -51,10 +51,10 @@ def sweep_seconds(n_batch: int = 1000, n_context: int = 1000, repeat: int = 5, *
     """Best time of one decode_step + predict call over n_batch x n_context pairs, under ``timing``
     on the H100's datasheet (or, with ``calibrated``, the H200's calibrated roof)."""
     import roofline as rl
-    from roofline import measured
+    from roofline.core.calibration import get_roof
 
     model = rl.load_model("llama-3-8b")
-    roof = measured.calibrated_roof_for("h200-sxm") if calibrated else rl.get_hardware("h100-sxm")
+    roof = get_roof("h200-sxm", "calibrated", scope="chip") if calibrated else rl.get_hardware("h100-sxm")
     batch = np.arange(1, n_batch + 1, dtype=float)[None, :]
     context = np.linspace(0, 131_072, n_context).round()[:, None]
     best = float("inf")
@@ -217,10 +217,11 @@ def cluster_seconds(repeat: int = 3) -> tuple[float, float, int]:
     """Best time of one cluster-model step (Llama 3.1 405B's long-context layout on 16,384 H100s, calibrated
     roof) and of the whole development set (every published run and every setting its source leaves open),
     and how many layouts the development set priced."""
-    from roofline.measured.cluster import cluster_roof, development_checks, development_layouts, development_runs
+    from roofline.core.calibration import get_roof
+    from roofline.measured.training import development_checks, development_layouts, development_runs
     from roofline.parallel.cluster import TrainLayout, price_step
 
-    roof = cluster_roof("h100-sxm")
+    roof = get_roof("h100-sxm", "calibrated")
     lay = TrainLayout(seq=131072, tp=8, cp=16, pp=16, dp=8, global_batch=128, recompute="full",
                       schedule="interleaved", chunks=8)
     one = dev = float("inf")
@@ -231,7 +232,7 @@ def cluster_seconds(repeat: int = 3) -> tuple[float, float, int]:
         start = time.perf_counter()
         development_checks()
         dev = min(dev, time.perf_counter() - start)
-    a100 = cluster_roof("a100-sxm-80gb", "fp16")
+    a100 = get_roof("a100-sxm-80gb", "calibrated", "fp16")
     count = sum(len(development_layouts(r, a100)[1]) for r in development_runs())
     return one, dev, count
 
@@ -239,12 +240,14 @@ def cluster_seconds(repeat: int = 3) -> tuple[float, float, int]:
 def cluster_plan_seconds(repeat: int = 3) -> tuple[float, int]:
     """Best time of ``roofline plan``'s search ranked by the calibrated estimate, Llama 3.1 405B on 16,384 H100s
     (2,048 nodes of 8), 2,048 sequences of 8,192 tokens, and the number of layouts it priced."""
-    from roofline.measured.cluster import cluster_plan
+    from roofline.core.calibration import get_roof
+    from roofline.parallel.cluster import search
 
     best, count = float("inf"), 0
     for _ in range(repeat):
         start = time.perf_counter()
-        result = cluster_plan("llama-3.1-405b", "h100-sxm", nodes=2048, gpus_per_node=8, seq=8192, global_batch=2048)
+        result = search("llama-3.1-405b", get_roof("h100-sxm", "calibrated"), gpus=16384, gpus_per_node=8, seq=8192,
+                        global_batch=2048)
         best, count = min(best, time.perf_counter() - start), result.priced
     return best, count
 
@@ -252,10 +255,10 @@ def cluster_plan_seconds(repeat: int = 3) -> tuple[float, int]:
 def serving_plan_seconds(repeat: int = 3) -> tuple[float, int]:
     """Best time of ``roofline serve --plan``'s search under the calibrated roof: DeepSeek-V3 on H800s, replicas
     of up to 32 GPUs, prompts of 2,048 and answers of 512 tokens, a TPOT target of 100 ms; and the layouts priced."""
-    from roofline.measured.serving import serving_roof
+    from roofline.core.calibration import get_roof
     from roofline.serving.deployment import Workload, plan_serving
 
-    roof = serving_roof("h800-sxm", "calibrated", "fp8")
+    roof = get_roof("h800-sxm", "calibrated", "fp8")
     best, count = float("inf"), 0
     for _ in range(repeat):
         start = time.perf_counter()

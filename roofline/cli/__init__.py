@@ -3,7 +3,8 @@
 A thin layer over the package: :mod:`~roofline.cli.parser` (the flags), :mod:`~roofline.cli.main`
 (dispatch), :mod:`~roofline.cli.output` (text, JSON, errors), and one module per command group, each
 command a few lines over one package function: :mod:`~roofline.cli.catalog`,
-:mod:`~roofline.cli.inference`, :mod:`~roofline.cli.serving`, :mod:`~roofline.cli.training`.
+:mod:`~roofline.cli.inference`, :mod:`~roofline.cli.serving` (with :mod:`~roofline.cli.deployment`, the workload
+question of chapter 13), :mod:`~roofline.cli.training` and :mod:`~roofline.cli.rules`.
 """
 
 from roofline.cli.main import main

@@ -1,27 +1,20 @@
 """``roofline serve MODEL --gpu G --input I --output O``: what a deployment sustains for a workload, and with
 ``--plan`` the layouts that meet the targets (chapter 13). A thin layer over
-:func:`roofline.measured.serving.serving_pair` and :func:`roofline.serving.deployment.plan_serving`."""
+:func:`roofline.serving.deployment.serving_pair` and :func:`roofline.serving.deployment.plan_serving`."""
 
 from __future__ import annotations
 
 import argparse
 import json
 
-from roofline.cli.parser import UsageError
+from roofline.cli.parser import UsageError, at
+from roofline.core.calibration import get_roof, roof_kind
 from roofline.core.hardware import Hardware
 from roofline.core.model import Model
 from roofline.core.units import fmt
-from roofline.measured.cluster import CALIBRATED_CHIPS
-from roofline.measured.serving import serving_pair, serving_roof
-from roofline.serving.deployment import Deployment, Sustained, Workload, plan_serving, smallest_slice
+from roofline.serving.deployment import Deployment, Sustained, Workload, plan_serving, serving_pair, smallest_slice
 
-__all__ = ["run_workload", "WORKLOAD_FLAGS"]
-
-WORKLOAD_FLAGS = ("rate", "concurrency", "requests", "ttft_slo", "tpot_slo", "disaggregate", "plan")
-"""Flags that only mean something with --input and --output."""
-
-_DEFAULTS = {"pp": 1, "dp_attention": 1, "replicas": 1, "prefix_hit": 0.0, "kv_policy": "grow", "roof": "both",
-             "max_gpus": 8}
+__all__ = ["run_workload"]
 
 _FLAGS = {"input_tokens": "--input", "output_tokens": "--output", "rate": "--rate", "concurrency": "--concurrency",
           "prefix_hit": "--prefix-hit", "requests": "--requests", "tp": "--tp", "pp": "--pp", "ep": "--ep",
@@ -29,24 +22,10 @@ _FLAGS = {"input_tokens": "--input", "output_tokens": "--output", "rate": "--rat
           "ttft_slo": "--ttft-slo", "tpot_slo": "--tpot-slo", "max_gpus": "--max-gpus"}
 
 
-def _flag_of(message: str, default: str) -> str:
-    for name, flag in sorted(_FLAGS.items(), key=lambda kv: -len(kv[0])):
-        if message.startswith(name) or f" {name} " in message[:60]:
-            return flag
-    return default
-
-
-def _call(default: str, call, *args, **kwargs):
-    try:
-        return call(*args, **kwargs)
-    except (KeyError, ValueError, TypeError) as exc:
-        message = str(exc.args[0] if isinstance(exc, KeyError) and exc.args else exc)
-        flag = _flag_of(message, default)
-        for name, f in _FLAGS.items():
-            if message.startswith(name + " "):
-                message = f + message[len(name):]
-                break
-        raise UsageError(message, flag) from None
+def _flags(default: str) -> dict:
+    """The flags :func:`~roofline.cli.parser.at` blames for the deployment model's errors, ``default`` when the
+    message names no argument."""
+    return {**_FLAGS, "": default}
 
 
 def _check_unused(args) -> None:
@@ -67,13 +46,13 @@ def _check_unused(args) -> None:
 
 
 def _deployment(args) -> Deployment:
-    return _call("--tp", Deployment, tp=args.tp, pp=args.pp, ep=args.ep, dp_attention=args.dp_attention,
+    return at(_flags("--tp"), Deployment, tp=args.tp, pp=args.pp, ep=args.ep, dp_attention=args.dp_attention,
                  replicas=args.replicas, weights_dtype=args.weights_dtype, kv_dtype=args.kv_dtype,
                  math_dtype=args.math_dtype, disaggregate=args.disaggregate, kv_policy=args.kv_policy)
 
 
 def _workload(args) -> Workload:
-    return _call("--input", Workload, args.input, args.output, rate=args.rate, concurrency=args.concurrency,
+    return at(_flags("--input"), Workload, args.input, args.output, rate=args.rate, concurrency=args.concurrency,
                  prefix_hit=args.prefix_hit, requests=args.requests)
 
 
@@ -97,10 +76,8 @@ def _lines(r: Sustained, name: str) -> list[str]:
 
 
 def _pair(args, m: Model, h: Hardware, d: Deployment, w: Workload) -> str:
-    if args.roof == "calibrated" and h.key not in CALIBRATED_CHIPS:
-        raise UsageError(f"--roof calibrated: {h.short} has no calibrated roof (those that do: "
-                         f"{', '.join(CALIBRATED_CHIPS)}); use --roof datasheet", "--roof")
-    pair = _call("--tp", serving_pair, m, h, w, d, ttft_slo=args.ttft_slo, tpot_slo=args.tpot_slo)
+    at("--roof", roof_kind, h, None if args.roof == "both" else args.roof)
+    pair = at(_flags("--tp"), serving_pair, m, h, w, d, ttft_slo=args.ttft_slo, tpot_slo=args.tpot_slo)
     shown = {"datasheet": [("ceiling", pair.ceiling)], "calibrated": [("estimate", pair.estimate)],
              "both": [("ceiling", pair.ceiling)] + ([("estimate", pair.estimate)] if pair.estimate else [])}[args.roof]
     lead = shown[-1][1]
@@ -125,12 +102,10 @@ def _pair(args, m: Model, h: Hardware, d: Deployment, w: Workload) -> str:
 
 
 def _plan(args, m: Model, h: Hardware, w: Workload) -> str:
-    kind = "calibrated" if args.roof != "datasheet" and h.key in CALIBRATED_CHIPS else "datasheet"
-    if args.roof == "calibrated" and h.key not in CALIBRATED_CHIPS:
-        raise UsageError(f"--roof calibrated: {h.short} has no calibrated roof", "--roof")
+    kind = at("--roof", roof_kind, h, None if args.roof == "both" else args.roof)
     d = _deployment(args)
-    roof = serving_roof(h, kind, d.math)
-    rows = _call("--max-gpus", plan_serving, m, h, w, roof, max_gpus=args.max_gpus, ttft_slo=args.ttft_slo,
+    roof = at("--math-dtype", get_roof, h, kind, d.math)
+    rows = at(_flags("--max-gpus"), plan_serving, m, h, w, roof, max_gpus=args.max_gpus, ttft_slo=args.ttft_slo,
                  tpot_slo=args.tpot_slo, weights_dtype=args.weights_dtype, kv_dtype=args.kv_dtype,
                  math_dtype=args.math_dtype, kv_policy=args.kv_policy)
     best = smallest_slice(rows)
@@ -144,7 +119,7 @@ def _plan(args, m: Model, h: Hardware, w: Workload) -> str:
                          "--tpot-slo" if args.tpot_slo else "--ttft-slo" if args.ttft_slo else "--max-gpus")
     if args.json:
         return json.dumps({"workload": "serve", "plan": True, "model": m.name, "gpu": h.key, "roof": roof.label,
-                           "smallest_slice": None if best is None else best.deployment.label(),
+                           "smallest_slice": best.deployment.label(),
                            "layouts": [{**r.capacity.as_dict(), "meets": r.meets, "gpus_needed": r.gpus,
                                         "replicas": r.replicas} for r in rows]}, indent=2)
     lines = [f"layouts of {m.name} on {h.short}, up to {args.max_gpus} GPUs a replica, {targets} ({roof.label}):",

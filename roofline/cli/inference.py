@@ -10,13 +10,13 @@ import json
 from roofline.cli.output import routing_fields, routing_line, tp_lines
 from roofline.cli.parser import GPUS_PER_NODE, UsageError, at, need_links, moe_routing, one_split
 from roofline.cli.serving import expert_parallel
+from roofline.core.calibration import get_roof
 from roofline.core.cost import Breakdown
 from roofline.core.formats import Formats, formats as make_formats
 from roofline.core.hardware import Hardware, get_hardware
 from roofline.core.model import Model, load_model
 from roofline.core.roof import predict
 from roofline.core.units import fmt
-from roofline.measured import calibrated_roof_for
 from roofline.parallel.context_parallel import context_parallel_prefill
 from roofline.parallel.tensor_parallel import check_tp, predict_tp, shard_model, tp_decode_step, tp_prefill
 from roofline.present.tables import breakdown_table, operations_table
@@ -37,13 +37,19 @@ def run_prefill(args) -> str:
     return _run(args)
 
 
+def _roof(args, h: Hardware):
+    """The roof ``--roof`` asks for, at one GPU's kernels: the chip's datasheet (the :class:`Hardware` itself) or
+    the calibrated roof of our measurement, launched ``--launch``, carried to another chip only when asked."""
+    return at("--roof", get_roof, h, args.roof, scope="chip", launch=args.launch, carry=args.carry_h200_efficiencies)
+
+
 def _run(args) -> str:
-    if args.roof not in ("measured", "calibrated"):
+    if args.roof == "datasheet":
         for flag, given in (("--carry-h200-efficiencies", args.carry_h200_efficiencies),
                             ("--launch", args.launch != "graph")):
             if given:
-                raise UsageError(f"{flag} applies to the measured roof only: give --roof measured with it, or leave "
-                                 f"{flag} out", flag)
+                raise UsageError(f"{flag} applies to the calibrated roof only: give --roof calibrated with it, or "
+                                 f"leave {flag} out", flag)
     m, h = at("model", load_model, args.model), at("--gpu", get_hardware, args.gpu, args.catalog)
     one_split(args)
     assumed = moe_routing(args, m)
@@ -114,11 +120,7 @@ def _fit_lines(fit: dict, h: Hardware) -> list[str]:
 
 def _workload(kind: str, b: Breakdown, h: Hardware, tokens: int, as_json: bool, settings: dict, fit: dict,
               args) -> str:
-    if args.roof in ("measured", "calibrated"):
-        roof = at("--roof", calibrated_roof_for, h, mode=args.launch, carry=args.carry_h200_efficiencies)
-    else:
-        roof = h
-    pred = predict(b, roof, timing=args.timing)
+    pred = predict(b, _roof(args, h), timing=args.timing)
     if as_json:
         out = {
             "workload": kind, "model": settings["model"], "gpu": h.key, **{k: v for k, v in settings.items() if k != "model"},
@@ -179,9 +181,7 @@ def _tensor_parallel(args, m: Model, h: Hardware, accounting: str, formats: dict
     t = args.tp
     at("--tp", check_tp, m, t, gpus_per_node=GPUS_PER_NODE)
     need_links(args, h, t, f"{args.command} --tp {t}")
-    roof = None
-    if args.roof in ("measured", "calibrated"):
-        roof = at("--roof", calibrated_roof_for, h, mode=args.launch, carry=args.carry_h200_efficiencies)
+    roof = _roof(args, h)
     if args.command == "decode":
         step = at("--context", tp_decode_step, m, t, args.batch, args.context, accounting=accounting, **formats,
                   **options)
@@ -189,7 +189,7 @@ def _tensor_parallel(args, m: Model, h: Hardware, accounting: str, formats: dict
     else:
         step = at("--tokens", tp_prefill, m, t, args.tokens, args.batch, accounting=accounting, **formats, **options)
         context = args.tokens
-    comm = predict_tp(step, h, roof=roof, timing=args.timing, gpus_per_node=GPUS_PER_NODE)
+    comm = predict_tp(step, h, roof=None if roof is h else roof, timing=args.timing, gpus_per_node=GPUS_PER_NODE)
     time = float(comm.time)
     fit = _fit(shard_model(m, t), h, args.batch, context, step.work.formats)  # one GPU's shard and its cache
     memory, fits = fit["resident_bytes"], fit["fits"]

@@ -11,7 +11,9 @@ from __future__ import annotations
 import argparse
 import os
 import re
+from typing import Mapping
 
+from roofline.core.cluster_roof import ROOF_KINDS
 from roofline.core.hardware import CatalogError, require_links
 from roofline.core.model import NotModelledError, model_names
 from roofline.core.policies import recompute_policy
@@ -25,7 +27,7 @@ from roofline.workloads.inference import ACCOUNTINGS, OPTIONS
 __all__ = ["UsageError", "HelpRequested", "build_parser", "whole", "storage_format", "fraction", "acceptance", "recompute", "at",
            "positive", "share", "pool_split",
            "CLUSTER_FLAGS", "wants_cluster",
-           "one_split", "GPUS_PER_NODE", "SMALLEST_FRACTION", "need_links", "moe_routing", "DEFAULT_ROUTING", "layout_error", "at_layout"]
+           "one_split", "GPUS_PER_NODE", "SMALLEST_FRACTION", "need_links", "moe_routing", "DEFAULT_ROUTING", "layout_flags"]
 
 
 # The largest count the command line takes: 2**53, past which a float no longer holds every whole number.
@@ -157,13 +159,12 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--timing", choices=TIMINGS, default="step",
                        help="step: max over the whole step (the text's); kernel: each kernel's max, summed, "
                             "at least its launch; serial: no overlap at all (default step)")
-        p.add_argument("--roof", choices=("datasheet", "calibrated", "measured"), default="datasheet",
-                       help="datasheet peaks, or the roof calibrated from the H200's microbenchmarks ('measured' is "
-                            "an alias of calibrated; default datasheet)")
+        p.add_argument("--roof", choices=ROOF_KINDS, default="datasheet",
+                       help="datasheet peaks, or the roof calibrated from the H200's microbenchmarks (default datasheet)")
         p.add_argument("--launch", choices=("graph", "eager"), default="graph",
-                       help="with --roof measured: kernels replayed from a CUDA graph or launched from Python")
+                       help="with --roof calibrated: kernels replayed from a CUDA graph or launched from Python")
         p.add_argument("--carry-h200-efficiencies", action="store_true",
-                       help="with --roof measured on another GPU: assume the H200's measured efficiencies")
+                       help="with --roof calibrated on another GPU: assume the H200's measured efficiencies")
         p.add_argument("--ops", action="store_true", help="list the operations (kernels): FLOPs, bytes, bound, time")
         _tp_flag(p)
         p.add_argument("--json", action="store_true", help="print one JSON object")
@@ -205,7 +206,7 @@ def build_parser() -> argparse.ArgumentParser:
     w.add_argument("--kv-policy", choices=("grow", "reserve"), default="grow",
                    help="what a sequence's cache holds: its tokens so far (grow, vLLM's) or its prompt and whole "
                         "answer from admission (reserve, TensorRT-LLM's default); default grow")
-    w.add_argument("--roof", choices=("both", "datasheet", "calibrated"), default="both",
+    w.add_argument("--roof", choices=("both", *ROOF_KINDS), default="both",
                    help="the datasheet ceiling, the calibrated estimate, or both side by side (default; the "
                         "estimate's figures lead the JSON where the chip has a calibrated roof)")
     w.add_argument("--plan", action="store_true",
@@ -318,33 +319,25 @@ def moe_routing(args, m) -> bool:
     return True
 
 
-def layout_error(exc: Exception, m, seq, flags: dict) -> "UsageError":
-    """A bad-input error of the layout planner or the rules (``plan``, ``rules``) as a :class:`UsageError`
-    naming the flag at fault: the flag of the package argument the message starts with (``flags`` maps the
-    package's names to the flags), else ``--seq`` when the sequence is past the model's trained context,
-    ``--nodes`` when no layout fits, else the model."""
-    message = str(exc.args[0] if isinstance(exc, KeyError) and exc.args else exc)
-    named = next((f for f in flags if message.startswith(f + " ")), None)
-    if named:
-        return UsageError(message.replace(named, flags[named], 1), flags[named])
+def layout_flags(flags: Mapping[str, str], m, seq) -> dict:
+    """The flags :func:`at` blames for the layout planner and the rules (``plan``, ``rules``, ``train`` on a
+    cluster): ``flags`` (the package's argument names to the flags), and when the message names none of them
+    ``--seq`` if the sequence is past the model's trained context, ``--nodes`` if no layout fits, else the model."""
     beyond = m.max_position_embeddings is not None and seq > m.max_position_embeddings
-    return UsageError(message, "--seq" if beyond else "--nodes" if "fits on no" in message else "model")
+    return {**flags, "": "--seq"} if beyond else {**flags, "fits on no": "--nodes", "": "model"}
 
 
-def at_layout(flags: dict, m, seq, call, /, *args, **kwargs):
-    """Call the planner or the rules (``call``); a bad-input error becomes :func:`layout_error`'s
-    :class:`UsageError`, a question not modelled passes through."""
-    try:
-        return call(*args, **kwargs)
-    except NotModelledError:
-        raise
-    except (KeyError, ValueError, TypeError) as exc:
-        raise layout_error(exc, m, seq, flags) from None
+def at(argument: str | Mapping, call, /, *args, **kwargs):
+    """Call ``call``; a bad-input error it raises becomes a :class:`UsageError` naming the flag at fault (a
+    question not modelled passes through, exit 1; a bad catalog is ``--catalog``'s fault). ``argument`` is the
+    flag to blame (its name without the dashes is the package's argument: ``--roof`` is ``roof``), or a mapping
+    from the package's argument names (or phrases) to their flags, its entry ``""`` the flag to blame when the
+    message names none of them. In that order:
 
-
-def at(argument: str, call, *args, **kwargs):
-    """Call ``call``; a bad-input error it raises becomes a :class:`UsageError` naming ``argument``, or the flag
-    the message itself names ("gpus must be at most ..." is ``--gpus``'s fault whatever ``argument`` says)."""
+    - a message that starts with one of the names blames its flag, and is reworded to say the flag;
+    - "gpus must be at most ..." blames the flag the message names (``--gpus``), whatever ``argument`` says;
+    - a message that names one of the names in its first words blames its flag (the longest name first);
+    - else the default."""
     try:
         return call(*args, **kwargs)
     except NotModelledError:
@@ -352,12 +345,29 @@ def at(argument: str, call, *args, **kwargs):
     except CatalogError as exc:
         raise UsageError(str(exc), "--catalog") from None
     except (KeyError, ValueError, TypeError, OverflowError) as exc:
-        message = str(exc.args[0] if isinstance(exc, KeyError) and exc.args else exc)
-        named = re.match(r"([a-z][a-z_]*) must be (?:at most|a whole number|a single|a finite)", message)
-        flag = "--" + named.group(1).replace("_", "-") if named else None
-        if flag is not None and flag in _flags():
-            message, argument = flag + message[len(named.group(1)):], flag
-        raise UsageError(message, argument) from None
+        raise _blame(exc, argument) from None
+
+
+def _blame(exc: Exception, argument: str | Mapping) -> UsageError:
+    message = str(exc.args[0] if isinstance(exc, KeyError) and exc.args else exc)
+    if isinstance(argument, Mapping):
+        names = dict(argument)
+    else:
+        names = {"": argument, **({argument[2:].replace("-", "_"): argument} if argument.startswith("--") else {})}
+    default = names.pop("", None)
+    ordered = sorted(names.items(), key=lambda kv: -len(kv[0]))
+    for name, flag in ordered:
+        if re.match(re.escape(name) + r"(?![\w-])", message):
+            rest = message[len(name):]
+            return UsageError(flag + rest if rest.startswith(" ") else message, flag)
+    named = re.match(r"([a-z][a-z_]*) must be (?:at most|a whole number|a single|a finite)", message)
+    flag = "--" + named.group(1).replace("_", "-") if named else None
+    if flag is not None and flag in _flags():
+        return UsageError(flag + message[len(named.group(1)):], flag)
+    for name, flag in ordered:
+        if f" {name} " in message[:60]:
+            return UsageError(message, flag)
+    return UsageError(message, default)
 
 
 _FLAGS: set[str] = set()
@@ -442,9 +452,9 @@ def _train_parser(sub, models: str) -> None:
                     help="split norms and residuals over the tensor-parallel group (default on when --tp > 1)")
     cl.add_argument("--no-overlap", action="store_true", help="the gradient reduction waits for the backward pass")
     cl.add_argument("--dtype", choices=("bf16", "fp16"), default="bf16", help="format of the matmuls (default bf16)")
-    cl.add_argument("--roof", choices=("datasheet", "calibrated", "measured"), default=None,
+    cl.add_argument("--roof", choices=ROOF_KINDS, default=None,
                     help="datasheet floor only, or the calibrated estimate beside it (default calibrated where the "
-                         "chip has one; 'measured' is an alias of calibrated)")
+                         "chip has one)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
 
 
@@ -482,7 +492,7 @@ def _plan_parser(sub, models: str) -> None:
     p.add_argument("--achieved", type=fraction, default=None, metavar="FRACTION",
                    help="the fraction of peak the GPU's FLOPs run at (e.g. 0.5); default: the roofline floor")
     p.add_argument("--timing", choices=TIMINGS, default="step", help="the floor's timing rule (default step)")
-    p.add_argument("--roof", choices=("datasheet", "calibrated", "measured"), default=None,
+    p.add_argument("--roof", choices=ROOF_KINDS, default=None,
                    help="calibrated: the cluster model's search over tensor, context, pipeline, data and expert "
                         "parallelism, ranked by the calibrated estimate with the floor beside (default where the chip "
                         "has a calibrated roof); datasheet: chapter 9's search, ranked by its floor")

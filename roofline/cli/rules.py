@@ -1,16 +1,16 @@
 """``roofline rules MODEL --gpu GPU``: every rule of thumb for one model on one cluster
 (:func:`roofline.parallel.rules.rules_for`), each with the chapter that derives it and, where the package's
 full model answers the same question, that answer and why the two part; for a chip with a calibrated cluster
-roof (:func:`roofline.measured.cluster_roof`), each rate-bound rule's value under the measured rates too."""
+roof (:func:`roofline.core.calibration.get_roof`), each rate-bound rule's value under the measured rates too."""
 
 from __future__ import annotations
 
 import json
 
-from roofline.cli.parser import at, at_layout
+from roofline.cli.parser import at, layout_flags
+from roofline.core.calibration import get_roof, roof_kind
 from roofline.core.hardware import get_hardware, require_links
 from roofline.core.model import load_model
-from roofline.measured.cluster import CALIBRATED_CHIPS, cluster_roof
 from roofline.parallel.rules import RuleResult, rules_for
 from roofline.present.tables import rule_cell
 
@@ -29,8 +29,8 @@ def run_rules(args) -> str:
     # the tensor-parallel rules price NVLink, and a cluster of nodes the network
     at("--catalog" if args.catalog else "--gpu", require_links, h, ["scale_up"] + (["network"] if args.nodes > 1 else []),
        f"rules over {args.nodes:,} node{'s' if args.nodes > 1 else ''} of {args.gpus_per_node} GPUs")
-    roof = cluster_roof(h) if h.key in CALIBRATED_CHIPS and not args.catalog else None
-    out = at_layout(FLAGS, m, args.seq, rules_for, m, h, nodes=args.nodes, gpus_per_node=args.gpus_per_node,
+    roof = get_roof(h) if roof_kind(h) == "calibrated" else None
+    out = at(layout_flags(FLAGS, m, args.seq), rules_for, m, h, nodes=args.nodes, gpus_per_node=args.gpus_per_node,
                     seq=args.seq, global_batch=args.global_batch, batch=args.batch, tp=args.tp, roof=roof)
     if args.json:
         return json.dumps({"command": "rules", "model": m.name, "gpu": h.key, "nodes": args.nodes,

@@ -7,12 +7,13 @@ from __future__ import annotations
 import json
 
 from roofline.cli.output import tp_lines
-from roofline.cli.parser import GPUS_PER_NODE, UsageError, at, at_layout, need_links, one_split, wants_cluster
+from roofline.cli.parser import GPUS_PER_NODE, UsageError, at, layout_flags, need_links, one_split, wants_cluster
+from roofline.core.calibration import get_roof, roof_kind
 from roofline.core.hardware import Hardware, get_hardware, require_links
 from roofline.core.model import Model, load_model
+from roofline.core.policies import RECOMPUTES
 from roofline.core.units import fmt
-from roofline.measured.cluster import CALIBRATED_CHIPS, cluster_plan, estimate_step
-from roofline.parallel.cluster import TrainLayout
+from roofline.parallel.cluster import TrainLayout, estimate_step, search
 from roofline.parallel.context_parallel import plan_context_parallel
 from roofline.parallel.data_parallel import data_parallel_step
 from roofline.parallel.planner import cluster_size, plan as plan_layouts
@@ -106,17 +107,15 @@ def _plan(args, catalog) -> str:
     """``roofline plan``: the cluster model's search ranked by the calibrated estimate, or chapter 9's search
     ranked by its floor (``--roof datasheet``), the best layouts first."""
     m, h = at("model", load_model, args.model), at("--gpu", get_hardware, args.gpu, catalog)
-    roof = {"measured": "calibrated"}.get(args.roof, args.roof)
-    if roof is None:
-        roof = "calibrated" if h.key in CALIBRATED_CHIPS and args.achieved is None and args.timing == "step" \
-            else "datasheet"
-    if roof == "calibrated":
+    first_order = args.achieved is not None or args.timing != "step"  # flags of chapter 9's floor search
+    kind = at("--roof", roof_kind, h, "datasheet" if args.roof is None and first_order else args.roof)
+    if kind == "calibrated":
         return _plan_calibrated(args, m, h)
     need_links(args, h, args.nodes * args.gpus_per_node, f"plan over {args.nodes:,} node{'s' if args.nodes > 1 else ''} "
           f"of {args.gpus_per_node} GPUs", per_node=args.gpus_per_node)
     flags = {"global_batch": "--global-batch", "gpus_per_node": "--gpus-per-node", "nodes": "--nodes",
              "seq": "--seq", "achieved": "--achieved"}
-    result = at_layout(flags, m, args.seq, plan_layouts, m, h, nodes=args.nodes, gpus_per_node=args.gpus_per_node,
+    result = at(layout_flags(flags, m, args.seq), plan_layouts, m, h, nodes=args.nodes, gpus_per_node=args.gpus_per_node,
                        seq=args.seq, global_batch=args.global_batch, achieved=args.achieved, timing=args.timing)
     top = result.top(args.top)
     if args.json:
@@ -282,7 +281,7 @@ def _train_cluster(args, catalog) -> str:
             raise UsageError(f"{flag} is not part of the cluster model: leave it out (use --global-batch for "
                              "accumulation)" if flag == "--accumulation" else
                              f"{flag} is not part of the cluster model: leave it out", flag)
-    if not isinstance(args.recompute, str) or args.recompute not in ("none", "selective", "full"):
+    if not isinstance(args.recompute, str) or args.recompute not in RECOMPUTES:
         raise UsageError("the cluster model prices --recompute none, selective or full, not a checkpoint every K "
                          "layers", "--recompute")
     per_node = args.gpus_per_node if args.gpus_per_node is not None else GPUS_PER_NODE
@@ -307,15 +306,9 @@ def _train_cluster(args, catalog) -> str:
                          attention="standard" if args.attention == "explicit" else "flash",
                          cp_method=args.cp_method.replace("-", "_"), overlap_grad_reduce=not args.no_overlap,
                          dtype=args.dtype, grad_dtype=args.dtype, gpus_per_node=per_node)
-    roof = {"measured": "calibrated"}.get(args.roof, args.roof)
-    if roof is None:
-        roof = "calibrated" if h.key in CALIBRATED_CHIPS else "datasheet"
-    if roof == "calibrated" and h.key not in CALIBRATED_CHIPS:
-        raise UsageError(f"no calibrated roof for the {h.short}: microbenchmarks were gathered for "
-                         f"{', '.join(get_hardware(k).short for k in CALIBRATED_CHIPS)}; give --roof datasheet",
-                         "--roof")
+    roof = at("--roof", roof_kind, h, args.roof)
     flags = dict(_LAYOUT_FLAGS, **({} if args.schedule else {"the interleaved schedule": "--chunks"}))
-    floor, est = at_layout(flags, m, args.seq, estimate_step, m, h, layout, roof=roof)
+    floor, est = at(layout_flags(flags, m, args.seq), estimate_step, m, h, layout, roof=roof)
     chosen = est or floor
     if args.json:
         def one(p):
@@ -360,18 +353,16 @@ def _plan_calibrated(args, m: Model, h: Hardware) -> str:
     for flag, given in (("--achieved", args.achieved is not None), ("--timing", args.timing != "step")):
         if given:
             raise UsageError(f"{flag} applies to chapter 9's floor search: give --roof datasheet with it", flag)
-    if h.key not in CALIBRATED_CHIPS:
-        raise UsageError(f"no calibrated roof for the {h.short}: microbenchmarks were gathered for "
-                         f"{', '.join(get_hardware(k).short for k in CALIBRATED_CHIPS)}; give --roof datasheet",
-                         "--roof")
-    flags = {"global_batch": "--global-batch", "gpus_per_node": "--gpus-per-node", "nodes": "--nodes", "seq": "--seq"}
-    nodes, per_node = at_layout(flags, m, args.seq, cluster_size, args.nodes, args.gpus_per_node)
+    flags = layout_flags({"global_batch": "--global-batch", "gpus_per_node": "--gpus-per-node", "nodes": "--nodes",
+                          "seq": "--seq"}, m, args.seq)
+    nodes, per_node = at(flags, cluster_size, args.nodes, args.gpus_per_node)
     gpus = nodes * per_node
     need_links(args, h, gpus, f"plan over {nodes:,} node{'s' if nodes > 1 else ''} of {per_node} GPUs",
                per_node=per_node)
-    result = at_layout(flags, m, args.seq, cluster_plan, m, h, nodes=nodes, gpus_per_node=per_node, seq=args.seq,
-                       global_batch=args.global_batch)
-    top = result.ranked[:args.top]
+    result = at(flags, search, m, get_roof(h, "calibrated"), gpus=gpus, gpus_per_node=per_node, seq=args.seq,
+                global_batch=args.global_batch)
+    at(flags, lambda: result.best)  # none fits: the error says how far the leanest layout is from fitting
+    top = list(zip(result.ranked[:args.top], result.floors(args.top)))
     if args.json:
         return json.dumps({
             "workload": "plan", "model": m.name, "gpu": h.key, "roof": "calibrated", "nodes": args.nodes,

@@ -15,7 +15,7 @@ Two kinds answer them. The **datasheet** roof (:func:`datasheet_cluster_roof`) r
 peak, every memory-bound kernel at the HBM bandwidth, every collective at the link rate and every message
 without latency: no kernel and no collective beats it, so what it prices is a floor. The **calibrated** roof
 holds what microbenchmarks of the chip and its fabric reached (built from published records by
-:func:`roofline.measured.cluster_roof`): an estimate, never above the datasheet's rates (each calibrated
+:func:`roofline.core.calibration.get_roof`): an estimate, never above the datasheet's rates (each calibrated
 rate is capped at the datasheet's, so the estimate of a step can only be slower than its floor).
 
 Collectives follow nccl-tests' conventions (``roofline.core.collectives``): ``size`` is the buffer, the time
@@ -35,43 +35,16 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from roofline.core.checks import number, unknown_name
+from roofline.core.collectives import bus_factor
+from roofline.core.curve import Curve
 from roofline.core.hardware import Hardware, get_hardware
 
-__all__ = ["Curve", "ClusterRoof", "datasheet_cluster_roof", "CLUSTER_COLLECTIVES", "joined_time"]
+__all__ = ["ROOF_KINDS", "ClusterRoof", "datasheet_cluster_roof", "CLUSTER_COLLECTIVES", "joined_time"]
+
+ROOF_KINDS = ("datasheet", "calibrated")
+"""The kinds of roof a question is asked under: the datasheet's (a floor) and a calibrated one (an estimate)."""
 
 CLUSTER_COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all")
-
-
-@dataclass(frozen=True)
-class Curve:
-    """A measured quantity ``y`` against ``x``, interpolated in log-log space and held flat beyond the ends."""
-
-    xs: tuple
-    ys: tuple
-
-    def __post_init__(self):
-        if not self.xs or len(self.xs) != len(self.ys):
-            raise ValueError(f"a curve needs as many ys as xs, at least one: got {len(self.xs)} xs, {len(self.ys)} ys")
-        if any(b <= a for a, b in zip(self.xs, self.xs[1:])):
-            raise ValueError(f"a curve's xs must be increasing, got {self.xs!r}")
-        if min(self.xs) <= 0 or min(self.ys) <= 0:
-            raise ValueError("a curve's xs and ys must be positive")
-
-    @classmethod
-    def flat(cls, y: float) -> "Curve":
-        return cls((1.0,), (float(y),))
-
-    def __call__(self, x: ArrayLike):
-        x = np.asarray(x, dtype=float)
-        out = np.exp(np.interp(np.log(np.maximum(x, 1e-300)), np.log(self.xs), np.log(self.ys)))
-        return out.item() if out.ndim == 0 else out
-
-    @property
-    def top(self) -> float:
-        return float(max(self.ys))
-
-    def capped(self, cap: float) -> "Curve":
-        return Curve(self.xs, tuple(min(float(y), cap) for y in self.ys))
 
 
 def joined_time(compute: ArrayLike, memory: ArrayLike, nu: float):
@@ -85,11 +58,10 @@ def joined_time(compute: ArrayLike, memory: ArrayLike, nu: float):
     return out.item() if out.ndim == 0 else out
 
 
-def _factor(collective: str, n):
+def _collective(collective: str) -> str:
     if collective not in CLUSTER_COLLECTIVES:
         raise unknown_name("collective", collective, CLUSTER_COLLECTIVES)
-    n = np.asarray(n, dtype=float)
-    return (2.0 if collective == "all_reduce" else 1.0) * (n - 1) / np.maximum(n, 1)
+    return collective
 
 
 @dataclass(frozen=True)
@@ -109,7 +81,7 @@ class ClusterRoof:
     :math:`\\nu` that joins a matmul's two times, its FLOPs at the size's rate and its bytes at the bandwidth, as
     :math:`(T_\\text{compute}^\\nu + T_\\text{memory}^\\nu)^{1/\\nu}`: near the ridge a kernel cannot
     stream its weights and keep its tensor cores full at once (fitted to decode-shaped matmuls,
-    :func:`roofline.measured.cluster.fit_gemm_nu`); None: the larger of the two, the roofline's own rule.
+    :func:`roofline.core.calibration.fit_gemm_nu`); None: the larger of the two, the roofline's own rule.
     """
 
     label: str
@@ -133,8 +105,8 @@ class ClusterRoof:
     gemm_nu: float | None = None
 
     def __post_init__(self):
-        if self.kind not in ("datasheet", "calibrated"):
-            raise ValueError(f"kind must be 'datasheet' or 'calibrated', got {self.kind!r}")
+        if self.kind not in ROOF_KINDS:
+            raise unknown_name("kind", self.kind, ROOF_KINDS)
         for name in ("peak_flops", "bandwidth", "port", "all_to_all_port", "send_nvlink", "all_to_all_nvlink"):
             number(name, getattr(self, name))
         number("launch_s", self.launch_s, strict=False)
@@ -176,7 +148,7 @@ class ClusterRoof:
         """Seconds for a flash-attention forward and backward of ``flops`` FLOPs (the benchmarks' count:
         backward 2.5 times forward, causal halved) at sequence length ``seq``. The curve of the nearest
         measured head size is used (the datasheet roof has one flat curve)."""
-        curve = self._attention_curve(head_dim, causal)
+        curve = self.attention_curve(head_dim, causal)
         flops = np.asarray(flops, dtype=float)
         t = np.where(flops > 0, flops / curve(np.maximum(np.asarray(seq, dtype=float), 1.0)), 0.0)
         return t.item() if t.ndim == 0 else t
@@ -185,12 +157,15 @@ class ClusterRoof:
         """Seconds for a flash-attention forward pass alone of ``flops`` FLOPs (a prefill's) at sequence length
         ``seq``: the forward curve of the nearest measured head size where the roof has one, else the forward
         and backward curve's rate."""
-        curve = self._attention_curve(head_dim, causal, self.attention_forward or self.attention)
+        curve = self.attention_curve(head_dim, causal, self.attention_forward or self.attention)
         flops = np.asarray(flops, dtype=float)
         t = np.where(flops > 0, flops / curve(np.maximum(np.asarray(seq, dtype=float), 1.0)), 0.0)
         return t.item() if t.ndim == 0 else t
 
-    def _attention_curve(self, head_dim: int, causal: bool, curves: Mapping | None = None) -> Curve:
+    def attention_curve(self, head_dim: int, causal: bool, curves: Mapping | None = None) -> Curve:
+        """Flash attention's FLOP/s against sequence length at the measured head size nearest ``head_dim``
+        (``curves``: the forward-and-backward curves unless given; a flat curve at the best matmul's rate where
+        none was measured)."""
         curves = self.attention if curves is None else curves
         keys = [k for k in curves if k[1] == bool(causal)] or list(curves)
         if not keys:
@@ -203,7 +178,7 @@ class ClusterRoof:
     def bus_bandwidth(self, collective: str, n: ArrayLike, size: ArrayLike, per_node: ArrayLike):
         """nccl-tests bus bandwidth of ``collective`` over ``n`` GPUs, ``per_node`` of them in each node, on a
         ``size``-byte buffer."""
-        _factor(collective, 2)
+        _collective(collective)
         n, size, per_node = (np.asarray(x, dtype=float) for x in (n, size, per_node))
         inside = self.nvlink(np.maximum(size, 1.0))
         shape = inside / self.nvlink.top
@@ -222,7 +197,7 @@ class ClusterRoof:
         size = np.asarray(number("size", size, strict=False), dtype=float)
         k = n if per_node is None else np.asarray(number("per_node", per_node, minimum=1, strict=False), dtype=float)
         bw = self.bus_bandwidth(collective, n, size, np.minimum(k, n))
-        t = np.where((n > 1) & (size > 0), size * _factor(collective, n) / bw, 0.0)
+        t = np.where((n > 1) & (size > 0), size * bus_factor(_collective(collective), n) / bw, 0.0)
         return t.item() if t.ndim == 0 else t
 
     def send_time(self, size: ArrayLike, *, across_nodes: ArrayLike = True):

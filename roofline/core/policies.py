@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Mapping
 
-__all__ = ["ZeroStage", "ZERO_STAGES", "zero_stage", "Recompute", "RECOMPUTE", "MATMUL_OUTPUTS", "recompute_policy"]
+__all__ = ["ZeroStage", "ZERO_STAGES", "zero_stage", "Recompute", "RECOMPUTE", "RECOMPUTES", "MATMUL_OUTPUTS", "recompute_policy"]
 
 
 @dataclass(frozen=True)
@@ -74,6 +74,9 @@ RECOMPUTE: Mapping[str, Recompute] = MappingProxyType({
     "selective": Recompute("selective", 6, 4, "everything but the attention core's score-sized tensors, recomputed"),
     "full": Recompute("full", 8, 4, "each layer's input only; the whole forward pass runs again", every=1),
 })
+
+RECOMPUTES = tuple(RECOMPUTE)
+"""The names of Korthikanti et al.'s three policies, in the order every table and search lists them."""
 
 MATMUL_OUTPUTS = Recompute(
     "matmul-outputs", 6, 3,

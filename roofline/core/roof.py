@@ -39,6 +39,7 @@ from numpy.typing import ArrayLike
 
 from roofline.core.checks import number, unknown_name
 from roofline.core.cost import Breakdown, Cost
+from roofline.core.curve import loglog
 from roofline.core.hardware import Hardware, get_hardware
 from roofline.core.ops import Op
 
@@ -94,11 +95,6 @@ class Roof:
         return replace(self, label=f"{n} × {self.label}", peak_flops=n * self.peak_flops, bandwidth=n * self.bandwidth)
 
 
-def _loglog(x, xs, ys):
-    """Piecewise-linear interpolation in log-log space, held flat beyond the ends."""
-    return np.exp(np.interp(np.log(np.maximum(x, 1e-300)), np.log(xs), np.log(ys)))
-
-
 @dataclass(frozen=True)
 class CalibratedRoof:
     """A machine as its microbenchmarks saw it: what each kind of kernel reaches (the appendix).
@@ -112,7 +108,7 @@ class CalibratedRoof:
     (one ``(bytes per group, bytes/s)`` curve per group count); a kernel with few groups leaves most of
     the GPU idle. ``launch``: seconds per kernel, ``'graph'`` or ``'eager'``, as chosen by ``mode``.
 
-    Built by :func:`roofline.measured.calibrated_roof` from a measurement record; never fitted to the
+    Built by :func:`roofline.core.calibration.calibrated_roof` from a measurement record; never fitted to the
     end-to-end decode and prefill times it is tested against.
     """
 
@@ -177,19 +173,19 @@ class CalibratedRoof:
         xs, ys = np.asarray(self.read_bytes), np.asarray(self.read_seconds)
         small = ys[0]  # below the smallest read measured: its latency
         big = nbytes / self.bandwidth  # beyond the largest: the sustained bandwidth
-        t = _loglog(np.maximum(nbytes, xs[0]), xs, ys)
+        t = loglog(np.maximum(nbytes, xs[0]), xs, ys)
         return np.where(nbytes <= xs[0], small, np.where(nbytes >= xs[-1], np.maximum(big, ys[-1]), t))
 
     def matmul_flops_per_s(self, m: ArrayLike, dtype: str = "bf16"):
         """FLOP/s a matmul of ``m`` rows reaches at best, from the sweeps (flat beyond their ends)."""
         rows, flops = self._matmul(dtype)
-        return _loglog(np.asarray(m, dtype=float), rows, flops)
+        return loglog(np.asarray(m, dtype=float), rows, flops)
 
     def attention_flops_per_s(self, tokens: ArrayLike, dtype: str = "bf16"):
         """FLOP/s of flash attention over ``tokens`` queries, from its sweep (else the matmul rate)."""
         if not self.attention_tokens:
             return self.matmul_flops_per_s(tokens, dtype)
-        return _loglog(np.asarray(tokens, dtype=float), self.attention_tokens, self.attention_flops)
+        return loglog(np.asarray(tokens, dtype=float), self.attention_tokens, self.attention_flops)
 
     def decode_attention_bandwidth(self, groups: ArrayLike, bytes_per_group: ArrayLike):
         """Bytes/s a decode attention kernel of ``groups`` sequences x KV heads, each moving
@@ -200,7 +196,7 @@ class CalibratedRoof:
         g, per = np.broadcast_arrays(np.log(np.maximum(np.asarray(groups, dtype=float), 1e-300)),
                                      np.asarray(bytes_per_group, dtype=float))
         shape, g, per = g.shape, g.ravel(), per.ravel()
-        curves = np.log([_loglog(per, xs, ys) for xs, ys in self.decode_curves])  # (group counts, points)
+        curves = np.log([loglog(per, xs, ys) for xs, ys in self.decode_curves])  # (group counts, points)
         axis = np.log(np.asarray(self.decode_groups, dtype=float))
         if len(axis) == 1:
             return np.exp(curves[0]).reshape(shape)

@@ -18,7 +18,7 @@ from roofline.core.hardware import Hardware, get_hardware
 from roofline.workloads.memory import layer_activations
 from roofline.core.model import Model, load_model
 from roofline.core.ops import attention_flops
-from roofline.measured.records import LayersMeasurement, TrainRun, load_layers
+from roofline.core.records import LayersMeasurement, TrainRun, load_layers
 
 __all__ = ["CheckpointRun", "checkpoint_runs", "CheckpointingEffect", "checkpointing_effects"]
 

@@ -1,8 +1,8 @@
-"""The roofline held against measurements: measured and calibrated roofs, comparisons (the appendix).
+"""The roofline held against our measurement of a GPU: predictions beside the times measured (appendix B).
 
-:func:`measured_roof` turns a record into a :class:`~roofline.core.roof.Roof` of kind 'measured' (the best each
-benchmark reached); :func:`calibrated_roof` into a :class:`~roofline.core.roof.CalibratedRoof` (what each kind
-of kernel reaches, from the microbenchmarks only). :class:`Comparison` pairs a prediction with the time
+The roofs come from :mod:`roofline.core.calibration` (:func:`~roofline.core.calibration.measured_roof`, the best
+each benchmark reached; :func:`~roofline.core.calibration.calibrated_roof`, what each kind of kernel reaches, from
+the microbenchmarks only). :class:`Comparison` pairs a prediction with the time
 measured for the same work: a datasheet or measured roof is a floor, so ``predicted <= measured`` should
 hold (:func:`bound_violations`); a calibrated roof is an estimate, held within a factor
 (:func:`calibration_misses`).
@@ -19,19 +19,15 @@ import numpy as np
 from roofline.core.checks import number
 from roofline.core.cost import Breakdown, Cost
 from roofline.core.formats import Formats
-from roofline.core.hardware import get_hardware
 from roofline.workloads.inference import decode_step, prefill
 from roofline.core.model import Model
-from roofline.core.ops import Op, attention_flops
-from roofline.core.roof import CalibratedRoof, Roof, as_roof, predict
-from roofline.measured.records import (DecodeRun, Gemm, LayersMeasurement, Measurement, MeasurementError,
-                                       load_layers, load_measurement)
+from roofline.core.ops import Op
+from roofline.core.roof import CalibratedRoof, as_roof, predict
+from roofline.core.calibration import calibrated_roof
+from roofline.core.records import DecodeRun, Gemm, LayersMeasurement, Measurement
 
 __all__ = [
-    "measured_roof",
     "MEASURED_WORKLOAD",
-    "calibrated_roof",
-    "calibrated_roof_for",
     "model_of",
     "Comparison",
     "compare_gemms",
@@ -54,122 +50,11 @@ __all__ = [
 # ---------------------------------------------------------------------------------------------
 # Roofs and comparisons
 
-_BANDWIDTHS = ("best", "copy", "read", "write")
-
-
-def measured_roof(record: Measurement, dtype: str | None = None, *, bandwidth: str = "best", label: str | None = None) -> Roof:
-    """The roof a machine was seen to reach: the fastest matmul of ``dtype`` (best run; bf16 where there
-    is one, else the record's own format) and the best
-    measured bandwidth (``'best'``: the fastest of copy and read; or one benchmark by name).
-
-    A ceiling built from a slower benchmark is not a ceiling: the appendix shows points through it.
-    """
-    if not isinstance(record, Measurement):
-        raise TypeError(f"record must be a Measurement (from load_measurement), got {type(record).__name__}")
-    if dtype is None:  # bf16 where measured (a GPU), else the first matmul's format (fp32 on a CPU)
-        every = (*record.gemm_graph, *record.gemm_per_call)
-        dtype = "bf16" if any(g.dtype == "bf16" for g in every) else every[0].dtype
-    gemms = record.gemms(dtype)
-    if not gemms:
-        raise ValueError(f"record {record.name!r} has no {dtype} matmuls to build a roof from")
-    if bandwidth not in _BANDWIDTHS:
-        raise ValueError(f"bandwidth must be one of {', '.join(map(repr, _BANDWIDTHS))}, got {bandwidth!r}")
-    if bandwidth == "best":
-        found = [record.bandwidth[k].best_bytes_per_s for k in ("copy", "read") if k in record.bandwidth]
-        if not found:
-            raise ValueError(f"record {record.name!r} has neither a 'copy' nor a 'read' bandwidth")
-        bw = max(found)
-    elif bandwidth in record.bandwidth:
-        bw = record.bandwidth[bandwidth].best_bytes_per_s
-    else:
-        raise ValueError(f"record {record.name!r} has no {bandwidth!r} bandwidth; it has {', '.join(record.bandwidth)}")
-    peak = max(g.best_flops_per_s for g in gemms)
-    return Roof(label or f"{record.env.device} measured", peak, bw, "measured", dtype)
-
-
 # The kernels the record's decode and prefill ran, as its README and notes describe them: Llama 3 8B's
 # shape with fused qkv and gate-up matmuls, RMSNorm and RoPE left out, flash (SDPA) attention with GQA,
 # the lm_head over every token of a prefill, no sampling.
 MEASURED_WORKLOAD = MappingProxyType({"qkv": "fused", "mlp": "fused", "attention": "flash",
                                       "omit": ("attn_norm", "mlp_norm", "final_norm", "rope", "sample")})
-
-
-def calibrated_roof(record: Measurement, layers: "LayersMeasurement | None" = None, *, mode: str = "graph",
-                    label: str | None = None):
-    """The :class:`~roofline.core.roof.CalibratedRoof` of a record's microbenchmarks, and only those:
-
-    - bandwidth by transfer size from ``read_bandwidth_vs_size`` (latency-bound below a few MB), and the
-      sustained bandwidth, the best median of the copy and read benchmarks;
-    - matmul FLOP/s by rows ``m``: the best median of the CUDA-graph sweeps (``gemm_graph``) at each ``m``,
-      and for fp8 of the per-call sweep (launch-bound at small ``m``: an underestimate there);
-    - flash attention's FLOP/s by sequence length from ``layers.attention`` when given (causal FLOPs
-      counted exactly, as the refined accounting does);
-    - the launch latency per kernel, eager and CUDA graph, from ``launch_overhead``;
-    - when the record has ``decode_attention`` (from :func:`roofline.measured.probe.gpu_record`), the bandwidth a
-      decode attention kernel reached by sequences x KV heads and bytes per group: a kernel with few
-      groups cannot keep every multiprocessor busy. Without it, attention is timed by the read sweep.
-
-    The end-to-end decode and prefill times are not used: they are what the roof is tested against.
-    """
-    if not isinstance(record, Measurement):
-        raise TypeError(f"record must be a Measurement (from load_measurement), got {type(record).__name__}")
-    missing = [k for k, v in (("read_bandwidth_vs_size", record.read_bandwidth_vs_size),
-                              ("gemm_graph", record.gemm_graph), ("launch_overhead", record.launch_overhead)) if not v]
-    if missing:
-        raise MeasurementError(f"record {record.name!r} lacks {', '.join(missing)}: a calibrated roof needs the read "
-                               "sweep, the CUDA-graph matmul sweep and the launch overhead")
-    found = [record.bandwidth[k].bytes_per_s for k in ("copy", "read") if k in record.bandwidth]
-    if not found:
-        raise MeasurementError(f"record {record.name!r} has neither a 'copy' nor a 'read' bandwidth")
-    reads = sorted(record.read_bandwidth_vs_size, key=lambda r: r.bytes)
-
-    def curve(gemms):
-        best: dict[int, float] = {}
-        for g in gemms:
-            best[g.m] = max(best.get(g.m, 0.0), g.flops_per_s)
-        rows = sorted(best)
-        return tuple(float(r) for r in rows), tuple(best[r] for r in rows)
-
-    rows, flops = {}, {}
-    rows["bf16"], flops["bf16"] = curve(record.gemm_graph)
-    if record.gemm_fp8_per_call:
-        rows["fp8"], flops["fp8"] = curve(record.gemm_fp8_per_call)
-    att_t, att_f = (), ()
-    if layers is not None:
-        runs = sorted(layers.attention, key=lambda r: r.tokens)
-        att_t = tuple(float(r.tokens) for r in runs)
-        att_f = tuple(float(attention_flops(r.tokens, r.tokens, r.heads * r.head_dim, causal="exact")) / r.flash_seconds
-                      for r in runs)
-    by_groups: dict[int, dict[float, float]] = {}
-    for r in record.decode_attention:  # the best of repeated shapes, per group count and bytes per group
-        curve_ = by_groups.setdefault(r.groups, {})
-        per = r.bytes / r.groups
-        curve_[per] = max(curve_.get(per, 0.0), r.bytes_per_s)
-    groups = tuple(float(g) for g in sorted(by_groups))
-    curves = tuple((tuple(sorted(by_groups[g])), tuple(by_groups[g][x] for x in sorted(by_groups[g])))
-                   for g in sorted(by_groups))
-    lo = record.launch_overhead
-    return CalibratedRoof(label or f"{record.env.device} calibrated", max(found),
-                          tuple(float(r.bytes) for r in reads), tuple(float(r.seconds) for r in reads), rows, flops,
-                          {"graph": lo.graph_s_per_kernel, "eager": lo.eager_s_per_kernel}, mode, att_t, att_f,
-                          groups, curves)
-
-
-def calibrated_roof_for(hardware, *, mode: str = "graph", carry: bool = False):
-    """The calibrated roof of a catalog GPU: from the shipped measurement of that GPU (the H200's), or, with
-    ``carry=True``, the H200's efficiencies carried over to another chip's datasheet, labelled as an
-    assumption. Without a measurement and without ``carry``: an error that says so."""
-    h = get_hardware(hardware)
-    record = load_measurement()
-    measured = get_hardware("h200-sxm")
-    roof = calibrated_roof(record, load_layers(), mode=mode, label=f"{measured.short} calibrated ({mode})")
-    if h.key == measured.key:
-        return roof
-    if not carry:
-        raise ValueError(f"no measurement of the {h.short}: a calibrated roof exists only for the {measured.short} "
-                         f"(measured {record.env.date_utc[:10]}); use the datasheet roof, or carry the "
-                         f"{measured.short}'s efficiencies over explicitly (an assumption)")
-    return roof.carried_to(h, measured)
 
 
 def model_of(record: Measurement, name: str = "measured model") -> Model:
@@ -382,7 +267,7 @@ def idle_sm_share(record: Measurement) -> float:
 
 def half_bandwidth_read(record: Measurement, bandwidth: float):
     """Appendix B: the smallest read of the size sweep that streams at half of ``bandwidth`` or more
-    (:class:`~roofline.measured.records.ReadSize`): below it, a read is mostly latency."""
+    (:class:`~roofline.core.records.ReadSize`): below it, a read is mostly latency."""
     bandwidth = number("bandwidth", bandwidth)
     try:
         return next(r for r in record.read_bandwidth_vs_size if r.bytes_per_s >= 0.5 * bandwidth)

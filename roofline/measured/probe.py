@@ -29,7 +29,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from roofline.core.checks import number
-from roofline.measured import decode_attention_bytes, parse_measurement
+from roofline.core.records import decode_attention_bytes, parse_measurement
 
 __all__ = ["cpu_record", "gpu_record", "measure", "gpu_available", "last_level_cache_bytes", "blas_info",
            "decode_attention_sweep", "DEFAULT_SHAPES", "DEFAULT_DECODE_ATTENTION", "DEFAULT_ATTENTION_HEADS"]

@@ -1,12 +1,9 @@
-"""Serving at scale under the calibrated roof, and against published serving benchmarks (chapter 13).
+"""The serving development set: published serving benchmarks, and the serving model checked against them
+(chapter 13).
 
-:func:`serving_roof` gives the roof a serving estimate is priced on: the datasheet's
-(:func:`~roofline.core.cluster_roof.datasheet_cluster_roof`) or the calibrated cluster roof of
-:mod:`roofline.measured.cluster` (matmul rates by size, flash attention's forward curve, the HBM's STREAM rate,
-a launch per kernel, NVLink's bus bandwidth by message size). :func:`serving_pair` prices one workload on
-one deployment under both: the **ceiling** (the datasheet roof, everything overlapped, the cache growing
-with the answer into all the HBM the weights leave) and the **estimate** (the calibrated roof, nothing
-overlapped, the runtime's own memory policy).
+Each run is priced by :func:`roofline.serving.deployment.serving_pair` under both roofs: the **ceiling** (the
+datasheet roof, everything overlapped, the cache growing with the answer into all the HBM the weights leave)
+and the **estimate** (the calibrated roof, nothing overlapped, the runtime's own memory policy).
 
 The development set is NVIDIA TensorRT-LLM's published throughput tables
 (``roofline/data/published/serving-dev-set.json``): offline benchmarks of fixed prompt and answer lengths,
@@ -29,15 +26,11 @@ from types import MappingProxyType
 from typing import NamedTuple
 
 from roofline.core.checks import count
-from roofline.core.cluster_roof import ClusterRoof, datasheet_cluster_roof
 from roofline.core.hardware import Hardware, get_hardware
-from roofline.core.model import Model, load_model
-from roofline.measured.cluster import CALIBRATED_CHIPS, cluster_roof
-from roofline.serving.deployment import (SERVING_ROOFS, Deployment, Sustained, Workload, check_deployment,
-                                         largest_batch, sustain)
+from roofline.core.model import load_model
+from roofline.serving.deployment import Deployment, Sustained, Workload, largest_batch, serving_pair
 
-__all__ = ["serving_roof", "ceiling_deployment", "ServingPair", "serving_pair", "TRTLLM_RUNTIME",
-           "trtllm_bench_limits", "ServingRun", "serving_runs", "ServingCheck", "check_serving_run",
+__all__ = ["TRTLLM_RUNTIME", "trtllm_bench_limits", "ServingRun", "serving_runs", "ServingCheck", "check_serving_run",
            "serving_dev_checks", "CEILING_RULE", "ESTIMATE_BAND"]
 
 ESTIMATE_BAND = 1.3
@@ -63,46 +56,6 @@ TRTLLM_RUNTIME = MappingProxyType({
                                                    "embedding table is not a linear layer and stays bf16 too"),
 })
 """TensorRT-LLM's documented defaults, which the development set's runs used (none of them set otherwise)."""
-
-
-def serving_roof(hardware: Hardware | str, roof: str = "datasheet", dtype: str = "bf16") -> ClusterRoof:
-    """The roof a serving estimate is priced on: ``'datasheet'`` or ``'calibrated'`` (the chips of
-    :data:`~roofline.measured.cluster.CALIBRATED_CHIPS`), its matmuls in ``dtype``."""
-    if roof not in SERVING_ROOFS:
-        raise ValueError(f"roof must be one of {', '.join(SERVING_ROOFS)}, got {roof!r}")
-    hw = get_hardware(hardware)
-    hw.peak_flops(dtype)
-    return datasheet_cluster_roof(hw, dtype) if roof == "datasheet" else cluster_roof(hw, dtype)
-
-
-def ceiling_deployment(deployment: Deployment) -> Deployment:
-    """The deployment the ceiling prices: the same layout, its cache growing with the answer into all the
-    HBM the weights leave, no cap on the batch or the tokens of a step."""
-    return replace(deployment, kv_policy="grow", kv_fraction=1.0, max_batch=None, max_tokens=None)
-
-
-class ServingPair(NamedTuple):
-    """One workload on one deployment: the datasheet ceiling and the calibrated estimate (None where the
-    chip has no calibrated roof)."""
-
-    ceiling: Sustained
-    estimate: Sustained | None
-
-
-def serving_pair(model: Model | str, hardware: Hardware | str, workload: Workload, deployment: Deployment, *,
-                 ttft_slo: float | None = None, tpot_slo: float | None = None) -> ServingPair:
-    """:func:`~roofline.serving.deployment.sustain` under both roofs: the ceiling on
-    :func:`ceiling_deployment`, the estimate on ``deployment`` as given."""
-    hw = get_hardware(hardware)
-    m = check_deployment(model, deployment, hw)
-    math_dtype = deployment.math
-    top = sustain(m, hw, workload, ceiling_deployment(deployment), serving_roof(hw, "datasheet", math_dtype),
-                  ttft_slo=ttft_slo, tpot_slo=tpot_slo)
-    est = None
-    if hw.key in CALIBRATED_CHIPS:
-        est = sustain(m, hw, workload, deployment, serving_roof(hw, "calibrated", math_dtype),
-                      ttft_slo=ttft_slo, tpot_slo=tpot_slo)
-    return ServingPair(top, est)
 
 
 def _round_up(x: float, step: int) -> int:

@@ -7,7 +7,7 @@ the global batch (gradient accumulation follows), the recomputation policy, the 
 stage, whether the gradient reduction overlaps the backward pass, and the pipeline schedule (1F1B, or
 interleaved 1F1B with ``chunks`` model chunks per GPU). :func:`check_layout` refuses what cannot run, naming
 the constraint. :func:`price_step` prices one step of it under a :class:`~roofline.core.cluster_roof.ClusterRoof`:
-the datasheet's (a floor) or a calibrated one (an estimate; :func:`roofline.measured.cluster_roof`).
+the datasheet's (a floor) or a calibrated one (an estimate; :func:`roofline.core.calibration.get_roof`).
 
 What one GPU does for one micro-batch, per layer, from the model's own linears:
 
@@ -56,32 +56,33 @@ gradient to fill the bubble; refused by name).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Mapping, NamedTuple
 
 from roofline.core.checks import count, unknown_name
-from roofline.core.cluster_roof import ClusterRoof
+from roofline.core.calibration import get_roof, roof_kind
+from roofline.core.cluster_roof import ClusterRoof, datasheet_cluster_roof
+from roofline.core.hardware import Hardware, get_hardware
 from roofline.core.model import Model, NotModelledError, load_model, param_count
+from roofline.core.policies import RECOMPUTES, ZERO_STAGES
+from roofline.core.units import fmt
 from roofline.parallel.pipeline import in_flight
 from roofline.parallel.tensor_parallel import check_tp
-from roofline.workloads.memory import activation_bytes, korthikanti_bytes
+from roofline.workloads.memory import activation_bytes, korthikanti_bytes, state_bytes
 from roofline.workloads.training import training_flops_per_token
 
-__all__ = ["TrainLayout", "StepPrice", "Search", "check_layout", "price_step", "search", "RECOMPUTES", "SCHEDULES", "ATTENTIONS",
+__all__ = ["TrainLayout", "StepPrice", "Search", "check_layout", "price_step", "search", "SCHEDULES", "ATTENTIONS",
            "CP_METHODS", "OPTIMIZER_BYTES", "STANDARD_SCORE_BYTES"]
 
-RECOMPUTES = ("none", "selective", "full")
 SCHEDULES = ("1f1b", "interleaved")
 ATTENTIONS = ("flash", "standard")
 CP_METHODS = ("ring", "all_to_all")
-ZERO_STAGES = (0, 1, 2, 3)
 OPTIMIZER_BYTES: Mapping[str, float] = MappingProxyType({"bf16": 38.0, "fp16": 52.0})
 STANDARD_SCORE_BYTES: Mapping[str, float] = MappingProxyType({"forward": 13.0, "backward": 21.0})
 _ROW_PARALLEL = ("o_proj", "down_proj")
 _REPLICATED = ("q_a_proj", "kv_a_proj_with_mqa")
 _CE_BYTES = 36.0  # vocabulary-parallel cross-entropy in fp32: about nine passes of 4 bytes over the logits
-_STATE = {"weights": 2.0, "gradients": 2.0, "optimizer": 12.0}
 
 
 @dataclass(frozen=True)
@@ -512,7 +513,7 @@ def _flops_per_token(m: Model, seq: int, recompute: str) -> float:
 
 def _check_roof(roof) -> ClusterRoof:
     if not isinstance(roof, ClusterRoof):
-        raise TypeError(f"roof must be a ClusterRoof (datasheet_cluster_roof(...) or roofline.measured.cluster_roof(...)), "
+        raise TypeError(f"roof must be a ClusterRoof (roofline.core.calibration.get_roof(...)), "
                         f"got {type(roof).__name__}")
     return roof
 
@@ -695,8 +696,9 @@ def _price(m: Model, lay: TrainLayout, roof: ClusterRoof, cache: dict) -> StepPr
               "pipeline sends"):
         parts.setdefault(k, 0.0)
     # memory per GPU: model state, activations in flight on the first stage, the last stage's fp32 logits
-    state = {"weights": sharded(3) * _STATE["weights"], "gradients": sharded(2) * _STATE["gradients"],
-             "optimizer": sharded(1) * _STATE["optimizer"]}
+    per = state_bytes()
+    state = {"weights": sharded(3) * per["weights"], "gradients": sharded(2) * per["gradients"],
+             "optimizer": sharded(1) * per["optimizer"]}
     per_layer = _cached(cache, ("acts",) + layer_key, lambda: _layer_activations(m, lay))
     flight = float(in_flight(pp, mcount, v, lay.schedule)) if pp > 1 else 1.0
     acts = per_layer * full * flight
@@ -716,39 +718,80 @@ def _price(m: Model, lay: TrainLayout, roof: ClusterRoof, cache: dict) -> StepPr
 @dataclass(frozen=True)
 class Search:
     """Every layout a search priced under its roof, the fitting ones ranked fastest first (``ranked``), how many
-    were priced and how many the constraints refused."""
+    were priced and how many the constraints refused, and the least memory per GPU of any layout priced."""
 
+    model: Model
+    roof: ClusterRoof
+    seq: int
     ranked: tuple
     priced: int
     refused: int
     gpus: int
-    leanest: float = math.inf  # the least memory per GPU of any layout priced
+    leanest: float = math.inf
+
+    @property
+    def fitting(self) -> int:
+        """How many of the layouts priced fit in the usable HBM."""
+        return len(self.ranked)
 
     @property
     def best(self) -> StepPrice:
+        """The fastest layout that fits; where none fits, an error that says how far the leanest is from fitting."""
         if not self.ranked:
-            raise ValueError(f"no layout of the {self.gpus:,} GPUs fits the model in memory")
+            hw = self.roof.hardware
+            raise ValueError(f"{self.model.title} fits on no layout of the {self.gpus:,} {hw.short}s at seq {self.seq:,}: "
+                             f"the leanest of the {self.priced:,} priced needs {fmt(self.leanest, 'B')} per GPU against "
+                             f"{fmt(hw.usable_capacity, 'B')} usable (more nodes, a shorter seq, or a smaller model)")
         return self.ranked[0]
+
+    def floors(self, k: int | None = None) -> tuple[StepPrice, ...]:
+        """The datasheet floor of each of the ``k`` fastest layouts (all with ``None``): the same layout priced
+        under :func:`~roofline.core.cluster_roof.datasheet_cluster_roof` of the search's chip and format."""
+        sheet = datasheet_cluster_roof(self.roof.hardware, self.roof.dtype)
+        return tuple(_price(self.model, p.layout, sheet, {}) for p in self.ranked[:k])
 
 
 def _divisors(n: int, most: int) -> list[int]:
     return [d for d in range(1, min(n, most) + 1) if n % d == 0]
 
 
+def _powers_of_two(most: int) -> tuple:
+    out, k = [], 1
+    while k <= most:
+        out.append(k)
+        k *= 2
+    return tuple(out)
+
+
+def degree_grid(model: Model | str, seq: int, gpus_per_node: int = 8) -> dict:
+    """The degrees :func:`search` tries unless told otherwise (and ``roofline plan`` always): tensor parallelism
+    over every power of two up to a node's GPUs; context parallelism over powers of two up to 16 where the ring's
+    zigzag split divides the sequence and each rank keeps at least 1,024 tokens; expert parallelism over the powers
+    of two that divide the experts of a mixture of experts (1 for a dense model)."""
+    m = load_model(model)
+    seq, per_node = count("seq", seq), count("gpus_per_node", gpus_per_node)
+    cps = tuple(c for c in _powers_of_two(16) if seq % (2 * c) == 0 and seq // c >= 1024) or (1,)
+    eps = (1,) if m.moe is None else tuple(e for e in _powers_of_two(m.moe.num_experts) if m.moe.num_experts % e == 0)
+    return {"tps": _powers_of_two(per_node), "cps": cps, "eps": eps}
+
+
 def search(model: Model | str, roof: ClusterRoof, *, gpus: int, seq: int, global_batch: int, gpus_per_node: int = 8,
-           tps=(1, 2, 4, 8), cps=(1,), pps=None, eps=(1,), micro_batches=(1, 2, 4, 8), recomputes=RECOMPUTES,
-           chunks=(1, 2, 4), zero_stages=(0, 1, 3), attention: str = "flash", dtype: str = "bf16",
+           tps=None, cps=None, pps=None, eps=None, micro_batches=(1, 2, 4, 8), recomputes=RECOMPUTES,
+           chunks=(1, 2, 4), zero_stages=(0, 1, 3), attention: str = "flash", dtype: str | None = None,
            overlap_grad_reduce: bool = True, sequence_parallel: bool | None = None) -> Search:
-    """Price every layout of ``gpus`` GPUs as ``tp x cp x pp x dp`` (``ep`` carved out of ``dp x cp``) over the
-    given degrees, micro-batches, recomputation policies, interleaving depths and ZeRO stages under ``roof``,
-    for ``global_batch`` sequences of ``seq`` tokens; keep those that fit and rank them by step time.
-    ``pps`` ``None`` tries every pipeline depth that divides the GPUs left after ``tp x cp``. A layout the
-    constraints refuse is counted, not priced."""
+    """The training-layout planner: price every layout of ``gpus`` GPUs as ``tp x cp x pp x dp`` (``ep`` carved out
+    of ``dp x cp``) over the given degrees (``None``: :func:`degree_grid`'s), micro-batches, recomputation policies,
+    interleaving depths and ZeRO stages under ``roof``, for ``global_batch`` sequences of ``seq`` tokens; keep those
+    that fit and rank them by step time. ``pps`` ``None`` tries every pipeline depth that divides the GPUs left after
+    ``tp x cp``. A layout the constraints refuse is counted, not priced; when none is priced (no layout divides the
+    global batch) the error says so. ``dtype`` is the matmuls' format (``None``: the roof's)."""
     m = load_model(model)
     n = count("gpus", gpus)
     seq, batch, per_node = count("seq", seq), count("global_batch", global_batch), count("gpus_per_node", gpus_per_node)
-    if not isinstance(roof, ClusterRoof):
-        raise TypeError(f"roof must be a ClusterRoof, got {type(roof).__name__}")
+    roof = _check_roof(roof)
+    grid = degree_grid(m, seq, per_node)
+    tps, cps, eps = (grid[k] if v is None else v for k, v in (("tps", tps), ("cps", cps), ("eps", eps)))
+    dtype = roof.dtype if dtype is None else dtype
     cache: dict = {}
     fitting, priced, refused, leanest = [], 0, 0, math.inf
     for tp in tps:
@@ -783,7 +826,55 @@ def search(model: Model | str, roof: ClusterRoof, *, gpus: int, seq: int, global
                                     leanest = min(leanest, p.memory)
                                     if p.fits:
                                         fitting.append(p)
+    if not priced:
+        raise ValueError(f"global_batch ({batch:,}) is not divisible by dp x micro_batch of any layout of the {n:,} GPUs")
     # ties (the same work per GPU split another way) go to the plainer layout: fewer splits, no interleaving
     fitting.sort(key=lambda p: (p.time, p.layout.tp * p.layout.cp * p.layout.pp, p.layout.ep, p.layout.chunks,
                                 RECOMPUTES.index(p.layout.recompute), p.layout.zero_stage))
-    return Search(tuple(fitting), priced, refused, n, leanest)
+    return Search(m, roof, seq, tuple(fitting), priced, refused, n, leanest)
+
+
+def estimate_step(model: Model | str, hardware: Hardware | str, layout: TrainLayout, *,
+                  roof: str | None = None) -> tuple[StepPrice, StepPrice | None]:
+    """One training step of ``layout`` priced at the datasheet floor and under the chip's calibrated roof:
+    ``(floor, estimate)``. ``roof`` is the kind of the estimate (:func:`~roofline.core.calibration.roof_kind`:
+    ``None`` for the calibrated roof where the chip has one, 'datasheet' for the floor alone, when the estimate
+    is ``None``). The layout's ``dtype`` picks the peak both divide by."""
+    m = check_layout(model, layout)
+    hw = get_hardware(hardware)
+    kind = roof_kind(hw, roof)
+    floor = _price(m, layout, get_roof(hw, "datasheet", layout.dtype), {})
+    return floor, (_price(m, layout, get_roof(hw, kind, layout.dtype), {}) if kind == "calibrated" else None)
+
+
+PART_ORDER = ("matmuls", "attention", "memory-bound", "recompute", "tensor-parallel", "context-parallel",
+              "expert all-to-all", "pipeline sends", "data-parallel", "bubble", "optimizer")
+"""The parts of a :class:`StepPrice`, in the order the book's figures stack them."""
+
+
+def part_shares(price: StepPrice) -> dict:
+    """Each part of ``price`` as a share of its step, in :data:`PART_ORDER`."""
+    return {k: price.parts.get(k, 0.0) / price.time for k in PART_ORDER}
+
+
+def part_gaps(floor: StepPrice, estimate: StepPrice) -> dict:
+    """Seconds each part of ``estimate`` adds over the same part of ``floor`` (the same layout under the
+    datasheet's roof), in :data:`PART_ORDER`; they add up to the difference of the two steps."""
+    return {k: estimate.parts.get(k, 0.0) - floor.parts.get(k, 0.0) for k in PART_ORDER}
+
+
+def token_rate_per_gpu(price: StepPrice, hidden=()) -> float:
+    """Chapter 10: tokens a second each GPU trains under ``price``, with the parts named in ``hidden`` (for
+    example ``('expert all-to-all',)``) taken out of the step as if they ran wholly behind compute: the batch's
+    tokens over the remaining seconds and the GPUs."""
+    if not isinstance(price, StepPrice):
+        raise TypeError(f"price must be a StepPrice, got {type(price).__name__}")
+    hidden = (hidden,) if isinstance(hidden, str) else tuple(hidden)
+    for name in hidden:
+        if name not in price.parts:
+            raise unknown_name("hidden", name, price.parts)
+    seconds = price.time - sum(price.parts[k] for k in hidden)
+    return price.layout.batch * price.layout.seq / (seconds * price.layout.gpus)
+
+
+__all__ += ["degree_grid", "estimate_step", "PART_ORDER", "part_shares", "part_gaps", "token_rate_per_gpu"]

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from roofline.core.calibration import get_roof
 from roofline.core.checks import count, number, unknown_name
 from roofline.core.collectives import bytes_sent, collective_cost
 from roofline.core.cost import Breakdown
@@ -706,3 +707,29 @@ def rs_ag_bytes(n, size=1.0) -> float:
 
 
 __all__ += ["rs_ag_bytes"]
+
+
+HIDING_TIERS = ("scale_up", "network")
+"""The links a ring's key/value blocks may cross in :func:`calibrated_hiding_block`: NVLink, or a GPU's network port."""
+
+
+def calibrated_hiding_block(model: Model | str, hardware: Hardware | str, *, seq: int, tier: str = "network",
+                            phase: str = "forward") -> float:
+    """Chapter 11: the ring's hiding block (:func:`ring_hiding_block`) under the chip's calibrated roof rather than
+    its datasheet: the attention kernel at the rate the flash-attention sweep measured at ``seq`` tokens (causal, the
+    model's head size) and each key/value block sent at the measured point-to-point rate of ``tier`` ('scale_up':
+    NVLink, 'network': the GPU's port). The law is the datasheet's, ``S_shard* = (c_KV / 2dL) x P / B_link``, with
+    both rates replaced: a slower kernel lowers the block, a slower link raises it."""
+    if tier not in HIDING_TIERS:
+        raise unknown_name("tier", tier, HIDING_TIERS)
+    m, hw = load_model(model), get_hardware(hardware)
+    seq = count("seq", seq)
+    roof = get_roof(hw, "calibrated")
+    probe = 1e15  # FLOPs: the flash curve's rate is their ratio to its seconds
+    rate = probe / roof.flash_time(probe, seq, head_dim=m.head_dim, causal=True)
+    link = roof.port if tier == "network" else roof.send_nvlink
+    sheet = ring_hiding_block(m, hw, tier=tier, phase=phase)
+    return sheet * (rate / hw.peak_flops("bf16")) * (hw.interconnect[tier].each_way / link)
+
+
+__all__ += ["HIDING_TIERS", "calibrated_hiding_block"]

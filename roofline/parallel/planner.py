@@ -42,20 +42,18 @@ from roofline.core.checks import count, number, unknown_name
 from roofline.core.collectives import collective_cost
 from roofline.parallel.data_parallel import DEFAULT_BUCKET, exposed_time
 from roofline.core.hardware import Hardware, get_hardware
-from roofline.workloads.memory import activation_bytes, recompute_working_set
+from roofline.workloads.memory import activation_bytes, recompute_working_set, state_bytes
 from roofline.core.model import Model, load_model, param_count
 from roofline.core.network import MAX_GPUS, MAX_GPUS_PER_NODE
+from roofline.core.policies import RECOMPUTES, ZERO_STAGES
 from roofline.parallel.pipeline import boundary_bytes
 from roofline.parallel.tensor_parallel import check_tp, predict_tp, tp_training_step
 from roofline.workloads.training import check_dense, training_step
 
-__all__ = ["PUBLISHED", "Layout", "Plan", "NoLayoutFits", "plan", "cluster_size", "gpt_model", "RECOMPUTES", "MICRO_BATCHES", "CHUNKS", "ZERO_STAGES"]
+__all__ = ["PUBLISHED", "Layout", "Plan", "NoLayoutFits", "plan", "cluster_size", "gpt_model", "MICRO_BATCHES", "CHUNKS"]
 
-RECOMPUTES = ("none", "selective", "full")
 MICRO_BATCHES = (1, 2, 4, 8, 16)
 CHUNKS = (1, 2, 4)  # v: 1 is plain 1F1B, more is interleaved 1F1B
-ZERO_STAGES = (0, 1, 2, 3)
-STATE = {"weights": 2.0, "gradients": 2.0, "optimizer": 12.0}  # mixed-precision Adam, bytes per parameter
 
 PUBLISHED: dict = {
     "llama3_405b_8k": ({"gpus": 16384, "tp": 8, "cp": 1, "pp": 16, "dp": 128, "seq": 8192, "tokens": 16e6,
@@ -256,7 +254,7 @@ def cluster_size(nodes, gpus_per_node) -> tuple[int, int]:
 
 
 def plan(model: Model | str, hardware: Hardware | str, *, nodes, gpus_per_node=8, seq, global_batch,
-         micro_batches=MICRO_BATCHES, recomputes=RECOMPUTES, zero_stages=ZERO_STAGES, chunks=CHUNKS,
+         micro_batches=MICRO_BATCHES, recomputes=RECOMPUTES, zero_stages=tuple(ZERO_STAGES), chunks=CHUNKS,
          timing: str = "step", achieved=None, bucket=DEFAULT_BUCKET) -> Plan:
     """Search tensor, pipeline and data degrees, micro-batch, recomputation and ZeRO stage for ``model`` on
     ``nodes`` x ``gpus_per_node`` GPUs of ``hardware``, training on ``global_batch`` sequences of ``seq`` tokens
@@ -381,8 +379,9 @@ def plan(model: Model | str, hardware: Hardware | str, *, nodes, gpus_per_node=8
     time = compute + bubble + pipeline_comm + data_comm
 
     # memory: the first stage (embedding, most in flight) and the last (output head, logits)
-    state_per_param = (STATE["weights"] / np.where(zero >= 3, dp, 1) + STATE["gradients"] / np.where(zero >= 2, dp, 1)
-                       + STATE["optimizer"] / np.where(zero >= 1, dp, 1))
+    state = state_bytes()  # mixed-precision Adam, bytes per parameter
+    state_per_param = (state["weights"] / np.where(zero >= 3, dp, 1) + state["gradients"] / np.where(zero >= 2, dp, 1)
+                       + state["optimizer"] / np.where(zero >= 1, dp, 1))
     first_params = (hi * layer_params + m.embedding_params + np.where(pp == 1, m.lm_head_params, 0)) / tp
     last_params = (lo * layer_params + m.lm_head_params + np.where(pp == 1, m.embedding_params, 0)) / tp
     held_first = np.where(pp == 1, 1.0, np.minimum(pp + np.where(v > 1, (pp - 1) / v, 0.0), micro))

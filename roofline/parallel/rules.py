@@ -435,7 +435,7 @@ def calibrated_thresholds(model: Model | str, roof: ClusterRoof, *, nodes=1, gpu
     batch, the attention crossover, the band) are not moved. The calibrated roof's rates are below the
     datasheet's, never above: where a ratio of two of them rises, so does the threshold."""
     if not isinstance(roof, ClusterRoof):
-        raise TypeError(f"roof must be a ClusterRoof (roofline.measured.cluster_roof or datasheet_cluster_roof), "
+        raise TypeError(f"roof must be a ClusterRoof (roofline.core.calibration.get_roof), "
                         f"got {type(roof).__name__}")
     m = _dense(model, "calibrated_thresholds")
     nodes, g = cluster(nodes, gpus_per_node)
@@ -646,7 +646,7 @@ def rules_for(model: Model | str, hardware: Hardware | str, *, nodes=1, gpus_per
     planner (:func:`roofline.parallel.planner.plan`) for the layout rules (without it they stand alone and
     one sequence per GPU is the training step). Each chapter's own comparison is one of the ``*_check``
     functions, which take the chapter's cases (a context of 0, degrees past a node). With ``roof`` (a cluster
-    roof of the same chip, :func:`roofline.measured.cluster_roof`) each rate-bound rule also carries its value
+    roof of the same chip, :func:`roofline.core.calibration.get_roof`) each rate-bound rule also carries its value
     under that roof's rates (:func:`calibrated_thresholds`)."""
     m, hw = _dense(model, "rules_for"), get_hardware(hardware)
     nodes, g = cluster(nodes, gpus_per_node)

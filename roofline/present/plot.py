@@ -22,6 +22,8 @@ from roofline.core.hardware import Hardware, get_hardware
 from roofline.core.network import Tier
 from roofline.core.roof import Roof, as_roof, attainable_flops
 from roofline.core.units import fmt
+from roofline.parallel.cluster import part_shares
+from roofline.workloads import quantization as q
 
 __all__ = ["PALETTE", "style", "roofline_chart", "ridge_chart", "tiers_chart", "memory_bars", "memory_curves", "save",
            "figures_folder", "measured_roofline_chart", "measured_vs_predicted_chart", "calibration_chart", "ratio_chart",
@@ -789,7 +791,6 @@ def quality_points(model, hardware, batch=1, context=0, *, groups: dict, named_a
     lost in percent. ``groups`` names each source's group (its key in the bibliography -> a legend entry);
     a result that lost more than ``named_above`` (a fraction) is named beside its point, the names taking
     turns above and below so that neighbours do not overlap."""
-    from roofline.workloads import quantization as q
 
     points: list[dict] = []
     named = 0
@@ -1309,7 +1310,7 @@ def plan_frontier_chart(times: ArrayLike, memory: ArrayLike, frontier, chosen, *
 
 __all__ += ["development_chart", "step_parts_chart", "PART_COLORS"]
 
-# one colour per part of a training step (roofline.measured.cluster.PART_ORDER); communication in warm colours
+# one colour per part of a training step (roofline.parallel.cluster.PART_ORDER); communication in warm colours
 PART_COLORS = {"matmuls": PALETTE["blue"], "attention": PALETTE["sky"], "memory-bound": PALETTE["green"],
                "recompute": "#7fc7b0", "tensor-parallel": PALETTE["vermillion"], "context-parallel": "#f2a07b",
                "expert all-to-all": PALETTE["yellow"], "pipeline sends": PALETTE["purple"],
@@ -1347,7 +1348,6 @@ def step_parts_chart(prices: dict, *, title=None):
     """Appendix C: where the time of a step goes, one horizontal bar per labelled
     :class:`~roofline.parallel.cluster.StepPrice`, stacked by part as a share of its own step (runs of one second
     and of a hundred share one axis), the step's time written at the end of each bar."""
-    from roofline.measured.cluster import part_shares
 
     labels = list(prices)
     y = np.arange(len(labels))[::-1]

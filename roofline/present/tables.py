@@ -14,12 +14,13 @@ import numpy as np
 from roofline.core.checks import number
 from roofline.core.cost import Breakdown
 from roofline.core.hardware import get_hardware
-from roofline.workloads.memory import (KORTHIKANTI_CONFIGS, RECIPES, RECOMPUTE_POLICIES, activation_bytes,
+from roofline.workloads.memory import (KORTHIKANTI_CONFIGS, RECIPES, activation_bytes,
                                        korthikanti_bytes, kv_cache_capacity_tokens, layer_activations, model_state,
                                        saved_tensors, weight_bytes)
 from roofline.core.model import layer_components, load_model
 from roofline.core.ops import matmul
 from roofline.core.network import Tier
+from roofline.core.policies import RECOMPUTES
 from roofline.workloads.quantization import (FLOAT_LAYOUTS, INTEGER_LEVELS, PUBLISHED, SCHEMES, float_range,
                                              relative_change, scheme, serving_point)
 from roofline.core.roof import Prediction, predict
@@ -28,6 +29,14 @@ from roofline.workloads.training import best_plan, hfu, mfu, tokens_per_s_at_mfu
 from roofline.core.roof import Roof
 from roofline.core.units import bits_per_element, fmt, group_format
 from roofline.measured.compare import CALIBRATION_BAND, Comparison
+from roofline.core.calibration import roof_constants
+from roofline.core.collectives import COLLECTIVES, collective_cost
+from roofline.parallel.cluster import PART_ORDER
+from roofline.parallel.context_parallel import long_context
+from roofline.parallel.moe import weights_per_gpu
+from roofline.serving.capacity import attention_layout, sequence_kv_bytes
+from roofline.workloads.inference import decode_step, prefill
+from roofline.workloads.training import training_flops_per_token
 
 __all__ = ["Table", "workload_table", "breakdown_table", "tiers_table", "hardware_table", "mfu_table", "mfu_calculator",
            "recipes_table", "saved_tensors_table", "footprint_table", "kv_capacity_table", "korthikanti_table",
@@ -294,11 +303,11 @@ def korthikanti_table(seq: int = 2048, micro_batch: int = 1, title: str = "") ->
     rows = []
     for name, (h, a, _, _) in KORTHIKANTI_CONFIGS.items():
         gpt = saved_tensors(architecture="gpt", hidden=h, heads=a, flash=False)
-        ours = [activation_bytes(gpt, seq, micro_batch, recompute=p) for p in RECOMPUTE_POLICIES]
-        paper = [korthikanti_bytes(seq, micro_batch, h, a, recompute=p) for p in RECOMPUTE_POLICIES]
+        ours = [activation_bytes(gpt, seq, micro_batch, recompute=p) for p in RECOMPUTES]
+        paper = [korthikanti_bytes(seq, micro_batch, h, a, recompute=p) for p in RECOMPUTES]
         same = all(round(x) == round(y) for x, y in zip(ours, paper))
         rows.append((name, *(fmt(x, "B", 4) for x in ours), "yes" if same else "no"))
-    return Table(("GPT layer", *RECOMPUTE_POLICIES, "equals the paper"), tuple(rows), title)
+    return Table(("GPT layer", *RECOMPUTES, "equals the paper"), tuple(rows), title)
 
 
 def operations_table(pred: Prediction, title: str = "") -> Table:
@@ -316,7 +325,6 @@ def kv_layout_table(models: Sequence[str], *, kv_dtype: str = "bf16", context: i
     """Chapter 5: each model's attention layout, what one token caches per layer (K and V: 2 x KV heads x
     head size; MLA: latent + rotary key), the bytes per token, and one sequence of ``context`` tokens (at
     most the model's trained context, shown beside it), sliding windows counted."""
-    from roofline.serving.capacity import attention_layout, sequence_kv_bytes
 
     rows = []
     for name in models:
@@ -500,7 +508,6 @@ def quantized_serving_table(models, hardware, context: int, schemes=None, title:
 def collectives_table(hardware, size: float, groups: Sequence[tuple[str, int, int]], title: str = "") -> Table:
     """Chapter 7: each collective on a ``size``-byte buffer, for each labelled group ``(label, n, gpus_per_node)``:
     bytes each GPU sends and the time the alpha-beta model gives (:mod:`roofline.core.collectives`)."""
-    from roofline.core.collectives import COLLECTIVES, collective_cost
 
     columns = ("collective", f"sent per GPU, {groups[0][0]}", *(f"time, {label}" for label, _, _ in groups))
     rows = []
@@ -526,8 +533,6 @@ def moe_comparison_table(models, hardware, *, batch: int = 64, context: int = 40
     equivalents on one GPU's roofline (memory not checked):
     total and active parameters, weights held, training FLOPs per token, decode at batch 1 and at
     ``batch`` (``routing`` for the experts read), and one ``prompt``-token prefill (text accounting, step rule)."""
-    from roofline.workloads.inference import decode_step, prefill
-    from roofline.workloads.training import training_flops_per_token
 
     h = get_hardware(hardware)
     rows = []
@@ -549,7 +554,6 @@ def moe_memory_table(rows, hardware, title: str = "") -> Table:
     """Chapter 10: weights per GPU of MoE models split over GPUs by tensor and by expert parallelism.
     ``rows`` holds ``(label, model, weights_dtype, gpus)``; each row says what the weights leave of the
     GPU's usable HBM either way (:func:`roofline.parallel.moe.weights_per_gpu`)."""
-    from roofline.parallel.moe import weights_per_gpu
 
     h = get_hardware(hardware)
     out = []
@@ -571,7 +575,6 @@ def long_context_table(models: Sequence[str], seqs: Sequence[int], hardware="h10
     """For each model and sequence length: attention's share of a prefill's FLOPs and of its time, the training
     activations without and with full recomputation, the fp32 logits and the KV cache of one sequence
     (:func:`roofline.parallel.context_parallel.long_context`). Models of one family are named by their size alone."""
-    from roofline.parallel.context_parallel import long_context  # a workload module; tables sit above it
 
     rows = []
     # one family ("Llama 3 8B", "Llama 3 70B"): the title names it, the rows give only the size
@@ -821,7 +824,6 @@ def cluster_roof_table(roofs, title: str = "") -> Table:
     """Appendix C: the constants of calibrated cluster roofs side by side, one value column and one source
     column per roof; each source names the records (their ids in ``microbenchmarks.json``) and where they were
     published (the title up to its first parenthesis)."""
-    from roofline.measured.cluster import roof_constants
 
     roofs = list(roofs)
     consts = [roof_constants(r) for r in roofs]
@@ -865,7 +867,6 @@ def step_parts_table(prices: Mapping, title: str = "") -> Table:
     """Appendix C: where one step's time goes under each labelled :class:`~roofline.parallel.cluster.StepPrice`,
     part by part (seconds and share of the step), parts that are zero under every price left out, then the
     total."""
-    from roofline.measured.cluster import PART_ORDER
 
     prices = dict(prices)
     columns = ("part", *prices)
@@ -893,14 +894,14 @@ def _degrees_text(layout) -> str:
 
 
 def cluster_plan_table(plan, n: int = 5, title: str = "") -> Table:
-    """Chapter 9: the ``n`` fastest layouts of a :func:`roofline.measured.cluster_plan` search, one row each:
-    the layout (degrees, micro-batch, schedule), recomputation and ZeRO stage, memory per GPU, the calibrated
-    estimate of the step and the datasheet floor of the same layout, and the MFU of each."""
+    """Chapter 9: the ``n`` fastest layouts of a :func:`roofline.parallel.cluster.search` under a calibrated roof,
+    one row each: the layout (degrees, micro-batch, schedule), recomputation and ZeRO stage, memory per GPU, the
+    calibrated estimate of the step and the datasheet floor of the same layout, and the MFU of each."""
     columns = ("rank", "layout", "recompute, ZeRO", "memory per GPU", "estimate", "floor", "MFU, estimate",
                "MFU, floor")
     rows = tuple((str(i), short_layout(e.layout), f"{e.layout.recompute}, {e.layout.zero_stage}", fmt(e.memory, "B"),
                   fmt(e.time, "s"), fmt(f.time, "s"), f"{100 * e.mfu:.1f}%", f"{100 * f.mfu:.1f}%")
-                 for i, (e, f) in enumerate(plan.ranked[:n], start=1))
+                 for i, (e, f) in enumerate(zip(plan.ranked[:n], plan.floors(n)), start=1))
     return Table(columns, rows, title, wrap=("layout",))
 
 

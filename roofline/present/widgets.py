@@ -21,6 +21,20 @@ from roofline.workloads.quantization import check_math
 from roofline.core.roof import Roof, as_roof, attainable_flops, predict
 from roofline.core.units import dtype_bytes, fmt
 from roofline.present.frames import Blitter, FrameExplorer, frame_explorer, png_bytes
+from roofline.core.calibration import get_roof
+from roofline.core.cluster_roof import ROOF_KINDS
+from roofline.parallel.cluster import PART_ORDER
+from roofline.parallel.context_parallel import plan_context_parallel
+from roofline.parallel.data_parallel import data_parallel_step
+from roofline.parallel.moe import expert_parallel_step, weights_per_gpu
+from roofline.parallel.pipeline import bubble_fraction, simulate
+from roofline.parallel.tensor_parallel import decode_by_degree
+from roofline.present.plot import PART_COLORS, deployment_frontier_chart, pipeline_timeline_chart, timing_bars
+from roofline.serving.capacity import check_context, serving_plan
+from roofline.serving.deployment import Deployment, Workload, frontier, sustain
+from roofline.serving.speculative import load_draft, speculate
+from roofline.workloads import tiling
+from roofline.workloads.training import plan_training
 
 __all__ = ["FrameExplorer", "frame_explorer", "png_bytes", "Blitter",  # the mechanism, re-exported
            "decode_explorer", "memory_explorer", "recompute_explorer", "serving_explorer", "attention_explorer",
@@ -187,7 +201,6 @@ def recompute_explorer(model: Model | str = "llama-3-8b", *, gpus: int = 8, zero
     among them). Each frame is the per-GPU memory bar of :func:`~roofline.workloads.training.plan_training`
     against the capacities of ``capacities``, and a readout of the step on ``hardware``: FLOPs, time,
     MFU and HFU with the GPU running its FLOPs at ``achieved`` of peak."""
-    from roofline.workloads.training import plan_training  # training sits beside memory; imported here to keep the top light
 
     m = load_model(model)
     gpus_hw = [get_hardware(c) for c in capacities]
@@ -245,7 +258,6 @@ def serving_explorer(models: Sequence[str] = ("llama-2-7b", "llama-3-8b", "gemma
     the time per output token and the throughput (:func:`roofline.serving.serving_plan`, datasheet roof).
     A context past a model's trained length says so instead.
     """
-    from roofline.serving.capacity import check_context, serving_plan
 
     hws = [get_hardware(g) for g in gpus]
     top = 1.05 * max(h.usable_capacity for h in hws) / 1e9
@@ -328,7 +340,6 @@ def attention_explorer(hardware: Hardware | str = "h100-sxm", *, heads: int = 32
     L2, so that the on-chip slider shows its effect. ``on_chips`` defaults to 64 KiB, the GPU's shared
     memory per SM, 1 MiB and 16 MiB.
     """
-    from roofline.workloads import tiling
 
     hw = get_hardware(hardware)
     roof = as_roof(hw)
@@ -465,7 +476,6 @@ def data_parallel_explorer(models: Sequence[str] = ("llama-3-8b", "llama-3-70b")
     GPU. Each frame draws two bars, memory per GPU against the usable HBM and the step split into compute and
     exposed communication; the readout adds the link time and the MFU (:func:`~roofline.parallel.data_parallel.data_parallel_step`,
     one sequence per GPU, the GPU's FLOPs at ``achieved`` of peak)."""
-    from roofline.parallel.data_parallel import data_parallel_step
 
     hw = get_hardware(hardware)
     grid = {(m, g, n, label, t): data_parallel_step(m, hw, nodes=n, gpus_per_node=g, zero_stage=stage, hybrid=hybrid,
@@ -538,7 +548,6 @@ def speculation_explorer(target: Model | str = "llama-3-70b", drafts: Sequence[s
     share of FLOPs spent on tokens plain decoding would not compute
     (:func:`roofline.serving.speculative.speculate`).
     """
-    from roofline.serving.speculative import load_draft, speculate
 
     h = get_hardware(hardware)
     roof = as_roof(h).pooled(gpus)
@@ -605,7 +614,6 @@ def tp_explorer(models: Sequence[str] = ("llama-3-8b", "llama-3-70b", "llama-3.1
     kernels) and the collectives, the chosen degree outlined, and reads out the memory per GPU against the
     usable HBM, the time per output token, the tokens per second per GPU and the collectives' share.
     """
-    from roofline.parallel.tensor_parallel import decode_by_degree
 
     hw = get_hardware(hardware)
     tiers = [x if isinstance(x, tuple) else (x, x) for x in tiers]
@@ -672,7 +680,6 @@ def moe_explorer(hardware: Hardware | str = "h200-sxm", *,
     the tier the all-to-alls cross. Each frame shows one GPU's decode step as three bars on a log scale
     (its compute time, its memory time, the step's all-to-alls) and reads out the memory it holds, the
     step with and without the all-to-alls hidden, and what bounds it (:func:`roofline.parallel.moe.expert_parallel_step`)."""
-    from roofline.parallel.moe import expert_parallel_step, weights_per_gpu
 
     h = get_hardware(hardware)
     figure = {}
@@ -744,9 +751,6 @@ def context_parallel_explorer(models: Sequence[str] = ("llama-3-8b", "llama-3-70
     tier ('auto': the one the group crosses, NVLink inside a node and InfiniBand beyond; or 'IB' forced) for one training step (recomputation ``recompute``,
     model state ZeRO-3 over ``gpus`` GPUs, FLOPs at ``achieved`` x peak). Each frame shows the memory per GPU
     against the usable HBM and the step's compute beside the context-parallel traffic, hidden or exposed."""
-    from roofline.parallel.context_parallel import plan_context_parallel  # a workload module; widgets sit above it
-    from roofline.present.plot import style
-    from roofline.core.units import fmt
 
     hw = get_hardware(hardware)
     tiers = [("auto", "crossed"), ("IB", "network")]  # auto: NVLink inside a node, InfiniBand beyond
@@ -839,8 +843,6 @@ def pipeline_explorer(stages: Sequence[int] = (2, 4, 8, 16), micro_batches: Sequ
     """Chapter 9's sliders: schedule, stages p and micro-batches per step n_mb. Each frame draws the simulated step
     (:func:`roofline.parallel.pipeline.simulate`, backward twice the forward) and reads out its bubble against the
     closed form and the micro-batches the first stage holds."""
-    from roofline.parallel.pipeline import bubble_fraction, simulate
-    from roofline.present.plot import pipeline_timeline_chart
 
     def frame(schedule, p, m):
         kind, v = schedule
@@ -871,11 +873,10 @@ def calibrated_decode_explorer(model: Model | str, hardware: Hardware | str, cal
     three timing rules and the ``calibrated`` roof's kernel rule (:func:`roofline.present.plot.timing_bars`, one
     x-axis for all frames: 1.2 times the slowest calibrated estimate) and reads out the estimate, its tokens per
     second and the datasheet floor."""
-    from roofline.present.plot import timing_bars
 
     m, hw = load_model(model), get_hardware(hardware)
     if not hasattr(calibrated, "kernel_seconds"):
-        raise TypeError(f"calibrated must be a CalibratedRoof (measured.calibrated_roof), "
+        raise TypeError(f"calibrated must be a CalibratedRoof (roofline.core.calibration.calibrated_roof), "
                         f"got {type(calibrated).__name__}")
     top = max(float(predict(decode_step(m, b, c, accounting="refined"), calibrated, timing="kernel").time)
               for b in batches for c in contexts)
@@ -905,8 +906,6 @@ def cluster_explorer(checks, *, summary: str = "Where a published run's step goe
     Each frame draws that run's step under that roof, stacked by part in seconds, with the published time as a
     dashed line (one x-axis per run, so that switching the roof moves the bar against a fixed scale), and reads
     out the step time, its ratio to the published one, the MFU and the memory per GPU."""
-    from roofline.measured.cluster import PART_ORDER
-    from roofline.present.plot import PART_COLORS
 
     checks = list(checks)
     if not checks:
@@ -959,13 +958,10 @@ def serving_scale_explorer(models: Sequence[str] = ("llama-3.1-8b", "llama-3.1-7
     under it as a star, and reads out that point (:func:`roofline.serving.deployment.sustain` under the
     calibrated roof with ``tpot_slo``): output tokens/s per GPU, batch, TTFT and TPOT.
     """
-    from roofline.measured.serving import serving_roof
-    from roofline.present.plot import deployment_frontier_chart
-    from roofline.serving.deployment import Deployment, Workload, frontier, sustain
 
     titles = {m: load_model(m).title for m in models}
     hws = {g: get_hardware(g) for g in gpus}
-    roofs = {(g, k): serving_roof(hws[g], k, dtype) for g in gpus for k in ("datasheet", "calibrated")}
+    roofs = {(g, k): get_roof(hws[g], k, dtype) for g in gpus for k in ROOF_KINDS}
     layout = {t: Deployment(tp=t, weights_dtype=dtype, kv_dtype=dtype, math_dtype=dtype) for t in degrees}
     figures: dict = {}
 

@@ -20,7 +20,7 @@ deployment's capacity the rate is not sustained and the answer says so.
 Two roofs price the same step (:class:`~roofline.core.cluster_roof.ClusterRoof`). The **datasheet** roof
 takes the step's FLOPs at the dense peak, its bytes at the HBM bandwidth and its exchanges at the link's
 rate, all overlapped: ``max(F / P, bytes / BW, exchanges)``, so its throughput is a ceiling and its latency
-a floor. A **calibrated** roof (``roofline.measured.serving``) times each kernel at the rate microbenchmarks
+a floor. A **calibrated** roof (:func:`roofline.core.calibration.get_roof`) times each kernel at the rate microbenchmarks
 saw for its size, with a launch each, and adds them: nothing overlaps.
 
 The memory a sequence holds is its prompt and half its answer on average (``kv_policy='grow'``: a paged
@@ -33,7 +33,7 @@ per sequence, and the shared copy takes its own room.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import Mapping, NamedTuple, Sequence
 
@@ -41,18 +41,18 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from roofline.core.checks import count, number
+from roofline.core.calibration import get_roof, roof_kind
 from roofline.core.cluster_roof import ClusterRoof
-from roofline.core.hardware import Hardware
+from roofline.core.hardware import Hardware, get_hardware
 from roofline.core.model import Model, load_model
 from roofline.core.units import dtype_bytes, fmt
 from roofline.parallel.cluster import linear_shard
 from roofline.serving.capacity import mla_attention_flops_per_key
 
-__all__ = ["Workload", "Deployment", "StepTime", "Sustained", "SERVING_ROOFS", "KV_POLICIES", "EXCHANGE_BYTES",
+__all__ = ["Workload", "Deployment", "StepTime", "Sustained", "KV_POLICIES", "EXCHANGE_BYTES",
            "PREFILL_BATCH_TOKENS", "check_deployment", "moe_dispatch_bytes", "step_time", "largest_batch", "sustain",
            "ServingPlanRow", "plan_serving", "smallest_slice", "layouts", "Frontier", "frontier"]
 
-SERVING_ROOFS = ("datasheet", "calibrated")
 KV_POLICIES = ("grow", "reserve")
 EXCHANGE_BYTES = 2.0
 """Bytes per number of the activations the GPUs exchange (all-reduces, all-to-alls, pipeline sends): 16 bits,
@@ -348,7 +348,7 @@ def _layer(t: _Tally, m: Model, d: Deployment, roof: ClusterRoof, *, moe: bool, 
     """One layer of one GPU: ``decode`` sequences at ``context`` cached tokens each and ``prefill`` prompt
     tokens attending to ``keys`` keys each on average, for the whole replica (one pipeline stage)."""
     a, tp = d.dp_attention, d.tp
-    wb, ab, kvb = dtype_bytes(d.weights_dtype), dtype_bytes(d.math), dtype_bytes(d.kv)
+    wb, ab = dtype_bytes(d.weights_dtype), dtype_bytes(d.math)
     rows = (decode + prefill) / a  # tokens this GPU's attention group holds
     h = m.hidden_size
     for lin in m.attention_linears():
@@ -972,6 +972,43 @@ def smallest_slice(rows) -> ServingPlanRow | None:
 
 
 # --- for chapter 13
+
+# ------------------------------------------------------------------------------------- ceiling and estimate
+
+
+def ceiling_deployment(deployment: Deployment) -> Deployment:
+    """The deployment the ceiling prices: the same layout, its cache growing with the answer into all the
+    HBM the weights leave, no cap on the batch or the tokens of a step."""
+    return replace(deployment, kv_policy="grow", kv_fraction=1.0, max_batch=None, max_tokens=None)
+
+
+class ServingPair(NamedTuple):
+    """One workload on one deployment: the datasheet ceiling and the calibrated estimate (None where the
+    chip has no calibrated roof)."""
+
+    ceiling: Sustained
+    estimate: Sustained | None
+
+
+def serving_pair(model: Model | str, hardware: Hardware | str, workload: Workload, deployment: Deployment, *,
+                 ttft_slo: float | None = None, tpot_slo: float | None = None) -> ServingPair:
+    """What ``deployment`` sustains for ``workload`` under both roofs (:func:`sustain`), its matmuls in the
+    deployment's format: the **ceiling** on :func:`ceiling_deployment` under the datasheet roof, the
+    **estimate** on ``deployment`` as given under the chip's calibrated roof (``None`` where it has none)."""
+    hw = get_hardware(hardware)
+    m = check_deployment(model, deployment, hw)
+    math_dtype = deployment.math
+    top = sustain(m, hw, workload, ceiling_deployment(deployment), get_roof(hw, "datasheet", math_dtype),
+                  ttft_slo=ttft_slo, tpot_slo=tpot_slo)
+    est = None
+    if roof_kind(hw) == "calibrated":
+        est = sustain(m, hw, workload, deployment, get_roof(hw, "calibrated", math_dtype),
+                      ttft_slo=ttft_slo, tpot_slo=tpot_slo)
+    return ServingPair(top, est)
+
+
+__all__ += ["ceiling_deployment", "ServingPair", "serving_pair"]
+
 
 __all__ += ["PUBLISHED_SERVING", "Interference", "interference", "disaggregated_splits", "best_split", "prefix_sweep",
             "PrefixSavings", "prefix_savings", "TPExchange", "tp_exchange", "HandSlice", "slice_by_hand"]

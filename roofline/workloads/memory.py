@@ -29,7 +29,7 @@ from numpy.typing import ArrayLike
 from roofline.core.checks import broadcast, number, unknown_name
 from roofline.core.hardware import Hardware, get_hardware
 from roofline.core.model import Model, load_model, param_count
-from roofline.core.policies import MATMUL_OUTPUTS, RECOMPUTE, recompute_policy, zero_stage
+from roofline.core.policies import MATMUL_OUTPUTS, RECOMPUTES, recompute_policy, zero_stage
 from roofline.core.units import dtype_bytes, fmt
 from roofline.workloads.inference import build_step
 
@@ -38,6 +38,7 @@ __all__ = [
     "Footprint",
     "SavedTensor",
     "model_state",
+    "state_bytes",
     "zero_model_state",
     "saved_tensors",
     "activation_bytes",
@@ -56,7 +57,6 @@ __all__ = [
     "fits_in_host",
     "fit_verdict",
     "fit_summary",
-    "RECOMPUTE_POLICIES",
     "KORTHIKANTI_CONFIGS", "FitsOnItsHardware"]
 
 # Bytes per parameter of each training recipe's model state.
@@ -70,8 +70,6 @@ RECIPES: Mapping[str, Mapping[str, float]] = MappingProxyType({
     # mixed precision with 8-bit Adam states (Dettmers et al., 8-bit Optimizers via Block-wise Quantization, 2022)
     "mixed-adam-8bit": MappingProxyType({"weights": 2, "gradients": 2, "master": 4, "momentum": 1, "variance": 1}),
 })
-
-RECOMPUTE_POLICIES = tuple(RECOMPUTE)  # the names of roofline.core.policies.RECOMPUTE
 
 # The GPT configurations of Korthikanti et al., Table 3: name -> (hidden, heads, layers, tensor parallel).
 KORTHIKANTI_CONFIGS: Mapping[str, tuple[int, int, int, int]] = MappingProxyType({
@@ -158,6 +156,15 @@ def _recipe(recipe: str) -> Mapping[str, float]:
         return RECIPES[recipe]
     except (KeyError, TypeError):
         raise unknown_name("recipe", recipe, RECIPES) from None
+
+
+def state_bytes(recipe: str = "mixed-adam") -> Mapping[str, float]:
+    """Bytes per parameter of a recipe's model state in the three groups ZeRO shards one stage at a time:
+    'optimizer' (stage 1: the master copy and the optimizer's moments), 'gradients' (stage 2) and 'weights'
+    (stage 3). Mixed-precision Adam: 12, 2 and 2, the 16 bytes a parameter of chapter 2."""
+    parts = _recipe(recipe)
+    return MappingProxyType({"weights": float(parts.get("weights", 0.0)), "gradients": float(parts.get("gradients", 0.0)),
+                             "optimizer": float(sum(v for k, v in parts.items() if k not in ("weights", "gradients")))})
 
 
 def model_state(model: Model | str | float, recipe: str = "mixed-adam") -> Footprint:
@@ -323,8 +330,8 @@ def activation_bytes(layer, seq, micro_batch, *, recompute: str = "none", tp: in
     With tensor parallelism of degree ``tp`` the sharded tensors divide by ``tp``; sequence
     parallelism divides the rest too.
     """
-    if recompute not in (*RECOMPUTE_POLICIES, MATMUL_OUTPUTS.name):
-        raise ValueError(f"recompute must be one of {', '.join(map(repr, (*RECOMPUTE_POLICIES, MATMUL_OUTPUTS.name)))}, "
+    if recompute not in (*RECOMPUTES, MATMUL_OUTPUTS.name):
+        raise ValueError(f"recompute must be one of {', '.join(map(repr, (*RECOMPUTES, MATMUL_OUTPUTS.name)))}, "
                          f"got {recompute!r}")
     s = number("seq", seq, integer=True)
     bsz = number("micro_batch", micro_batch, integer=True)
@@ -349,8 +356,8 @@ def korthikanti_bytes(seq, micro_batch, hidden, heads, *, recompute: str = "none
     none: ``sbh(34 + 5as/h)``; with TP: ``sbh(10 + 24/t + 5as/(ht))``; with TP and SP:
     ``sbh/t (34 + 5as/h)``; selective drops the ``5as/h`` term; full keeps ``2sbh`` (``2sbh/t`` with SP).
     """
-    if recompute not in RECOMPUTE_POLICIES:
-        raise ValueError(f"recompute must be one of {', '.join(map(repr, RECOMPUTE_POLICIES))}, got {recompute!r}")
+    if recompute not in RECOMPUTES:
+        raise ValueError(f"recompute must be one of {', '.join(map(repr, RECOMPUTES))}, got {recompute!r}")
     s, b = number("seq", seq, integer=True), number("micro_batch", micro_batch, integer=True)
     h, a = number("hidden", hidden, integer=True), number("heads", heads, integer=True)
     t = number("tp", tp, integer=True)

@@ -541,7 +541,7 @@ class MeasuredFp8(NamedTuple):
 
 
 def measured_fp8_speedup(record) -> MeasuredFp8:
-    """fp8 against bf16 in a measurement record (:func:`roofline.measured.load_measurement`): the two
+    """fp8 against bf16 in a measurement record (:func:`roofline.core.records.load_measurement`): the two
     best medians, and for every shape the fp8 sweep covered, the bf16 products of the same shape timed
     the same way (one call at a time) and in CUDA graphs."""
     fp8 = list(record.gemm_fp8_per_call)

@@ -49,6 +49,16 @@ def test_the_api_page_documents_every_public_module():
     assert len(documented) == len(set(documented)), "a module documented twice"
 
 
+@pytest.mark.parametrize("face", sorted(p for p in PACKAGE.glob("*/__init__.py")))
+def test_every_package_face_names_each_of_its_modules(face):
+    """A floor's ``__init__`` is where a newcomer reads what the floor holds: it names every module in it."""
+    text = face.read_text(encoding="utf-8")
+    package = face.parent.name
+    modules = sorted(p.stem for p in face.parent.glob("*.py") if p.stem != "__init__")
+    missing = [m for m in modules if f":mod:`~roofline.{package}.{m}`" not in text]
+    assert missing == [], f"roofline/{package}/__init__.py does not name {missing}"
+
+
 def test_the_top_level_keeps_the_chapters_vocabulary():
     for name in ("ridge_point", "decode_step", "prefill", "predict", "get_hardware", "load_model", "Roof",
                  "UnknownNameError", "NotModelledError", "fmt", "training_step", "mfu"):

@@ -290,7 +290,7 @@ def test_measured_roof_options_without_the_measured_roof_are_refused(flags, argu
     status, out, _ = in_process("decode", "llama-3-8b", "--gpu", "h100", *flags, "--json")
     error = json.loads(out)
     assert status == 2 and error["argument"] == argument
-    assert argument in error["error"] and "--roof measured" in error["error"]
+    assert argument in error["error"] and "--roof calibrated" in error["error"]
 
 
 @pytest.mark.parametrize("args, argument, message", [

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from roofline.core.hardware import get_hardware
-from roofline.measured.serving import serving_pair
+from roofline.serving.deployment import serving_pair
 from roofline.serving.deployment import Deployment, Workload
 
 from cli_helpers import in_process as call
@@ -37,7 +37,7 @@ def test_a_chip_without_a_calibrated_roof_gives_the_ceiling_alone_and_refuses_ca
     assert status == 0 and "no calibrated roof: the ceiling alone" in out
     status, out, err = call("serve", "llama-3.1-8b", "--gpu", "b200", "--input", "1000", "--output", "100",
                             "--roof", "calibrated")
-    assert status == 2 and "--roof calibrated" in err
+    assert status == 2 and "--roof 'calibrated' has no data for the B200: microbenchmarks were gathered for the A100 80GB, H100 SXM, H200 and H800 SXM only; use the datasheet roof" in err
 
 
 def test_a_rate_past_capacity_says_so():

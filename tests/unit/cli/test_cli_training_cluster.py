@@ -1,11 +1,11 @@
 """`roofline train ... --pp --ep --global-batch --schedule --chunks --roof`: any layout on a cluster, a thin
-layer over roofline.parallel.cluster and roofline.measured.cluster, on good and bad input."""
+layer over roofline.parallel.cluster and roofline.core.calibration, on good and bad input."""
 
 import json
 
 import pytest
 
-from roofline.measured.cluster import estimate_step
+from roofline.parallel.cluster import estimate_step
 from roofline.parallel.cluster import TrainLayout
 
 from cli_helpers import in_process
@@ -39,13 +39,15 @@ def test_train_text_names_the_layout_and_where_the_time_goes():
     assert "calibrated estimate" in out and "datasheet floor" in out and "bubble" in out
 
 
-def test_the_datasheet_roof_alone_and_the_measured_alias():
+def test_the_datasheet_roof_alone_and_one_name_for_the_calibrated_one():
     _, sheet, _ = run(*LONG, "--roof", "datasheet", "--json")
-    _, alias, _ = run(*LONG, "--roof", "measured", "--json")
+    _, named, _ = run(*LONG, "--roof", "calibrated", "--json")
     _, cal, _ = run(*LONG, "--json")
-    sheet, alias, cal = json.loads(sheet), json.loads(alias), json.loads(cal)
+    status, alias, _ = run(*LONG, "--roof", "measured", "--json")
+    sheet, named, cal = json.loads(sheet), json.loads(named), json.loads(cal)
     assert sheet["estimate"] is None and sheet["time_s"] == pytest.approx(cal["floor"]["time_s"])
-    assert alias["time_s"] == pytest.approx(cal["time_s"])
+    assert named["time_s"] == pytest.approx(cal["time_s"]) and cal["roof"] == "calibrated"
+    assert status == 2 and json.loads(alias)["argument"] == "--roof"
 
 
 def test_a_chip_without_a_calibrated_roof_gets_the_floor_and_a_clear_refusal():
@@ -53,7 +55,7 @@ def test_a_chip_without_a_calibrated_roof_gets_the_floor_and_a_clear_refusal():
     status, out, _ = run(*base, "--json")
     assert status == 0 and json.loads(out)["roof"] == "datasheet"
     status, _, err = run(*base, "--roof", "calibrated")
-    assert status == 2 and "--roof" in err and "no calibrated roof for the" in err
+    assert status == 2 and "--roof 'calibrated' has no data for the B200: microbenchmarks were gathered for the A100 80GB, H100 SXM, H200 and H800 SXM only; use the datasheet roof" in err
 
 
 @pytest.mark.parametrize("extra,flag,needle", [

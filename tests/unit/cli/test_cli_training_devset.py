@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from roofline.measured.cluster import development_checks
+from roofline.measured.training import development_checks
 
 from cli_helpers import in_process
 

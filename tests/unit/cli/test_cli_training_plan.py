@@ -80,14 +80,15 @@ CAL = ("llama-3-8b", "--gpu", "h100", "--nodes", "2", "--seq", "4096", "--global
 
 
 def test_plan_ranks_by_the_calibrated_estimate_with_the_floor_beside():
-    from roofline.measured.cluster import cluster_plan
+    from roofline.core.calibration import get_roof
+    from roofline.parallel.cluster import search
 
     status, out, _ = run(*CAL, "--top", "3", "--json")
     assert status == 0
     got = json.loads(out)
-    want = cluster_plan("llama-3-8b", "h100", nodes=2, seq=4096, global_batch=64)
-    assert got["roof"] == "calibrated" and got["layouts_fitting"] == want.fitting >= 3
-    for g, (e, f) in zip(got["layouts"], want.ranked):
+    want = search("llama-3-8b", get_roof("h100", "calibrated"), gpus=16, seq=4096, global_batch=64)
+    assert got["roof"] == "calibrated" and got["layouts_fitting"] == want.fitting == len(want.ranked) >= 3
+    for g, e, f in zip(got["layouts"], want.ranked, want.floors(3)):
         assert (g["tp"], g["cp"], g["pp"], g["dp"]) == (e.layout.tp, e.layout.cp, e.layout.pp, e.layout.dp)
         assert g["time_s"] == pytest.approx(e.time) and g["floor_time_s"] == pytest.approx(f.time)
         assert f.time <= e.time

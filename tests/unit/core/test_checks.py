@@ -307,6 +307,9 @@ CONTEXT_PARALLEL_BAD_INPUT = {
     "kv_block_bytes": (lambda: rl.parallel.context_parallel.kv_block_bytes("llama-3-8b", 0), ValueError, "tokens must be"),
     "ring_hiding_block": (lambda: rl.parallel.context_parallel.ring_hiding_block("llama-3-8b", "h100", tier="infiniband"),
                           KeyError, "unknown tier 'infiniband'"),
+    "calibrated_hiding_block": (lambda: rl.parallel.context_parallel.calibrated_hiding_block("llama-3-8b", "h100", seq=4096,
+                                                                                            tier="nvlink"),
+                                KeyError, "unknown tier 'nvlink'; known: network, scale_up"),
     "ring_layer_times": (lambda: rl.parallel.context_parallel.ring_layer_times("llama-3-8b", "h100", 4096, 4, achieved=2),
                          ValueError, "achieved is a fraction of peak"),
     "check_all_to_all": (lambda: rl.parallel.context_parallel.check_all_to_all("llama-3-8b", 16), ValueError,
@@ -366,8 +369,7 @@ PIPELINE_BAD_INPUT = {
     "boundary_intensity": (lambda: _pp()[0].boundary_intensity("llama-3-8b", 1.5), ValueError, "p must be"),
 }
 PLANNER_BAD_INPUT = {
-    "PUBLISHED": None, "Layout": None, "Plan": None, "NoLayoutFits": None, "RECOMPUTES": None, "MICRO_BATCHES": None, "CHUNKS": None,
-    "ZERO_STAGES": None,
+    "PUBLISHED": None, "Layout": None, "Plan": None, "NoLayoutFits": None, "MICRO_BATCHES": None, "CHUNKS": None,
     "plan": (lambda: _pp()[1].plan("llama-3-8b", "h100", nodes=1, seq=4096, global_batch=2.5), ValueError,
              "global_batch must be a whole number"),
     "gpt_model": (lambda: _pp()[1].gpt_model(12288, 96, 0), ValueError, "layers must be"),

@@ -11,16 +11,18 @@ import roofline as rl
 from roofline import measured as M
 from roofline.core.hardware import get_hardware
 import roofline.workloads.memory
+from roofline.core.calibration import calibrated_roof, get_roof
+from roofline.core.records import MeasurementError, decode_attention_bytes, load_layers, load_measurement, parse_measurement
 
 
 @pytest.fixture(scope="module")
 def rec():
-    return M.load_measurement()
+    return load_measurement()
 
 
 @pytest.fixture(scope="module")
 def cal(rec):
-    return M.calibrated_roof(rec, M.load_layers())
+    return calibrated_roof(rec, load_layers())
 
 
 # --- the three rules --------------------------------------------------------------------------------
@@ -146,7 +148,7 @@ def test_usable_capacity_is_the_device_total_less_the_reserve():
     assert h100.hbm_capacity == 80e9  # the marketing figure stays beside it
     assert h100.hbm_total == 85_045_477_376  # deviceQuery: 81,106 MBytes
     assert h100.usable_capacity == 85_045_477_376 - 2**30
-    assert h200.hbm_total == M.load_measurement().env.details["memory_bytes"]  # what the H200 itself reported
+    assert h200.hbm_total == load_measurement().env.details["memory_bytes"]  # what the H200 itself reported
     for name in rl.hardware_names():
         h = get_hardware(name)
         assert h.hbm_capacity < h.hbm_total < 1.1 * h.hbm_capacity, name  # vendors' GB are GiB less a reserve
@@ -178,7 +180,7 @@ def test_calibrated_roof_is_built_from_microbenchmarks_only(rec, cal):
 
 
 def test_calibrated_roof_predicts_every_held_out_point_within_a_quarter(rec):
-    comps = M.calibrated_comparisons(rec, M.load_layers())
+    comps = M.calibrated_comparisons(rec, load_layers())
     everything = comps["decode"] + comps["prefill"]
     assert len(comps["decode"]) == len(rec.decode) and len(comps["prefill"]) == len(rec.prefill)
     assert M.calibration_misses(everything) == []
@@ -196,17 +198,18 @@ def test_the_datasheet_floor_stays_below_every_measured_point(rec):
 def test_calibrated_roof_needs_its_microbenchmarks(rec):
     from dataclasses import replace
 
-    with pytest.raises(M.MeasurementError, match="lacks read_bandwidth_vs_size, launch_overhead"):
-        M.calibrated_roof(replace(rec, read_bandwidth_vs_size=(), launch_overhead=None))
-    with pytest.raises(ValueError, match="no measurement of the H100 SXM"):
-        M.calibrated_roof_for("h100-sxm")
-    carried = M.calibrated_roof_for("h100-sxm", carry=True)
+    with pytest.raises(MeasurementError, match="lacks read_bandwidth_vs_size, launch_overhead"):
+        calibrated_roof(replace(rec, read_bandwidth_vs_size=(), launch_overhead=None))
+    with pytest.raises(ValueError, match=r"roof 'calibrated' has no data for the H100 SXM: one GPU's kernels were "
+                                         r"measured on the H200 only \(carrying"):
+        get_roof("h100-sxm", "calibrated", scope="chip")
+    carried = get_roof("h100-sxm", "calibrated", scope="chip", carry=True)
     assert "assumed" in carried.label and carried.assumption
-    assert carried.bandwidth == pytest.approx(M.calibrated_roof(rec).bandwidth * 3.35 / 4.8)
+    assert carried.bandwidth == pytest.approx(calibrated_roof(rec).bandwidth * 3.35 / 4.8)
     with pytest.raises(ValueError, match="mode must be one of 'graph', 'eager'"):
-        M.calibrated_roof(rec, mode="jit")
+        calibrated_roof(rec, mode="jit")
     with pytest.raises(ValueError, match="has no measured int8 matmuls"):
-        rl.predict(rl.decode_step("llama-3-8b", dtype="int8"), M.calibrated_roof(rec))
+        rl.predict(rl.decode_step("llama-3-8b", dtype="int8"), calibrated_roof(rec))
 
 
 def test_cli_speaks_the_calibrated_roof(rec):
@@ -216,7 +219,7 @@ def test_cli_speaks_the_calibrated_roof(rec):
 
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
-        assert main(["decode", "llama-3-8b", "--gpu", "h200", "--batch", "1", "--context", "2048", "--roof", "measured",
+        assert main(["decode", "llama-3-8b", "--gpu", "h200", "--batch", "1", "--context", "2048", "--roof", "calibrated",
                      "--timing", "kernel", "--ops", "--json"]) == 0
     data = json.loads(out.getvalue())
     measured = next(r for r in rec.decode if r.batch == 1 and r.context == 2048).seconds_graph
@@ -234,7 +237,7 @@ def test_the_package_needs_numpy_only():
 
     code = ("import sys; sys.modules['matplotlib'] = None; sys.modules['ipywidgets'] = None\n"
             "import roofline, roofline.cli, roofline.measured, roofline.present.tables\n"
-            "sys.exit(roofline.cli.main(['decode', 'llama-3-8b', '--gpu', 'h200', '--roof', 'measured', "
+            "sys.exit(roofline.cli.main(['decode', 'llama-3-8b', '--gpu', 'h200', '--roof', 'calibrated', "
             "'--timing', 'kernel', '--json']))")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
@@ -245,16 +248,16 @@ def test_the_package_needs_numpy_only():
 
 def _with_decode_sweep(rec, seconds):
     """The shipped record's raw JSON plus a decode attention sweep whose kernel takes ``seconds(run)``."""
-    from roofline.measured.records import _read
+    from roofline.core.records import _read
 
     raw, name = _read("h200-2026-11-29")
     runs = []
     for b in (1, 4, 16, 64):
         for c in (2048, 8192, 131072):
-            nbytes = M.decode_attention_bytes(b, c, 32, 8, 128)
+            nbytes = decode_attention_bytes(b, c, 32, 8, 128)
             runs.append({"batch": b, "context": c, "heads": 32, "kv_heads": 8, "head_dim": 128, "bytes": nbytes,
                          "seconds": seconds(b * 8, nbytes)})
-    return M.parse_measurement({**raw, "decode_attention": runs}, name)
+    return parse_measurement({**raw, "decode_attention": runs}, name)
 
 
 def _few_groups(groups, nbytes):
@@ -264,7 +267,7 @@ def _few_groups(groups, nbytes):
 
 def test_a_decode_sweep_times_decode_attention_by_its_groups_of_work(rec, cal):
     swept = _with_decode_sweep(rec, _few_groups)
-    roof = M.calibrated_roof(swept, M.load_layers())
+    roof = calibrated_roof(swept, load_layers())
     assert roof.decode_groups == (8.0, 32.0, 128.0, 512.0)
     model = M.model_of(rec)
 
@@ -276,13 +279,13 @@ def test_a_decode_sweep_times_decode_attention_by_its_groups_of_work(rec, cal):
     # at a swept shape, each layer's kernel takes what the sweep measured for its bytes
     op, t = attention(1, 131072)
     assert op.groups == 8
-    measured = _few_groups(8, M.decode_attention_bytes(1, 131072, 32, 8, 128))
+    measured = _few_groups(8, decode_attention_bytes(1, 131072, 32, 8, 128))
     assert t / model.num_layers == pytest.approx(measured, rel=1e-3)
     # one sequence leaves 7/8 of the streaming rate unused: 8x the read sweep's time over the same bytes
     assert t > 7 * cal.kernel_seconds(op)[1]
     # between swept shapes the bandwidth lies between its neighbours'
     bw = roof.decode_attention_bandwidth
-    per = M.decode_attention_bytes(1, 131072, 32, 8, 128) / 8
+    per = decode_attention_bytes(1, 131072, 32, 8, 128) / 8
     assert bw(8, per) < bw(16, per) < bw(32, per)
     # a vectorized sweep gives the same as one call per point
     batches = np.array([1, 2, 16, 256])
@@ -308,8 +311,8 @@ def test_a_decode_sweep_that_matches_the_read_benchmark_moves_no_prediction(rec,
     """A kernel as fast as the read sweep over the same bytes: at the swept shapes the held-out ratios
     stay where they were (between and beyond them the two interpolations differ a little)."""
     swept = _with_decode_sweep(rec, lambda groups, nbytes: float(cal.memory_seconds(nbytes)))
-    before = M.calibrated_comparisons(rec, M.load_layers())["decode"]
-    after = M.calibrated_comparisons(swept, M.load_layers())["decode"]
+    before = M.calibrated_comparisons(rec, load_layers())["decode"]
+    after = M.calibrated_comparisons(swept, load_layers())["decode"]
     shapes = {(r.batch, r.context) for r in swept.decode_attention}
     pairs = [(b, a) for r, b, a in zip(rec.decode, before, after) if (r.batch, r.context) in shapes]
     assert len(pairs) == 7
@@ -318,23 +321,23 @@ def test_a_decode_sweep_that_matches_the_read_benchmark_moves_no_prediction(rec,
 
 
 def test_a_decode_sweep_is_checked_when_read(rec):
-    from roofline.measured.records import _read
+    from roofline.core.records import _read
 
     raw, _ = _read("h200-2026-11-29")
     good = {"batch": 1, "context": 2048, "heads": 32, "kv_heads": 8, "head_dim": 128,
-            "bytes": M.decode_attention_bytes(1, 2048, 32, 8, 128), "seconds": 1e-5}
-    with pytest.raises(M.MeasurementError, match=r"decode_attention\[0\] field 'bytes': expected"):
-        M.parse_measurement({**raw, "decode_attention": [{**good, "bytes": 1e6}]})
-    with pytest.raises(M.MeasurementError, match=r"decode_attention\[0\]: missing 'kv_heads'"):
-        M.parse_measurement({**raw, "decode_attention": [{k: v for k, v in good.items() if k != "kv_heads"}]})
-    with pytest.raises(M.MeasurementError, match="do not share 7 KV heads evenly"):
-        M.parse_measurement({**raw, "decode_attention": [{**good, "kv_heads": 7}]})
+            "bytes": decode_attention_bytes(1, 2048, 32, 8, 128), "seconds": 1e-5}
+    with pytest.raises(MeasurementError, match=r"decode_attention\[0\] field 'bytes': expected"):
+        parse_measurement({**raw, "decode_attention": [{**good, "bytes": 1e6}]})
+    with pytest.raises(MeasurementError, match=r"decode_attention\[0\]: missing 'kv_heads'"):
+        parse_measurement({**raw, "decode_attention": [{k: v for k, v in good.items() if k != "kv_heads"}]})
+    with pytest.raises(MeasurementError, match="do not share 7 KV heads evenly"):
+        parse_measurement({**raw, "decode_attention": [{**good, "kv_heads": 7}]})
     with pytest.raises(ValueError, match="batch must be a whole number > 0, got 0"):
-        M.decode_attention_bytes(0, 2048, 32, 8, 128)
+        decode_attention_bytes(0, 2048, 32, 8, 128)
     with pytest.raises(ValueError, match="one .* curve per entry of decode_groups: 1 curves for 2 group counts"):
         rl.CalibratedRoof("c", 1e12, (1.0,), (1e-6,), {}, {}, {"graph": 1e-6}, decode_groups=(8.0, 16.0),
                           decode_curves=(((1e6,), (1e12,)),))
-    run = M.parse_measurement({**raw, "decode_attention": [good]}).decode_attention[0]
+    run = parse_measurement({**raw, "decode_attention": [good]}).decode_attention[0]
     assert run.groups == 8 and run.bytes_per_s == pytest.approx(good["bytes"] / 1e-5)
 
 

@@ -4,19 +4,22 @@ as shares and as the estimate's excess over the floor, and the ratios to the pub
 import pytest
 
 from roofline.core.checks import UnknownNameError
+from roofline.core.calibration import ROOF_QUANTITIES, roof_constants, get_roof
+from roofline.core.records import record
+from roofline.measured.training import development_checks, development_ratios
+from roofline.parallel.cluster import PART_ORDER, part_gaps, part_shares
 
-from roofline.measured import cluster as C
 
 
 @pytest.fixture(scope="module")
 def checks():
-    return C.development_checks()
+    return development_checks()
 
 
 def test_roof_constants_are_the_roofs_own_values_with_the_records_they_came_from():
-    roof = C.cluster_roof("a100-sxm-80gb", "fp16")
-    consts = {c.name: c for c in C.roof_constants(roof)}
-    assert [c.name for c in C.roof_constants(roof)] == [q[0] for q in C.ROOF_QUANTITIES]
+    roof = get_roof("a100-sxm-80gb", "calibrated", "fp16")
+    consts = {c.name: c for c in roof_constants(roof)}
+    assert [c.name for c in roof_constants(roof)] == [q[0] for q in ROOF_QUANTITIES]
     assert consts["memory-bound kernels"].value == pytest.approx(1.7e12)  # STREAM Triad, 1.70 TB/s
     assert consts["memory-bound kernels"].records == ("mb0171",)
     assert consts["memory-bound kernels"].sources == ("Azure AI Benchmarking Guide - results",)
@@ -28,29 +31,29 @@ def test_roof_constants_are_the_roofs_own_values_with_the_records_they_came_from
 
 
 def test_the_h100s_attention_constant_names_its_flashattention_2_records():
-    consts = {c.name: c for c in C.roof_constants(C.cluster_roof("h100-sxm", "bf16"))}
+    consts = {c.name: c for c in roof_constants(get_roof("h100-sxm", "calibrated", "bf16"))}
     att = consts["best flash attention (fwd+bwd, causal, head 128)"]
-    assert att.records and all(C.record(r)["tool"].startswith("FlashAttention-2") for r in att.records)
-    assert att.value <= C.cluster_roof("h100-sxm", "bf16").peak_flops
+    assert att.records and all(record(r)["tool"].startswith("FlashAttention-2") for r in att.records)
+    assert att.value <= get_roof("h100-sxm", "calibrated", "bf16").peak_flops
 
 
 def test_part_shares_add_to_one_and_part_gaps_to_the_difference_of_the_steps(checks):
     c = checks[0]
-    shares = C.part_shares(c.estimate)
-    assert list(shares) == list(C.PART_ORDER)
+    shares = part_shares(c.estimate)
+    assert list(shares) == list(PART_ORDER)
     assert sum(shares.values()) == pytest.approx(1.0)
-    gaps = C.part_gaps(c.floor, c.estimate)
+    gaps = part_gaps(c.floor, c.estimate)
     assert sum(gaps.values()) == pytest.approx(c.estimate.time - c.floor.time)
     assert gaps["matmuls"] > 0  # the calibrated matmuls are slower than the peak
 
 
 def test_ratios_are_predicted_over_published_and_the_floor_is_below_every_published_time(checks):
-    est, floor = C.development_ratios(checks), C.development_ratios(checks, "floor")
+    est, floor = development_ratios(checks), development_ratios(checks, "floor")
     assert est[0] == pytest.approx(checks[0].estimate.time / checks[0].published_s) == pytest.approx(checks[0].ratio)
     assert floor[0] == pytest.approx(checks[0].floor_ratio)
     assert max(floor) < 1 and all(f < e for f, e in zip(floor, est))
     with pytest.raises(UnknownNameError, match="unknown kind 'measured'"):
-        C.development_ratios(checks, "measured")
+        development_ratios(checks, "measured")
 
 
 def test_a_runs_label_and_whether_its_source_left_settings_open(checks):

@@ -6,12 +6,13 @@ import statistics
 import pytest
 
 from roofline.core.cluster_roof import datasheet_cluster_roof
-from roofline.measured.cluster import (CALIBRATED_CHIPS, EXCLUDED, cluster_roof, development_checks,
-                                       development_runs, microbenchmarks, record)
+from roofline.core.calibration import CALIBRATED_CHIPS, EXCLUDED, get_roof
+from roofline.core.records import microbenchmarks, record
+from roofline.measured.training import development_checks, development_runs
 
 
 def test_each_calibration_constant_is_its_record():
-    a100 = cluster_roof("a100-sxm-80gb", "fp16")
+    a100 = get_roof("a100-sxm-80gb", "calibrated", "fp16")
     assert a100.bandwidth == pytest.approx(1.70e12) and record("mb0171")["operation"] == "STREAM Triad"
     assert a100.launch_s == pytest.approx(2.62e-6) and record("mb0177")["category"] == "launch_overhead"
     assert a100.port == pytest.approx(24e9) and "200Gb/s" in record("mb0058")["interconnect"]
@@ -19,14 +20,14 @@ def test_each_calibration_constant_is_its_record():
     assert a100.gemm(2 * 8192 ** 3) == pytest.approx(253.7e12) and record("mb0129")["shape_mnk"] == [8192] * 3
     assert a100.nvlink(2 ** 30) == pytest.approx(228.1e9) and record("mb0045")["message_size_bytes"] == 2 ** 30
     assert a100.attention[(128, True)](4096) == pytest.approx(173e12)
-    h100 = cluster_roof("h100-sxm")
+    h100 = get_roof("h100-sxm", "calibrated")
     assert h100.bandwidth == pytest.approx(2.97e12) and h100.port == pytest.approx(48e9)
     assert h100.gemm(2 * 4096 ** 3) == pytest.approx(788.72e12)
 
 
 @pytest.mark.parametrize("chip", CALIBRATED_CHIPS)
 def test_no_calibrated_rate_beats_the_datasheet(chip):
-    cal, sheet = cluster_roof(chip), datasheet_cluster_roof(chip)
+    cal, sheet = get_roof(chip, "calibrated"), datasheet_cluster_roof(chip)
     assert cal.gemm.top <= sheet.peak_flops and cal.bandwidth <= sheet.bandwidth
     assert cal.nvlink.top <= sheet.nvlink.top and cal.port <= sheet.port and cal.send_nvlink <= sheet.send_nvlink
     assert all(c.top <= sheet.peak_flops for c in cal.attention.values())
@@ -35,7 +36,7 @@ def test_no_calibrated_rate_beats_the_datasheet(chip):
 
 @pytest.mark.parametrize("chip", CALIBRATED_CHIPS)
 def test_every_source_named_is_a_record_or_the_h200_measurement(chip):
-    roof = cluster_roof(chip)
+    roof = get_roof(chip, "calibrated")
     ids = microbenchmarks()
     for quantity, names in roof.sources.items():
         for name in names:
@@ -48,8 +49,9 @@ def test_every_source_named_is_a_record_or_the_h200_measurement(chip):
 
 
 def test_a_chip_without_records_is_refused_by_name():
-    with pytest.raises(ValueError, match="no calibrated cluster roof for the .*A100 80GB, H100 SXM, H200"):
-        cluster_roof("v100-sxm2")
+    with pytest.raises(ValueError, match="roof .calibrated. has no data for the V100: microbenchmarks were gathered "
+                                         "for the A100 80GB, H100 SXM, H200 and H800 SXM only; use the datasheet roof"):
+        get_roof("v100-sxm2", "calibrated")
 
 
 @pytest.fixture(scope="module")
@@ -103,7 +105,7 @@ def test_the_ratio_table_has_not_moved(checks):
 
 
 def test_the_h800_roof_is_the_h100_with_its_own_links_and_deepseeks_fp8_matmuls():
-    h800, h100 = cluster_roof("h800-sxm"), cluster_roof("h100-sxm")
+    h800, h100 = get_roof("h800-sxm", "calibrated"), get_roof("h100-sxm", "calibrated")
     # the same die: bf16 matmuls, attention, HBM and launches are the H100's records
     assert h800.gemm == h100.gemm and h800.bandwidth == h100.bandwidth and h800.launch_s == h100.launch_s
     # its NVLink: the one H800 all-reduce (215 GB/s) is above the cut link's 200 GB/s a direction, so capped
@@ -112,7 +114,7 @@ def test_the_h800_roof_is_the_h100_with_its_own_links_and_deepseeks_fp8_matmuls(
     # DeepEP: 153 GB/s dispatch inside a node against that all-reduce; 51 GB/s at 64 GPUs, capped at the 50 GB/s NIC
     assert h800.all_to_all_nvlink == pytest.approx(153 / 215)
     assert record("mb0100")["n_gpus"] == 64 and h800.all_to_all_port == pytest.approx(50e9)
-    fp8 = cluster_roof("h800-sxm", "fp8")
+    fp8 = get_roof("h800-sxm", "calibrated", "fp8")
     assert record("mb0159")["shape_mnk"] == [4096, 7168, 16384]
     assert fp8.gemm(2 * 4096 * 7168 * 16384) == pytest.approx(1520e12)  # DeepGEMM's best row
     # two shapes of the same FLOPs (64 x 4,096 x 7,168 and 128 x 7,168 x 2,048): the curve keeps the faster
@@ -124,9 +126,9 @@ def test_the_h800_roof_is_the_h100_with_its_own_links_and_deepseeks_fp8_matmuls(
 
 def test_calibrated_hiding_block_is_the_law_at_the_measured_rates():
     import roofline as rl
-    from roofline.measured.cluster import calibrated_hiding_block
+    from roofline.parallel.context_parallel import calibrated_hiding_block
 
-    roof = cluster_roof("h100-sxm")
+    roof = get_roof("h100-sxm", "calibrated")
     # Llama 3 70B: 8 KV heads x 128 x (K and V) x 2 bytes = 4,096 bytes a token a layer, d = 64 x 128 = 8,192,
     # so B* = 4096 / (2 x 8192) x F / W = F / (4 W)
     rate = 1.0 / roof.flash_time(1.0, 131072, head_dim=128, causal=True)
@@ -140,7 +142,7 @@ def test_calibrated_hiding_block_is_the_law_at_the_measured_rates():
 
 
 def test_calibrated_hiding_block_refuses_an_unknown_tier_and_a_bad_seq():
-    from roofline.measured.cluster import calibrated_hiding_block
+    from roofline.parallel.context_parallel import calibrated_hiding_block
 
     with pytest.raises(KeyError, match="tier"):
         calibrated_hiding_block("llama-3-70b", "h100-sxm", seq=8192, tier="pcie")
@@ -149,7 +151,7 @@ def test_calibrated_hiding_block_refuses_an_unknown_tier_and_a_bad_seq():
 
 
 def test_token_rate_per_gpu_is_the_batch_over_the_step_and_the_gpus():
-    from roofline.measured.cluster import estimate_step, token_rate_per_gpu
+    from roofline.parallel.cluster import estimate_step, token_rate_per_gpu
     from roofline.parallel.cluster import TrainLayout
 
     lay = TrainLayout(seq=4096, tp=1, dp=8, ep=8, global_batch=16)
@@ -193,7 +195,7 @@ def test_a_roof_without_nu_keeps_the_larger_time_and_nu_below_one_is_refused():
 
 
 def test_nu_is_fitted_to_decode_shaped_fp8_matmuls_only_and_narrows_their_spread():
-    from roofline.measured.cluster import NU_CLOSENESS, NU_GRID, fit_gemm_nu, gemm_nu_points
+    from roofline.core.calibration import NU_CLOSENESS, NU_GRID, fit_gemm_nu, gemm_nu_points
 
     fit = fit_gemm_nu()
     points = gemm_nu_points()
@@ -214,7 +216,7 @@ def test_nu_is_fitted_to_decode_shaped_fp8_matmuls_only_and_narrows_their_spread
 def test_a_vllm_record_by_hand():
     """vLLM's 128 x 43,008 x 5,376 fp8 matmul on an H100 (647.3 TFLOP/s): its weights are 231 MB, so at the
     STREAM rate it cannot take under 78 microseconds; it took 91.4."""
-    from roofline.measured.cluster import gemm_nu_points
+    from roofline.core.calibration import gemm_nu_points
 
     r = record("mbx008")
     assert r["shape_mnk"] == [128, 43008, 5376] and r["value"] == pytest.approx(647.281778)
@@ -226,9 +228,9 @@ def test_a_vllm_record_by_hand():
 
 @pytest.mark.parametrize("chip,joined", [("h100-sxm", True), ("h200-sxm", True), ("h800-sxm", False)])
 def test_which_roofs_join_and_say_so(chip, joined):
-    from roofline.measured.cluster import fit_gemm_nu
+    from roofline.core.calibration import fit_gemm_nu
 
-    fp8, bf16 = cluster_roof(chip, "fp8"), cluster_roof(chip, "bf16")
+    fp8, bf16 = get_roof(chip, "calibrated", "fp8"), get_roof(chip, "calibrated", "bf16")
     assert bf16.gemm_nu is None
     assert fp8.gemm_nu == (fit_gemm_nu().nu if joined else None)
     said = " ".join(fp8.assumptions)

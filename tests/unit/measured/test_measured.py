@@ -11,11 +11,13 @@ import roofline as rl
 from roofline.measured import probe
 from roofline import measured as M
 from roofline.present import tables
+from roofline.core.calibration import calibrated_roof, measured_roof
+from roofline.core.records import Gemm, MeasurementError, decode_attention_bytes, load_layers, load_measurement, measurement_names, parse_measurement
 
 
 @pytest.fixture(scope="module")
 def rec():
-    return M.load_measurement("h200-2026-11-29")
+    return load_measurement("h200-2026-11-29")
 
 
 @pytest.fixture(scope="module")
@@ -25,7 +27,7 @@ def raw():
 
 
 def test_shipped_files_and_headlines(rec):
-    assert M.measurement_names() == ["h200-2026-11-29", "h200-2026-11-29-layers"]
+    assert measurement_names() == ["h200-2026-11-29", "h200-2026-11-29-layers"]
     assert rec.env.device == "NVIDIA H200"
     assert len(rec.gemm_graph) == len(rec.gemm_per_call) == 30 and len(rec.gemm_fp8_per_call) == 11
     # the README's headlines: copy 4.26 TB/s, read 4.08 TB/s, batch-1 decode 4.96 ms (201 tokens/s)
@@ -38,7 +40,7 @@ def test_shipped_files_and_headlines(rec):
 
 
 def test_layers_file_loads_with_the_out_of_memory_point():
-    layers = M.load_layers()
+    layers = load_layers()
     assert [v.query_tokens for v in layers.verify][:2] == [1, 2]
     oom = [a for a in layers.attention if a.explicit_seconds is None]
     assert [a.tokens for a in oom] == [32768] and "out of memory" in oom[0].explicit_error
@@ -57,19 +59,19 @@ def test_records_agree_with_the_package_formulas(rec):
 
 
 def test_measured_roof(rec):
-    roof = M.measured_roof(rec)
+    roof = measured_roof(rec)
     assert roof.kind == "measured" and roof.dtype == "bf16"
     assert roof.bandwidth == rec.bandwidth["copy"].best_bytes_per_s  # copy beat read
     assert roof.peak_flops == pytest.approx(786.19e12, rel=1e-4)
     assert roof.ridge_point == pytest.approx(184.1, abs=0.1)
-    assert M.measured_roof(rec, "fp8").peak_flops == pytest.approx(1385.1e12, rel=1e-4)
-    assert M.measured_roof(rec, bandwidth="read").bandwidth == rec.bandwidth["read"].best_bytes_per_s
+    assert measured_roof(rec, "fp8").peak_flops == pytest.approx(1385.1e12, rel=1e-4)
+    assert measured_roof(rec, bandwidth="read").bandwidth == rec.bandwidth["read"].best_bytes_per_s
     with pytest.raises(ValueError, match="bandwidth must be one of"):
-        M.measured_roof(rec, bandwidth="fastest")
+        measured_roof(rec, bandwidth="fastest")
     with pytest.raises(ValueError, match="no fp16 matmuls"):
-        M.measured_roof(rec, "fp16")
+        measured_roof(rec, "fp16")
     with pytest.raises(TypeError, match="record must be a Measurement"):
-        M.measured_roof({"env": {}})
+        measured_roof({"env": {}})
 
 
 def test_turning_point_matches_the_roofline(rec):
@@ -89,15 +91,15 @@ def _all(rec, roof, roof8):
 
 def test_every_point_obeys_the_bound_under_datasheet_and_measured_roofs(rec):
     h = rl.get_hardware("h200-sxm")
-    for roof, roof8 in ((rl.as_roof(h, "bf16"), rl.as_roof(h, "fp8")), (M.measured_roof(rec), M.measured_roof(rec, "fp8"))):
+    for roof, roof8 in ((rl.as_roof(h, "bf16"), rl.as_roof(h, "fp8")), (measured_roof(rec), measured_roof(rec, "fp8"))):
         points = _all(rec, roof, roof8)
         assert len(points) == 136
         assert M.bound_violations(points) == []
 
 
 def test_a_roof_from_the_read_benchmark_alone_is_broken_only_where_explained(rec):
-    read = M.measured_roof(rec, bandwidth="read")
-    points = _all(rec, read, M.measured_roof(rec, "fp8", bandwidth="read"))
+    read = measured_roof(rec, bandwidth="read")
+    points = _all(rec, read, measured_roof(rec, "fp8", bandwidth="read"))
     assert {c.label for c in points if not c.obeys} == set(M.READ_ROOF_EXCEPTIONS)
     assert M.bound_violations(points, M.READ_ROOF_EXCEPTIONS) == []
     with pytest.raises(ValueError, match="obey the bound"):
@@ -110,7 +112,7 @@ def test_ratios_a_reader_would_check(rec):
     h = rl.get_hardware("h200-sxm")
     dec = M.compare_decode(rec, h)[0]
     assert dec.label == "decode batch=1 context=2048" and dec.ratio == pytest.approx(0.642, abs=1e-3)
-    pre = {c.label: c for c in M.compare_prefill(rec, M.measured_roof(rec))}
+    pre = {c.label: c for c in M.compare_prefill(rec, measured_roof(rec))}
     assert pre["prefill tokens=2048"].ratio == pytest.approx(0.833, abs=1e-3)
     table = tables.comparison_table({"datasheet": M.compare_prefill(rec, h), "measured": list(pre.values())})
     assert table.rows[4] == ("prefill tokens=2048", "48.6 ms", "0.66", "0.83")
@@ -146,25 +148,25 @@ def _broken(raw, edit):
     (lambda d: d.update(decode={"batch": 1}), r"field 'decode': expected list"),
 ])
 def test_bad_files_name_the_key(raw, edit, message):
-    with pytest.raises(M.MeasurementError, match=message):
-        M.parse_measurement(_broken(raw, edit), "bad.json")
+    with pytest.raises(MeasurementError, match=message):
+        parse_measurement(_broken(raw, edit), "bad.json")
 
 
 def test_bad_paths_and_json(tmp_path):
     with pytest.raises(KeyError, match="unknown measurement 'h200-2026-11-30'; did you mean"):
-        M.load_measurement("h200-2026-11-30")
+        load_measurement("h200-2026-11-30")
     bad = tmp_path / "x.json"
     bad.write_text("{not json")
-    with pytest.raises(M.MeasurementError, match="x.json: not valid JSON"):
-        M.load_measurement(bad)
+    with pytest.raises(MeasurementError, match="x.json: not valid JSON"):
+        load_measurement(bad)
     with pytest.raises(TypeError, match="measurement must be a name"):
-        M.load_measurement(42)
+        load_measurement(42)
 
 
 def test_a_saved_file_round_trips(raw, tmp_path):
     path = tmp_path / "mine.json"
     path.write_text(json.dumps(raw))
-    assert M.load_measurement(path).decode == M.load_measurement().decode
+    assert load_measurement(path).decode == load_measurement().decode
 
 
 # --- the reader's machine ------------------------------------------------------------------
@@ -178,7 +180,7 @@ def cpu():
 
 
 def test_cpu_record_is_finite_positive_and_in_the_h200_format(cpu):
-    rec = M.parse_measurement(json.loads(json.dumps(cpu)), "cpu")
+    rec = parse_measurement(json.loads(json.dumps(cpu)), "cpu")
     assert rec.env.details["threads"] >= 1 and rec.env.details["blas"]
     assert set(rec.bandwidth) == {"copy", "read", "write"}
     for b in rec.bandwidth.values():
@@ -190,8 +192,8 @@ def test_cpu_record_is_finite_positive_and_in_the_h200_format(cpu):
 
 
 def test_cpu_products_obey_their_own_roof(cpu):
-    rec = M.parse_measurement(cpu, "cpu")
-    roof = M.measured_roof(rec)
+    rec = parse_measurement(cpu, "cpu")
+    roof = measured_roof(rec)
     assert roof.kind == "measured" and roof.dtype == "fp32"
     for g in rec.gemm_per_call:
         # compute side: the roof's peak is the best product's best run, so no median exceeds it
@@ -222,7 +224,7 @@ def test_gpu_record():
         pytest.skip("no CUDA GPU")
     rec = probe.measure("gpu", buffer_bytes=256 * 2**20, shapes=[(1, 4096, 4096), (4096, 4096, 4096)],
                           repeats=5, warmup=2, progress=None)
-    roof = M.measured_roof(rec)
+    roof = measured_roof(rec)
     assert roof.dtype == "bf16" and roof.bandwidth > 0 and roof.peak_flops > 0
     assert all(g.flops_per_s <= roof.peak_flops for g in rec.gemm_per_call)
 
@@ -270,11 +272,11 @@ def test_matmuls_reads_and_layer_ops_are_timed_at_the_roof(rec):
 
 
 def test_the_measured_roof_is_the_best_matmul_and_the_best_bandwidth(rec):
-    roof = M.measured_roof(rec)
+    roof = measured_roof(rec)
     assert roof.peak_flops == max(g.best_flops_per_s for g in (*rec.gemm_graph, *rec.gemm_per_call) if g.dtype == "bf16")
     assert roof.bandwidth == max(rec.bandwidth["copy"].best_bytes_per_s, rec.bandwidth["read"].best_bytes_per_s)
     assert roof.ridge_point == roof.peak_flops / roof.bandwidth
-    assert M.measured_roof(rec, "fp8").peak_flops == max(g.best_flops_per_s for g in rec.gemm_fp8_per_call)
+    assert measured_roof(rec, "fp8").peak_flops == max(g.best_flops_per_s for g in rec.gemm_fp8_per_call)
     g = rec.gemm_graph[0]
     assert g.intensity == g.flops / g.min_bytes and g.flops_per_s == g.flops / g.seconds
     copy = rec.bandwidth["copy"]
@@ -284,7 +286,7 @@ def test_the_measured_roof_is_the_best_matmul_and_the_best_bandwidth(rec):
 
 
 def _gemm(m, seconds, n=4096, k=4096):
-    return M.Gemm(m, n, k, 2 * m * n * k, 2 * (m * k + k * n + m * n), seconds, 2 * m * n * k / seconds)
+    return Gemm(m, n, k, 2 * m * n * k, 2 * (m * k + k * n + m * n), seconds, 2 * m * n * k / seconds)
 
 
 def test_knee_and_compute_bound_from_on_a_sweep_by_hand():
@@ -302,7 +304,7 @@ def test_knee_and_compute_bound_from_on_a_sweep_by_hand():
 
 def test_ceilings_table_prints_measured_over_datasheet(rec):
     h = rl.get_hardware("h200-sxm")
-    sheet, roof = rl.as_roof(h, "bf16"), M.measured_roof(rec)
+    sheet, roof = rl.as_roof(h, "bf16"), measured_roof(rec)
     t = tables.ceilings_table(sheet, roof)
     assert t.rows[0][-1] == f"{100 * roof.bandwidth / 4.8e12:.0f}%"
     assert t.rows[1][-1] == f"{100 * roof.peak_flops / 989.4e12:.0f}%"
@@ -324,9 +326,9 @@ def test_decode_attention_sweep_runs_on_any_torch_device():
            "bandwidth": {"read": {"bytes": 1e6, "seconds": 1e-4}},
            "gemm_per_call": [], "decode_attention": runs}
     raw["gemm_per_call"] = [probe._gemm_entry(2, 8, 8, 4, 1e-6, 1e-6, "fp32")]
-    parsed = M.parse_measurement(raw, "cpu sweep").decode_attention
+    parsed = parse_measurement(raw, "cpu sweep").decode_attention
     assert [r.groups for r in parsed] == [2, 4]
-    assert all(r.bytes == M.decode_attention_bytes(r.batch, r.context, 4, 2, 16) for r in parsed)
+    assert all(r.bytes == decode_attention_bytes(r.batch, r.context, 4, 2, 16) for r in parsed)
     with pytest.raises(ValueError, match="do not share 3 KV heads evenly"):
         probe.decode_attention_sweep(torch, "cpu", timer, heads=(4, 3, 16), progress=None)
     with pytest.raises(ValueError, match=r"decode_attention must be \(batch, context\) pairs"):
@@ -334,7 +336,7 @@ def test_decode_attention_sweep_runs_on_any_torch_device():
 
 
 def test_the_fastest_product_at_a_row_count_sets_the_calibrated_rate(rec):
-    cal = M.calibrated_roof(rec)
+    cal = calibrated_roof(rec)
     for m in (1, 128, 4096):
         g = rec.fastest_gemm(m)
         assert g.m == m and float(cal.matmul_flops_per_s(m)) == pytest.approx(g.flops_per_s)
@@ -353,7 +355,7 @@ def _cmp(*ratios):
 
 @pytest.fixture(scope="module")
 def cal():
-    return M.calibrated_roof(M.load_measurement("h200-2026-11-29"), M.load_layers("h200-2026-11-29-layers"))
+    return calibrated_roof(load_measurement("h200-2026-11-29"), load_layers("h200-2026-11-29-layers"))
 
 
 def test_predictions_band_and_worst_factor_by_hand():
@@ -424,7 +426,7 @@ def test_achieved_rates_launches_and_weights_over_kv(rec):
 
 def test_predicted_tokens_per_s_is_batch_over_predicted(rec):
     runs = [r for r in rec.decode if r.context == 2048]
-    roof = M.measured_roof(rec, "bf16")
+    roof = measured_roof(rec, "bf16")
     got = M.predicted_tokens_per_s(rec, roof, runs)
     want = [r.batch / c.predicted for r, c in zip(runs, M.compare_decode(rec, roof, runs=runs))]
     assert list(got) == pytest.approx(want)
@@ -476,9 +478,9 @@ def test_the_measured_bandwidth_is_the_faster_of_copy_and_read(rec):
     candidate: the roof takes the best a kernel was seen to stream, not the first or the slowest."""
     copy_, read = rec.bandwidth["copy"].best_bytes_per_s, rec.bandwidth["read"].best_bytes_per_s
     assert copy_ > read > rec.bandwidth["write"].best_bytes_per_s
-    assert M.measured_roof(rec).bandwidth == copy_
+    assert measured_roof(rec).bandwidth == copy_
     for name in ("copy", "read", "write"):
-        assert M.measured_roof(rec).bandwidth >= M.measured_roof(rec, bandwidth=name).bandwidth
+        assert measured_roof(rec).bandwidth >= measured_roof(rec, bandwidth=name).bandwidth
 
 
 def test_calibrated_interpolation_is_straight_on_log_log_axes():

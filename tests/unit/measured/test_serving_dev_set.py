@@ -4,9 +4,10 @@ counted, the runtime settings are the tool's documented defaults (chapter 13).""
 import pytest
 
 from roofline.core.hardware import get_hardware
-from roofline.measured.cluster import cluster_roof
-from roofline.measured.serving import (ESTIMATE_BAND, TRTLLM_RUNTIME, ceiling_deployment, serving_dev_checks,
-                                       serving_pair, serving_roof, serving_runs, trtllm_bench_limits)
+from roofline.core.calibration import get_roof
+from roofline.measured.serving import ESTIMATE_BAND, TRTLLM_RUNTIME, serving_dev_checks, serving_runs, trtllm_bench_limits
+from roofline.core.calibration import get_roof
+from roofline.serving.deployment import ceiling_deployment, serving_pair
 from roofline.serving.deployment import Deployment, Workload
 
 CHECKS = serving_dev_checks()
@@ -78,10 +79,10 @@ def test_the_ceiling_deployment_drops_every_runtime_cap():
 
 
 def test_serving_roofs_and_a_chip_without_a_calibrated_roof():
-    assert serving_roof("h100-sxm", "datasheet", "fp8").kind == "datasheet"
-    assert serving_roof("h100-sxm", "calibrated", "fp8").calibrated
-    with pytest.raises(ValueError, match="roof must be one of"):
-        serving_roof("h100-sxm", "measured")
+    assert get_roof("h100-sxm", "datasheet", "fp8").kind == "datasheet"
+    assert get_roof("h100-sxm", "calibrated", "fp8").calibrated
+    with pytest.raises(KeyError, match="unknown roof 'measured'"):
+        get_roof("h100-sxm", "measured")
     pair = serving_pair("llama-3.1-8b", "b200", Workload(1024, 128), Deployment(weights_dtype="fp8"))
     assert pair.estimate is None and pair.ceiling.fits
 
@@ -89,9 +90,9 @@ def test_serving_roofs_and_a_chip_without_a_calibrated_roof():
 def test_the_h200s_fp8_matmuls_are_its_own_records():
     """The H200 record's per-call fp8 sweep (torch._scaled_mm, n = k = 8,192) of 1,024 rows and more sets the
     H200's fp8 curve: its first point is the 1,024-row product, as the record gives it."""
-    from roofline.measured.records import load_measurement
+    from roofline.core.records import load_measurement
 
-    h200 = cluster_roof("h200-sxm", "fp8")
+    h200 = get_roof("h200-sxm", "calibrated", "fp8")
     fp8 = sorted((g for g in load_measurement().gemm_fp8_per_call if g.m >= 1024), key=lambda g: g.flops)
     assert h200.gemm.xs[0] == fp8[0].flops == 2 * 1024 * 8192 * 8192
     assert h200.gemm.ys[0] == pytest.approx(fp8[0].flops_per_s)
@@ -103,7 +104,7 @@ def test_the_h200s_fp8_matmuls_are_its_own_records():
 def test_a_prefill_runs_at_flash_attentions_forward_rate(chip):
     """FlashAttention-3's forward pass on the H100 (its benchmark) is faster per FLOP than FlashAttention-2's
     forward and backward together, and no faster than the bf16 peak."""
-    roof = cluster_roof(chip, "bf16")
+    roof = get_roof(chip, "calibrated", "bf16")
     assert roof.attention_forward
     flops, seq = 1e12, 4096
     fwd = roof.flash_forward_time(flops, seq)

@@ -5,9 +5,10 @@ from dataclasses import replace
 
 import pytest
 
-from roofline.core.cluster_roof import Curve, datasheet_cluster_roof
+from roofline.core.cluster_roof import datasheet_cluster_roof
+from roofline.core.curve import Curve
 from roofline.core.model import load_model
-from roofline.measured.cluster import cluster_roof
+from roofline.core.calibration import get_roof
 from roofline.parallel.cluster import TrainLayout, check_layout, price_step
 from roofline.parallel.planner import gpt_model
 
@@ -32,7 +33,7 @@ LAYOUTS = [
 
 def _priced(model, gpu, lay):
     dtype = lay.dtype
-    return price_step(model, lay, cluster_roof(gpu, dtype)), price_step(model, lay, datasheet_cluster_roof(gpu, dtype))
+    return price_step(model, lay, get_roof(gpu, "calibrated", dtype)), price_step(model, lay, datasheet_cluster_roof(gpu, dtype))
 
 
 @pytest.mark.parametrize("model,gpu,lay", LAYOUTS, ids=[f"{i}" for i in range(len(LAYOUTS))])
@@ -47,7 +48,7 @@ def test_the_estimate_is_never_below_the_floor_in_any_part(model, gpu, lay):
 
 @pytest.mark.parametrize("model,gpu,lay", LAYOUTS[:6], ids=[f"{i}" for i in range(6)])
 def test_more_bandwidth_or_more_flops_is_never_slower(model, gpu, lay):
-    roof = cluster_roof(gpu, lay.dtype)
+    roof = get_roof(gpu, "calibrated", lay.dtype)
     base = price_step(model, lay, roof).time
     faster = [
         replace(roof, gemm=Curve(roof.gemm.xs, tuple(2 * y for y in roof.gemm.ys)),
@@ -66,7 +67,7 @@ def test_a_step_of_the_22b_run_adds_up_by_hand():
     small all-reduces of the loss; no bubble, no data-parallel exchange."""
     lay = TrainLayout(seq=2048, tp=8, micro_batch=4, global_batch=4, attention="standard", dtype="fp16",
                       grad_dtype="fp16", sequence_parallel=True)
-    roof = cluster_roof("a100-sxm-80gb", "fp16")
+    roof = get_roof("a100-sxm-80gb", "calibrated", "fp16")
     p = price_step(GPT22, lay, roof)
     msg = 4 * 2048 * 6144 * 2
     ag = roof.collective_time("all_gather", 8, msg, per_node=8)
@@ -80,7 +81,7 @@ def test_a_step_of_the_22b_run_adds_up_by_hand():
 def test_the_bubble_is_a_share_of_an_average_stage():
     lay = TrainLayout(seq=2048, tp=8, pp=8, micro_batch=1, global_batch=64, schedule="interleaved", chunks=3,
                       attention="standard", dtype="fp16", grad_dtype="fp16")
-    roof = cluster_roof("a100-sxm-80gb", "fp16")
+    roof = get_roof("a100-sxm-80gb", "calibrated", "fp16")
     m = gpt_model(12288, 96, 96)
     p = price_step(m, lay, roof)
     one = replace(lay, global_batch=8)  # one micro-batch per pipeline, same stage
@@ -90,7 +91,7 @@ def test_the_bubble_is_a_share_of_an_average_stage():
 
 
 def test_recomputation_trades_time_for_memory():
-    roof = cluster_roof("h100-sxm")
+    roof = get_roof("h100-sxm", "calibrated")
     lay = TrainLayout(seq=8192, tp=4, pp=2, dp=2, global_batch=64)
     none, sel, full = (price_step("llama-3-70b", replace(lay, recompute=r), roof) for r in ("none", "selective", "full"))
     assert none.time < sel.time < full.time
@@ -129,7 +130,7 @@ def test_expert_parallelism_is_checked_against_the_experts():
 
 
 def test_expert_parallelism_moves_tokens_and_splits_experts():
-    roof = cluster_roof("h100-sxm")
+    roof = get_roof("h100-sxm", "calibrated")
     base = TrainLayout(seq=4096, tp=1, dp=8, global_batch=8)
     one, eight = (price_step("mixtral-8x7b", replace(base, ep=e), roof) for e in (1, 8))
     assert one.parts["expert all-to-all"] == 0 < eight.parts["expert all-to-all"]
@@ -137,7 +138,7 @@ def test_expert_parallelism_moves_tokens_and_splits_experts():
 
 
 def test_tensor_parallelism_across_nodes_is_priced_on_the_network():
-    roof = cluster_roof("h100-sxm")
+    roof = get_roof("h100-sxm", "calibrated")
     inside = price_step("llama-3-70b", TrainLayout(seq=8192, tp=8, dp=2, global_batch=2), roof)
     across = price_step("llama-3-70b", TrainLayout(seq=8192, tp=16, dp=1, global_batch=2), roof)
     # half the work per GPU, but every exchange leaves the node through the ports
@@ -145,7 +146,7 @@ def test_tensor_parallelism_across_nodes_is_priced_on_the_network():
 
 
 def test_context_parallelism_hides_the_ring_behind_long_attention():
-    roof = cluster_roof("h100-sxm")
+    roof = get_roof("h100-sxm", "calibrated")
     lay = TrainLayout(seq=131072, tp=8, cp=16, pp=16, dp=8, global_batch=128, recompute="full")
     p = price_step("llama-3.1-405b", lay, roof)
     assert p.parts["context-parallel"] < 0.05 * p.parts["attention"]
@@ -160,7 +161,7 @@ def test_the_roof_must_be_a_cluster_roof():
 def test_a_search_ranks_fitting_layouts_and_a_restricted_one_never_beats_it():
     from roofline.parallel.cluster import search
 
-    roof = cluster_roof("h100-sxm")
+    roof = get_roof("h100-sxm", "calibrated")
     full = search("llama-3-70b", roof, gpus=64, seq=8192, global_batch=128)
     assert full.priced > 100 and full.refused > 0
     times = [p.time for p in full.ranked]
@@ -176,17 +177,21 @@ def test_a_search_ranks_fitting_layouts_and_a_restricted_one_never_beats_it():
 def test_a_search_where_nothing_fits_says_so():
     from roofline.parallel.cluster import search
 
-    s = search("llama-3.1-405b", cluster_roof("h100-sxm"), gpus=8, seq=8192, global_batch=8)
-    assert s.ranked == () and s.priced > 0
-    with pytest.raises(ValueError, match="no layout of the 8 GPUs fits"):
+    s = search("llama-3.1-405b", get_roof("h100-sxm", "calibrated"), gpus=8, seq=8192, global_batch=8)
+    assert s.ranked == () and s.priced > 0 and s.leanest > get_roof("h100-sxm").hardware.usable_capacity
+    with pytest.raises(ValueError, match=r"Llama 3.1 405B fits on no layout of the 8 H100 SXMs at seq 8,192: the "
+                                         r"leanest of the \d+ priced needs \d+ GB per GPU against 84.0 GB usable"):
         s.best
+    with pytest.raises(ValueError, match="global_batch \\(7\\) is not divisible by dp x micro_batch of any layout"):
+        search("llama-3.1-405b", get_roof("h100-sxm"), gpus=8, seq=8192, global_batch=7, micro_batches=(2,),
+               tps=(1,), cps=(1,), pps=(1,))
 
 
 def test_zero_shards_each_experts_state_over_its_own_replicas():
     """With ZeRO-1 over 8 replicas, splitting the experts 8 ways (EP 8) leaves each GPU the same share of the
     experts' optimizer state as ZeRO alone does: EP divides the experts, and ZeRO then has one replica of each
     to shard over instead of eight."""
-    roof = cluster_roof("h100-sxm")
+    roof = get_roof("h100-sxm", "calibrated")
     base = TrainLayout(seq=4096, dp=8, global_batch=8, zero_stage=1)
     one, eight = (price_step("mixtral-8x7b", replace(base, ep=e), roof) for e in (1, 8))
     assert eight.memory_parts["optimizer"] == pytest.approx(one.memory_parts["optimizer"])
@@ -238,12 +243,12 @@ def test_tp_layer_times_at_the_datasheet_match_the_chapters_count_without_latenc
     assert lt.exchange == pytest.approx(2 * 2 * 7 / 8 * 4096 * 8192 * 2 / 450e9)
     assert lt.compute_share == pytest.approx(lt.matmuls / (lt.matmuls + lt.exchange))
     # measured: NVLink reaches 362 GB/s of bus bandwidth for a 64 MiB all-reduce, and the matmuls slow too
-    cal = C.tp_layer_times("llama-3-70b", 8, 4096, cluster_roof("h100-sxm"))
+    cal = C.tp_layer_times("llama-3-70b", 8, 4096, get_roof("h100-sxm", "calibrated"))
     assert cal.exchange == pytest.approx(2 * 2 * 7 / 8 * 4096 * 8192 * 2 / 361.78e9, rel=0.01)
     assert cal.matmuls > lt.matmuls
     # across two nodes the exchange outlasts the matmuls, at the floor and under the estimate
     assert C.tp_layer_times("llama-3-70b", 16, 4096, sheet).exchange_over_compute > 1
-    assert C.tp_layer_times("llama-3-70b", 16, 4096, cluster_roof("h100-sxm")).exchange_over_compute > 1
+    assert C.tp_layer_times("llama-3-70b", 16, 4096, get_roof("h100-sxm", "calibrated")).exchange_over_compute > 1
 
 
 def test_tp_stack_time_is_the_stages_layers_each_matmuls_plus_exchange():

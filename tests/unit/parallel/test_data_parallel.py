@@ -214,10 +214,10 @@ def test_hierarchical_latency_steps_by_hand():
 
 def test_roof_hiding_tokens_prices_the_all_reduce_against_the_cluster_models_backward_pass():
     from roofline.core.cluster_roof import datasheet_cluster_roof
-    from roofline.measured import cluster_roof
+    from roofline.core.calibration import get_roof
     from roofline.parallel.cluster import TrainLayout, backward_seconds
 
-    sheet, cal = datasheet_cluster_roof("h100-sxm"), cluster_roof("h100-sxm")
+    sheet, cal = datasheet_cluster_roof("h100-sxm"), get_roof("h100-sxm", "calibrated")
     tokens = dp.roof_hiding_tokens("llama-3-8b", sheet, nodes=1)
     per_token = backward_seconds("llama-3-8b", TrainLayout(seq=4096, recompute="none", zero_stage=0), sheet) / 4096
     # at the threshold the backward pass lasts one ring all-reduce of 16.06 GB over 8 GPUs at 450 GB/s
@@ -239,9 +239,9 @@ def test_zero_layouts_name_the_chapters_four_stages_over_all_gpus():
 
 def test_roof_bucket_exchange_sends_each_bucket_at_the_bus_bandwidth_for_its_size():
     from roofline.core.cluster_roof import datasheet_cluster_roof
-    from roofline.measured import cluster_roof
+    from roofline.core.calibration import get_roof
 
-    sheet, cal = datasheet_cluster_roof("h100-sxm"), cluster_roof("h100-sxm")
+    sheet, cal = datasheet_cluster_roof("h100-sxm"), get_roof("h100-sxm", "calibrated")
     # at the datasheet there is no latency: 613 buckets of 25 MiB cost what one all-reduce of 16.06 GB costs
     # over one node, 2 x 7/8 of the buffer at 450 GB/s
     one = dp.roof_bucket_exchange("llama-3-8b", sheet, nodes=1)

@@ -9,6 +9,7 @@ from roofline.core.hardware import get_hardware
 from roofline.core.model import param_count
 from roofline.parallel.pipeline import bubble_fraction
 from roofline.parallel.planner import plan
+from roofline.core.policies import RECOMPUTES
 
 
 @pytest.fixture(scope="module")
@@ -119,7 +120,7 @@ def test_where_picks_the_layouts_with_the_fields_asked(seventy):
     g = seventy.grid
     assert idx.size > 0
     assert (g["tp"][idx] == 8).all() and (g["pp"][idx] == 2).all()
-    assert (g["recompute"][idx] == planner.RECOMPUTES.index("full")).all()
+    assert (g["recompute"][idx] == RECOMPUTES.index("full")).all()
     # every layout of the grid with those degrees, counted by hand
     assert idx.size == sum(1 for i in range(seventy.count) if g["tp"][i] == 8 and g["pp"][i] == 2 and g["recompute"][i] == 2)
     fast = planner.where(seventy, fitting=True, tp=8)

@@ -364,8 +364,8 @@ def test_the_datasheet_cluster_roof_gives_back_the_datasheet_rules_in_one_node()
 
 
 def test_the_calibrated_h100_roof_moves_the_rules_by_its_measured_rates():
-    from roofline.measured import cluster_roof
-    roof = cluster_roof("h100-sxm")
+    from roofline.core.calibration import get_roof
+    roof = get_roof("h100-sxm", "calibrated")
     moved = rules.calibrated_thresholds("llama-3-70b", roof, batch=64)
     assert moved["ridge point"] == pytest.approx(roof.gemm.top / roof.bandwidth)
     assert moved["ridge point"] < rules.ridge("h100-sxm")  # the matmuls fall further short of peak than HBM

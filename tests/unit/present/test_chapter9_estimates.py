@@ -4,11 +4,14 @@ import pytest
 
 from roofline import measured as M
 from roofline.present import tables
+from roofline.measured.training import megatron_searches
+from roofline.parallel.cluster import estimate_step, search
+from roofline.core.calibration import get_roof
 
 
 @pytest.fixture(scope="module")
 def searches():
-    return M.megatron_searches()
+    return megatron_searches()
 
 
 def test_megatron_searches_cover_the_four_published_runs(searches):
@@ -46,10 +49,10 @@ def test_tables_have_one_column_per_run_and_one_row_per_layout(searches):
     assert t.columns[1:] == ("GPT 146B", "GPT 310B", "GPT 530B", "GPT 1008B")
     assert t.rows[0][1:] == ("1,536", "1,920", "2,520", "3,072")
     assert t.rows[1][1] == "TP 8 · PP 8 · DP 24, interleaved x10, recompute full"
-    plan = M.cluster_plan("llama-3-70b", "h100-sxm", nodes=8, seq=8192, global_batch=512)
+    plan = search("llama-3-70b", get_roof("h100-sxm", "calibrated"), gpus=64, seq=8192, global_batch=512)
     c = tables.cluster_plan_table(plan, 3)
     assert len(c.rows) == 3 and c.columns[4:6] == ("estimate", "floor")
-    e, f = plan.ranked[0]
+    e, f = plan.ranked[0], plan.floors(1)[0]
     assert e.time > f.time  # the estimate of a layout is never faster than its floor
     assert c.rows[0][4] == tables.fmt(e.time, "s")
 
@@ -58,7 +61,7 @@ def test_published_settings_table_lists_each_setting_with_its_ratio():
     from roofline.parallel.cluster import TrainLayout
 
     lay = TrainLayout(seq=8192, tp=8, pp=4, dp=2, global_batch=16, recompute="full", schedule="interleaved", chunks=2)
-    floor, est = M.estimate_step("llama-3-70b", "h100-sxm", lay)
+    floor, est = estimate_step("llama-3-70b", "h100-sxm", lay)
     t = tables.published_settings_table([(floor, est)], 0.4)
     assert len(t.columns) <= 6
     (row,) = t.rows
@@ -71,7 +74,7 @@ def test_published_settings_table_lists_each_setting_with_its_ratio():
 def test_estimate_beside_floor_table_lists_each_layout_with_floor_and_estimate():
     from roofline.parallel import data_parallel as dp
 
-    rows = {k: M.estimate_step("llama-3-70b", "h100-sxm", lay) for k, lay in dp.zero_layouts(seq=4096, gpus=64).items()}
+    rows = {k: estimate_step("llama-3-70b", "h100-sxm", lay) for k, lay in dp.zero_layouts(seq=4096, gpus=64).items()}
     t = tables.estimate_beside_floor_table(rows, title="ZeRO")
     assert [r[0] for r in t.rows] == ["DDP", "ZeRO-1", "ZeRO-2", "ZeRO-3 (FSDP full)"] and len(t.columns) == 6
     floor, est = rows["ZeRO-3 (FSDP full)"]

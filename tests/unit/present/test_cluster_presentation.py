@@ -3,18 +3,20 @@
 import numpy as np
 import pytest
 
+from roofline.core.calibration import get_roof
 from roofline.core.units import fmt
-from roofline.measured import cluster as C
 from roofline.present import plot, tables, widgets
+from roofline.measured.training import development_checks
+from roofline.parallel.cluster import part_shares
 
 
 @pytest.fixture(scope="module")
 def checks():
-    return C.development_checks()
+    return development_checks()
 
 
 def test_cluster_roof_table_puts_the_a100_and_h100_side_by_side_with_their_records():
-    t = tables.cluster_roof_table([C.cluster_roof("a100-sxm-80gb", "fp16"), C.cluster_roof("h100-sxm", "bf16")])
+    t = tables.cluster_roof_table([get_roof("a100-sxm-80gb", "calibrated", "fp16"), get_roof("h100-sxm", "calibrated", "bf16")])
     assert t.columns == ("quantity", "A100 80GB", "A100 80GB: from", "H100 SXM", "H100 SXM: from")
     row = dict((r[0], r[1:]) for r in t.rows)
     assert row["memory-bound kernels"] == ("1.70 TB/s", "mb0171: Azure AI Benchmarking Guide - results",
@@ -71,9 +73,9 @@ def test_step_parts_chart_stacks_shares_to_the_whole_step(checks):
     ax = fig.axes[0]
     # bars of one run add to 100%
     widths = [p.get_width() for p in ax.patches if abs(p.get_y() + p.get_height() / 2 - 2) < 1e-9]
-    assert sum(widths) == pytest.approx(100 * sum(v for k, v in C.part_shares(checks[0].estimate).items()
+    assert sum(widths) == pytest.approx(100 * sum(v for k, v in part_shares(checks[0].estimate).items()
                                                   if k in plot.PART_COLORS and any(
-                                                      C.part_shares(p)[k] > 0.005 for p in prices.values())))
+                                                      part_shares(p)[k] > 0.005 for p in prices.values())))
     assert [t.get_text() for t in ax.get_yticklabels()] == list(prices)
 
 

@@ -15,6 +15,8 @@ import roofline as rl  # noqa: E402
 from roofline import measured as M  # noqa: E402
 from roofline.measured.compare import Comparison  # noqa: E402
 from roofline.present import plot  # noqa: E402
+from roofline.core.calibration import calibrated_roof
+from roofline.core.records import load_layers, load_measurement
 
 H100_BF16, H100_HBM = 989.4e12, 3.35e12  # the H100 SXM's datasheet: dense bf16 FLOP/s, HBM bytes/s
 
@@ -429,8 +431,8 @@ def test_measured_vs_predicted_chart_lines_for_predictions_dots_for_measurements
 
 
 def test_calibration_chart_shows_the_sweeps_against_the_datasheet():
-    rec, layers = M.load_measurement("h200-2026-11-29"), M.load_layers("h200-2026-11-29-layers")
-    cal = M.calibrated_roof(rec, layers)
+    rec, layers = load_measurement("h200-2026-11-29"), load_layers("h200-2026-11-29-layers")
+    cal = calibrated_roof(rec, layers)
     h200 = rl.get_hardware("h200-sxm")
     fig = plot.calibration_chart(cal, h200, title="What the microbenchmarks reached")
     memory, compute = fig.axes

@@ -11,6 +11,7 @@ import roofline as rl  # noqa: E402
 from roofline import measured
 from roofline.workloads import memory, training
 from roofline.present import plot, tables, widgets  # noqa: E402
+from roofline.core.records import load_layers
 
 
 def test_recompute_table_rows_add_up():
@@ -23,7 +24,7 @@ def test_recompute_table_rows_add_up():
 
 def test_checkpoint_runs_follow_the_measurement_file():
     runs = measured.checkpoint_runs()
-    layers = measured.load_layers()
+    layers = load_layers()
     assert [r.run for r in runs] == list(layers.train)
     for r in runs:
         # the file's own model FLOPs (6N tokens + 3 x attention) are reproduced exactly

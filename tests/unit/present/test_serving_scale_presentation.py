@@ -6,7 +6,8 @@ import pytest
 
 import roofline as rl
 from roofline.core.units import fmt
-from roofline.measured.serving import serving_dev_checks, serving_roof
+from roofline.measured.serving import serving_dev_checks
+from roofline.core.calibration import get_roof
 from roofline.present import plot, tables, widgets
 from roofline.serving import deployment as D
 
@@ -17,7 +18,7 @@ W = D.Workload(2048, 256)
 
 @pytest.fixture(scope="module")
 def roofs():
-    return {k: serving_roof(H100, k, "fp8") for k in ("datasheet", "calibrated")}
+    return {k: get_roof(H100, k, "fp8") for k in ("datasheet", "calibrated")}
 
 
 def test_deployment_frontier_chart_draws_both_roofs_per_layout_and_the_targets(roofs):

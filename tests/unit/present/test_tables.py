@@ -4,8 +4,11 @@ import pytest
 
 import roofline as rl
 from roofline.workloads import memory as M
+from roofline.core.policies import RECOMPUTES
 from roofline.present import tables
 from roofline.core.units import fmt
+from roofline.core.calibration import measured_roof
+from roofline.core.records import load_measurement
 
 
 def test_workload_table_prints_time_per_token_and_utilization(llama, h100):
@@ -204,7 +207,7 @@ def test_mfu_calculator_is_6N_tokens_over_the_jobs_peak_and_8N_for_hfu(llama):
 
 def test_korthikanti_table_matches_the_papers_closed_forms():
     t = tables.korthikanti_table(seq=2048, micro_batch=1, title="Activations per GPT layer")
-    assert t.columns == ("GPT layer", *M.RECOMPUTE_POLICIES, "equals the paper")
+    assert t.columns == ("GPT layer", *RECOMPUTES, "equals the paper")
     assert t.columns == ("GPT layer", "none", "selective", "full", "equals the paper")
     assert len(t.rows) == len(M.KORTHIKANTI_CONFIGS)
     s, b, h, a = 2048, 1, 6144, 64  # the 22B configuration
@@ -453,8 +456,8 @@ def test_ceilings_table_measured_over_the_datasheet():
     from roofline import measured
 
     sheet, sheet8 = rl.as_roof("h200-sxm"), rl.as_roof("h200-sxm", "fp8")
-    rec = measured.load_measurement("h200-2026-11-29")
-    roof, roof8 = measured.measured_roof(rec), measured.measured_roof(rec, "fp8")
+    rec = load_measurement("h200-2026-11-29")
+    roof, roof8 = measured_roof(rec), measured_roof(rec, "fp8")
     t = tables.ceilings_table([sheet, sheet8], [roof, roof8], title="H200: datasheet against measured")
     assert t.columns == ("ceiling", "datasheet", "measured", "measured / datasheet")
     assert t.column("ceiling") == ("HBM bandwidth", "dense bf16 matmul", "ridge point, bf16 (FLOP/B)",
@@ -541,10 +544,10 @@ def test_layer_table_lists_a_layers_pieces_and_adds_them_up():
 
 
 def test_calibrated_rules_table_shows_only_the_rate_bound_rules_datasheet_then_measured():
-    from roofline.measured import cluster_roof
+    from roofline.core.calibration import get_roof
     from roofline.parallel import rules
 
-    roof = cluster_roof("h100-sxm")
+    roof = get_roof("h100-sxm", "calibrated")
     small = rules.rules_for("llama-3-8b", "h100-sxm", roof=roof)
     t = tables.calibrated_rules_table({"8B": small})
     names = [r[0].split(" (")[0] for r in t.rows]

@@ -7,6 +7,8 @@ import pytest
 import roofline as rl
 from roofline.workloads import memory
 from roofline.present import plot, tables, widgets
+from roofline.core.calibration import calibrated_roof
+from roofline.core.records import load_layers, load_measurement
 
 
 @pytest.fixture(scope="module")
@@ -254,7 +256,7 @@ def test_calibrated_decode_explorer_reads_out_the_calibrated_estimate():
     import roofline as rl
     from roofline import measured as M
 
-    cal = M.calibrated_roof(M.load_measurement("h200-2026-11-29"), M.load_layers("h200-2026-11-29-layers"))
+    cal = calibrated_roof(load_measurement("h200-2026-11-29"), load_layers("h200-2026-11-29-layers"))
     ex = widgets.calibrated_decode_explorer("llama-3-8b", "h200-sxm", cal, batches=(1, 16), contexts=(512,))
     assert sorted(ex.frames) == [(0, 0), (1, 0)]
     est = rl.predict(rl.decode_step("llama-3-8b", 16, 512, accounting="refined"), cal, timing="kernel")

@@ -9,14 +9,15 @@ import pytest
 from roofline.core.cluster_roof import datasheet_cluster_roof
 from roofline.core.hardware import get_hardware
 from roofline.core.model import load_model
-from roofline.measured.serving import serving_pair, serving_roof
+from roofline.core.calibration import get_roof
+from roofline.serving.deployment import serving_pair
 from roofline.serving.deployment import (Deployment, Workload, frontier, largest_batch, layouts, plan_serving,
                                          smallest_slice, step_time, sustain)
 
 H100, H200 = get_hardware("h100-sxm"), get_hardware("h200-sxm")
 FP8 = dict(weights_dtype="fp8", kv_dtype="fp8", math_dtype="fp8")
 DS = {"h100": datasheet_cluster_roof(H100, "fp8"), "h200": datasheet_cluster_roof(H200, "fp8")}
-CAL = {"h100": serving_roof(H100, "calibrated", "fp8"), "h200": serving_roof(H200, "calibrated", "fp8")}
+CAL = {"h100": get_roof(H100, "calibrated", "fp8"), "h200": get_roof(H200, "calibrated", "fp8")}
 
 CASES = [("llama-3.1-8b", H100, 1, Workload(1024, 256)), ("llama-3.1-70b", H100, 4, Workload(2048, 128)),
          ("llama-3.1-70b", H200, 2, Workload(128, 1024, prefix_hit=0.5)), ("mixtral-8x7b", H100, 2, Workload(512, 512)),

@@ -6,7 +6,7 @@ import math
 import pytest
 
 import roofline as rl
-from roofline.measured.serving import serving_roof
+from roofline.core.calibration import get_roof
 from roofline.serving import deployment as D
 
 H100 = rl.get_hardware("h100-sxm")
@@ -16,7 +16,7 @@ W = D.Workload(2048, 256)
 
 @pytest.fixture(scope="module")
 def cal():
-    return serving_roof(H100, "calibrated", "fp8")
+    return get_roof(H100, "calibrated", "fp8")
 
 
 def test_published_serving_figures_carry_their_source():
@@ -96,7 +96,7 @@ def test_a_wide_head_weighs_two_bytes_a_parameter_and_runs_at_its_own_peak(cal):
     assert b.parts["output head"] > a.parts["output head"]
     assert b.parts["matmuls"] == a.parts["matmuls"] and b.flops == a.flops  # the FLOPs themselves are the same
     # under the datasheet roof the head's FLOPs go at the bf16 peak, the rest at the fp8 peak
-    sheet = serving_roof(H100, "datasheet", "fp8")
+    sheet = get_roof(H100, "datasheet", "fp8")
     head_flops = 2 * 2048 * 128256 * 4096
     sa, sb = (D.step_time(m, d, sheet, decode=2048, context=1024) for d in (narrow, wide))
     assert sb.flops == sa.flops

@@ -9,6 +9,8 @@ import roofline as rl
 from roofline import measured as M
 from roofline.serving import speculative as SP
 from roofline.workloads.inference import verify_step
+from roofline.core.calibration import calibrated_roof
+from roofline.core.records import load_layers, load_measurement
 
 TARGET, DRAFT = "llama-3-8b", "llama-3.2-1b"
 
@@ -60,8 +62,8 @@ def test_verify_attention_counts_the_causal_triangle_over_the_new_tokens():
 
 
 def test_calibrated_roof_predicts_the_measured_verify_steps():
-    rec, layers = M.load_measurement(), M.load_layers()
-    cal, model = M.calibrated_roof(rec, layers), M.model_of(rec)
+    rec, layers = load_measurement(), load_layers()
+    cal, model = calibrated_roof(rec, layers), M.model_of(rec)
     runs = {v.query_tokens: v.seconds for v in layers.verify}
     assert runs[64] == pytest.approx(5.63e-3, abs=5e-6) and runs[1] == pytest.approx(4.57e-3, abs=5e-6)
     for q, measured in runs.items():

@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 
 import roofline as rl
 from roofline.workloads import memory as M
+from roofline.core.policies import RECOMPUTES
 
 # GPT-3 style configurations of Korthikanti et al., Table 3: (hidden, heads, layers, tensor parallel)
 PAPER = M.KORTHIKANTI_CONFIGS
@@ -41,7 +42,7 @@ def test_zero_stages_follow_the_paper(gpus):
 
 
 @pytest.mark.parametrize("name", PAPER)
-@pytest.mark.parametrize("recompute", M.RECOMPUTE_POLICIES)
+@pytest.mark.parametrize("recompute", RECOMPUTES)
 @pytest.mark.parametrize("tp, sp", [(1, False), (8, False), (8, True)])
 def test_gpt_layer_tensors_reproduce_the_paper(name, recompute, tp, sp):
     h, a, _, _ = PAPER[name]

@@ -8,7 +8,7 @@ import pytest
 import roofline as rl
 from roofline.workloads import quantization as q
 from roofline.core.formats import Formats, formats
-from roofline.measured import load_measurement
+from roofline.core.records import load_measurement
 from roofline.core.units import GroupFormat, bits_per_element, dtype_bytes, group_format
 
 

@@ -9,7 +9,7 @@ from hypothesis import given, settings, strategies as st
 
 import roofline as rl
 from roofline.workloads import tiling
-from roofline.measured import load_layers
+from roofline.core.records import load_layers
 
 
 # ---------------------------------------------------------------------------------------------

@@ -80,7 +80,7 @@ def test_one_recompute_table_for_memory_and_compute(llama, h100):
     from roofline.workloads import memory
     from roofline.core import policies
 
-    assert memory.RECOMPUTE_POLICIES == tuple(policies.RECOMPUTE) == ("none", "selective", "full")
+    assert policies.RECOMPUTES == tuple(policies.RECOMPUTE) == ("none", "selective", "full")
     # selective recomputation redoes the attention core only: no parameter FLOPs, one more attention forward
     ctx = 8192
     fwd_attn = 2 * ctx * llama.attention_width * llama.num_layers  # causal, per token

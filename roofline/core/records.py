@@ -1,10 +1,18 @@
-"""Measurement records: what a file of measurements holds, read and validated (the appendix).
+"""Records of measurements, read and validated the way :mod:`~roofline.core.hardware` reads the catalog
+(appendices B and C): what the calibrated roofs are built from.
 
-The files live in ``roofline/data/measured/`` with a README that explains every field (its provenance:
-one NVIDIA H200 SXM, PyTorch 2.11, 2026-11-29). :func:`load_measurement` reads the main file (or one
-that :mod:`roofline.measured.probe` wrote on the reader's machine: same format), :func:`load_layers` the
-layer-level one. Both validate as they read: a missing key, a wrong type or a time that is not a
-positive number fails with a :class:`MeasurementError` naming the file, the record and the key.
+Two kinds, each a data file shipped in ``roofline/data/``:
+
+- **Our own measurement of a GPU** (``data/measured/``, with a README that explains every field; its
+  provenance: one NVIDIA H200 SXM, PyTorch 2.11, 2026-11-29). :func:`load_measurement` reads the main file
+  (or one that :mod:`roofline.measured.probe` wrote on the reader's machine: same format),
+  :func:`load_layers` the layer-level one. Both validate as they read: a missing key, a wrong type or a
+  time that is not a positive number fails with a :class:`MeasurementError` naming the file, the record
+  and the key.
+- **Published microbenchmarks** (``data/microbenchmarks.json``, the project's transcription with each
+  record's source, commit and quote, and ``data/microbenchmarks-added.json``, the records added later in
+  the same schema): :func:`microbenchmarks`, :func:`record`, :func:`record_value` (in SI units) and
+  :func:`record_ids` (the records that match some fields).
 """
 
 from __future__ import annotations
@@ -15,6 +23,7 @@ from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from types import MappingProxyType
+from functools import lru_cache
 from typing import Mapping
 
 from roofline.core.checks import number, unknown_name
@@ -42,6 +51,11 @@ __all__ = [
     "load_layers",
     "parse_measurement",
     "parse_layers",
+    "microbenchmarks",
+    "record",
+    "record_value",
+    "record_ids",
+    "source_records",
 ]
 
 class MeasurementError(ValueError):
@@ -476,3 +490,60 @@ def load_layers(name_or_path: str | Path = "h200-2026-11-29-layers") -> LayersMe
     return parse_layers(raw, label)
 
 
+
+
+# ---------------------------------------------------------------------------------------------
+# Published microbenchmarks
+
+
+@lru_cache(maxsize=1)
+def _microbenchmarks() -> Mapping[str, dict]:
+    data = resources.files("roofline.data")
+    found = list(json.loads(data.joinpath("microbenchmarks.json").read_text()))
+    found += json.loads(data.joinpath("microbenchmarks-added.json").read_text())["records"]
+    out: dict[str, dict] = {}
+    for r in found:
+        if r["id"] in out:
+            raise ValueError(f"microbenchmark record {r['id']!r} is given twice")
+        out[r["id"]] = r
+    return MappingProxyType(out)
+
+
+def microbenchmarks() -> Mapping[str, dict]:
+    """Every published microbenchmark record, by id: the shared transcription's (``mb0001`` ...) and those the
+    project added later in the same schema (``mbx001`` ..., ``roofline/data/microbenchmarks-added.json``)."""
+    return _microbenchmarks()
+
+
+def record(record_id: str) -> dict:
+    """One microbenchmark record: its value, unit, settings, source and quote."""
+    recs = _microbenchmarks()
+    if record_id not in recs:
+        raise unknown_name("microbenchmark record", record_id, recs)
+    return recs[record_id]
+
+
+_UNITS = {"GB/s": 1e9, "TB/s": 1e12, "TFLOP/s": 1e12, "us": 1e-6, "us per kernel": 1e-6}
+
+
+def record_value(record_id: str) -> float:
+    """A microbenchmark record's value in SI units (bytes/s, FLOP/s or seconds)."""
+    r = record(record_id)
+    return float(r["value"]) * _UNITS[r["unit"]]
+
+
+def record_ids(**match) -> list[str]:
+    """The ids of the records whose fields equal the values given (a callable value is a test of the field):
+    ``record_ids(category="gemm", gpu=lambda g: g.startswith("H800"))``."""
+    return [rid for rid, r in _microbenchmarks().items()
+            if all((r.get(k) == v) if not callable(v) else v(r.get(k)) for k, v in match.items())]
+
+
+def source_records(source: str) -> list[str]:
+    """A roof's source entry as record ids: 'mb0025-mb0048' is the range, 'mb0058' one record, anything else
+    (a measurement of our own, named in words) none."""
+    recs = _microbenchmarks()
+    a, _, b = source.partition("-")
+    if a in recs and b in recs:
+        return [i for i in recs if a <= i <= b]
+    return [source] if source in recs else []

@@ -1,0 +1,586 @@
+"""Which roof: the calibrated roofs built from records, beside the datasheet's, and the one function that
+answers "the roof of this chip, of this kind, in this format" (appendices B and C).
+
+A roof comes in one of two kinds (:data:`~roofline.core.cluster_roof.ROOF_KINDS`): the **datasheet**'s,
+a floor no kernel beats, and a **calibrated** one, what microbenchmarks of the chip reached, an estimate.
+And at one of two scopes (:data:`SCOPES`):
+
+``'cluster'``
+    A :class:`~roofline.core.cluster_roof.ClusterRoof`: a chip and its fabric, pricing a step's pieces by
+    size (a matmul by its FLOPs, a memory-bound kernel by its bytes, a collective by its buffer); the
+    training and serving models of chapters 7 to 13 and appendix C. Calibrated for the chips of
+    :data:`CALIBRATED_CHIPS`, each from published microbenchmark records only (matmul sweeps, flash-attention
+    benchmarks, STREAM, tiny-kernel launch rates, nccl-tests bus bandwidths, copy bandwidths), named by id
+    (:func:`~roofline.core.records.record`), never from an end-to-end run nor another tool's efficiency
+    factors; the H200's kernels from our own measurement of one. Where a chip has no record of a quantity the
+    value is carried over from a named chip and said so in ``assumptions``; every calibrated rate is capped at
+    the datasheet's, so an estimate is never below its floor.
+``'chip'``
+    The roof that times one GPU's list of kernels (:func:`~roofline.core.roof.predict`; chapters 1 to 6 and
+    appendix B): the :class:`~roofline.core.hardware.Hardware` itself for the datasheet (the peak of every
+    format it lists), or the :class:`~roofline.core.roof.CalibratedRoof` of our measurement
+    (:func:`calibrated_roof`), which exists for the measured chip alone unless its efficiencies are carried to
+    another, an assumption labelled as such.
+
+:func:`get_roof` holds the default (calibrated where the chip has a calibrated roof at that scope, else the
+datasheet's) and the one refusal (a calibrated roof asked of a chip without one).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+from functools import lru_cache
+from types import MappingProxyType
+from typing import NamedTuple
+
+import numpy as np
+
+from roofline.core.checks import unknown_name
+from roofline.core.cluster_roof import ROOF_KINDS, ClusterRoof, datasheet_cluster_roof, joined_time
+from roofline.core.curve import Curve
+from roofline.core.hardware import Hardware, get_hardware
+from roofline.core.ops import attention_flops
+from roofline.core.records import (LayersMeasurement, Measurement, MeasurementError, load_layers, load_measurement,
+                                   microbenchmarks, record, record_ids, record_value, source_records)
+from roofline.core.roof import CalibratedRoof, Roof
+
+__all__ = ["SCOPES", "CALIBRATED_CHIPS", "MEASURED_CHIP", "roof_kind", "get_roof", "measured_roof", "calibrated_roof",
+           "EXCLUDED", "NU_CLOSENESS", "NU_GRID", "NuPoint", "NuFit", "gemm_nu_points", "fit_gemm_nu",
+           "RoofConstant", "ROOF_QUANTITIES", "roof_constants"]
+
+SCOPES = ("cluster", "chip")
+"""What a roof prices: a step's pieces on a chip and its fabric ('cluster'), or one GPU's kernels ('chip')."""
+
+MEASURED_CHIP = "h200-sxm"
+"""The chip our own measurement record is of (``roofline/data/measured``): the one with a calibrated 'chip' roof."""
+
+
+# ------------------------------------------------------------------------------------- one GPU's kernels
+
+_BANDWIDTHS = ("best", "copy", "read", "write")
+"""The bandwidths a measured roof may take: the fastest of copy and read, or one benchmark by name."""
+
+
+def measured_roof(record: Measurement, dtype: str | None = None, *, bandwidth: str = "best", label: str | None = None) -> Roof:
+    """The roof a machine was seen to reach: the fastest matmul of ``dtype`` (best run; bf16 where there
+    is one, else the record's own format) and the best
+    measured bandwidth (``'best'``: the fastest of copy and read; or one benchmark by name).
+
+    A ceiling built from a slower benchmark is not a ceiling: the appendix shows points through it.
+    """
+    if not isinstance(record, Measurement):
+        raise TypeError(f"record must be a Measurement (from load_measurement), got {type(record).__name__}")
+    if dtype is None:  # bf16 where measured (a GPU), else the first matmul's format (fp32 on a CPU)
+        every = (*record.gemm_graph, *record.gemm_per_call)
+        dtype = "bf16" if any(g.dtype == "bf16" for g in every) else every[0].dtype
+    gemms = record.gemms(dtype)
+    if not gemms:
+        raise ValueError(f"record {record.name!r} has no {dtype} matmuls to build a roof from")
+    if bandwidth not in _BANDWIDTHS:
+        raise ValueError(f"bandwidth must be one of {', '.join(map(repr, _BANDWIDTHS))}, got {bandwidth!r}")
+    if bandwidth == "best":
+        found = [record.bandwidth[k].best_bytes_per_s for k in ("copy", "read") if k in record.bandwidth]
+        if not found:
+            raise ValueError(f"record {record.name!r} has neither a 'copy' nor a 'read' bandwidth")
+        bw = max(found)
+    elif bandwidth in record.bandwidth:
+        bw = record.bandwidth[bandwidth].best_bytes_per_s
+    else:
+        raise ValueError(f"record {record.name!r} has no {bandwidth!r} bandwidth; it has {', '.join(record.bandwidth)}")
+    peak = max(g.best_flops_per_s for g in gemms)
+    return Roof(label or f"{record.env.device} measured", peak, bw, "measured", dtype)
+
+
+
+def calibrated_roof(record: Measurement, layers: "LayersMeasurement | None" = None, *, mode: str = "graph",
+                    label: str | None = None):
+    """The :class:`~roofline.core.roof.CalibratedRoof` of a record's microbenchmarks, and only those:
+
+    - bandwidth by transfer size from ``read_bandwidth_vs_size`` (latency-bound below a few MB), and the
+      sustained bandwidth, the best median of the copy and read benchmarks;
+    - matmul FLOP/s by rows ``m``: the best median of the CUDA-graph sweeps (``gemm_graph``) at each ``m``,
+      and for fp8 of the per-call sweep (launch-bound at small ``m``: an underestimate there);
+    - flash attention's FLOP/s by sequence length from ``layers.attention`` when given (causal FLOPs
+      counted exactly, as the refined accounting does);
+    - the launch latency per kernel, eager and CUDA graph, from ``launch_overhead``;
+    - when the record has ``decode_attention`` (from :func:`roofline.measured.probe.gpu_record`), the bandwidth a
+      decode attention kernel reached by sequences x KV heads and bytes per group: a kernel with few
+      groups cannot keep every multiprocessor busy. Without it, attention is timed by the read sweep.
+
+    The end-to-end decode and prefill times are not used: they are what the roof is tested against.
+    """
+    if not isinstance(record, Measurement):
+        raise TypeError(f"record must be a Measurement (from load_measurement), got {type(record).__name__}")
+    missing = [k for k, v in (("read_bandwidth_vs_size", record.read_bandwidth_vs_size),
+                              ("gemm_graph", record.gemm_graph), ("launch_overhead", record.launch_overhead)) if not v]
+    if missing:
+        raise MeasurementError(f"record {record.name!r} lacks {', '.join(missing)}: a calibrated roof needs the read "
+                               "sweep, the CUDA-graph matmul sweep and the launch overhead")
+    found = [record.bandwidth[k].bytes_per_s for k in ("copy", "read") if k in record.bandwidth]
+    if not found:
+        raise MeasurementError(f"record {record.name!r} has neither a 'copy' nor a 'read' bandwidth")
+    reads = sorted(record.read_bandwidth_vs_size, key=lambda r: r.bytes)
+
+    def curve(gemms):
+        best: dict[int, float] = {}
+        for g in gemms:
+            best[g.m] = max(best.get(g.m, 0.0), g.flops_per_s)
+        rows = sorted(best)
+        return tuple(float(r) for r in rows), tuple(best[r] for r in rows)
+
+    rows, flops = {}, {}
+    rows["bf16"], flops["bf16"] = curve(record.gemm_graph)
+    if record.gemm_fp8_per_call:
+        rows["fp8"], flops["fp8"] = curve(record.gemm_fp8_per_call)
+    att_t, att_f = (), ()
+    if layers is not None:
+        runs = sorted(layers.attention, key=lambda r: r.tokens)
+        att_t = tuple(float(r.tokens) for r in runs)
+        att_f = tuple(float(attention_flops(r.tokens, r.tokens, r.heads * r.head_dim, causal="exact")) / r.flash_seconds
+                      for r in runs)
+    by_groups: dict[int, dict[float, float]] = {}
+    for r in record.decode_attention:  # the best of repeated shapes, per group count and bytes per group
+        curve_ = by_groups.setdefault(r.groups, {})
+        per = r.bytes / r.groups
+        curve_[per] = max(curve_.get(per, 0.0), r.bytes_per_s)
+    groups = tuple(float(g) for g in sorted(by_groups))
+    curves = tuple((tuple(sorted(by_groups[g])), tuple(by_groups[g][x] for x in sorted(by_groups[g])))
+                   for g in sorted(by_groups))
+    lo = record.launch_overhead
+    return CalibratedRoof(label or f"{record.env.device} calibrated", max(found),
+                          tuple(float(r.bytes) for r in reads), tuple(float(r.seconds) for r in reads), rows, flops,
+                          {"graph": lo.graph_s_per_kernel, "eager": lo.eager_s_per_kernel}, mode, att_t, att_f,
+                          groups, curves)
+
+
+
+# ------------------------------------------------------------------------- the cluster roofs' curves
+
+def _best_at_each(points) -> Curve:
+    """A curve through ``(x, y)`` points, keeping the best ``y`` where two share an ``x`` (two matmul shapes of
+    the same FLOPs)."""
+    xs, ys = [], []
+    for px, py in sorted(points):
+        if xs and px == xs[-1]:
+            ys[-1] = max(ys[-1], py)
+        else:
+            xs.append(px)
+            ys.append(py)
+    return Curve(tuple(xs), tuple(ys))
+
+
+def _sweep(ids, x) -> Curve:
+    return _best_at_each((x(record(i)), record_value(i)) for i in ids)
+
+
+def _gemm_flops(r) -> float:
+    m, n, k = r["shape_mnk"]
+    return 2.0 * m * n * k
+
+
+def _attention(gpu: str, tool: str, cap: float, operation: str = "attention forward+backward") -> dict:
+    out = {}
+    for hd in (64, 128):
+        for causal in (False, True):
+            ids = record_ids(category="attention_kernel", gpu=gpu, operation=operation, head_dim=hd,
+                       causal=causal, tool=lambda t: t.startswith(tool))
+            if ids:
+                out[(hd, causal)] = _sweep(ids, lambda r: float(r["seq_len"])).capped(cap)
+    return out
+
+
+
+# Records excluded from a curve, with why (the book states them in appendix C).
+EXCLUDED = MappingProxyType({
+    "mb0133": "a cuBLASLt matmul of 802,816 x 192 x 768 on the A100, 192 output columns wide, far narrower than any "
+              "layer of the development set, which reaches 158 TFLOP/s: a curve by FLOPs alone cannot hold it",
+    "mb0125": "the same narrow shape on the H100 (fp8)",
+    "mb0138": "a bf16 torch.mm of 10,240 cubed on the H100, slower than 8,192 cubed in the same community "
+              "submission (likely throttled clocks): the curve keeps the sweep's shape up to 8,192",
+    "mb0158": "DeepGEMM's fp8 matmul of 4,096 x 32,768 x 512 on the H800, 512 deep, which reaches 775 TFLOP/s "
+              "where shapes of the same FLOPs reach 1,100 or more: too narrow for a curve by FLOPs",
+    "mb0160": "a DeepGEMM row whose quote is another row's (64 x 4,096 x 7,168 at 287 TFLOP/s), so its 1,410 "
+              "TFLOP/s for 4,096 x 4,096 x 7,168 has no quote behind it",
+    "mb0162": "DeepGEMM's later 128 x 160 tiles (a pull request), for a shape the README's table already gives: "
+              "the curve keeps one version of the kernel",
+})
+
+
+# ------------------------------------------------------------------------ joining a matmul's two times
+
+NU_CLOSENESS = 1 / 3
+"""A record enters the fit of :math:`\\nu` when its shorter time is at least this share of its longer one:
+far from the ridge every exponent gives the larger time, and the record says nothing about the join."""
+NU_GRID = (1.0, 8.0, 0.01)
+"""The exponents tried (from, to, step): a bounded search, so the fit always ends."""
+
+
+class NuPoint(NamedTuple):
+    """One decode-shaped fp8 matmul: its FLOPs at the H100 fp8 sweep's rate for that size (``compute_s``), its
+    bytes at the STREAM rate (``memory_s``, fp8 operands and a 16-bit output) and the time it took."""
+
+    record: str
+    rows: int
+    n: int
+    k: int
+    compute_s: float
+    memory_s: float
+    measured_s: float
+
+    @property
+    def closeness(self) -> float:
+        """The shorter of the two priced times over the longer: 1 at the ridge."""
+        return min(self.compute_s, self.memory_s) / max(self.compute_s, self.memory_s)
+
+    def priced(self, nu: float | None) -> float:
+        """The time the roof gives it with the exponent ``nu`` (None: the larger of the two)."""
+        if nu is None:
+            return max(self.compute_s, self.memory_s)
+        return joined_time(self.compute_s, self.memory_s, nu)
+
+
+class NuFit(NamedTuple):
+    """The fitted exponent, the records it used and the spread of measured over priced time, with ``nu``
+    and with the roofline's larger-of-two (both as root-mean-square log ratios)."""
+
+    nu: float
+    points: tuple
+    rms_log: float
+    rms_log_max: float
+
+    @property
+    def typical(self) -> float:
+        """The typical factor between measured and priced time with ``nu``: ``exp(rms_log)``."""
+        return math.exp(self.rms_log)
+
+    @property
+    def typical_max(self) -> float:
+        """The same factor with the larger of the two times."""
+        return math.exp(self.rms_log_max)
+
+
+def gemm_nu_points(most_rows: int = 256) -> tuple[NuPoint, ...]:
+    """Every published fp8 matmul of at most ``most_rows`` rows on the H100's die (the H100 and the H800:
+    DeepGEMM's table and vLLM's decode-shaped sweep), priced on the H100's fp8 sweep and STREAM rate without
+    a join. Records excluded from the curves (:data:`EXCLUDED`) are left out."""
+    roof = _h100(get_hardware("h100-sxm"), "fp8", join=False)
+    out = []
+    for rid, r in microbenchmarks().items():
+        if r.get("category") != "gemm" or not str(r.get("dtype", "")).startswith("fp8") or rid in EXCLUDED:
+            continue
+        if not str(r.get("gpu", "")).startswith(("H100", "H800")):
+            continue
+        m, n, k = r["shape_mnk"]
+        if m > most_rows:
+            continue
+        flops = 2.0 * m * n * k
+        nbytes = k * n + m * k + 2.0 * m * n
+        out.append(NuPoint(rid, m, n, k, flops / roof.gemm(flops), nbytes / roof.bandwidth, flops / record_value(rid)))
+    return tuple(sorted(out, key=lambda p: (p.rows, p.n, p.k, p.record)))
+
+
+@lru_cache(maxsize=1)
+def fit_gemm_nu() -> NuFit:
+    """:math:`\\nu` fitted to the records of :func:`gemm_nu_points` whose two times are close (at least
+    :data:`NU_CLOSENESS`): the exponent of :data:`NU_GRID` with the least squared log ratio of measured
+    to priced time. Matmul records only: never a step of a model, never a serving run."""
+    pts = tuple(p for p in gemm_nu_points() if p.closeness >= NU_CLOSENESS)
+    if not pts:
+        raise ValueError("no decode-shaped fp8 matmul record has its two times close enough to fit nu")
+    lo, hi, step = NU_GRID
+    grid = np.arange(lo, hi + step / 2, step)
+
+    def spread(nu):
+        return float(np.sqrt(np.mean([np.log(p.measured_s / p.priced(nu)) ** 2 for p in pts])))
+
+    errors = [spread(nu) for nu in grid]
+    best = float(round(grid[int(np.argmin(errors))], 2))
+    return NuFit(best, pts, min(errors), spread(None))
+
+
+def _fp8_join(dtype: str, note: str = "") -> tuple[float | None, tuple]:
+    """The exponent a Hopper roof of ``dtype`` joins its matmuls' two times with, and the assumption that says
+    so: :func:`fit_gemm_nu`'s for fp8 (``note`` added to the words), none for other formats."""
+    if dtype != "fp8":
+        return None, ()
+    fit = fit_gemm_nu()
+    return fit.nu, (f"a matmul's compute and memory times are joined with nu = {fit.nu:.2f} (fitted to "
+                    f"{len(fit.points)} decode-shaped fp8 matmuls of the H100's die, fit_gemm_nu); bf16 matmuls keep "
+                    f"the larger of the two{note}",)
+
+
+def _a100(hw: Hardware, dtype: str) -> ClusterRoof:
+    peak = hw.peak_flops(dtype)
+    gemm_ids = ["mb0126", "mb0131", "mb0127", "mb0128", "mb0129", "mb0132", "mb0130"]
+    fabric, fsources = _fabric(hw, "A100 SXM4 80GB", all_to_all="mb0065", all_reduce="mb0051", port="mb0058",
+                               port_check="mb0054", all_to_all_port="mb0067", send="mb0279", latency="mb0050")
+    return ClusterRoof(
+        f"{hw.short} calibrated", hw, "calibrated", dtype, peak,
+        gemm=_sweep(gemm_ids, _gemm_flops).capped(peak),
+        attention=_attention("A100 SXM4 80GB", "FlashAttention-2", peak),
+        bandwidth=min(record_value("mb0171"), hw.hbm_bandwidth),
+        launch_s=record_value("mb0177"),
+        **fabric,
+        sources={"gemm": tuple(gemm_ids), "attention": ("mb0181-mb0201",), "bandwidth": ("mb0171",),
+                 "launch": ("mb0177",), **fsources},
+        assumptions=(
+            "bf16 matmuls reach the fp16 sweep's rates (the A100's datasheet gives both the same peak)",
+            "all-gather and reduce-scatter reach all-reduce's bus bandwidth at the same buffer size (no sweep of "
+            "them was published for the A100)",
+            "across nodes the bus bandwidth follows the NVLink sweep's dependence on size, scaled to the ports' "
+            "rate (no multi-node sweep was published for the A100)",
+            "one message's latency is the 1 KiB all-reduce's time over its 14 ring steps",
+        ))
+
+
+def _fabric(hw: Hardware, gpu: str, *, all_to_all: str, all_reduce: str, port: str, port_check: str,
+            all_to_all_port: str, send: str, latency: str) -> tuple[dict, dict]:
+    """A chip's fabric from its records: the all-reduce sweep of ``gpu`` inside a node, all-to-all as a share of
+    all-reduce at the same scale, one network port, all-to-all across nodes, a two-GPU copy, and one message's
+    latency (a 1 KiB all-reduce's time over its 14 ring steps); each capped at the datasheet's link.
+    ``port_check`` is the vendor's multi-node all-reduce of eight ports a node, which agrees with the port's rate."""
+    sweep = record_ids(category="collective", gpu=gpu, operation="all_reduce", message_size_bytes=lambda s: isinstance(s, int))
+    up, net = hw.link("scale_up").each_way, hw.link("network").each_way
+    fabric = dict(nvlink=_sweep(sweep, lambda r: float(r["message_size_bytes"])).capped(up),
+                  all_to_all_nvlink=record_value(all_to_all) / record_value(all_reduce), port=min(record_value(port), net),
+                  all_to_all_port=min(record_value(all_to_all_port), net), send_nvlink=min(record_value(send), up),
+                  latency_s=record_value(latency) / 14)
+    return fabric, {"nvlink": (f"{sweep[0]}-{sweep[-1]}",), "all_to_all_nvlink": (all_to_all, all_reduce),
+                    "port": (port, port_check), "all_to_all_port": (all_to_all_port,), "send_nvlink": (send,),
+                    "latency": (latency,)}
+
+
+def _h100_fabric(hw: Hardware) -> tuple[dict, dict]:
+    return _fabric(hw, "H100 SXM 80GB", all_to_all="mb0066", all_reduce="mb0060", port="mb0057",
+                   port_check="mb0055", all_to_all_port="mb0068", send="mb0281", latency="mb0049")
+
+
+def _h100(hw: Hardware, dtype: str, join: bool = True) -> ClusterRoof:
+    """The H100's roof; its fp8 matmuls join their two times with :func:`fit_gemm_nu`'s exponent, unless
+    ``join`` is False (the larger of the two, as :func:`gemm_nu_points` prices them for the fit)."""
+    peak = hw.peak_flops(dtype)
+    nu, joined = _fp8_join(dtype) if join else (None, ())
+    gemm_ids = ["mb0134", "mb0135", "mb0136", "mb0137"] if dtype in ("bf16", "fp16") else \
+        ["mb0117", "mb0123", "mb0118", "mb0119", "mb0120", "mb0124", "mb0121", "mb0122"]
+    fabric, fsources = _h100_fabric(hw)
+    return ClusterRoof(
+        f"{hw.short} calibrated", hw, "calibrated", dtype, peak,
+        gemm=_sweep(gemm_ids, _gemm_flops).capped(peak),
+        attention=_attention("H100 SXM5 80GB", "FlashAttention-2", peak),
+        attention_forward=_attention("H100 SXM5 80GB", "FlashAttention-3", hw.peak_flops("bf16"), "attention forward"),
+        bandwidth=min(record_value("mb0166"), hw.hbm_bandwidth),
+        launch_s=record_value("mb0179"),
+        **fabric,
+        sources={"gemm": tuple(gemm_ids), "attention": ("FlashAttention-2 fwd+bwd, H100",), "bandwidth": ("mb0166",),
+                 "launch": ("mb0179",), "attention_forward": ("FlashAttention-3 forward, H100",), **fsources},
+        gemm_nu=nu,
+        assumptions=(
+            *joined,
+            "the launch rate is the H200's (mb0179): the same Hopper launch path",
+            "point-to-point NVLink copies reach the H200's (mb0281): the same NVLink 4",
+            "the NVLink sweep (NVLS on) is capped at the link's one-way rate",
+            "all-gather and reduce-scatter reach all-reduce's bus bandwidth at the same buffer size",
+            "across nodes the bus bandwidth follows the NVLink sweep's dependence on size, scaled to the ports' rate",
+        ))
+
+
+def _h200(hw: Hardware, dtype: str) -> ClusterRoof:
+    rec = load_measurement()
+    single = calibrated_roof(rec, load_layers(), mode="eager")
+    peak = hw.peak_flops(dtype)
+    # the curve by FLOPs is of matmuls of thousands of rows (the record's decode-shaped ones, a few rows, are
+    # left out: their time is the launch's); the per-call sweeps of bf16 and of fp8 (torch._scaled_mm)
+    gemms = sorted((g.flops, g.flops_per_s) for g in (*rec.gemm_per_call, *rec.gemm_fp8_per_call)
+                   if g.dtype == dtype and g.m >= 1024)
+    h100 = get_hardware("h100-sxm")
+    if not gemms:
+        raise ValueError(f"the H200 record has no {dtype} matmuls of 1,024 rows or more")
+    gemm, gemm_sources = _best_at_each(gemms).capped(peak), ("h200-2026-11-29 gemms",)
+    nu, joined = _fp8_join(dtype, ", the H100's exponent on the same die")
+    fabric, fsources = _h100_fabric(h100)
+    return ClusterRoof(
+        f"{hw.short} calibrated", hw, "calibrated", dtype, peak,
+        gemm=gemm,
+        attention=_attention("H100 SXM5 80GB", "FlashAttention-2", peak),
+        attention_forward=_attention("H100 SXM5 80GB", "FlashAttention-3", hw.peak_flops("bf16"), "attention forward"),
+        bandwidth=min(single.bandwidth, hw.hbm_bandwidth),
+        launch_s=record_value("mb0179"),
+        **fabric,
+        sources={"gemm": gemm_sources, "bandwidth": ("h200-2026-11-29 reads",),
+                 "launch": ("mb0179",), "attention": ("FlashAttention-2 fwd+bwd, H100",),
+                 "attention_forward": ("FlashAttention-3 forward, H100",),
+                 **fsources},
+        gemm_nu=nu,
+        assumptions=(
+            *joined,
+            "flash attention reaches the H100's FlashAttention-2 rates (the same Hopper die; the H200's own record "
+            "holds forward passes only)",
+            "the fabric is the H100's (NVLink 4, one 400 Gb/s port per GPU); the H200 record's one all-reduce "
+            "(mb0093, 482 GB/s) agrees with the H100 sweep's top",
+        ))
+
+
+def _h800(hw: Hardware, dtype: str) -> ClusterRoof:
+    """The H800: the H100's die with NVLink cut to 200 GB/s a direction. Its own records are DeepSeek's fp8
+    GEMMs (DeepGEMM), DeepEP's all-to-alls and one nccl-tests all-reduce; the rest is the H100's roof."""
+    h100 = _h100(get_hardware("h100-sxm"), dtype)
+    up, net = hw.link("scale_up").each_way, hw.link("network").each_way
+    gemm, sources = h100.gemm, dict(h100.sources)
+    if dtype not in ("bf16", "fp16"):  # DeepGEMM's README table, less what EXCLUDED says why
+        ids = [i for i in record_ids(category="gemm", gpu=lambda g: str(g).startswith("H800")) if i not in EXCLUDED]
+        gemm, sources["gemm"] = _sweep(ids, _gemm_flops).capped(hw.peak_flops(dtype)), tuple(ids)
+    # the H100's size-dependence, scaled so its top is the H800's one all-reduce (mb0081), capped at the link
+    scale = record_value("mb0081") / h100.nvlink.top
+    sources.update(nvlink=(sources["nvlink"][0] + " scaled to mb0081",), all_to_all_nvlink=("mb0094", "mb0081"),
+                   all_to_all_port=("mb0100",))
+    return replace(
+        h100, label=f"{hw.short} calibrated", hardware=hw, peak_flops=hw.peak_flops(dtype), gemm=gemm,
+        bandwidth=min(h100.bandwidth, hw.hbm_bandwidth),
+        nvlink=h100.nvlink.scaled(scale).capped(up),
+        all_to_all_nvlink=record_value("mb0094") / record_value("mb0081"), all_to_all_port=min(record_value("mb0100"), net),
+        send_nvlink=min(h100.send_nvlink, up), port=min(h100.port, net), sources=sources, gemm_nu=None,
+        assumptions=(
+            "bf16 matmuls, flash attention, the HBM's STREAM rate and the launch cost are the H100's: the same die",
+            *(("a matmul takes the larger of its two times: DeepGEMM's curve holds decode-shaped matmuls of 64 "
+               "and 128 rows, so the loss near the ridge is in the curve already",) if h100.gemm_nu is not None else ()),
+            "fp8 matmuls are DeepGEMM's block-scaled kernels, DeepSeek's own, over the README's shapes (DeepSeek-V3's "
+            "inference shapes)",
+            "the NVLink all-reduce follows the H100 sweep's dependence on size, scaled to the one H800 figure "
+            "(mb0081, 215 GB/s) and capped at the link's 200 GB/s a direction",
+            "all-to-all inside a node is DeepEP's dispatch (mb0094) as a share of that all-reduce; across nodes "
+            "DeepEP's at 64 GPUs (mb0100), its kernels forwarding through NVLink to the ports",
+            "the network port, one message's latency and a two-GPU copy are the H100's (the same 400 Gb/s NIC), "
+            "the copy capped at the H800's link",
+        ))
+
+
+_BUILDERS = {"a100-sxm-80gb": _a100, "h100-sxm": _h100, "h200-sxm": _h200, "h800-sxm": _h800}
+CALIBRATED_CHIPS = tuple(_BUILDERS)
+"""The chips with a calibrated cluster roof (their microbenchmarks were gathered)."""
+
+
+# ---------------------------------------------------------------------------------------- which roof
+
+
+def _calibrated_chips(scope: str) -> tuple:
+    return CALIBRATED_CHIPS if scope == "cluster" else (MEASURED_CHIP,)
+
+
+def roof_kind(hardware: Hardware | str, kind: str | None = None, *, scope: str = "cluster", carry: bool = False) -> str:
+    """The kind of roof ``hardware`` answers with at ``scope``: ``kind`` as given, or (``None``) 'calibrated' where
+    the chip has a calibrated roof at that scope and 'datasheet' elsewhere. A calibrated roof asked of a chip
+    without one is refused, naming the chips that have one (at the 'chip' scope, ``carry=True`` assumes the
+    measured chip's efficiencies instead)."""
+    if scope not in SCOPES:
+        raise unknown_name("scope", scope, SCOPES)
+    hw = get_hardware(hardware)
+    chips = _calibrated_chips(scope)
+    if kind is None:
+        return "calibrated" if hw.key in chips else "datasheet"
+    if kind not in ROOF_KINDS:
+        raise unknown_name("roof", kind, ROOF_KINDS)
+    if kind == "calibrated" and hw.key not in chips and not (scope == "chip" and carry):
+        names = [get_hardware(k).short for k in chips]
+        names = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+        basis = (f"microbenchmarks were gathered for the {names} only" if scope == "cluster" else
+                 f"one GPU's kernels were measured on the {names} only (carrying its efficiencies over to another "
+                 "chip is an assumption, made only when asked for)")
+        raise ValueError(f"roof 'calibrated' has no data for the {hw.short}: {basis}; use the datasheet roof")
+    return kind
+
+
+def get_roof(hardware: Hardware | str, kind: str | None = None, dtype: str = "bf16", *, scope: str = "cluster",
+             launch: str = "graph", carry: bool = False):
+    """The roof of ``hardware``, of ``kind`` (:data:`~roofline.core.cluster_roof.ROOF_KINDS`; ``None``: the
+    calibrated one where the chip has it, :func:`roof_kind`), its matmuls in ``dtype``, at ``scope``:
+
+    - ``'cluster'``: a :class:`~roofline.core.cluster_roof.ClusterRoof`, the datasheet's
+      (:func:`~roofline.core.cluster_roof.datasheet_cluster_roof`) or the chip's calibrated one;
+    - ``'chip'``: the datasheet's is the :class:`~roofline.core.hardware.Hardware` itself (every format's
+      peak, as :func:`~roofline.core.roof.predict` takes it); the calibrated one is the measured chip's
+      :class:`~roofline.core.roof.CalibratedRoof` with kernels launched ``launch`` ('graph' or 'eager'),
+      carried over to another chip's datasheet only with ``carry=True`` (an assumption, labelled as one).
+    """
+    hw = get_hardware(hardware)
+    kind = roof_kind(hw, kind, scope=scope, carry=carry)
+    if scope == "chip":
+        if kind == "datasheet":
+            return hw
+        roof = _measured_chip_roof(launch)
+        return roof if hw.key == MEASURED_CHIP else roof.carried_to(hw, MEASURED_CHIP)
+    hw.peak_flops(dtype)  # a format the chip has no peak for is refused here, naming the formats it has
+    if kind == "datasheet":
+        return datasheet_cluster_roof(hw, dtype)
+    return _cached(hw.key, dtype) if hw is get_hardware(hw.key) else _BUILDERS[hw.key](hw, dtype)
+
+
+@lru_cache(maxsize=16)
+def _cached(key: str, dtype: str) -> ClusterRoof:
+    return _BUILDERS[key](get_hardware(key), dtype)
+
+
+@lru_cache(maxsize=4)
+def _measured_chip_roof(launch: str) -> CalibratedRoof:
+    record_ = load_measurement()
+    return calibrated_roof(record_, load_layers(), mode=launch, label=f"{get_hardware(MEASURED_CHIP).short} calibrated ({launch})")
+
+
+# ------------------------------------------------------------------------------------ for appendix C's page
+
+# The quantities of a calibrated roof in the order appendix C's table lists them: (name, attribute, unit).
+ROOF_QUANTITIES = (
+    ("best matmul", "gemm", "FLOP/s"),
+    ("best flash attention (fwd+bwd, causal, head 128)", "attention", "FLOP/s"),
+    ("memory-bound kernels", "bandwidth", "B/s"),
+    ("least time of a kernel", "launch", "s"),
+    ("all-reduce in a node, largest buffer", "nvlink", "B/s"),
+    ("all-to-all in a node, share of all-reduce", "all_to_all_nvlink", "%"),
+    ("one network port, ring bus bandwidth", "port", "B/s"),
+    ("all-to-all across nodes", "all_to_all_port", "B/s"),
+    ("one message inside a node", "send_nvlink", "B/s"),
+    ("latency of one message", "latency", "s"),
+)
+
+@dataclass(frozen=True)
+class RoofConstant:
+    """One constant of a calibrated roof: its value (SI units, a share for '%'), and the records it came from
+    with their sources' titles (a source that is not a record, such as the H200's own measurement, by name)."""
+
+    name: str
+    value: float
+    unit: str
+    records: tuple
+    sources: tuple
+
+
+def _constant_value(roof: ClusterRoof, attr: str) -> float:
+    if attr == "gemm":
+        return roof.gemm.top
+    if attr == "attention":
+        return roof.attention_curve(128, True).top
+    if attr == "nvlink":
+        return roof.nvlink.top
+    if attr == "launch":
+        return roof.launch_s
+    if attr == "latency":
+        return roof.latency_s
+    return float(getattr(roof, attr))
+
+
+def roof_constants(roof: ClusterRoof) -> tuple[RoofConstant, ...]:
+    """The constants of ``roof`` as appendix C's table shows them (:data:`ROOF_QUANTITIES`), each with the
+    records it was built from and their sources' titles; the attention curve's records are those of the
+    chip's FlashAttention-2 benchmark."""
+    out = []
+    for name, attr, unit in ROOF_QUANTITIES:
+        entries = roof.sources.get(attr, ())
+        ids = [i for e in entries for i in source_records(e)]
+        if attr == "attention" and not ids:
+            gpu = {"a100-sxm-80gb": "A100 SXM4 80GB"}.get(roof.hardware.key, "H100 SXM5 80GB")
+            ids = record_ids(category="attention_kernel", gpu=gpu, operation="attention forward+backward",
+                       tool=lambda t: t.startswith("FlashAttention-2"))
+        titles = tuple(dict.fromkeys(record(i)["source"]["title"] for i in ids)) or tuple(entries)
+        out.append(RoofConstant(name, _constant_value(roof, attr), unit, tuple(ids), titles))
+    return tuple(out)
+

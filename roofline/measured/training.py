@@ -1,0 +1,206 @@
+"""The training development set: published training runs, and the cluster model checked against them
+(appendix C, chapter 9).
+
+:func:`development_runs` reads the published training runs of ``roofline/data/published`` (Korthikanti et
+al. 2022, Table 5; Narayanan et al. 2021, Table 1), for checking the cluster model, never for fitting it:
+:func:`check_run` prices each at the layout its source gives (the fastest that fits where the source leaves a
+setting open) under the calibrated A100 roof and the datasheet's. :func:`megatron_searches` sets each
+Megatron-LM run beside the best layout the planner finds for the same cluster under the software of 2021.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, replace
+from functools import lru_cache
+from importlib import resources
+from types import MappingProxyType
+
+from roofline.core.calibration import get_roof
+from roofline.core.checks import unknown_name
+from roofline.core.cluster_roof import ClusterRoof
+from roofline.parallel.cluster import StepPrice, TrainLayout, price_step, search
+from roofline.parallel.planner import PUBLISHED, gpt_model
+
+__all__ = ["DevelopmentRun", "development_runs", "development_layouts", "DevelopmentCheck", "check_run",
+           "development_checks", "development_ratios", "MEGATRON_2021", "MegatronSearch", "megatron_searches"]
+
+
+@dataclass(frozen=True)
+class DevelopmentRun:
+    """One published training run, as its source gives it (``raw``), with the time it took per step."""
+
+    id: str
+    raw: dict
+
+    @property
+    def published_s(self) -> float:
+        rep = self.raw["reported"].get("iteration_time_s")
+        return float(rep if rep is not None else self.raw["derived"]["implied_iteration_time_s"])
+
+    @property
+    def source(self) -> str:
+        return self.raw["source"]["title"]
+
+    @property
+    def label(self) -> str:
+        """A short name for tables and controls: the model and the recomputation ('GPT 175B, selective')."""
+        name = self.raw["model"]["name"].split(" (")[0]
+        return f"{name}, {_recompute(self.raw['activation_recomputation'])}"
+
+    @property
+    def settings_unstated(self) -> bool:
+        """True where the source leaves the micro-batch or the interleaving depth open, so that the model
+        takes the fastest that fits."""
+        sched = self.raw["pipeline_schedule"].lower()
+        unstated_depth = self.raw["pp"] > 1 and sched.startswith("interleaved") and "virtual stages not stated" in sched
+        return self.raw["micro_batch"] is None or unstated_depth
+
+
+@lru_cache(maxsize=1)
+def development_runs() -> tuple[DevelopmentRun, ...]:
+    """The published training runs of the development set (18 on A100 80GB clusters)."""
+    text = resources.files("roofline.data.published").joinpath("training-dev-set.json").read_text()
+    return tuple(DevelopmentRun(r["id"], r) for r in json.loads(text)["runs"])
+
+
+def _recompute(text: str) -> str:
+    return "selective" if text.startswith("selective") else "full" if text.startswith("full") else "none"
+
+
+def development_layouts(run: DevelopmentRun, roof: ClusterRoof):
+    """The layouts a development run may have used: its published settings, and every micro-batch
+    (1, 2, 4, 8) and interleaving depth its source leaves unstated. The model, then the layouts."""
+    r = run.raw
+    md = r["model"]
+    m = gpt_model(md["hidden"], md["heads"], md["layers"], vocab=md["vocab"], seq=r["seq_len"])
+    sched = r["pipeline_schedule"].lower()
+    per_stage = md["layers"] // r["pp"]
+    if r["pp"] == 1:
+        chunk_options = [("1f1b", 1)]
+    elif "3 virtual" in sched:
+        chunk_options = [("interleaved", 3)]
+    elif sched.startswith("interleaved") and per_stage > 1:
+        chunk_options = [("interleaved", c) for c in range(2, per_stage + 1) if per_stage % c == 0]
+    else:
+        chunk_options = [("1f1b", 1)]
+    mbs = [r["micro_batch"]] if r["micro_batch"] else [1, 2, 4, 8]
+    out = []
+    for mb in mbs:
+        for schedule, chunks in chunk_options:
+            lay = TrainLayout(seq=r["seq_len"], tp=r["tp"], cp=r["cp"], pp=r["pp"], dp=r["dp"], micro_batch=mb,
+                              global_batch=r["global_batch_sequences"], recompute=_recompute(r["activation_recomputation"]),
+                              sequence_parallel=bool(r["sequence_parallel"]), schedule=schedule, chunks=chunks,
+                              zero_stage=0, attention="standard", overlap_grad_reduce=False, dtype="fp16",
+                              grad_dtype="fp16")
+            if lay.batch % (lay.dp * mb) or (schedule == "interleaved" and lay.micro_batches % lay.pp):
+                continue
+            out.append(lay)
+    if not out:  # interleaving impossible at every micro-batch: plain 1F1B
+        out = [replace(lay, schedule="1f1b", chunks=1) for lay in
+               (TrainLayout(seq=r["seq_len"], tp=r["tp"], pp=r["pp"], dp=r["dp"], micro_batch=mb,
+                            global_batch=r["global_batch_sequences"], recompute=_recompute(r["activation_recomputation"]),
+                            sequence_parallel=bool(r["sequence_parallel"]), zero_stage=0, attention="standard",
+                            overlap_grad_reduce=False, dtype="fp16", grad_dtype="fp16") for mb in mbs)
+               if lay.batch % (lay.dp * lay.micro_batch) == 0]
+    return m, out
+
+
+@dataclass(frozen=True)
+class DevelopmentCheck:
+    """One development run priced: the layout chosen (the fastest that fits under the estimate, where the
+    source leaves settings open), its floor and estimate, and the published time."""
+
+    run: DevelopmentRun
+    floor: StepPrice
+    estimate: StepPrice
+
+    @property
+    def published_s(self) -> float:
+        return self.run.published_s
+
+    @property
+    def ratio(self) -> float:
+        """Estimate over published: below 1 the model is too fast."""
+        return self.estimate.time / self.published_s
+
+    @property
+    def floor_ratio(self) -> float:
+        """Floor over published: never above 1 if the floor is one."""
+        return self.floor.time / self.published_s
+
+
+def check_run(run: DevelopmentRun, roof: ClusterRoof | None = None) -> DevelopmentCheck:
+    """Price one development run under the calibrated A100 roof and the datasheet's."""
+    roof = roof or get_roof("a100-sxm-80gb", "calibrated", "fp16")
+    m, layouts = development_layouts(run, roof)
+    priced = [price_step(m, lay, roof) for lay in layouts]
+    fitting = [p for p in priced if p.fits] or priced
+    best = min(fitting, key=lambda p: p.time)
+    floor = price_step(m, best.layout, get_roof(roof.hardware, "datasheet", roof.dtype))
+    return DevelopmentCheck(run, floor, best)
+
+
+def development_checks(roof: ClusterRoof | None = None) -> tuple[DevelopmentCheck, ...]:
+    """Every development run priced (appendix C's table)."""
+    return tuple(check_run(r, roof) for r in development_runs())
+
+
+def development_ratios(checks, kind: str = "estimate") -> tuple[float, ...]:
+    """Predicted over published time for each check: the calibrated ``'estimate'`` or the datasheet ``'floor'``."""
+    if kind not in ("estimate", "floor"):
+        raise unknown_name("kind", kind, ("estimate", "floor"))
+    return tuple(getattr(c, kind).time / c.published_s for c in checks)
+
+
+# ------------------------------------------------------------------------------ for chapter 9's published runs
+
+# What Megatron-LM's 2021 software could run, as the search's arguments: no context or expert parallelism, no ZeRO, the explicit attention kernel,
+# fp16 with fp16 gradients, no overlap of the gradient reduction, no sequence parallelism, recomputation none or
+# full (selective came in 2022), and every interleaving depth up to 16 that divides a stage's layers.
+MEGATRON_2021 = MappingProxyType({"cps": (1,), "eps": (1,), "zero_stages": (0,), "attention": "standard", "dtype": "fp16",
+                                  "overlap_grad_reduce": False, "sequence_parallel": False,
+                                  "recomputes": ("none", "full"), "chunks": tuple(range(1, 17))})
+
+
+@dataclass(frozen=True)
+class MegatronSearch:
+    """Chapter 9: one of Megatron-LM's GPT runs (:data:`roofline.parallel.planner.PUBLISHED` ``'megatron_gpt'``)
+    as the development set prices it (``check``: published time, floor and estimate of the published layout),
+    and the calibrated search of the same cluster and batch under :data:`MEGATRON_2021`: ``best`` over both
+    recomputation policies, ``best_full`` with the published full recomputation held."""
+
+    label: str
+    published: dict
+    check: DevelopmentCheck
+    best: object
+    best_full: object
+
+    @property
+    def lead(self) -> float:
+        """The published layout's estimate over the search's best: above 1, the search finds a faster layout."""
+        return self.check.estimate.time / self.best.time
+
+    @property
+    def lead_full(self) -> float:
+        """The same, against the best with full recomputation held."""
+        return self.check.estimate.time / self.best_full.time
+
+
+def megatron_searches(roof: ClusterRoof | None = None) -> tuple[MegatronSearch, ...]:
+    """Chapter 9: each Megatron-LM GPT run of :data:`~roofline.parallel.planner.PUBLISHED` beside its development
+    check and the best layouts a calibrated search (A100 80GB, fp16 unless ``roof`` says otherwise) finds for the
+    same GPUs (nodes of eight), sequence and batch under :data:`MEGATRON_2021`."""
+    roof = roof or get_roof("a100-sxm-80gb", "calibrated", "fp16")
+    checks = {c.run.raw["gpu_count"]: c for c in development_checks(roof) if c.run.id.startswith("megatron-ptdp-")}
+    out = []
+    for run in PUBLISHED["megatron_gpt"][0]:
+        check = checks[run["gpus"]]
+        m = gpt_model(run["hidden"], run["heads"], run["layers"], seq=check.run.raw["seq_len"])
+        kwargs = dict(MEGATRON_2021)
+        args = dict(gpus=run["gpus"], seq=check.run.raw["seq_len"], global_batch=run["batch"], gpus_per_node=8)
+        best = search(m, roof, **args, **kwargs).best
+        kwargs["recomputes"] = ("full",)
+        best_full = search(m, roof, **args, **kwargs).best
+        out.append(MegatronSearch(f"GPT {run['params'] / 1e9:.0f}B", run, check, best, best_full))
+    return tuple(out)
