@@ -12,8 +12,8 @@ from roofline.cli.parser import GPUS_PER_NODE, UsageError, at, need_links, moe_r
 from roofline.core.hardware import Hardware, get_hardware
 from roofline.core.model import Model, NotModelledError, load_model
 from roofline.core.units import fmt
-from roofline.parallel.moe import expert_parallel_batch, expert_parallel_step, weights_per_gpu
-from roofline.parallel.tensor_parallel import check_tp
+from roofline.parallel.moe import expert_parallel_batch, expert_parallel_step
+from roofline.parallel.tensor_parallel import check_tp, weights_per_gpu
 from roofline.serving.capacity import (ServingPlan, check_context, expert_parallel_footprint, kv_replicas,
                                        largest_batch, latency_throughput, serving_plan, time_to_first_token,
                                        tp_serving_plan)

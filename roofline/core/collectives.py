@@ -48,7 +48,7 @@ from roofline.core.hardware import Hardware, get_hardware, require_links
 
 __all__ = ["COLLECTIVES", "ALGORITHMS", "TIERS", "LATENCY", "BASE_LATENCY", "LATENCY_SOURCE",
            "bytes_sent", "latency_steps", "bus_factor", "algorithm_bandwidth", "bus_bandwidth",
-           "crossing_tier", "tier_link", "CollectiveCost", "collective_cost", "collective_time", "break_even_size", "Collective"]
+           "tier_link", "CollectiveCost", "collective_cost", "collective_time", "break_even_size", "Collective"]
 
 
 @dataclass(frozen=True)
@@ -158,16 +158,6 @@ def bus_bandwidth(collective, n, size, seconds):
     """nccl-tests' bus bandwidth: the algorithm bandwidth times :func:`bus_factor`, comparable with a link's
     one-way rate whatever ``n``."""
     return algorithm_bandwidth(size, seconds) * bus_factor(collective, n)
-
-
-def crossing_tier(n, gpus_per_node=8) -> str:
-    """The tier that bounds a group of ``n`` GPUs packed into nodes of ``gpus_per_node``: 'scale_up'
-    (NVLink) when the group fits in one node, 'network' when it spans nodes. ``n`` is one number here."""
-    n = _group(n)
-    g = number("gpus_per_node", gpus_per_node, integer=True)
-    if np.ndim(n) or np.ndim(g):
-        raise TypeError("crossing_tier takes one group size n and one gpus_per_node, not arrays")
-    return "scale_up" if n <= g else "network"
 
 
 def tier_link(hardware: Hardware | str, tier: str) -> tuple[float, float]:

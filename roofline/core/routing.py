@@ -53,9 +53,11 @@ def _experts(num_experts, top_k):
 
 def expected_experts(num_experts, top_k, tokens):
     """Expected distinct experts ``T`` tokens touch in one layer under uniform independent routing:
-    ``E (1 - (1 - E_tok/E)^T)``, ``E_tok = top_k``. Broadcasts; ``E_tok`` at one token, tending to ``E`` as ``T`` grows."""
+    ``E (1 - (1 - E_tok/E)^T)``, ``E_tok = top_k``. Broadcasts; ``E_tok`` at one token, tending to ``E`` as ``T`` grows.
+    ``T`` may be a mean (the tokens of a step whose batch is itself an average, chapter 13): the formula holds
+    for any positive ``T``."""
     E, k = _experts(num_experts, top_k)
-    T = number("tokens", tokens, integer=True)
+    T = number("tokens", tokens)
     shape = broadcast(num_experts=E, top_k=k, tokens=T)
     out = np.where(np.asarray(T) == 1, k, E * (1.0 - (1.0 - k / E) ** T))  # exactly k for one token
     return out if shape else float(out)

@@ -68,7 +68,7 @@ from roofline.core.model import Model, NotModelledError, load_model, param_count
 from roofline.core.policies import RECOMPUTES, ZERO_STAGES
 from roofline.core.units import fmt
 from roofline.parallel.pipeline import in_flight
-from roofline.parallel.tensor_parallel import check_tp
+from roofline.parallel.tensor_parallel import check_tp, linear_shard
 from roofline.workloads.memory import activation_bytes, korthikanti_bytes, state_bytes
 from roofline.workloads.training import training_flops_per_token
 
@@ -80,8 +80,6 @@ ATTENTIONS = ("flash", "standard")
 CP_METHODS = ("ring", "all_to_all")
 OPTIMIZER_BYTES: Mapping[str, float] = MappingProxyType({"bf16": 38.0, "fp16": 52.0})
 STANDARD_SCORE_BYTES: Mapping[str, float] = MappingProxyType({"forward": 13.0, "backward": 21.0})
-_ROW_PARALLEL = ("o_proj", "down_proj")
-_REPLICATED = ("q_a_proj", "kv_a_proj_with_mqa")
 _CE_BYTES = 36.0  # vocabulary-parallel cross-entropy in fp32: about nine passes of 4 bytes over the logits
 
 
@@ -322,32 +320,10 @@ class _Phase:
         return sum(self.fwd.values()) + sum(self.bwd.values())
 
 
-def _linear_shape(lin, tp: int, kv_heads: int):
-    n, k = lin.out_features, lin.in_features
-    base = lin.name.split(".")[-1]
-    if base in _ROW_PARALLEL:
-        return n, k / tp
-    if base in _REPLICATED:
-        return n, k
-    if base in ("k_proj", "v_proj"):
-        return n / min(tp, kv_heads), k
-    return n / tp, k
-
-
-def linear_shard(lin, tp: int, kv_heads: int) -> tuple[float, float]:
-    """A linear's ``(out, in)`` on one GPU of a tensor-parallel group of ``tp``: column-parallel projections
-    split their outputs, the attention output and MLP down projections their inputs, keys and values by
-    ``min(tp, kv_heads)`` (a KV head is copied past that), the low-rank query and latent inputs replicated."""
-    return _linear_shape(lin, tp, kv_heads)
-
-
-__all__ += ["linear_shard"]
-
-
 def _gemms(roof: ClusterRoof, linears, rows: float, tp: int, kv_heads: int, split: bool = True, copies: float = 1.0):
     t = 0.0
     for lin in linears:
-        n, k = _linear_shape(lin, tp, kv_heads) if split else (lin.out_features, lin.in_features)
+        n, k = linear_shard(lin, tp, kv_heads) if split else (lin.out_features, lin.in_features)
         flops = 2.0 * rows * n * k
         t += roof.gemm_time(flops, 2.0 * (rows * k + k * n + rows * n))
     return t * copies

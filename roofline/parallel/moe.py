@@ -34,13 +34,14 @@ from roofline.core.routing import (ROUTINGS, check_routing, expected_experts, ex
                                    nodes_touched, simulate_experts_touched)
 from roofline.core.roof import predict
 from roofline.core.units import dtype_bytes
+from roofline.parallel.tensor_parallel import weights_per_gpu
 from roofline.workloads.inference import compute_bound_batch, decode_step
 from roofline.workloads.kv_cache import check_context, kv_bytes_per_token, sequence_kv_bytes
 from roofline.workloads.training import training_flops_per_token
 
 __all__ = ["PUBLISHED", "ROUTINGS", "check_routing", "expected_experts", "expert_bounds", "experts_touched",
-           "simulate_experts_touched", "nodes_touched", "saturation_batch", "routed_expert_params", "expert_weight_bytes",
-           "all_to_all_bytes_per_token", "weights_per_gpu", "dense_equivalent", "expert_parallel_batch", "ExpertParallelStep",
+           "simulate_experts_touched", "nodes_touched", "saturation_batch", "routed_expert_params",
+           "all_to_all_bytes_per_token", "dense_equivalent", "expert_parallel_batch", "ExpertParallelStep",
            "expert_parallel_step"]
 
 _MIXTRAL = "Jiang et al. 2024, Mixtral of Experts (arXiv:2401.04088), abstract"
@@ -94,14 +95,6 @@ def routed_expert_params(model: Model | str) -> int:
     return m.moe.moe_layers(m.num_layers) * m.moe.num_experts * sum(lin.params for lin in m.expert_linears())
 
 
-def expert_weight_bytes(model: Model | str, tokens, routing: str = "uniform", weights_dtype: str = "bf16"):
-    """Bytes of routed-expert weights one step of ``tokens`` tokens reads, over every MoE layer."""
-    m = load_model(model)
-    per_expert = sum(lin.params for lin in m.expert_linears()) if m.moe is not None else 0
-    touched = experts_touched(m, tokens, routing)
-    return touched * per_expert * m.moe.moe_layers(m.num_layers) * dtype_bytes(weights_dtype)
-
-
 def all_to_all_bytes_per_token(model: Model | str, dtype: str = "bf16") -> float:
     """Bytes one token sends each way in one MoE layer under expert parallelism: its hidden vector to each
     of its ``k`` experts (dispatch), and as many back (combine): ``k x hidden x bytes``."""
@@ -109,20 +102,6 @@ def all_to_all_bytes_per_token(model: Model | str, dtype: str = "bf16") -> float
     if m.moe is None:
         raise ValueError(f"model {m.name!r} has no experts")
     return float(m.moe.experts_per_token * m.hidden_size * dtype_bytes(dtype))
-
-
-def weights_per_gpu(model: Model | str, *, ep: ArrayLike = 1, tp: ArrayLike = 1, weights_dtype: str = "bf16"):
-    """Weight bytes each GPU holds with the routed experts spread over ``ep`` GPUs (each keeping a copy of
-    everything else) and everything split ``tp`` ways by tensor parallelism: ``(P - P_routed) / tp +
-    P_routed / (ep tp)`` parameters. ``ep=1`` is pure tensor parallelism, ``tp=1`` pure expert parallelism."""
-    m = load_model(model)
-    ep = number("ep", ep, integer=True)
-    tp = number("tp", tp, integer=True)
-    broadcast(ep=ep, tp=tp)
-    routed = routed_expert_params(m) if m.moe is not None else 0
-    if m.moe is not None and np.any(m.moe.num_experts % np.asarray(ep) != 0):
-        raise ValueError(f"ep must divide the {m.moe.num_experts} experts of {m.name}, got {ep!r}")
-    return ((m.params - routed) / tp + routed / (ep * tp)) * dtype_bytes(weights_dtype)
 
 
 def dense_equivalent(model: Model | str, size: str = "active") -> Model:

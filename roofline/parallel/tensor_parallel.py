@@ -50,7 +50,7 @@ from roofline.core.units import dtype_bytes
 __all__ = ["PUBLISHED", "Exchange", "TPStep", "TPPrediction", "check_tp", "shard_model", "kv_heads_per_gpu",
            "tp_decode_step", "tp_prefill", "tp_training_step", "predict_tp", "TPTrainingPlan", "tp_training_plan",
            "tp_intensity", "tier_ridge",
-           "hiding_width", "layer_times", "tp_memory", "DegreePoint", "decode_by_degree", "best_degree"]
+           "hiding_width", "layer_times", "linear_shard", "weights_per_gpu", "DegreePoint", "decode_by_degree", "best_degree"]
 
 PUBLISHED = MappingProxyType({
     "megatron_scaling_efficiency": (0.76, "Shoeybi et al. 2019, abstract: 15.1 PFLOP/s on 512 V100s for an 8.3B "
@@ -106,6 +106,64 @@ def kv_heads_per_gpu(model: Model | str, tp) -> int:
     """KV heads each GPU keeps: ``num_kv_heads / tp``, at least one (replicated when ``tp`` exceeds them)."""
     m = check_tp(model, tp)
     return max(m.num_kv_heads // _tp(tp), 1)
+
+
+_ROW_PARALLEL = ("o_proj", "down_proj")
+_REPLICATED = ("q_a_proj", "kv_a_proj_with_mqa")
+
+
+def linear_shard(lin, tp: int, kv_heads: int) -> tuple[float, float]:
+    """A linear's ``(out, in)`` on one GPU of a tensor-parallel group of ``tp``: column-parallel projections
+    split their outputs, the attention output and MLP down projections their inputs, keys and values by
+    ``min(tp, kv_heads)`` (a KV head is copied past that), the low-rank query and latent inputs replicated."""
+    n, k = lin.out_features, lin.in_features
+    base = lin.name.split(".")[-1]
+    if base in _ROW_PARALLEL:
+        return n, k / tp
+    if base in _REPLICATED:
+        return n, k
+    if base in ("k_proj", "v_proj"):
+        return n / min(tp, kv_heads), k
+    return n / tp, k
+
+
+def _shard_params(linears, tp: int, kv_heads: int) -> float:
+    """Parameters (biases split as their outputs are) of ``linears`` on one GPU of a tensor-parallel group."""
+    total = 0.0
+    for lin in linears:
+        n, k = linear_shard(lin, tp, kv_heads)
+        total += lin.params * (n * k) / (lin.out_features * lin.in_features)
+    return total
+
+
+def weights_per_gpu(model: Model | str, *, tp=1, ep=1, pp=1, weights_dtype: str = "bf16",
+                    head_dtype: str | None = None) -> float:
+    """Weight bytes one GPU holds (chapters 8, 10 and 13), the one count every layout uses: the fullest of ``pp``
+    pipeline stages (``ceil(L/pp)`` of the ``L`` layers, the embedding on the first stage and the output head on the
+    last, both on a single one), each of a layer's linears split ``tp`` ways as :func:`linear_shard` splits it, the
+    routed experts of a mixture spread over ``ep x tp`` GPUs (each holding ``1/(ep tp)`` of them), the norms whole on
+    every GPU. The layers' linears are in ``weights_dtype``; the embedding table, the output head and the norms in
+    ``head_dtype`` (default: the weights' format). ``tp = ep = pp = 1`` is the whole model,
+    :func:`~roofline.workloads.memory.weight_bytes`."""
+    m = load_model(model)
+    tp, ep, pp = (int(number(n, v, integer=True)) for n, v in (("tp", tp), ("ep", ep), ("pp", pp)))
+    L = m.num_layers
+    if m.moe is not None and m.moe.num_experts % ep:
+        raise ValueError(f"ep must divide the {m.moe.num_experts} experts of {m.name}, got {ep!r}")
+    if pp > L:
+        raise ValueError(f"pp must be at most the {L} layers of {m.name}, got {pp}")
+    if m.num_heads % tp:
+        raise ValueError(f"tp must divide {m.name}'s {m.num_heads} attention heads, got {tp}")
+    moe_layers = m.moe.moe_layers(L) if m.moe is not None else 0
+    kv = m.num_kv_heads
+    per = _shard_params(m.attention_linears(), tp, kv) * L + _shard_params(m.dense_mlp_linears(), tp, kv) * (L - moe_layers)
+    if moe_layers:
+        routed = sum(lin.params for lin in m.expert_linears()) * m.moe.num_experts / (ep * tp)
+        per += (routed + _shard_params(m.shared_expert_linears(), tp, kv) + m.router().params) * moe_layers
+    stage = -(-L // pp) / L  # the fullest stage's share of the layers
+    ends = m.embedding_params + m.lm_head_params if pp == 1 else max(m.embedding_params, m.lm_head_params)
+    return float(per * stage * dtype_bytes(weights_dtype)
+                 + (ends / tp + m.norm_params * stage) * dtype_bytes(head_dtype or weights_dtype))
 
 
 def shard_model(model: Model | str, tp) -> Model:
@@ -483,12 +541,6 @@ def layer_times(model: Model | str, tp, tokens, hardware: Hardware | str, *, tie
     return compute, 2 * ar.time
 
 
-def tp_memory(model: Model | str, tp, *, weights_dtype: str = "bf16") -> float:
-    """Bytes of weights one of ``tp`` tensor-parallel GPUs holds: its shard's parameters (norms whole on
-    every GPU, the vocabulary padded to a multiple of ``tp``)."""
-    return shard_model(model, tp).params * dtype_bytes(weights_dtype)
-
-
 @dataclass(frozen=True)
 class DegreePoint:
     """Decode on ``tp`` tensor-parallel GPUs (the field ``t``) at one batch and context: the step
@@ -525,7 +577,7 @@ def decode_by_degree(model: Model | str, hardware: Hardware | str, degrees=(1, 2
         step = tp_decode_step(m, t, batch, context, dtype=dtype, accounting=accounting)
         pred = predict_tp(step, hw, gpus_per_node=gpus_per_node, tier=tier)
         t = step.t
-        weights = tp_memory(m, t, weights_dtype=dtype)
+        weights = weights_per_gpu(m, tp=t, weights_dtype=dtype)
         kv = batch * float(shard_model(m, t).kv_cache_bytes(context, dtype))
         most = int(largest_batch(m, hw, context, gpus=t, weights_dtype=dtype, block_size=None))
         time = float(pred.time)

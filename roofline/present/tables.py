@@ -33,7 +33,7 @@ from roofline.core.calibration import roof_constants
 from roofline.core.collectives import COLLECTIVES, collective_cost
 from roofline.parallel.cluster import PART_ORDER
 from roofline.parallel.context_parallel import long_context
-from roofline.parallel.moe import weights_per_gpu
+from roofline.parallel.tensor_parallel import weights_per_gpu
 from roofline.serving.capacity import attention_layout, sequence_kv_bytes
 from roofline.workloads.inference import decode_step, prefill
 from roofline.workloads.training import training_flops_per_token
@@ -553,7 +553,7 @@ def moe_comparison_table(models, hardware, *, batch: int = 64, context: int = 40
 def moe_memory_table(rows, hardware, title: str = "") -> Table:
     """Chapter 10: weights per GPU of MoE models split over GPUs by tensor and by expert parallelism.
     ``rows`` holds ``(label, model, weights_dtype, gpus)``; each row says what the weights leave of the
-    GPU's usable HBM either way (:func:`roofline.parallel.moe.weights_per_gpu`)."""
+    GPU's usable HBM either way (:func:`roofline.parallel.tensor_parallel.weights_per_gpu`)."""
 
     h = get_hardware(hardware)
     out = []

@@ -26,7 +26,8 @@ from roofline.core.cluster_roof import ROOF_KINDS
 from roofline.parallel.cluster import PART_ORDER
 from roofline.parallel.context_parallel import plan_context_parallel
 from roofline.parallel.data_parallel import data_parallel_step
-from roofline.parallel.moe import expert_parallel_step, weights_per_gpu
+from roofline.parallel.moe import expert_parallel_step
+from roofline.parallel.tensor_parallel import weights_per_gpu
 from roofline.parallel.pipeline import bubble_fraction, simulate
 from roofline.parallel.tensor_parallel import decode_by_degree
 from roofline.present.plot import PART_COLORS, deployment_frontier_chart, pipeline_timeline_chart, timing_bars

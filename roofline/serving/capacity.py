@@ -44,8 +44,8 @@ from roofline.core.ops import Op
 from roofline.core.roof import CalibratedRoof, as_roof, predict
 from roofline.workloads.quantization import check_math
 from roofline.core.units import dtype_bytes, fmt
-from roofline.parallel.moe import weights_per_gpu
-from roofline.parallel.tensor_parallel import TPPrediction, check_tp, predict_tp, tp_decode_step, tp_memory
+from roofline.parallel.tensor_parallel import (TPPrediction, check_tp, predict_tp, tp_decode_step,
+                                              weights_per_gpu)
 from roofline.workloads.memory import Footprint
 from roofline.workloads.kv_cache import (VLLM_BLOCK_SIZE, attention_layout, check_context, kv_bytes_per_token, kv_replicas,
                                          largest_batch, paged_tokens, paging_waste, sequence_kv_bytes,
@@ -304,7 +304,7 @@ class TPServingPlan:
     batch and the batch served. ``prediction`` is one tensor-parallel decode step at that batch
     (:func:`~roofline.parallel.tensor_parallel.tp_decode_step`, its all-reduces priced and not overlapped;
     None when nothing fits). ``weights_per_gpu`` is one GPU's shard of the weights
-    (:func:`~roofline.parallel.tensor_parallel.tp_memory`: norms whole on every GPU, the vocabulary padded).
+    (:func:`~roofline.parallel.tensor_parallel.weights_per_gpu`: norms whole on every GPU).
     """
 
     tp: int
@@ -376,13 +376,13 @@ def tp_serving_plan(model: Model | str, hardware: Hardware | str, context: int, 
         step = tp_decode_step(m, t, plan.batch, plan.context, weights_dtype=weights_dtype, kv_dtype=plan.kv_dtype,
                               math_dtype=math_dtype)
         prediction = predict_tp(step, h, gpus_per_node=gpus_per_node)
-    return TPServingPlan(t, plan, prediction, tp_memory(m, t, weights_dtype=weights_dtype), h.usable_capacity)
+    return TPServingPlan(t, plan, prediction, weights_per_gpu(m, tp=t, weights_dtype=weights_dtype), h.usable_capacity)
 
 
 def expert_parallel_footprint(model: Model | str, batch, tokens, *, ep, weights_dtype: str = "bf16",
                               kv_dtype: str | None = None) -> Footprint:
     """What one of ``ep`` expert-parallel GPUs holds (chapter 10): its weights
-    (:func:`~roofline.parallel.moe.weights_per_gpu`: its share of the routed experts, a copy of everything
+    (:func:`~roofline.parallel.tensor_parallel.weights_per_gpu`: its share of the routed experts, a copy of everything
     else) and the KV cache of its own ``batch / ep`` sequences of ``tokens`` tokens each (attention is not
     split: each GPU attends for its part of the batch). ``batch`` must be a multiple of ``ep``."""
     m = load_model(model)
@@ -597,16 +597,6 @@ def weights_kv_crossover(model: Model | str, batch: int = 1, kv_dtype: str = "bf
 
 
 __all__ += ["weights_kv_crossover"]
-
-
-def batches_that_fit(room: float, per_sequence) -> int:
-    """How many sequences of ``per_sequence`` bytes (a mean, when given many) fit in ``room`` bytes
-    (chapter 5's exercise): ``floor(room / mean(per_sequence))``."""
-    room = number("room", room, strict=False)
-    return int(np.floor(room / float(np.mean(per_sequence))))
-
-
-__all__ += ["batches_that_fit"]
 
 
 def decode_throughput(model: Model | str, hardware: Hardware | str, batch, context, **options):

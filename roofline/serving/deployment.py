@@ -45,8 +45,9 @@ from roofline.core.calibration import get_roof, roof_kind
 from roofline.core.cluster_roof import ClusterRoof
 from roofline.core.hardware import Hardware, get_hardware
 from roofline.core.model import Model, load_model
+from roofline.core.routing import expected_experts
 from roofline.core.units import dtype_bytes, fmt
-from roofline.parallel.cluster import linear_shard
+from roofline.parallel.tensor_parallel import linear_shard, weights_per_gpu
 from roofline.serving.capacity import mla_attention_flops_per_key
 
 __all__ = ["Workload", "Deployment", "StepTime", "Sustained", "KV_POLICIES", "EXCHANGE_BYTES",
@@ -359,7 +360,7 @@ def _layer(t: _Tally, m: Model, d: Deployment, roof: ClusterRoof, *, moe: bool, 
         local, etp = e.num_experts / d.ep, tp * a / d.ep
         routed = (decode + prefill) * e.experts_per_token  # expert rows of the whole replica
         per_expert = routed / e.num_experts
-        touched = local * (1.0 - (1.0 - e.experts_per_token / e.num_experts) ** (decode + prefill))
+        touched = local / e.num_experts * expected_experts(e.num_experts, e.experts_per_token, decode + prefill)
         for lin in m.expert_linears():
             n, k = (lin.out_features / etp, lin.in_features) if lin.name.endswith(("gate_proj", "up_proj")) \
                 else (lin.out_features, lin.in_features / etp)
@@ -473,24 +474,6 @@ def step_time(model: Model | str, deployment: Deployment, roof: ClusterRoof, *, 
 # ---------------------------------------------------------------------------------------------- memory
 
 
-def _weights_per_gpu(m: Model, d: Deployment) -> float:
-    wb = dtype_bytes(d.weights_dtype)
-    L = m.num_layers
-    stage = math.ceil(L / d.pp) / L
-    att = sum(np.prod(linear_shard(lin, d.tp, m.num_kv_heads)) for lin in m.attention_linears())
-    moe_layers = m.moe.moe_layers(L) if m.moe is not None else 0
-    dense = sum(np.prod(linear_shard(lin, d.tp, m.num_kv_heads)) for lin in m.dense_mlp_linears())
-    per = att * L + dense * (L - moe_layers)
-    if moe_layers:
-        e = m.moe
-        experts = sum(lin.params for lin in m.expert_linears()) * e.num_experts / (d.tp * d.dp_attention)
-        shared = sum(np.prod(linear_shard(lin, d.tp, m.num_kv_heads)) for lin in m.shared_expert_linears())
-        per += (experts + shared + m.router().params) * moe_layers
-    # the embedding on the first stage, the output head on the last (both on the one stage of a single one)
-    ends = (m.embedding_params + m.lm_head_params if d.pp == 1 else max(m.embedding_params, m.lm_head_params)) / d.tp
-    return float(per * stage * wb + ends * dtype_bytes(d.head))
-
-
 def _kv_per_token_per_gpu(m: Model, d: Deployment) -> float:
     return m.kv_bytes_per_token(d.kv) / _kv_split(m, d.tp) * math.ceil(m.num_layers / d.pp) / m.num_layers
 
@@ -512,7 +495,8 @@ class _Memory:
 
 
 def _memory(m: Model, d: Deployment, hw: Hardware, w: Workload) -> _Memory:
-    weights = _weights_per_gpu(m, d)
+    # the replica's tp x dp_attention GPUs share the routed experts (ep only says how they are split)
+    weights = weights_per_gpu(m, tp=d.tp, ep=d.dp_attention, pp=d.pp, weights_dtype=d.weights_dtype, head_dtype=d.head)
     per_tok = _kv_per_token_per_gpu(m, d)
     prefix = w.cached_tokens * per_tok  # one shared copy on every attention group's GPUs
     room = max(0.0, (hw.usable_capacity - weights) * d.kv_fraction - prefix)

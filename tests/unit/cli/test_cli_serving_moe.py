@@ -5,6 +5,7 @@ import json
 import pytest
 
 import roofline as rl
+from roofline.parallel.tensor_parallel import weights_per_gpu
 from roofline.parallel import moe
 from roofline import serving as S
 from roofline.cli import main
@@ -71,7 +72,7 @@ def test_ep_prints_one_gpus_step_and_the_all_to_alls():
     s = moe.expert_parallel_step("deepseek-v3", "h200", 64, 4096, ep=8, routing="uniform", weights_dtype="fp8")
     assert data["time_s"] == s.time and data["overlapped_time_s"] == s.overlapped_time
     assert data["all_to_all_calls"] == 116 and data["all_to_all_time_s"] == s.all_to_all.time
-    assert data["weights_per_gpu"] == moe.weights_per_gpu("deepseek-v3", ep=8, weights_dtype="fp8") and data["fits"]
+    assert data["weights_per_gpu"] == weights_per_gpu("deepseek-v3", ep=8, weights_dtype="fp8") and data["fits"]
     status, out, _ = call("decode", "deepseek-v3", "--gpu", "h200", "--batch", "64", "--ep", "8", "--routing", "best")
     assert status == 0 and "two per MoE layer" in out and "over NVLink" in out and "DOES NOT FIT" in out  # bf16
 

@@ -184,7 +184,6 @@ COLLECTIVES_BAD_INPUT = {
     "bus_factor": (lambda: rl.core.collectives.bus_factor("allgather", 8), KeyError, "did you mean 'all_gather'"),
     "algorithm_bandwidth": (lambda: rl.core.collectives.algorithm_bandwidth(1e6, 0), ValueError, "seconds must be"),
     "bus_bandwidth": (lambda: rl.core.collectives.bus_bandwidth("all_reduce", 8, -1, 1.0), ValueError, "size must be"),
-    "crossing_tier": (lambda: rl.core.collectives.crossing_tier(8, gpus_per_node=2.5), ValueError, "gpus_per_node must be"),
     "tier_link": (lambda: rl.core.collectives.tier_link("h100", "infiniband"), KeyError, "unknown tier 'infiniband'"),
     "CollectiveCost": None,  # a record built by collective_cost
     "Collective": None,  # the catalog's record of one collective, read by name
@@ -272,7 +271,9 @@ TENSOR_PARALLEL_BAD_INPUT = {
                          "degrees must be a sequence"),
     "best_degree": (lambda: rl.parallel.tensor_parallel.best_degree("llama-3-8b", "h100", (1, 3)), ValueError,
                     "tp must divide llama-3-8b's 32 query heads, got tp=3"),
-    "tp_memory": (lambda: rl.parallel.tensor_parallel.tp_memory("mixtral-8x7b", 2), rl.NotModelledError, "dense models only"),
+    "weights_per_gpu": (lambda: rl.parallel.tensor_parallel.weights_per_gpu("mixtral-8x7b", ep=3), ValueError,
+                        "ep must divide the 8 experts of mixtral-8x7b, got 3"),
+    "linear_shard": None,  # takes a model's own Linear, whose shape the model checked,
     "TPTrainingPlan": None,
     "tp_training_plan": (lambda: rl.parallel.tensor_parallel.tp_training_plan("llama-3-8b", "h100", tp=4, gpus=6, seq=1024),
                          ValueError, "gpus must be a multiple of tp (4)"),

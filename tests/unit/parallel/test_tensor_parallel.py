@@ -72,7 +72,10 @@ def test_shard_model_holds_a_t_th_of_the_weights_plus_whole_norms():
         s = tp.shard_model(m, t)
         assert s.params * t == m.params + (t - 1) * m.norm_params
     assert tp.shard_model(m, 1) is m
-    assert tp.tp_memory(m, 8) == pytest.approx(tp.shard_model(m, 8).params * 2)
+    assert tp.weights_per_gpu(m, tp=8) == pytest.approx(tp.shard_model(m, 8).params * 2)
+    assert tp.weights_per_gpu(m) == rl.workloads.memory.weight_bytes(m)  # one GPU holds the whole model
+    # past its 8 KV heads, Llama 3 8B copies them: 16 GPUs each keep a whole key and value head
+    assert tp.weights_per_gpu(m, tp=16) == pytest.approx(tp.shard_model(m, 16).params * 2)
 
 
 def test_the_shards_saved_tensors_are_chapter_twos_tensor_parallel_count():
@@ -194,7 +197,7 @@ def test_decode_by_degree_frees_memory_for_the_kv_cache_and_finds_the_fastest_de
     assert [r.t for r in rows] == [1, 2, 4, 8]
     assert not rows[0].fits and rows[1].fits  # 141 GB of weights need two 80 GB GPUs
     assert all(a.max_batch < b.max_batch for a, b in zip(rows[1:], rows[2:]))
-    assert rows[3].weights_per_gpu == pytest.approx(tp.tp_memory("llama-3-70b", 8))
+    assert rows[3].weights_per_gpu == pytest.approx(tp.weights_per_gpu("llama-3-70b", tp=8))
     best = tp.best_degree("llama-3-8b", "h100", (1, 2, 4, 8), context=1024)
     assert best.time == min(r.time for r in tp.decode_by_degree("llama-3-8b", "h100", (1, 2, 4, 8), context=1024))
     # throughput per GPU at batch 1 falls with t: each GPU runs a t-th of the step but waits the whole of it

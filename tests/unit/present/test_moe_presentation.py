@@ -38,7 +38,7 @@ def test_tables_hold_the_packages_numbers():
     one = rl.predict(rl.decode_step("mixtral-8x7b", 16, 0, routing="uniform"), "h200").time
     assert t.rows[0][6] == rl.fmt(one, "s", 3) and t.rows[0][5] == t.rows[1][5]  # batch 1: the same step
     m = tables.moe_memory_table([("V3", "deepseek-v3", "fp8", 8)], "h200")
-    assert m.rows[0][3] == rl.fmt(moe.weights_per_gpu("deepseek-v3", ep=8, weights_dtype="fp8"), "B", 3)
+    assert m.rows[0][3] == rl.fmt(rl.parallel.tensor_parallel.weights_per_gpu("deepseek-v3", ep=8, weights_dtype="fp8"), "B", 3)
 
 
 def test_charts_label_their_axes():

@@ -6,6 +6,7 @@ import math
 import pytest
 
 import roofline as rl
+from roofline.parallel.tensor_parallel import weights_per_gpu
 from roofline.core.calibration import get_roof
 from roofline.serving import deployment as D
 
@@ -83,14 +84,15 @@ def test_slice_by_hand_takes_the_larger_of_the_two_counts():
 
 
 def test_a_wide_head_weighs_two_bytes_a_parameter_and_runs_at_its_own_peak(cal):
-    """ModelOpt's FP8 leaves the output head and the embedding table in bf16: Llama 3.1 8B's two 128,256 x
-    4,096 tables take 1,050,673,152 bytes each at TP 1, not half that, and the head's matmul is timed as a
-    bf16 one on the fp8 roof (twice the FLOPs' time at the same rate)."""
+    """ModelOpt's FP8 leaves the output head and the embedding table in bf16 (and the norms, which are no
+    linear layers): Llama 3.1 8B's two 128,256 x 4,096 tables take 1,050,673,152 bytes each at TP 1, not half
+    that, and the head's matmul is timed as a bf16 one on the fp8 roof (twice the FLOPs' time at the same rate)."""
     m = rl.load_model("llama-3.1-8b")
     narrow, wide = D.Deployment(**FP8), D.Deployment(**FP8, head_dtype="bf16")
     assert wide.head == "bf16" and narrow.head == "fp8"
-    assert D._weights_per_gpu(m, wide) - D._weights_per_gpu(m, narrow) == pytest.approx(
-        m.embedding_params + m.lm_head_params) == pytest.approx(2 * 128256 * 4096)
+    held = {d: weights_per_gpu(m, tp=d.tp, weights_dtype=d.weights_dtype, head_dtype=d.head) for d in (wide, narrow)}
+    assert held[wide] - held[narrow] == pytest.approx(m.embedding_params + m.lm_head_params + m.norm_params)
+    assert m.embedding_params + m.lm_head_params == 2 * 128256 * 4096
     a = D.step_time(m, narrow, cal, decode=2048, context=1024)
     b = D.step_time(m, wide, cal, decode=2048, context=1024)
     assert b.parts["output head"] > a.parts["output head"]
