@@ -218,7 +218,7 @@ def cluster_seconds(repeat: int = 3) -> tuple[float, float, int]:
     roof) and of the whole development set (every published run and every setting its source leaves open),
     and how many layouts the development set priced."""
     from roofline.core.calibration import get_roof
-    from roofline.measured.training import development_checks, development_layouts, development_runs
+    from roofline.measured.training_runs import development_checks, development_layouts, development_runs
     from roofline.parallel.cluster import TrainLayout, price_step
 
     roof = get_roof("h100-sxm", "calibrated")

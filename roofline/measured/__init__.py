@@ -5,7 +5,7 @@ the roofs built from them in :mod:`roofline.core.calibration`; here the model me
 - :mod:`~roofline.measured.compare`: predictions beside our H200's measured kernels, decode and prefill
   (appendix B).
 - :mod:`~roofline.measured.checkpointing`: the recomputation runs of chapter 3.
-- :mod:`~roofline.measured.training`: the training development set (published runs) and the cluster model
+- :mod:`~roofline.measured.training_runs`: the training development set (published runs) and the cluster model
   checked against it (appendix C, chapter 9).
 - :mod:`~roofline.measured.serving`: the serving development set and the deployment model checked against
   it (chapter 13).
@@ -23,7 +23,7 @@ from roofline.measured.probe import *  # noqa: F401,F403
 from roofline.measured.probe import __all__ as _probe
 from roofline.measured.serving import *  # noqa: F401,F403
 from roofline.measured.serving import __all__ as _serving
-from roofline.measured.training import *  # noqa: F401,F403
-from roofline.measured.training import __all__ as _training
+from roofline.measured.training_runs import *  # noqa: F401,F403
+from roofline.measured.training_runs import __all__ as _training
 
 __all__ = [*_compare, *_checkpointing, *_training, *_serving, *_probe]

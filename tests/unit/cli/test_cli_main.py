@@ -312,3 +312,32 @@ def test_whole_number_flags_take_ascii_digits_only(value):
     status, out, _ = in_process("decode", "llama-3-8b", "--gpu", "h100", "--context", value, "--json")
     assert status == 2 and "in the digits 0-9" in json.loads(out)["error"]
     assert in_process("decode", "llama-3-8b", "--gpu", "h100", "--context", "1_024")[0] == 0
+
+
+def test_at_blames_the_flag_a_message_names_and_says_it():
+    from roofline.cli.parser import UsageError, at, layout_flags
+    from roofline.core.model import load_model
+
+    def fail(message):
+        raise ValueError(message)
+
+    with pytest.raises(UsageError) as got:
+        at("--roof", fail, "roof 'x' has no data")
+    assert (got.value.argument, got.value.message) == ("--roof", "--roof 'x' has no data")
+    names = {"input_tokens": "--input", "tp": "--tp", "": "--max-gpus"}
+    with pytest.raises(UsageError) as got:
+        at(names, fail, "input_tokens + output_tokens = 9 is past the context")
+    assert (got.value.argument, got.value.message) == ("--input", "--input + output_tokens = 9 is past the context")
+    with pytest.raises(UsageError) as got:
+        at(names, fail, "the replica's tp (3) must divide the heads")
+    assert got.value.argument == "--tp"
+    with pytest.raises(UsageError) as got:
+        at(names, fail, "nothing named here")
+    assert got.value.argument == "--max-gpus"
+    m = load_model("llama-3-8b")
+    with pytest.raises(UsageError) as got:
+        at(layout_flags({"seq": "--seq"}, m, 4096), fail, "Llama 3 8B fits on no layout of the 8 H100s at seq 4,096")
+    assert got.value.argument == "--nodes"
+    with pytest.raises(UsageError) as got:
+        at(layout_flags({"seq": "--seq"}, m, 10**6), fail, "Llama 3 8B fits on no layout of the 8 H100s")
+    assert got.value.argument == "--seq"  # past the trained context, the sequence is at fault first

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from roofline.measured.training import development_checks
+from roofline.measured.training_runs import development_checks
 
 from cli_helpers import in_process
 

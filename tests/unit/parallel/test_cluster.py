@@ -9,8 +9,9 @@ from roofline.core.cluster_roof import datasheet_cluster_roof
 from roofline.core.curve import Curve
 from roofline.core.model import load_model
 from roofline.core.calibration import get_roof
-from roofline.parallel.cluster import TrainLayout, check_layout, price_step
+from roofline.parallel.cluster import PART_ORDER, TrainLayout, check_layout, part_gaps, part_shares, price_step
 from roofline.parallel.planner import gpt_model
+from roofline.measured.training_runs import development_checks
 
 GPT22 = gpt_model(6144, 64, 48)
 
@@ -281,3 +282,51 @@ def test_a_layout_reads_as_prose_in_running_text_and_as_shorthand_on_the_command
     assert flat.prose() == ("8-way data parallelism and no tensor parallelism, 2 accumulated micro-batches of 4 sequences "
                             "a step, selective recomputation and no ZeRO sharding")
     assert "m =" not in moe.prose() + dense.prose() + flat.prose()
+
+
+def test_token_rate_per_gpu_is_the_batch_over_the_step_and_the_gpus():
+    from roofline.parallel.cluster import estimate_step, token_rate_per_gpu
+    from roofline.parallel.cluster import TrainLayout
+
+    lay = TrainLayout(seq=4096, tp=1, dp=8, ep=8, global_batch=16)
+    _, est = estimate_step("mixtral-8x7b", "h100-sxm", lay)
+    assert token_rate_per_gpu(est) == pytest.approx(16 * 4096 / (est.time * 8))
+    a2a = est.parts["expert all-to-all"]
+    assert a2a > 0
+    assert token_rate_per_gpu(est, ("expert all-to-all",)) == pytest.approx(16 * 4096 / ((est.time - a2a) * 8))
+    with pytest.raises(KeyError, match="hidden"):
+        token_rate_per_gpu(est, ("all-to-all",))
+    with pytest.raises(TypeError, match="price"):
+        token_rate_per_gpu(lay)
+
+
+def test_part_shares_add_to_one_and_part_gaps_to_the_difference_of_the_steps(checks):
+    c = checks[0]
+    shares = part_shares(c.estimate)
+    assert list(shares) == list(PART_ORDER)
+    assert sum(shares.values()) == pytest.approx(1.0)
+    gaps = part_gaps(c.floor, c.estimate)
+    assert sum(gaps.values()) == pytest.approx(c.estimate.time - c.floor.time)
+    assert gaps["matmuls"] > 0  # the calibrated matmuls are slower than the peak
+
+
+@pytest.fixture(scope="module")
+def checks():
+    return development_checks()
+
+
+def test_the_planners_grid_and_what_a_search_gives_back():
+    from roofline.parallel.cluster import degree_grid, estimate_step, search
+
+    assert degree_grid("llama-3-8b", 8192) == {"tps": (1, 2, 4, 8), "cps": (1, 2, 4, 8), "eps": (1,)}
+    assert degree_grid("llama-3-8b", 2048, gpus_per_node=4) == {"tps": (1, 2, 4), "cps": (1, 2), "eps": (1,)}
+    assert degree_grid("mixtral-8x7b", 4096)["eps"] == (1, 2, 4, 8)
+    found = search("llama-3-8b", get_roof("h100-sxm", "calibrated"), gpus=16, seq=4096, global_batch=64)
+    assert found.fitting == len(found.ranked) > 0 and {p.layout.cp for p in found.ranked} > {1}
+    floors = found.floors(3)
+    assert len(floors) == 3 and all(f.layout == e.layout and f.time <= e.time for f, e in zip(floors, found.ranked))
+    floor, est = estimate_step("llama-3-8b", "h100-sxm", found.best.layout)
+    assert est.time == pytest.approx(found.best.time) and floor.time == pytest.approx(floors[0].time)
+    assert estimate_step("llama-3-8b", "b200", found.best.layout)[1] is None  # no calibrated roof: the floor alone
+    with pytest.raises(ValueError, match="roof 'calibrated' has no data for the B200"):
+        estimate_step("llama-3-8b", "b200", found.best.layout, roof="calibrated")

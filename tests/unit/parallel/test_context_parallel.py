@@ -256,6 +256,7 @@ def test_the_degree_is_bounded_before_the_pair_matrix_grows_as_its_square():
 
 import roofline as rl  # noqa: E402
 from roofline.parallel import context_parallel as cp  # noqa: E402
+from roofline.core.calibration import get_roof
 
 
 def test_the_backward_pass_has_its_own_thresholds_and_the_forward_binds():
@@ -284,3 +285,29 @@ def test_a_training_plan_counts_each_methods_backward_bytes():
     r = cp.plan_context_parallel(m, h, seq=32768, cp=8, method="ring", recompute="none")
     ring = cp.ring_layer_times(m, h, 32768, 8)
     assert r.comm_time == pytest.approx(3 * m.num_layers * ring.transfer * 7)  # forward and twice that backward
+
+
+def test_calibrated_hiding_block_is_the_law_at_the_measured_rates():
+    import roofline as rl
+    from roofline.parallel.context_parallel import calibrated_hiding_block
+
+    roof = get_roof("h100-sxm", "calibrated")
+    # Llama 3 70B: 8 KV heads x 128 x (K and V) x 2 bytes = 4,096 bytes a token a layer, d = 64 x 128 = 8,192,
+    # so B* = 4096 / (2 x 8192) x F / W = F / (4 W)
+    rate = 1.0 / roof.flash_time(1.0, 131072, head_dim=128, causal=True)
+    assert calibrated_hiding_block("llama-3-70b", "h100-sxm", seq=131072) == pytest.approx(rate / (4 * roof.port))
+    nvl = calibrated_hiding_block("llama-3-70b", "h100-sxm", seq=131072, tier="scale_up")
+    assert nvl == pytest.approx(rate / (4 * roof.send_nvlink))
+    # the FlashAttention-2 kernel at about a third of the H100's peak: the block shrinks against the datasheet's
+    from roofline.parallel.context_parallel import ring_hiding_block
+    assert calibrated_hiding_block("llama-3-70b", "h100-sxm", seq=131072) < ring_hiding_block(
+        rl.load_model("llama-3-70b"), "h100-sxm", tier="network") / 2
+
+
+def test_calibrated_hiding_block_refuses_an_unknown_tier_and_a_bad_seq():
+    from roofline.parallel.context_parallel import calibrated_hiding_block
+
+    with pytest.raises(KeyError, match="tier"):
+        calibrated_hiding_block("llama-3-70b", "h100-sxm", seq=8192, tier="pcie")
+    with pytest.raises(ValueError, match="seq"):
+        calibrated_hiding_block("llama-3-70b", "h100-sxm", seq=0)

@@ -4,7 +4,7 @@ import pytest
 
 from roofline import measured as M
 from roofline.present import tables
-from roofline.measured.training import megatron_searches
+from roofline.measured.training_runs import megatron_searches
 from roofline.parallel.cluster import estimate_step, search
 from roofline.core.calibration import get_roof
 

@@ -6,7 +6,7 @@ import pytest
 from roofline.core.calibration import get_roof
 from roofline.core.units import fmt
 from roofline.present import plot, tables, widgets
-from roofline.measured.training import development_checks
+from roofline.measured.training_runs import development_checks
 from roofline.parallel.cluster import part_shares
 
 

@@ -10,9 +10,8 @@ from roofline.core.cluster_roof import datasheet_cluster_roof
 from roofline.core.hardware import get_hardware
 from roofline.core.model import load_model
 from roofline.core.calibration import get_roof
-from roofline.serving.deployment import serving_pair
-from roofline.serving.deployment import (Deployment, Workload, frontier, largest_batch, layouts, plan_serving,
-                                         smallest_slice, step_time, sustain)
+from roofline.serving.deployment import (Deployment, Workload, ceiling_deployment, frontier, largest_batch, layouts,
+                                         plan_serving, serving_pair, smallest_slice, step_time, sustain)
 
 H100, H200 = get_hardware("h100-sxm"), get_hardware("h200-sxm")
 FP8 = dict(weights_dtype="fp8", kv_dtype="fp8", math_dtype="fp8")
@@ -262,3 +261,18 @@ def test_a_lightly_loaded_prefill_pool_does_not_wait_to_fill_a_step():
     alone = step_time("llama-3.1-8b", d, CAL["h100"], decode=0, context=2048, prefill=2048, keys=1024, seq=2048).seconds
     assert light.ttft_s == pytest.approx(1.5 * alone + light.kv_transfer_s)
     assert light.ttft_s < heavy.ttft_s
+
+
+def test_the_ceiling_deployment_drops_every_runtime_cap():
+    d = Deployment(tp=2, kv_policy="reserve", kv_fraction=0.9, max_batch=64, max_tokens=2048)
+    c = ceiling_deployment(d)
+    assert (c.tp, c.kv_policy, c.kv_fraction, c.max_batch, c.max_tokens) == (2, "grow", 1.0, None, None)
+
+
+def test_serving_roofs_and_a_chip_without_a_calibrated_roof():
+    assert get_roof("h100-sxm", "datasheet", "fp8").kind == "datasheet"
+    assert get_roof("h100-sxm", "calibrated", "fp8").calibrated
+    with pytest.raises(KeyError, match="unknown roof 'measured'"):
+        get_roof("h100-sxm", "measured")
+    pair = serving_pair("llama-3.1-8b", "b200", Workload(1024, 128), Deployment(weights_dtype="fp8"))
+    assert pair.estimate is None and pair.ceiling.fits

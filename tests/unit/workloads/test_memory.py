@@ -526,3 +526,11 @@ def test_fit_verdict_and_summary_name_the_host_when_it_is_over():
     assert M.fit_summary(44e9, ["h100-sxm", "h200-sxm"], host=176e9) == "fits on both the H100 SXM and the H200"
     with pytest.raises(ValueError, match="host"):
         M.fit_verdict(40e9, h, host=-1)
+
+
+def test_state_bytes_groups_a_recipe_the_way_zero_shards_it():
+    assert dict(M.state_bytes()) == {"weights": 2.0, "gradients": 2.0, "optimizer": 12.0}  # chapter 2's 16 B
+    assert sum(M.state_bytes("fp32-adam").values()) == 16 and M.state_bytes("fp32-adam")["optimizer"] == 8
+    assert M.state_bytes("mixed-adam-8bit")["optimizer"] == 6  # a 4-byte master copy and two 1-byte moments
+    with pytest.raises(KeyError, match="unknown recipe 'adam'"):
+        M.state_bytes("adam")

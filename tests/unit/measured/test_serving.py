@@ -3,12 +3,7 @@ counted, the runtime settings are the tool's documented defaults (chapter 13).""
 
 import pytest
 
-from roofline.core.hardware import get_hardware
-from roofline.core.calibration import get_roof
 from roofline.measured.serving import ESTIMATE_BAND, TRTLLM_RUNTIME, serving_dev_checks, serving_runs, trtllm_bench_limits
-from roofline.core.calibration import get_roof
-from roofline.serving.deployment import ceiling_deployment, serving_pair
-from roofline.serving.deployment import Deployment, Workload
 
 CHECKS = serving_dev_checks()
 
@@ -72,42 +67,3 @@ def test_trtllm_bench_limits_follow_its_rule(fit, i, o, pp, expected):
     assert trtllm_bench_limits(fit, i, o, pp) == expected
 
 
-def test_the_ceiling_deployment_drops_every_runtime_cap():
-    d = Deployment(tp=2, kv_policy="reserve", kv_fraction=0.9, max_batch=64, max_tokens=2048)
-    c = ceiling_deployment(d)
-    assert (c.tp, c.kv_policy, c.kv_fraction, c.max_batch, c.max_tokens) == (2, "grow", 1.0, None, None)
-
-
-def test_serving_roofs_and_a_chip_without_a_calibrated_roof():
-    assert get_roof("h100-sxm", "datasheet", "fp8").kind == "datasheet"
-    assert get_roof("h100-sxm", "calibrated", "fp8").calibrated
-    with pytest.raises(KeyError, match="unknown roof 'measured'"):
-        get_roof("h100-sxm", "measured")
-    pair = serving_pair("llama-3.1-8b", "b200", Workload(1024, 128), Deployment(weights_dtype="fp8"))
-    assert pair.estimate is None and pair.ceiling.fits
-
-
-def test_the_h200s_fp8_matmuls_are_its_own_records():
-    """The H200 record's per-call fp8 sweep (torch._scaled_mm, n = k = 8,192) of 1,024 rows and more sets the
-    H200's fp8 curve: its first point is the 1,024-row product, as the record gives it."""
-    from roofline.core.records import load_measurement
-
-    h200 = get_roof("h200-sxm", "calibrated", "fp8")
-    fp8 = sorted((g for g in load_measurement().gemm_fp8_per_call if g.m >= 1024), key=lambda g: g.flops)
-    assert h200.gemm.xs[0] == fp8[0].flops == 2 * 1024 * 8192 * 8192
-    assert h200.gemm.ys[0] == pytest.approx(fp8[0].flops_per_s)
-    assert h200.sources["gemm"] == ("h200-2026-11-29 gemms",)
-    assert not any("reach the H100's" in a for a in h200.assumptions if "fp8" in a)
-
-
-@pytest.mark.parametrize("chip", ["h100-sxm", "h200-sxm", "h800-sxm"])
-def test_a_prefill_runs_at_flash_attentions_forward_rate(chip):
-    """FlashAttention-3's forward pass on the H100 (its benchmark) is faster per FLOP than FlashAttention-2's
-    forward and backward together, and no faster than the bf16 peak."""
-    roof = get_roof(chip, "calibrated", "bf16")
-    assert roof.attention_forward
-    flops, seq = 1e12, 4096
-    fwd = roof.flash_forward_time(flops, seq)
-    both = roof.flash_time(flops, seq)
-    assert fwd < both
-    assert fwd >= flops / get_hardware(chip).peak_flops("bf16")
