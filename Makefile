@@ -42,9 +42,11 @@ pdf: $(STAMP)
 test: $(STAMP)
 	$(BIN)/python -m pytest
 
-# The package's unit tests alone (tests/unit/, one folder per subpackage): the fast loop while working.
+# The package's unit tests alone (tests/unit/, one folder per subpackage): the fast loop while working, on every
+# core (pytest-xdist); `make bench` prints how long it takes (goal: under a minute on two cores).
+CHECK := -m pytest -q -n auto -p no:cacheprovider tests/unit
 check: $(STAMP)
-	$(BIN)/python -m pytest tests/unit
+	$(BIN)/python $(CHECK)
 
 # Figures to quote: cold book build, nbval, one vectorized decode sweep.
 bench: $(STAMP)

@@ -307,7 +307,7 @@ def main(argv: list[str]) -> None:
         report_page(Path(argv[1]).resolve())
         return
     bin_ = Path(sys.executable).parent
-    check = _seconds([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/unit"], ROOT)
+    check = _seconds([sys.executable, "-m", "pytest", "-q", "-n", "auto", "-p", "no:cacheprovider", "tests/unit"], ROOT)
     print(f"unit tests (make check): {check:.1f} s (goal: under 60 s on two cores)", flush=True)
     cells = hidden_cells()
     print(f"hidden cells: {cells['lines']:,} lines of code for {cells['glues']:,} glue calls, "

@@ -142,3 +142,21 @@ def browser(chromium):
         finally:
             b.close()
 
+
+
+LONGEST_ID = 100
+"""The most characters a test's parameter id may hold (the part between the brackets): long ids break some
+pytest versions' command lines ("argument list too long") and read badly in a report."""
+
+
+def pytest_make_parametrize_id(config, val, argname):
+    """A parameter shown in a test id: as pytest shows it where that is short, else its first characters and a
+    short hash of the whole, so that ids stay unique, stable from run to run, and short."""
+    import hashlib
+
+    if isinstance(val, (str, bytes, int, float)) and not isinstance(val, bool):
+        text = val.decode("utf-8", "replace") if isinstance(val, bytes) else str(val)
+        text = text.encode("unicode_escape").decode("ascii")
+        if len(text) > 30:
+            return f"{text[:20]}~{hashlib.sha1(text.encode()).hexdigest()[:8]}"
+    return None

@@ -113,3 +113,13 @@ def test_parameters_that_take_arrays_say_so():
                 if annotation is None or not any(t in ast.unparse(annotation) for t in ("ArrayLike", "ndarray", "Sequence")):
                     missing.append(f"{path.relative_to(ROOT)}:{fn.lineno} {fn.name}({name})")
     assert missing == [], "parameters that take arrays without an ArrayLike annotation"
+
+
+def test_no_test_id_is_longer_than_a_hundred_characters(request):
+    """tests/conftest.py shortens long parameters (a huge number, a catalog's TOML) to their start and a hash."""
+    hook = request.config.pluginmanager.hook.pytest_make_parametrize_id
+    short = hook(config=request.config, val="9" * 200_000, argname="value")
+    assert short.startswith("9" * 20 + "~") and len(short) == 29
+    assert short != hook(config=request.config, val="9" * 199_999, argname="value")  # still unique
+    ids = [item.nodeid.split("[", 1)[1][:-1] for item in request.session.items if "[" in item.nodeid]
+    assert [i for i in ids if len(i) > 100] == []

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from roofline.cli import main
 
-from cli_helpers import in_process, run
+from cli_helpers import in_process, run, run_subprocess
 
 
 @pytest.mark.parametrize("args, expected", [
@@ -36,7 +36,7 @@ def test_bad_numbers_exit_2_like_argparse(flag, value):
 
 
 def test_missing_arguments_exit_2():
-    assert "--gpu" in run("decode", "llama-3-8b", check_rc=2).stderr
+    assert "--gpu" in run_subprocess("decode", "llama-3-8b", check_rc=2).stderr  # as a reader types it
     assert "--tokens" in run("prefill", "llama-3-8b", "--gpu", "h100", check_rc=2).stderr
 
 

@@ -16,7 +16,7 @@ MIXTRAL, V3 = rl.load_model("mixtral-8x7b"), rl.load_model("deepseek-v3")
 
 @pytest.mark.parametrize("E, k, T", [(8, 2, 1), (8, 2, 3), (8, 2, 12), (64, 6, 16), (256, 8, 32), (256, 8, 300)])
 def test_expected_count_matches_a_seeded_random_routing(E, k, T):
-    trials = 4000
+    trials = 4000 if T < 100 else 1000  # a long step's 300 tokens: fewer trials, the band widens with them
     mean, sd = moe.simulate_experts_touched(E, k, T, trials=trials, seed=7)
     expected = moe.expected_experts(E, k, T)
     error = sd / math.sqrt(trials)
