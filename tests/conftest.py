@@ -55,6 +55,23 @@ def memory_cap():
 
 
 @pytest.fixture(scope="session")
+def rec():
+    """Our H200 record (roofline/data/measured), read and validated."""
+    from roofline.core.records import load_measurement
+
+    return load_measurement("h200-2026-11-29")
+
+
+@pytest.fixture(scope="session")
+def raw():
+    """The same record as its JSON says it, for tests that break it on purpose (a copy each time it is edited)."""
+    import json
+    from importlib import resources
+
+    return json.loads(resources.files("roofline").joinpath("data/measured/h200-2026-11-29.json").read_text())
+
+
+@pytest.fixture(scope="session")
 def llama():
     return rl.load_model("llama-3-8b")
 

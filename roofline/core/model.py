@@ -232,6 +232,15 @@ class Model:
                              "check hidden_size, intermediate_size, the layers and the experts")
 
     @property
+    def attention_head_dims(self) -> tuple[int, int]:
+        """The widths a query meets a key in and a value comes back in, per head: ``(d_qk, d_v)``. Both
+        ``head_dim`` for standard attention; latent attention's queries and keys carry a rotary part beside the
+        rest (``qk_nope_head_dim + qk_rope_head_dim``) and its values ``v_head_dim``."""
+        if self.mla is not None:
+            return self.mla.qk_nope_head_dim + self.mla.qk_rope_head_dim, self.mla.v_head_dim
+        return self.head_dim, self.head_dim
+
+    @property
     def title(self) -> str:
         """A display name, e.g. 'Llama 3.1 405B' for 'llama-3.1-405b' and 'Mixtral 8x7B' for 'mixtral-8x7b';
         a shipped model its makers spell otherwise is written their way ('GPT-2', 'DeepSeek-V3'), and so is

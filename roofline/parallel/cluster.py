@@ -329,12 +329,6 @@ def _gemms(roof: ClusterRoof, linears, rows: float, tp: int, kv_heads: int, spli
     return t * copies
 
 
-def _head_dims(m: Model) -> tuple[float, float]:
-    if m.mla is not None:
-        return m.mla.qk_nope_head_dim + m.mla.qk_rope_head_dim, m.mla.v_head_dim
-    return m.head_dim, m.head_dim
-
-
 def _layer(m: Model, lay: TrainLayout, roof: ClusterRoof, moe: bool) -> tuple[_Phase, dict, float]:
     """One layer, one micro-batch, one GPU: the phase times, the recompute's seconds, and the attention
     kernel's forward seconds (what a ring can hide behind)."""
@@ -344,7 +338,7 @@ def _layer(m: Model, lay: TrainLayout, roof: ClusterRoof, moe: bool) -> tuple[_P
     kv = m.num_kv_heads
     heads = m.num_heads / tp
     kv_l = max(kv / tp, 1.0)
-    dqk, dv = _head_dims(m)
+    dqk, dv = m.attention_head_dims
     ph = _Phase()
     # matmuls
     att = _gemms(roof, m.attention_linears(), T, tp, kv)
@@ -483,7 +477,7 @@ def _flops_per_token(m: Model, seq: int, recompute: str) -> float:
     causal attention's, ``2 * seq * heads * (d_qk + d_v) / 2`` per layer forward (the same count as
     ``attention_context`` gives, written with both head widths so that latent attention's differ),
     three passes, four when recomputed."""
-    forward = seq * m.num_heads * sum(_head_dims(m)) * m.num_layers
+    forward = seq * m.num_heads * sum(m.attention_head_dims) * m.num_layers
     return training_flops_per_token(m, recompute=recompute) + forward * (3 if recompute == "none" else 4)
 
 

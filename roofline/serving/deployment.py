@@ -332,12 +332,6 @@ def _gemm(t: _Tally, roof: ClusterRoof, part: str, rows: float, n: float, k: flo
     t.add(part, roof.gemm_time(slower * flops, nbytes), flops, nbytes, times=times, slower=slower)
 
 
-def _heads(m: Model) -> tuple[float, float]:
-    if m.mla is not None:
-        return m.mla.qk_nope_head_dim + m.mla.qk_rope_head_dim, m.mla.v_head_dim
-    return m.head_dim, m.head_dim
-
-
 def _kv_split(m: Model, tp: int) -> int:
     """GPUs of a tensor-parallel group that share one sequence's cache: the KV heads split ``min(tp, KV
     heads)`` ways (a latent is kept whole on every GPU)."""
@@ -378,7 +372,7 @@ def _layer(t: _Tally, m: Model, d: Deployment, roof: ClusterRoof, *, moe: bool, 
         width = m.intermediate_size / tp
     # attention: decode reads the cache, prefill computes its pairs
     heads = m.num_heads / tp
-    dqk, dv = _heads(m)
+    dqk, dv = m.attention_head_dims
     split = _kv_split(m, tp)
     seqs = decode / a
     if seqs > 0:

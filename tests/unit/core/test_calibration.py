@@ -9,7 +9,7 @@ from roofline.core.calibration import (CALIBRATED_CHIPS, EXCLUDED, ROOF_QUANTITI
                                        measured_roof, roof_constants, roof_kind)
 from roofline.core.cluster_roof import ClusterRoof, datasheet_cluster_roof
 from roofline.core.hardware import get_hardware
-from roofline.core.records import load_measurement, microbenchmarks, record
+from roofline.core.records import microbenchmarks, record
 from roofline.core.roof import CalibratedRoof
 
 
@@ -214,11 +214,6 @@ def test_the_measured_bandwidth_is_the_faster_of_copy_and_read(rec):
     assert measured_roof(rec).bandwidth == copy_
     for name in ("copy", "read", "write"):
         assert measured_roof(rec).bandwidth >= measured_roof(rec, bandwidth=name).bandwidth
-
-
-@pytest.fixture(scope="module")
-def rec():
-    return load_measurement("h200-2026-11-29")
 
 
 # --- get_roof: one function for every roof, its default and its one refusal -------------------------------------

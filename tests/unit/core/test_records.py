@@ -9,7 +9,6 @@ from roofline.core.records import (MeasurementError, load_layers, load_measureme
 import copy
 import json
 import roofline as rl
-from roofline.measured import probe
 from roofline import measured as M
 
 
@@ -94,18 +93,3 @@ def test_a_saved_file_round_trips(raw, tmp_path):
     assert load_measurement(path).decode == load_measurement().decode
 
 
-def test_page_buffer_bytes():
-    assert probe.page_buffer_bytes(None) == 64 * 2**20
-    assert probe.page_buffer_bytes(32 * 2**20) == 128 * 2**20  # four times the cache
-    assert probe.page_buffer_bytes(2**20) == 64 * 2**20  # at least 64 MiB
-
-
-@pytest.fixture(scope="module")
-def rec():
-    return load_measurement("h200-2026-11-29")
-
-
-@pytest.fixture(scope="module")
-def raw():
-    from importlib import resources
-    return json.loads(resources.files("roofline").joinpath("data/measured/h200-2026-11-29.json").read_text())

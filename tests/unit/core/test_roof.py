@@ -16,11 +16,6 @@ from roofline.core.records import MeasurementError, decode_attention_bytes, load
 
 
 @pytest.fixture(scope="module")
-def rec():
-    return load_measurement()
-
-
-@pytest.fixture(scope="module")
 def cal(rec):
     return calibrated_roof(rec, load_layers())
 

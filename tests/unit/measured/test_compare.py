@@ -1,7 +1,6 @@
 """roofline.measured.compare: predictions beside our H200's measured kernels, decode and prefill; the bound check
 and the calibration band (appendices A and B)."""
 
-import json
 
 import pytest
 
@@ -11,17 +10,6 @@ from roofline import measured as M
 from roofline.present import tables
 from roofline.core.calibration import calibrated_roof, measured_roof
 from roofline.core.records import Gemm, load_layers, load_measurement
-
-
-@pytest.fixture(scope="module")
-def rec():
-    return load_measurement("h200-2026-11-29")
-
-
-@pytest.fixture(scope="module")
-def raw():
-    from importlib import resources
-    return json.loads(resources.files("roofline").joinpath("data/measured/h200-2026-11-29.json").read_text())
 
 
 def test_turning_point_matches_the_roofline(rec):

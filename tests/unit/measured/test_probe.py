@@ -92,3 +92,7 @@ def test_decode_attention_sweep_runs_on_any_torch_device():
         probe.decode_attention_sweep(torch, "cpu", timer, grid=[(1, 2, 3)], progress=None)
 
 
+def test_page_buffer_bytes():
+    assert probe.page_buffer_bytes(None) == 64 * 2**20
+    assert probe.page_buffer_bytes(32 * 2**20) == 128 * 2**20  # four times the cache
+    assert probe.page_buffer_bytes(2**20) == 64 * 2**20  # at least 64 MiB
