@@ -493,9 +493,12 @@ def _plan_parser(sub, models: str) -> None:
                    help="the fraction of peak the GPU's FLOPs run at (e.g. 0.5); default: the roofline floor")
     p.add_argument("--timing", choices=TIMINGS, default="step", help="the floor's timing rule (default step)")
     p.add_argument("--roof", choices=ROOF_KINDS, default=None,
-                   help="calibrated: the cluster model's search over tensor, context, pipeline, data and expert "
-                        "parallelism, ranked by the calibrated estimate with the floor beside (default where the chip "
-                        "has a calibrated roof); datasheet: chapter 9's search, ranked by its floor")
+                   help="the roof the cluster model's search over tensor, context, pipeline, data and expert "
+                        "parallelism ranks by: calibrated (the estimate, the floor beside; the default where the chip "
+                        "has a calibrated roof) or datasheet (the floor)")
+    p.add_argument("--accounting", choices=ACCOUNTINGS, default=None,
+                   help="refined: the cluster model (the default); text: chapter 9's first-order search over "
+                        "tensor, pipeline and data parallelism, ranked by its floor (--achieved and --timing ask for it)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
 
 

@@ -104,13 +104,21 @@ def _train(args, catalog) -> str:
 
 
 def _plan(args, catalog) -> str:
-    """``roofline plan``: the cluster model's search ranked by the calibrated estimate, or chapter 9's search
-    ranked by its floor (``--roof datasheet``), the best layouts first."""
+    """``roofline plan``: the cluster model's search (the planner, :func:`roofline.parallel.cluster.search`), ranked
+    by the calibrated estimate where the chip has a calibrated roof (``--roof``) and by the datasheet floor where
+    not; or, with ``--accounting text`` (which ``--achieved`` and ``--timing`` ask for), chapter 9's first-order
+    search ranked by its floor, the best layouts first."""
     m, h = at("model", load_model, args.model), at("--gpu", get_hardware, args.gpu, catalog)
-    first_order = args.achieved is not None or args.timing != "step"  # flags of chapter 9's floor search
-    kind = at("--roof", roof_kind, h, "datasheet" if args.roof is None and first_order else args.roof)
-    if kind == "calibrated":
-        return _plan_calibrated(args, m, h)
+    first_order = [f for f, given in (("--achieved", args.achieved is not None), ("--timing", args.timing != "step"))
+                   if given]
+    if args.accounting == "refined" and first_order:
+        raise UsageError(f"{first_order[0]} applies to chapter 9's first-order search: give --accounting text with it",
+                         first_order[0])
+    if args.accounting == "refined" or (args.accounting is None and not first_order):
+        return _plan_cluster(args, m, h, at("--roof", roof_kind, h, args.roof))
+    if args.roof == "calibrated":
+        raise UsageError("--roof calibrated prices the cluster model; chapter 9's first-order search (--accounting "
+                         "text) ranks by the datasheet floor alone: leave --roof out", "--roof")
     need_links(args, h, args.nodes * args.gpus_per_node, f"plan over {args.nodes:,} node{'s' if args.nodes > 1 else ''} "
           f"of {args.gpus_per_node} GPUs", per_node=args.gpus_per_node)
     flags = {"global_batch": "--global-batch", "gpus_per_node": "--gpus-per-node", "nodes": "--nodes",
@@ -120,7 +128,7 @@ def _plan(args, catalog) -> str:
     top = result.top(args.top)
     if args.json:
         return json.dumps({
-            "workload": "plan", "model": m.name, "gpu": h.key, "nodes": result.nodes,
+            "workload": "plan", "accounting": "text", "model": m.name, "gpu": h.key, "nodes": result.nodes,
             "gpus_per_node": result.gpus_per_node, "gpus": result.gpus, "seq": result.seq,
             "global_batch": result.global_batch, "achieved": args.achieved, "timing": args.timing,
             "hbm_usable": h.usable_capacity, "layouts_priced": result.count, "layouts_fitting": len(result.ranked),
@@ -135,7 +143,7 @@ def _plan(args, catalog) -> str:
     lines = [f"layouts for training {m.title} on {result.gpus:,} {h.short}s ({result.nodes:,} nodes of "
              f"{result.gpus_per_node}), {result.global_batch:,} sequences of {result.seq:,} tokens per step:",
              f"  {result.count:,} layouts priced, {len(result.ranked):,} fit in {fmt(h.usable_capacity, 'B')} "
-             f"of usable HBM; compute at {basis}"]
+             f"of usable HBM; chapter 9's first-order count, compute at {basis}"]
     for rank, x in enumerate(top, 1):
         lines.append(f"{rank}. {x.describe()}")
         lines.append(f"   memory {fmt(x.memory, 'B')} per GPU; step {fmt(x.time, 's')} = compute {fmt(x.compute, 's')}"
@@ -348,24 +356,22 @@ def _train_cluster(args, catalog) -> str:
     return "\n".join(lines)
 
 
-def _plan_calibrated(args, m: Model, h: Hardware) -> str:
-    """``roofline plan --roof calibrated``: every layout of the cluster model, ranked by its estimate."""
-    for flag, given in (("--achieved", args.achieved is not None), ("--timing", args.timing != "step")):
-        if given:
-            raise UsageError(f"{flag} applies to chapter 9's floor search: give --roof datasheet with it", flag)
+def _plan_cluster(args, m: Model, h: Hardware, kind: str) -> str:
+    """``roofline plan``: every layout of the cluster model, ranked under the roof of ``kind``: the calibrated
+    estimate with the datasheet floor beside it, or the floor alone."""
     flags = layout_flags({"global_batch": "--global-batch", "gpus_per_node": "--gpus-per-node", "nodes": "--nodes",
                           "seq": "--seq"}, m, args.seq)
     nodes, per_node = at(flags, cluster_size, args.nodes, args.gpus_per_node)
     gpus = nodes * per_node
     need_links(args, h, gpus, f"plan over {nodes:,} node{'s' if nodes > 1 else ''} of {per_node} GPUs",
                per_node=per_node)
-    result = at(flags, search, m, get_roof(h, "calibrated"), gpus=gpus, gpus_per_node=per_node, seq=args.seq,
+    result = at(flags, search, m, get_roof(h, kind), gpus=gpus, gpus_per_node=per_node, seq=args.seq,
                 global_batch=args.global_batch)
     at(flags, lambda: result.best)  # none fits: the error says how far the leanest layout is from fitting
     top = list(zip(result.ranked[:args.top], result.floors(args.top)))
     if args.json:
         return json.dumps({
-            "workload": "plan", "model": m.name, "gpu": h.key, "roof": "calibrated", "nodes": args.nodes,
+            "workload": "plan", "accounting": "refined", "model": m.name, "gpu": h.key, "roof": kind, "nodes": args.nodes,
             "gpus_per_node": args.gpus_per_node, "gpus": gpus, "seq": args.seq, "global_batch": args.global_batch,
             "hbm_usable": h.usable_capacity, "layouts_priced": result.priced, "layouts_fitting": result.fitting,
             "layouts": [{"tp": e.layout.tp, "cp": e.layout.cp, "pp": e.layout.pp, "dp": e.layout.dp, "ep": e.layout.ep,
@@ -377,10 +383,12 @@ def _plan_calibrated(args, m: Model, h: Hardware) -> str:
     lines = [f"layouts for training {m.title} on {gpus:,} {h.short}s ({args.nodes:,} nodes of {args.gpus_per_node}), "
              f"{args.global_batch:,} sequences of {args.seq:,} tokens per step:",
              f"  {result.priced:,} layouts priced, {result.fitting:,} fit in {fmt(h.usable_capacity, 'B')} of usable "
-             f"HBM; ranked by the calibrated estimate, the datasheet floor beside"]
+             + ("HBM; ranked by the calibrated estimate, the datasheet floor beside" if kind == "calibrated" else
+                "HBM; ranked by the datasheet floor" + ("" if args.roof else f" (no calibrated roof for the {h.short})"))]
     for rank, (e, f) in enumerate(top, 1):
         lines.append(f"{rank}. {e.layout.describe()}")
-        lines.append(f"   memory {fmt(e.memory, 'B')} per GPU; estimate {fmt(e.time, 's')} (MFU {e.mfu:.1%}), "
-                     f"floor {fmt(f.time, 's')}; bubble {fmt(e.parts['bubble'], 's')}, exposed communication "
-                     f"{fmt(e.exposed, 's')}")
+        step = (f"estimate {fmt(e.time, 's')} (MFU {e.mfu:.1%}), floor {fmt(f.time, 's')}" if kind == "calibrated"
+                else f"floor {fmt(f.time, 's')} (MFU {f.mfu:.1%})")
+        lines.append(f"   memory {fmt(e.memory, 'B')} per GPU; {step}; bubble {fmt(e.parts['bubble'], 's')}, "
+                     f"exposed communication {fmt(e.exposed, 's')}")
     return "\n".join(lines)

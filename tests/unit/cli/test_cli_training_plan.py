@@ -1,5 +1,5 @@
-"""`roofline plan`: the cluster model's search ranked by the calibrated estimate, and chapter 9's search
-(`--roof datasheet`), on the command line."""
+"""`roofline plan`: the cluster model's search ranked by the calibrated estimate (or, under `--roof datasheet`,
+by its floor), and chapter 9's first-order search (`--accounting text`), on the command line."""
 
 import json
 
@@ -15,7 +15,7 @@ def run(*args):
 
 
 ARGS = ("llama-3-8b", "--gpu", "h100", "--gpus-per-node", "8", "--nodes", "2", "--seq", "4096",
-        "--global-batch", "64", "--roof", "datasheet")
+        "--global-batch", "64", "--accounting", "text")
 
 
 def test_json_is_the_package_plan():
@@ -43,14 +43,14 @@ def test_text_prints_the_layouts_with_time_split_and_mfu():
 
 
 @pytest.mark.parametrize("args,argument,words", [
-    (("llama-3-8b", "--gpu", "h100", "--nodes", "64", "--seq", "4096", "--global-batch", "1", "--roof", "datasheet"),
+    (("llama-3-8b", "--gpu", "h100", "--nodes", "64", "--seq", "4096", "--global-batch", "1", "--accounting", "text"),
      "--global-batch", "divisible"),
     (("llama-3.1-405b", "--gpu", "h100", "--nodes", "1", "--seq", "8192", "--global-batch", "8"), "--nodes",
      "fits on no layout"),
     (("llama-3-8b", "--gpu", "h100", "--nodes", "0", "--seq", "4096", "--global-batch", "8"), "--nodes", "whole"),
     (("llama-3-8b", "--gpu", "h1000", "--nodes", "1", "--seq", "4096", "--global-batch", "8"), "--gpu", "h100"),
     (("llama-3-8b", "--gpu", "h100", "--nodes", "1", "--seq", "4096"), "--global-batch", "required"),
-    (("mixtral-8x7b", "--gpu", "h100", "--nodes", "1", "--seq", "4096", "--global-batch", "8", "--roof", "datasheet"),
+    (("mixtral-8x7b", "--gpu", "h100", "--nodes", "1", "--seq", "4096", "--global-batch", "8", "--accounting", "text"),
      None, "not modelled"),
 ])
 def test_bad_input_names_the_argument(args, argument, words):
@@ -102,8 +102,24 @@ def test_plan_searches_experts_too():
     assert status == 0 and json.loads(out)["layouts"]
 
 
-def test_plan_flags_of_the_floor_search_need_the_datasheet_roof():
-    status, out, _ = run(*CAL, "--achieved", "0.5", "--roof", "calibrated", "--json")
+def test_plan_flags_of_the_first_order_search_ask_for_it_and_refuse_the_cluster_model():
+    status, out, _ = run(*CAL, "--achieved", "0.5", "--accounting", "refined", "--json")
     assert status == 2 and json.loads(out)["argument"] == "--achieved"
-    status, out, _ = run(*CAL, "--achieved", "0.5", "--json")  # without --roof: chapter 9's search
-    assert status == 0 and json.loads(out).get("roof") is None
+    status, out, _ = run(*CAL, "--achieved", "0.5", "--roof", "calibrated", "--json")
+    assert status == 2 and json.loads(out)["argument"] == "--roof"
+    status, out, _ = run(*CAL, "--achieved", "0.5", "--json")  # --achieved asks for chapter 9's search
+    assert status == 0 and json.loads(out)["accounting"] == "text"
+
+
+def test_the_datasheet_roof_ranks_the_cluster_model_by_its_floor():
+    from roofline.core.calibration import get_roof
+    from roofline.parallel.cluster import search
+
+    status, out, _ = run(*CAL, "--roof", "datasheet", "--top", "2", "--json")
+    got = json.loads(out)
+    want = search("llama-3-8b", get_roof("h100", "datasheet"), gpus=16, seq=4096, global_batch=64)
+    assert status == 0 and got["roof"] == "datasheet" and got["accounting"] == "refined"
+    assert [g["time_s"] for g in got["layouts"]] == pytest.approx([p.time for p in want.ranked[:2]])
+    assert [g["floor_time_s"] for g in got["layouts"]] == [g["time_s"] for g in got["layouts"]]
+    status, out, _ = run("llama-3-8b", "--gpu", "b200", "--nodes", "2", "--seq", "4096", "--global-batch", "64")
+    assert status == 0 and "ranked by the datasheet floor (no calibrated roof for the B200)" in out
