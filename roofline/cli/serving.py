@@ -14,9 +14,9 @@ from roofline.core.model import Model, NotModelledError, load_model
 from roofline.core.units import fmt
 from roofline.parallel.moe import expert_parallel_batch, expert_parallel_step
 from roofline.parallel.tensor_parallel import check_tp, weights_per_gpu
-from roofline.serving.capacity import (ServingPlan, check_context, expert_parallel_footprint, kv_replicas,
-                                       largest_batch, latency_throughput, serving_plan, time_to_first_token,
-                                       tp_serving_plan)
+from roofline.serving.capacity import (ServingCapacity, check_context, expert_parallel_footprint, kv_replicas,
+                                       largest_batch, latency_throughput, serving_capacity, time_to_first_token,
+                                       tp_serving_capacity)
 from roofline.workloads.memory import fit_verdict, inference_footprint
 from roofline.serving.speculative import best_gamma, breakeven_alpha, speculate, stops_paying_batch
 
@@ -50,7 +50,7 @@ def run_speculate(args) -> str:
     return _speculate(args, m, h)
 
 
-def _serve_text(p: ServingPlan) -> str:
+def _serve_text(p: ServingCapacity) -> str:
     """The plan as a few aligned lines."""
     where = f"{p.gpus} × {p.hardware}" if p.gpus > 1 else f"one {p.hardware}"
     paging = "no block rounding" if p.block_size in (None, 1) else f"blocks of {p.block_size} tokens"
@@ -79,7 +79,7 @@ def _serve_text(p: ServingPlan) -> str:
 def _serve(args: argparse.Namespace, m: Model, h: Hardware, assumed: bool = False) -> str:
     at("--context", check_context, m, args.context)
     at("--gpus", kv_replicas, m, args.gpus)
-    plan = at("--batch" if args.batch else "--context", serving_plan, m, h, args.context, gpus=args.gpus,
+    plan = at("--batch" if args.batch else "--context", serving_capacity, m, h, args.context, gpus=args.gpus,
                weights_dtype=args.weights_dtype, kv_dtype=args.kv_dtype, math_dtype=args.math_dtype,
                block_size=args.block_size, batch=args.batch, routing=args.routing)
     prompt = args.prompt or args.context
@@ -245,7 +245,7 @@ def _tensor_parallel(args, m: Model, h: Hardware) -> str:
                          "or --gpus (chapter 5's pooled GPUs) yet", "--tp")
     at("--tp", check_tp, m, t, gpus_per_node=GPUS_PER_NODE)
     need_links(args, h, t, f"serve --tp {t}")
-    p = at("--batch" if args.batch else "--context", tp_serving_plan, m, h, args.context, tp=t,
+    p = at("--batch" if args.batch else "--context", tp_serving_capacity, m, h, args.context, tp=t,
            weights_dtype=args.weights_dtype, kv_dtype=args.kv_dtype, math_dtype=args.math_dtype,
            block_size=args.block_size, batch=args.batch, gpus_per_node=GPUS_PER_NODE)
     plan, comm = p.plan, p.prediction

@@ -341,7 +341,7 @@ def kv_layout_table(models: Sequence[str], *, kv_dtype: str = "bf16", context: i
 
 
 def serving_table(plans: Mapping, title: str = "") -> Table:
-    """Chapter 5: serving plans side by side (:func:`roofline.serving.serving_plan`): bytes per sequence,
+    """Chapter 5: serving plans side by side (:func:`roofline.serving.serving_capacity`): bytes per sequence,
     the largest batch, and the decode step at that batch."""
     rows = []
     for label, p in plans.items():

@@ -31,7 +31,7 @@ from roofline.parallel.tensor_parallel import weights_per_gpu
 from roofline.parallel.pipeline import bubble_fraction, simulate
 from roofline.parallel.tensor_parallel import decode_by_degree
 from roofline.present.plot import PART_COLORS, deployment_frontier_chart, pipeline_timeline_chart, timing_bars
-from roofline.serving.capacity import check_context, serving_plan
+from roofline.serving.capacity import check_context, serving_capacity
 from roofline.serving.deployment import Deployment, Workload, frontier, sustain
 from roofline.serving.speculative import load_draft, speculate
 from roofline.workloads import tiling
@@ -256,7 +256,7 @@ def serving_explorer(models: Sequence[str] = ("llama-2-7b", "llama-3-8b", "gemma
 
     Each frame is one bar of the server's HBM at the largest batch that fits (weights, the cache the
     tokens fill, the empty ends of the last blocks, what is left), and a line with the largest batch,
-    the time per output token and the throughput (:func:`roofline.serving.serving_plan`, datasheet roof).
+    the time per output token and the throughput (:func:`roofline.serving.serving_capacity`, datasheet roof).
     A context past a model's trained length says so instead.
     """
 
@@ -283,7 +283,7 @@ def serving_explorer(models: Sequence[str] = ("llama-2-7b", "llama-3-8b", "gemma
         except ValueError:
             plan = None
         else:
-            plan = serving_plan(m, h, context, kv_dtype=kv, block_size=block)
+            plan = serving_capacity(m, h, context, kv_dtype=kv, block_size=block)
         if plan is None:
             parts = (0.0, 0.0, 0.0, 0.0)
         else:

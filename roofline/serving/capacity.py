@@ -3,7 +3,7 @@
 A server holds the weights once and one KV cache per request in flight. The cache is what caps the
 batch: usable HBM less the weights, divided by the bytes one sequence's cache takes, is the largest
 number of requests that fit (:func:`largest_batch`). Decode wants that batch large (chapter 1), so the
-bytes per token of the cache decide throughput as much as the weights do. :func:`serving_plan` puts
+bytes per token of the cache decide throughput as much as the weights do. :func:`serving_capacity` puts
 it together: the memory, the largest batch at a context, and the decode step at that batch under a
 roof (:func:`roofline.workloads.inference.decode_step`, :func:`roofline.core.roof.predict`).
 
@@ -55,7 +55,7 @@ from roofline.workloads.memory import weight_bytes
 __all__ = [
     "PUBLISHED",
     "VLLM_BLOCK_SIZE",
-    "ServingPlan",
+    "ServingCapacity",
     "attention_layout",
     "check_context",
     "kv_replicas",
@@ -65,9 +65,9 @@ __all__ = [
     "paging_waste",
     "largest_batch",
     "mla_attention_flops_per_key",
-    "serving_plan",
-    "TPServingPlan",
-    "tp_serving_plan",
+    "serving_capacity",
+    "TPServingCapacity",
+    "tp_serving_capacity",
     "expert_parallel_footprint",
     "shared_prefix_saving",
     "time_to_first_token",
@@ -120,7 +120,7 @@ def mla_attention_flops_per_key(model: Model | str, *, absorbed: bool = True) ->
 
 
 @dataclass(frozen=True)
-class ServingPlan:
+class ServingCapacity:
     """One server: a model on ``gpus`` GPUs at one context, its memory and its decode at the largest batch.
 
     Memory (bytes, across the server): ``usable`` HBM, ``weights``, ``kv_per_token``, ``kv_per_sequence``
@@ -234,14 +234,14 @@ def _with_replicas(step: Breakdown, replicas: int) -> Breakdown:
     return Breakdown.from_ops(step.name, ops, step.formats, PARTS)
 
 
-def serving_plan(model: Model | str, hardware: Hardware | str, context: int, *, gpus: int = 1,
-                 weights_dtype: str = "bf16", kv_dtype: str | None = None, math_dtype: str | None = None,
-                 block_size: int | None = VLLM_BLOCK_SIZE, batch: int | None = None, roof=None,
-                 accounting: str = "text", timing: str = "step", reserve: float = 0.0,
-                 reserve_tokens: int | None = None, routing: str | None = None) -> ServingPlan:
+def serving_capacity(model: Model | str, hardware: Hardware | str, context: int, *, gpus: int = 1,
+                     weights_dtype: str = "bf16", kv_dtype: str | None = None, math_dtype: str | None = None,
+                     block_size: int | None = VLLM_BLOCK_SIZE, batch: int | None = None, roof=None,
+                     accounting: str = "text", timing: str = "step", reserve: float = 0.0,
+                     reserve_tokens: int | None = None, routing: str | None = None) -> ServingCapacity:
     """Serve ``model`` on ``gpus`` GPUs of ``hardware`` at ``context`` tokens per sequence.
 
-    Returns a :class:`ServingPlan`: the memory, the largest batch (:func:`largest_batch`), and at that
+    Returns a :class:`ServingCapacity`: the memory, the largest batch (:func:`largest_batch`), and at that
     batch (or at ``batch``, which must fit) the decode step under ``roof`` (the datasheet when None;
     a calibrated roof for one GPU) by ``timing`` and ``accounting``. A context past the model's
     ``max_position_embeddings`` is a ``ValueError``; a model that does not fit gives a plan with
@@ -255,7 +255,7 @@ def serving_plan(model: Model | str, hardware: Hardware | str, context: int, *, 
     g = gpu_count("gpus", gpus)
     context = number("context", context, integer=True)
     if np.ndim(context):
-        raise TypeError("serving_plan takes one context; for a sweep call largest_batch with an array")
+        raise TypeError("serving_capacity takes one context; for a sweep call largest_batch with an array")
     context = int(context)
     check_context(m, context)
     kv_dtype = kv_dtype or weights_dtype
@@ -281,26 +281,26 @@ def serving_plan(model: Model | str, hardware: Hardware | str, context: int, *, 
                 reserve=float(number("reserve", reserve, strict=False)), kv_copies=replicas, math_dtype=math_dtype)
     server = _server_roof(h, g, roof, math_dtype or "bf16")
     if at < 1:
-        return ServingPlan(**base, roof=server.label, not_modelled="nothing fits")
+        return ServingCapacity(**base, roof=server.label, not_modelled="nothing fits")
     try:
         step = decode_step(m, at, context, weights_dtype=weights_dtype, kv_dtype=kv_dtype, math_dtype=math_dtype,
                            accounting=accounting, routing=routing)
     except NotModelledError as exc:
-        return ServingPlan(**base, roof=server.label, not_modelled=str(exc))
+        return ServingCapacity(**base, roof=server.label, not_modelled=str(exc))
     step = _with_replicas(step, replicas)
     pred = predict(step, server, timing=timing)
     t = float(pred.time)
-    return ServingPlan(**base, roof=server.label, step_time=t, tokens_per_s=at / t, bound=str(pred.bound),
+    return ServingCapacity(**base, roof=server.label, step_time=t, tokens_per_s=at / t, bound=str(pred.bound),
                        utilization=float(pred.utilization), flops=float(step.flops), bytes=float(step.bytes),
                        kv_read_share=float(step.parts["kv_cache"].bytes) / float(step.bytes))
 
 
 @dataclass(frozen=True)
-class TPServingPlan:
+class TPServingCapacity:
     """A server of one model tensor parallel over ``tp`` GPUs (chapter 8 on chapter 5's server; the
     command ``roofline serve --tp``).
 
-    ``plan`` is :func:`serving_plan` with ``gpus=tp``: the memory pooled over the ``tp`` GPUs, the largest
+    ``plan`` is :func:`serving_capacity` with ``gpus=tp``: the memory pooled over the ``tp`` GPUs, the largest
     batch and the batch served. ``prediction`` is one tensor-parallel decode step at that batch
     (:func:`~roofline.parallel.tensor_parallel.tp_decode_step`, its all-reduces priced and not overlapped;
     None when nothing fits). ``weights_per_gpu`` is one GPU's shard of the weights
@@ -308,7 +308,7 @@ class TPServingPlan:
     """
 
     tp: int
-    plan: ServingPlan
+    plan: ServingCapacity
     prediction: TPPrediction | None
     weights_per_gpu: float
     usable_per_gpu: float
@@ -355,12 +355,12 @@ class TPServingPlan:
         return None if self.prediction is None else self.plan.batch / self.time / self.tp
 
 
-def tp_serving_plan(model: Model | str, hardware: Hardware | str, context: int, *, tp, weights_dtype: str = "bf16",
-                    kv_dtype: str | None = None, math_dtype: str | None = None,
-                    block_size: int | None = VLLM_BLOCK_SIZE, batch: int | None = None,
-                    gpus_per_node=8) -> TPServingPlan:
+def tp_serving_capacity(model: Model | str, hardware: Hardware | str, context: int, *, tp, weights_dtype: str = "bf16",
+                        kv_dtype: str | None = None, math_dtype: str | None = None,
+                        block_size: int | None = VLLM_BLOCK_SIZE, batch: int | None = None,
+                        gpus_per_node=8) -> TPServingCapacity:
     """Serve ``model`` tensor parallel over ``tp`` GPUs of ``hardware`` at ``context`` tokens per sequence:
-    a :class:`TPServingPlan`. The memory and the batch are :func:`serving_plan`'s with ``gpus=tp`` (same
+    a :class:`TPServingCapacity`. The memory and the batch are :func:`serving_capacity`'s with ``gpus=tp`` (same
     arguments; the cache in the weights' format unless ``kv_dtype`` says otherwise); the decode step at that
     batch is one GPU's kernels plus the collectives, on the datasheet roof, hierarchically over nodes of
     ``gpus_per_node`` (``tp`` at most that: the all-reduces stay on NVLink).
@@ -369,14 +369,14 @@ def tp_serving_plan(model: Model | str, hardware: Hardware | str, context: int, 
     """
     m, h = check_tp(model, tp, gpus_per_node=gpus_per_node), get_hardware(hardware)
     t = int(number("tp", tp, integer=True))
-    plan = serving_plan(m, h, context, gpus=t, weights_dtype=weights_dtype, kv_dtype=kv_dtype, math_dtype=math_dtype,
+    plan = serving_capacity(m, h, context, gpus=t, weights_dtype=weights_dtype, kv_dtype=kv_dtype, math_dtype=math_dtype,
                         block_size=block_size, batch=batch)
     prediction = None
     if plan.max_batch >= 1:
         step = tp_decode_step(m, t, plan.batch, plan.context, weights_dtype=weights_dtype, kv_dtype=plan.kv_dtype,
                               math_dtype=math_dtype)
         prediction = predict_tp(step, h, gpus_per_node=gpus_per_node)
-    return TPServingPlan(t, plan, prediction, weights_per_gpu(m, tp=t, weights_dtype=weights_dtype), h.usable_capacity)
+    return TPServingCapacity(t, plan, prediction, weights_per_gpu(m, tp=t, weights_dtype=weights_dtype), h.usable_capacity)
 
 
 def expert_parallel_footprint(model: Model | str, batch, tokens, *, ep, weights_dtype: str = "bf16",

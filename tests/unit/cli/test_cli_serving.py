@@ -19,7 +19,7 @@ call = in_process
 def test_serve_prints_the_plan_the_package_computes():
     status, out, err = call("serve", "llama-2-7b", "--gpu", "a100-sxm-80gb", "--context", "3328")
     assert status == 0 and not err
-    plan = S.serving_plan("llama-2-7b", "a100-sxm-80gb", 3328)
+    plan = S.serving_capacity("llama-2-7b", "a100-sxm-80gb", 3328)
     h = rl.get_hardware("a100-sxm-80gb")
     by_hand = math.floor((h.usable_capacity - 2 * rl.load_model("llama-2-7b").params) / (524_288 * 3328))
     assert plan.max_batch == by_hand == 40
@@ -34,7 +34,7 @@ def test_serve_json_carries_every_figure():
     status, out, _ = call("serve", "llama-3-8b", "--gpu", "h200", "--context", "8192", "--kv-dtype", "fp8", "--json")
     assert status == 0
     data = json.loads(out)
-    plan = S.serving_plan("llama-3-8b", "h200-sxm", 8192, kv_dtype="fp8")
+    plan = S.serving_capacity("llama-3-8b", "h200-sxm", 8192, kv_dtype="fp8")
     assert data["gpu"] == "h200-sxm" and data["kv_dtype"] == "fp8" and data["fits"] is True
     assert data["kv_per_token"] == 65_536
     assert data["max_batch"] == plan.max_batch == S.largest_batch("llama-3-8b", "h200-sxm", 8192, kv_dtype="fp8")

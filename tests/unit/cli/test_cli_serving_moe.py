@@ -31,7 +31,7 @@ def test_prefill_and_serve_take_the_routing():
     status, out, _ = call("prefill", "deepseek-v3", "--gpu", "h200", "--tokens", "1024", "--routing", "uniform", "--json")
     assert status == 0 and json.loads(out)["flops"] == rl.prefill("deepseek-v3", 1024, routing="uniform").flops
     status, out, _ = call("serve", "mixtral-8x7b", "--gpu", "h200", "--context", "4096", "--routing", "best", "--json")
-    plan = S.serving_plan("mixtral-8x7b", "h200", 4096, routing="best")
+    plan = S.serving_capacity("mixtral-8x7b", "h200", 4096, routing="best")
     assert status == 0 and json.loads(out)["step_time"] == plan.step_time is not None
 
 

@@ -62,7 +62,7 @@ def test_serve_prints_the_time_to_first_token_and_the_curve():
     assert f"time to first token: {fmt(S.time_to_first_token('llama-3-8b', 'h200-sxm', 8192), 's')}" in out
     for b, t in zip(curve["batch"], curve["tpot"]):
         assert any(line.split()[:3] == [f"{b:,}", *fmt(t, "s").split()] for line in out.splitlines()), b
-    plan = S.serving_plan("llama-3-8b", "h200-sxm", 8192)
+    plan = S.serving_capacity("llama-3-8b", "h200-sxm", 8192)
     assert out.strip().endswith(plan.verdict())
 
 

@@ -115,11 +115,11 @@ def test_train_with_tp_prints_the_packages_tensor_parallel_plan():
 
 
 def test_serve_with_tp_prints_the_packages_tensor_parallel_server():
-    from roofline.serving.capacity import tp_serving_plan
+    from roofline.serving.capacity import tp_serving_capacity
 
     status, out, _ = call("serve", "llama-3-70b", "--gpu", "h100-sxm", "--context", "8192", "--tp", "8", "--json")
     got = json.loads(out)
-    p = tp_serving_plan("llama-3-70b", "h100-sxm", 8192, tp=8)
+    p = tp_serving_capacity("llama-3-70b", "h100-sxm", 8192, tp=8)
     assert status == 0 and got["batch"] == got["max_batch"] == 197
     assert got["memory_bytes"] == p.memory_per_gpu and got["time_s"] == p.time
     assert got["tokens_per_s"] == p.tokens_per_s and got["tokens_per_s_per_gpu"] == p.tokens_per_s_per_gpu

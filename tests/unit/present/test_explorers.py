@@ -20,14 +20,14 @@ def _frames_differ(explorer):
     return len({explorer.png(k) for k in explorer.frames}) > 1
 
 
-def test_serving_explorer_reads_the_largest_batch_of_serving_plan_and_refuses_untrained_contexts():
-    from roofline.serving.capacity import serving_plan
+def test_serving_explorer_reads_the_largest_batch_of_serving_capacity_and_refuses_untrained_contexts():
+    from roofline.serving.capacity import serving_capacity
 
     e = widgets.serving_explorer(models=("llama-3-8b",), gpus=("h100-sxm",), contexts=(4000, 200000),
                                  kv_dtypes=("bf16",), block_sizes=(16,))
     assert [c.description for c in e.controls] == ["model", "GPU", "context", "KV format", "block size"]
     assert len(e.frames) == 2
-    plan = serving_plan("llama-3-8b", get_hardware("h100-sxm"), 4000, kv_dtype="bf16", block_size=16)
+    plan = serving_capacity("llama-3-8b", get_hardware("h100-sxm"), 4000, kv_dtype="bf16", block_size=16)
     fits = e.text((0, 0, 0, 0, 0))
     assert f"{plan.max_batch:,} sequences fit" in fits
     assert fmt(plan.tokens_per_s, "tokens/s") in fits and fmt(plan.step_time, "s") in fits

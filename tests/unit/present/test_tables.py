@@ -271,8 +271,8 @@ def test_serving_table_fills_the_free_memory_with_whole_sequences():
     from roofline.serving import capacity as S
 
     a100 = rl.get_hardware("a100-sxm-80gb")
-    base = S.serving_plan("llama-2-7b", a100, 3328)
-    fp8 = S.serving_plan("llama-2-7b", a100, 3328, kv_dtype="fp8")
+    base = S.serving_capacity("llama-2-7b", a100, 3328)
+    fp8 = S.serving_capacity("llama-2-7b", a100, 3328, kv_dtype="fp8")
     t = tables.serving_table({"as built": base, "fp8 KV cache": fp8}, title="Llama 2 7B at 3,328 tokens")
     assert t.columns == ("setup", "KV per sequence", "largest batch", "time per output token", "throughput",
                          "compute busy") and len(t.rows) == 2

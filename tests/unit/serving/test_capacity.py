@@ -124,7 +124,7 @@ def test_tensor_parallel_copies_of_the_cache():
 
 
 def test_plan_at_the_largest_batch_is_the_decode_step_there():
-    plan = S.serving_plan("llama-3-8b", "h200-sxm", 8192)
+    plan = S.serving_capacity("llama-3-8b", "h200-sxm", 8192)
     h = rl.get_hardware("h200-sxm")
     assert plan.max_batch == S.largest_batch("llama-3-8b", h, 8192) == plan.batch
     assert plan.usable == h.usable_capacity and plan.weights == 2 * rl.load_model("llama-3-8b").params
@@ -141,15 +141,15 @@ def test_plan_at_the_largest_batch_is_the_decode_step_there():
 
 
 def test_a_smaller_batch_can_be_asked_for_but_not_a_larger_one():
-    plan = S.serving_plan("llama-3-8b", "h100-sxm", 4096, batch=8)
+    plan = S.serving_capacity("llama-3-8b", "h100-sxm", 4096, batch=8)
     assert plan.batch == 8 and plan.max_batch > 8
     with pytest.raises(ValueError, match="does not fit: at 4,096 tokens at most"):
-        S.serving_plan("llama-3-8b", "h100-sxm", 4096, batch=10_000)
+        S.serving_capacity("llama-3-8b", "h100-sxm", 4096, batch=10_000)
 
 
 def test_more_gpus_pool_memory_and_bandwidth():
-    one = S.serving_plan("llama-3-70b", "h200-sxm", 8192)
-    four = S.serving_plan("llama-3-70b", "h200-sxm", 8192, gpus=4)
+    one = S.serving_capacity("llama-3-70b", "h200-sxm", 8192)
+    four = S.serving_capacity("llama-3-70b", "h200-sxm", 8192, gpus=4)
     assert four.usable == 4 * one.usable
     assert four.max_batch > 4 * max(one.max_batch, 1) - 1
     assert four.roof.startswith("4 × ")
@@ -157,36 +157,36 @@ def test_more_gpus_pool_memory_and_bandwidth():
 
 def test_a_context_past_the_trained_length_is_refused():
     with pytest.raises(ValueError, match=r"context 8,193 tokens is beyond what llama-3-8b was trained for.*8,192"):
-        S.serving_plan("llama-3-8b", "h100-sxm", 8193)
+        S.serving_capacity("llama-3-8b", "h100-sxm", 8193)
 
 
 def test_a_model_that_does_not_fit_says_so():
-    plan = S.serving_plan("llama-3.1-405b", "h100-sxm", 4096)
+    plan = S.serving_capacity("llama-3.1-405b", "h100-sxm", 4096)
     assert plan.max_batch == 0 and not plan.fits and plan.step_time is None
     assert "does not fit on one H100 SXM: the weights alone take" in plan.verdict()
     # 141 GB of weights on an H200 with 7 GB set aside leave under 1 GB: less than one 8k sequence (2.7 GB)
-    tight = S.serving_plan("llama-3-70b", "h200-sxm", 8192, reserve=7e9)
+    tight = S.serving_capacity("llama-3-70b", "h200-sxm", 8192, reserve=7e9)
     assert tight.max_batch == 0 and tight.weights < tight.usable
     assert "less than one sequence of 8,192 tokens needs (2.68 GB)" in tight.verdict()
 
 
 def test_moe_and_mla_plans_give_capacity_and_say_what_is_not_modelled():
-    plan = S.serving_plan("deepseek-v3", "h200-sxm", 32768, gpus=8, weights_dtype="fp8")
+    plan = S.serving_capacity("deepseek-v3", "h200-sxm", 32768, gpus=8, weights_dtype="fp8")
     assert plan.fits and plan.step_time is None
     assert "routing" in plan.not_modelled  # latent attention is modelled (text accounting); the routing is not named
-    mix = S.serving_plan("mixtral-8x7b", "h200-sxm", 4096)
+    mix = S.serving_capacity("mixtral-8x7b", "h200-sxm", 4096)
     assert mix.fits and mix.step_time is None and "routing" in mix.not_modelled
 
 
 def test_bad_input_names_the_argument():
     with pytest.raises(ValueError, match="context"):
-        S.serving_plan("llama-3-8b", "h100-sxm", 0)
+        S.serving_capacity("llama-3-8b", "h100-sxm", 0)
     with pytest.raises(KeyError, match="dtype"):
-        S.serving_plan("llama-3-8b", "h100-sxm", 1024, kv_dtype="fp7")
+        S.serving_capacity("llama-3-8b", "h100-sxm", 1024, kv_dtype="fp7")
     with pytest.raises(ValueError, match="block_size"):
         S.paged_tokens(100, 0)
     with pytest.raises(KeyError, match="h100-sxm"):
-        S.serving_plan("llama-3-8b", "h100-sx", 1024)
+        S.serving_capacity("llama-3-8b", "h100-sx", 1024)
 
 
 def test_a_shared_prefix_is_stored_once_in_whole_blocks():
@@ -198,11 +198,11 @@ def test_a_shared_prefix_is_stored_once_in_whole_blocks():
 
 
 def test_a_reservation_for_the_longest_request_wastes_the_rest():
-    plan = S.serving_plan("llama-2-7b", "a100-sxm-80gb", 1000, reserve_tokens=4096)
+    plan = S.serving_capacity("llama-2-7b", "a100-sxm-80gb", 1000, reserve_tokens=4096)
     per = S.kv_bytes_per_token("llama-2-7b")
     assert plan.kv_per_sequence == 4096 * per and plan.waste_per_sequence == 3096 * per
     assert plan.max_batch == S.largest_batch("llama-2-7b", "a100-sxm-80gb", 4096, block_size=None)
-    assert plan.max_batch < S.serving_plan("llama-2-7b", "a100-sxm-80gb", 1000).max_batch
+    assert plan.max_batch < S.serving_capacity("llama-2-7b", "a100-sxm-80gb", 1000).max_batch
 
 
 def test_largest_batch_needs_a_context():
@@ -313,18 +313,18 @@ def test_decode_throughput_is_batch_over_step_time_and_plans_expose_their_ratios
     assert S.decode_throughput("llama-3-8b", "h100-sxm", np.array([1, 2]), 8192).shape == (2,)
     with pytest.raises(ValueError, match="batch"):
         S.decode_throughput("llama-3-8b", "h100-sxm", 0, 8192)
-    plan = S.serving_plan("llama-2-7b", "a100-sxm-80gb", 3328)
+    plan = S.serving_capacity("llama-2-7b", "a100-sxm-80gb", 3328)
     assert plan.achieved_flops == pytest.approx(plan.flops / plan.step_time)
     assert plan.intensity == pytest.approx(plan.flops / plan.bytes)
     assert plan.achieved_flops == pytest.approx(plan.utilization * rl.get_hardware("a100-sxm-80gb").peak_flops())
-    none = S.serving_plan("llama-3-70b", "h100-sxm", 8192)
+    none = S.serving_capacity("llama-3-70b", "h100-sxm", 8192)
     assert not none.fits and none.achieved_flops is None and none.intensity is None
 # --- a tensor-parallel server (``roofline serve --tp``) ----------------------------------------------
 
 def test_a_tensor_parallel_server_holds_a_shard_and_its_share_of_the_cache():
     m = rl.load_model("llama-3-70b")
-    p = S.tp_serving_plan(m, "h100-sxm", 8192, tp=8)
-    assert p.max_batch == p.batch == S.serving_plan(m, "h100-sxm", 8192, gpus=8).max_batch == 197
+    p = S.tp_serving_capacity(m, "h100-sxm", 8192, tp=8)
+    assert p.max_batch == p.batch == S.serving_capacity(m, "h100-sxm", 8192, gpus=8).max_batch == 197
     # each GPU: its shard in bf16 and, per sequence, 8,192 tokens x 80 layers x one KV head of 128 x K and V x 2 B
     per_sequence = 8192 * 80 * 1 * 128 * 2 * 2
     shard = rl.parallel.tensor_parallel.shard_model(m, 8)
@@ -336,8 +336,8 @@ def test_a_tensor_parallel_server_holds_a_shard_and_its_share_of_the_cache():
 
 def test_a_tensor_parallel_server_decodes_the_cache_in_the_format_it_stores():
     """The cache follows the weights' format unless told (chapter 5): fp8 weights, an fp8 cache, read as such."""
-    fp8 = S.tp_serving_plan("llama-3-70b", "h100-sxm", 8192, tp=4, batch=16, weights_dtype="fp8")
-    wide = S.tp_serving_plan("llama-3-70b", "h100-sxm", 8192, tp=4, batch=16, weights_dtype="fp8", kv_dtype="bf16")
+    fp8 = S.tp_serving_capacity("llama-3-70b", "h100-sxm", 8192, tp=4, batch=16, weights_dtype="fp8")
+    wide = S.tp_serving_capacity("llama-3-70b", "h100-sxm", 8192, tp=4, batch=16, weights_dtype="fp8", kv_dtype="bf16")
     assert fp8.plan.kv_dtype == "fp8"
     read = fp8.prediction.step.work.parts["kv_cache"].bytes
     assert read == pytest.approx(wide.prediction.step.work.parts["kv_cache"].bytes / 2)
@@ -345,7 +345,7 @@ def test_a_tensor_parallel_server_decodes_the_cache_in_the_format_it_stores():
 
 
 def test_a_tensor_parallel_server_that_holds_nothing_has_no_step():
-    p = S.tp_serving_plan("llama-3.1-405b", "h100-sxm", 8192, tp=2)
+    p = S.tp_serving_capacity("llama-3.1-405b", "h100-sxm", 8192, tp=2)
     assert p.max_batch == 0 and not p.fits and p.prediction is None and p.time is None
 
 

@@ -17,7 +17,7 @@ def test_ttft_is_a_prefill_of_the_prompt():
 
 def test_curve_ends_at_chapter_5s_wall_with_its_decode_step():
     c = S.latency_throughput("llama-3-8b", "h200-sxm", 8192)
-    plan = S.serving_plan("llama-3-8b", "h200-sxm", 8192)
+    plan = S.serving_capacity("llama-3-8b", "h200-sxm", 8192)
     assert c["max_batch"] == plan.max_batch == c["batch"][-1]
     assert c["tpot"][-1] == pytest.approx(plan.step_time) and c["tokens_per_s"][-1] == pytest.approx(plan.tokens_per_s)
     assert np.all(np.diff(c["tpot"]) > 0) and np.all(np.diff(c["tokens_per_s"]) > 0)
@@ -25,7 +25,7 @@ def test_curve_ends_at_chapter_5s_wall_with_its_decode_step():
 
 def test_curve_under_tensor_parallelism_matches_the_plan():
     c = S.latency_throughput("llama-3-70b", "h100-sxm", 8192, gpus=4)
-    plan = S.serving_plan("llama-3-70b", "h100-sxm", 8192, gpus=4)
+    plan = S.serving_capacity("llama-3-70b", "h100-sxm", 8192, gpus=4)
     assert c["tpot"][-1] == pytest.approx(plan.step_time)
 
 
