@@ -92,7 +92,6 @@ def measured_roof(record: Measurement, dtype: str | None = None, *, bandwidth: s
     return Roof(label or f"{record.env.device} measured", peak, bw, "measured", dtype)
 
 
-
 def calibrated_roof(record: Measurement, layers: "LayersMeasurement | None" = None, *, mode: str = "graph",
                     label: str | None = None):
     """The :class:`~roofline.core.roof.CalibratedRoof` of a record's microbenchmarks, and only those:
@@ -154,7 +153,6 @@ def calibrated_roof(record: Measurement, layers: "LayersMeasurement | None" = No
                           groups, curves)
 
 
-
 # ------------------------------------------------------------------------- the cluster roofs' curves
 
 def _best_at_each(points) -> Curve:
@@ -188,7 +186,6 @@ def _attention(gpu: str, tool: str, cap: float, operation: str = "attention forw
             if ids:
                 out[(hd, causal)] = _sweep(ids, lambda r: float(r["seq_len"])).capped(cap)
     return out
-
 
 
 # Records excluded from a curve, with why (the book states them in appendix C).

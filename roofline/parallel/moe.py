@@ -23,9 +23,8 @@ from dataclasses import dataclass, replace
 from typing import NamedTuple
 
 import numpy as np
-from numpy.typing import ArrayLike
 
-from roofline.core.checks import broadcast, number
+from roofline.core.checks import number
 from roofline.core.collectives import CollectiveCost, collective_cost
 from roofline.core.cost import Breakdown
 from roofline.core.hardware import Hardware, get_hardware

@@ -2,7 +2,6 @@
 
 import pytest
 
-from roofline import measured as M
 from roofline.present import tables
 from roofline.measured.training_runs import megatron_searches
 from roofline.parallel.cluster import estimate_step, search

@@ -12,7 +12,6 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
 import roofline as rl  # noqa: E402
-from roofline import measured as M  # noqa: E402
 from roofline.measured.compare import Comparison  # noqa: E402
 from roofline.present import plot  # noqa: E402
 from roofline.core.calibration import calibrated_roof

@@ -453,7 +453,6 @@ def test_comparison_table_marks_broken_bounds_and_estimates_outside_the_band():
 
 
 def test_ceilings_table_measured_over_the_datasheet():
-    from roofline import measured
 
     sheet, sheet8 = rl.as_roof("h200-sxm"), rl.as_roof("h200-sxm", "fp8")
     rec = load_measurement("h200-2026-11-29")

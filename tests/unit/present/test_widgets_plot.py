@@ -254,7 +254,6 @@ def test_memory_readout_is_state_plus_activations_plus_logits():
 
 def test_calibrated_decode_explorer_reads_out_the_calibrated_estimate():
     import roofline as rl
-    from roofline import measured as M
 
     cal = calibrated_roof(load_measurement("h200-2026-11-29"), load_layers("h200-2026-11-29-layers"))
     ex = widgets.calibrated_decode_explorer("llama-3-8b", "h200-sxm", cal, batches=(1, 16), contexts=(512,))
