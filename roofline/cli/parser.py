@@ -84,7 +84,14 @@ class HelpRequested(Exception):
 class _Parser(argparse.ArgumentParser):
     """An argument parser that raises :class:`UsageError` rather than printing and exiting, so that
     ``main`` reports every error one way (plain or JSON), and :class:`HelpRequested` for ``--help``, so that
-    ``main`` prints it through the same guarded write (``--help --json`` as JSON, ``--help >&-`` quietly)."""
+    ``main`` prints it through the same guarded write (``--help --json`` as JSON, ``--help >&-`` quietly).
+    A value that reads as a negative number, infinite or not a number (``--rate -inf``) is a value, which the
+    flag's type then refuses by name, not a flag argparse does not know."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._negative_number_matcher = re.compile(r"^-(\d+\.?\d*(e[-+]?\d+)?|\.\d+(e[-+]?\d+)?|inf(inity)?|nan)$",
+                                                   re.IGNORECASE)
 
     def print_help(self, file=None):
         raise HelpRequested(self.format_help())

@@ -11,7 +11,7 @@ from roofline.cli.parser import at, layout_flags
 from roofline.core.calibration import get_roof, roof_kind
 from roofline.core.hardware import get_hardware, require_links
 from roofline.core.model import load_model
-from roofline.parallel.rules import RuleResult, rules_for
+from roofline.parallel.rules import RuleResult, default_tp, rules_for
 from roofline.present.tables import rule_cell
 
 __all__ = ["run_rules", "FLAGS"]
@@ -35,7 +35,7 @@ def run_rules(args) -> str:
     if args.json:
         return json.dumps({"command": "rules", "model": m.name, "gpu": h.key, "nodes": args.nodes,
                            "gpus_per_node": args.gpus_per_node, "seq": args.seq, "global_batch": args.global_batch,
-                           "batch": args.batch, "tp": args.tp or args.gpus_per_node, "rules": [_record(r) for r in out]}, indent=2)
+                           "batch": args.batch, "tp": args.tp or default_tp(m, args.gpus_per_node), "rules": [_record(r) for r in out]}, indent=2)
     lines = [f"rules of thumb for {m.title} on {gpus:,} {h.short}{'s' if gpus > 1 else ''} "
              f"({args.nodes:,} node{'s' if args.nodes > 1 else ''} of {args.gpus_per_node}), sequence {args.seq:,}"
              + (f", {args.global_batch:,} sequences a step" if args.global_batch is not None else "")

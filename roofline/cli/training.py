@@ -94,13 +94,20 @@ def _train(args, catalog) -> str:
                      f"{fmt(plan.offload_time, 's')}; " + ("all of it hidden behind the compute" if not plan.offload_exposed
                                                           else f"{fmt(plan.offload_exposed, 's')} not hidden"))
     rate = plan.tokens_per_s
-    if m.max_position_embeddings is not None and plan.seq > m.max_position_embeddings:
-        lines.append(f"BEYOND THE MODEL'S CONTEXT: {plan.seq:,} tokens per sequence,\n  past the "
-                     f"{m.max_position_embeddings:,} it was trained for (max_position_embeddings)")
+    lines += _beyond_context(m, plan.seq)
     lines.append(f"MFU {plan.mfu:.1%}, HFU {plan.hfu:.1%}, {rate:,.0f} tokens/s per GPU" if rate >= 100 else
                  f"MFU {plan.mfu:.1%}, HFU {plan.hfu:.1%}, {rate:.3g} tokens/s per GPU"
                  + ("" if plan.achieved is not None else "\n  (at the floor; --achieved 0.5 assumes the GPU runs its FLOPs at half its peak)"))
     return "\n".join(lines)
+
+
+def _beyond_context(m: Model, seq: int) -> list[str]:
+    """The line every training answer prints when a sequence is longer than the model was trained for (training
+    at a longer context is how a context is extended: a warning, not a refusal)."""
+    if m.max_position_embeddings is None or seq <= m.max_position_embeddings:
+        return []
+    return [f"BEYOND THE MODEL'S CONTEXT: {seq:,} tokens per sequence,\n  past the "
+            f"{m.max_position_embeddings:,} it was trained for (max_position_embeddings)"]
 
 
 def _plan(args, catalog) -> str:
@@ -129,6 +136,7 @@ def _plan(args, catalog) -> str:
     if args.json:
         return json.dumps({
             "workload": "plan", "accounting": "text", "model": m.name, "gpu": h.key, "nodes": result.nodes,
+            "beyond_trained_context": bool(_beyond_context(m, args.seq)),
             "gpus_per_node": result.gpus_per_node, "gpus": result.gpus, "seq": result.seq,
             "global_batch": result.global_batch, "achieved": args.achieved, "timing": args.timing,
             "hbm_usable": h.usable_capacity, "layouts_priced": result.count, "layouts_fitting": len(result.ranked),
@@ -140,15 +148,15 @@ def _plan(args, catalog) -> str:
         }, indent=2)
     basis = ("the roofline floor under the " + args.timing + " rule" if args.achieved is None
              else f"every FLOP at {args.achieved:.0%} of peak")
-    lines = [f"layouts for training {m.title} on {result.gpus:,} {h.short}s ({result.nodes:,} nodes of "
-             f"{result.gpus_per_node}), {result.global_batch:,} sequences of {result.seq:,} tokens per step:",
+    lines = [f"layouts for training {m.title} on {result.gpus:,} {h.short}s ({result.nodes:,} "
+             f"node{'s' if result.nodes > 1 else ''} of {result.gpus_per_node}), {result.global_batch:,} sequences of {result.seq:,} tokens per step:",
              f"  {result.count:,} layouts priced, {len(result.ranked):,} fit in {fmt(h.usable_capacity, 'B')} "
              f"of usable HBM; chapter 9's first-order count, compute at {basis}"]
     for rank, x in enumerate(top, 1):
         lines.append(f"{rank}. {x.describe()}")
         lines.append(f"   memory {fmt(x.memory, 'B')} per GPU; step {fmt(x.time, 's')} = compute {fmt(x.compute, 's')}"
                      f" + bubble {fmt(x.bubble, 's')} + exposed communication {fmt(x.exposed, 's')}; MFU {x.mfu:.1%}")
-    return "\n".join(lines)
+    return "\n".join(lines + _beyond_context(m, args.seq))
 
 
 def _train_dp(args, catalog) -> str:
@@ -276,6 +284,7 @@ _LAYOUT_FLAGS = {"tp": "--tp", "cp": "--cp", "pp": "--pp", "ep": "--ep", "dp": "
                  "global_batch": "--global-batch", "micro_batch": "--micro-batch", "seq": "--seq",
                  "schedule": "--schedule", "recompute": "--recompute", "attention": "--attention",
                  "the interleaved schedule": "--schedule", "sequence parallelism": "--sequence-parallel",
+                 "sequence_parallel": "--sequence-parallel",
                  "all-to-all context parallelism": "--cp", "the ring's zigzag split": "--cp",
                  "zero_stage": "--zero"}
 
@@ -295,7 +304,12 @@ def _train_cluster(args, catalog) -> str:
     per_node = args.gpus_per_node if args.gpus_per_node is not None else GPUS_PER_NODE
     split = args.tp * args.cp * args.pp
     if args.nodes is not None or args.gpus_per_node is not None:
-        total = (args.nodes if args.nodes is not None else 1) * per_node
+        nodes, per_node = at({"nodes": "--nodes", "gpus_per_node": "--gpus-per-node", "": "--nodes"}, cluster_size,
+                             args.nodes if args.nodes is not None else 1, per_node)
+        total = nodes * per_node
+        if args.gpus != 1 and args.gpus != total:
+            raise UsageError(f"--gpus {args.gpus} disagrees with --nodes {nodes} x --gpus-per-node {per_node}; give one "
+                             "or the other", "--gpus")
         if total % split:
             raise UsageError(f"--tp x --cp x --pp ({args.tp} x {args.cp} x {args.pp} = {split}) must divide the "
                              f"{total:,} GPUs of the cluster (--nodes x --gpus-per-node)", "--nodes")
@@ -304,6 +318,9 @@ def _train_cluster(args, catalog) -> str:
             raise UsageError(f"--dp {args.dp} disagrees with the cluster: {total:,} GPUs over tp x cp x pp = {split} "
                              f"leave {dp} replicas", "--dp")
     else:
+        if args.dp is not None and args.gpus not in (1, args.dp, split * args.dp):
+            raise UsageError(f"--dp {args.dp} and --gpus {args.gpus} disagree: --gpus is the data-parallel replicas, "
+                             f"or all the GPUs (tp x cp x pp x dp = {split * args.dp}); give one of them", "--gpus")
         dp = args.dp if args.dp is not None else args.gpus
     need_links(args, h, split * dp, f"train on {split * dp:,} GPUs", per_node=per_node)
     schedule = args.schedule or ("interleaved" if args.chunks and args.chunks > 1 else "1f1b")
@@ -330,7 +347,8 @@ def _train_cluster(args, catalog) -> str:
                        "recompute": layout.recompute, "sequence_parallel": layout.sp, "zero_stage": layout.zero_stage,
                        "attention": layout.attention, "overlap_grad_reduce": layout.overlap_grad_reduce,
                        "dtype": layout.dtype},
-            "seq": layout.seq, "roof": roof, "time_s": chosen.time, "mfu": chosen.mfu, "hfu": chosen.hfu,
+            "seq": layout.seq, "beyond_trained_context": bool(_beyond_context(m, layout.seq)), "roof": roof,
+            "time_s": chosen.time, "mfu": chosen.mfu, "hfu": chosen.hfu,
             "tokens_per_s": chosen.tokens_per_s, "memory_bytes": chosen.memory, "hbm_usable": h.usable_capacity,
             "fits": chosen.fits, "memory_parts": dict(chosen.memory_parts),
             "floor": one(floor), "estimate": one(est) if est else None,
@@ -353,7 +371,7 @@ def _train_cluster(args, catalog) -> str:
                                                          if hid > 0 else ""))
     rate = chosen.tokens_per_s
     lines.append(f"{fmt(rate, 'tokens/s')} for the whole cluster")
-    return "\n".join(lines)
+    return "\n".join(lines + _beyond_context(m, layout.seq))
 
 
 def _plan_cluster(args, m: Model, h: Hardware, kind: str) -> str:
@@ -372,6 +390,7 @@ def _plan_cluster(args, m: Model, h: Hardware, kind: str) -> str:
     if args.json:
         return json.dumps({
             "workload": "plan", "accounting": "refined", "model": m.name, "gpu": h.key, "roof": kind, "nodes": args.nodes,
+            "beyond_trained_context": bool(_beyond_context(m, args.seq)),
             "gpus_per_node": args.gpus_per_node, "gpus": gpus, "seq": args.seq, "global_batch": args.global_batch,
             "hbm_usable": h.usable_capacity, "layouts_priced": result.priced, "layouts_fitting": result.fitting,
             "layouts": [{"tp": e.layout.tp, "cp": e.layout.cp, "pp": e.layout.pp, "dp": e.layout.dp, "ep": e.layout.ep,
@@ -380,7 +399,8 @@ def _plan_cluster(args, m: Model, h: Hardware, kind: str) -> str:
                          "zero_stage": e.layout.zero_stage, "memory_bytes": e.memory, "time_s": e.time, "mfu": e.mfu,
                          "floor_time_s": f.time, "floor_mfu": f.mfu, "parts_s": dict(e.parts)} for e, f in top],
         }, indent=2)
-    lines = [f"layouts for training {m.title} on {gpus:,} {h.short}s ({args.nodes:,} nodes of {args.gpus_per_node}), "
+    lines = [f"layouts for training {m.title} on {gpus:,} {h.short}s ({nodes:,} node{'s' if nodes > 1 else ''} of "
+             f"{per_node}), "
              f"{args.global_batch:,} sequences of {args.seq:,} tokens per step:",
              f"  {result.priced:,} layouts priced, {result.fitting:,} fit in {fmt(h.usable_capacity, 'B')} of usable "
              + ("HBM; ranked by the calibrated estimate, the datasheet floor beside" if kind == "calibrated" else
@@ -391,4 +411,4 @@ def _plan_cluster(args, m: Model, h: Hardware, kind: str) -> str:
                 else f"floor {fmt(f.time, 's')} (MFU {f.mfu:.1%})")
         lines.append(f"   memory {fmt(e.memory, 'B')} per GPU; {step}; bubble {fmt(e.parts['bubble'], 's')}, "
                      f"exposed communication {fmt(e.exposed, 's')}")
-    return "\n".join(lines)
+    return "\n".join(lines + _beyond_context(m, args.seq))

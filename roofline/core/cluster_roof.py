@@ -193,12 +193,29 @@ class ClusterRoof:
     def collective_time(self, collective: str, n: ArrayLike, size: ArrayLike, *, per_node: ArrayLike | None = None):
         """Seconds for ``collective`` over ``n`` GPUs on a ``size``-byte buffer; ``per_node`` members of the
         group share each node (``None``: the whole group is inside one node). 0 for a group of one."""
+        if all(type(x) in (int, float) for x in (n, size, 1 if per_node is None else per_node)):
+            return self._scalar_collective_time(collective, n, size, per_node)  # a search prices thousands of these
         n = np.asarray(number("n", n, minimum=1, strict=False, integer=True), dtype=float)
         size = np.asarray(number("size", size, strict=False), dtype=float)
         k = n if per_node is None else np.asarray(number("per_node", per_node, minimum=1, strict=False), dtype=float)
         bw = self.bus_bandwidth(collective, n, size, np.minimum(k, n))
         t = np.where((n > 1) & (size > 0), size * bus_factor(_collective(collective), n) / bw, 0.0)
         return t.item() if t.ndim == 0 else t
+
+    def _scalar_collective_time(self, collective: str, n, size, per_node) -> float:
+        """:meth:`collective_time` of one collective on plain numbers, the same arithmetic without arrays."""
+        n = number("n", n, minimum=1, strict=False, integer=True)
+        size = number("size", size, strict=False)
+        k = n if per_node is None else number("per_node", per_node, minimum=1, strict=False)
+        if n <= 1 or size <= 0:
+            return 0.0
+        a2a = _collective(collective) == "all_to_all"
+        inside = self.nvlink(max(size, 1.0))
+        if min(k, n) >= n:
+            bw = inside * (self.all_to_all_nvlink if a2a else 1.0)
+        else:
+            bw = min(self.all_to_all_port if a2a else min(k, n) * self.port, self.nvlink.top) * inside / self.nvlink.top
+        return size * bus_factor(collective, n) / bw
 
     def send_time(self, size: ArrayLike, *, across_nodes: ArrayLike = True):
         """Seconds for one point-to-point message of ``size`` bytes: over a network port, or NVLink."""

@@ -424,6 +424,14 @@ def _hardware(key: str, raw, sources: Mapping[str, Source]) -> Hardware:
             raise CatalogError(f"{here}: missing 'name'")
         figures[f"interconnect.{tier}"] = f
         links[tier] = Link(tier, _text_field(f"{here}.name", fig["name"]), f.value, direction, f)
+    total = figures["hbm_total"].value if "hbm_total" in figures else figures["hbm_capacity"].value
+    reserve = figures["reserve"].value if "reserve" in figures else CONTEXT_RESERVE
+    if reserve >= total:  # nothing left to allocate: every answer would say 'of -73.7 MB usable'
+        field = "reserve" if "reserve" in figures else ("hbm_total" if "hbm_total" in figures else "hbm_capacity")
+        raise CatalogError(f"[gpus.{key}] {field}: the memory a program can allocate ({total / 1e9:.3g} GB) must be "
+                           f"more than the reserve kept for the runtime ({reserve / 1e9:.3g} GB"
+                           f"{'' if 'reserve' in figures else ', the default'}); give the device's total, or a "
+                           "smaller reserve")
     return Hardware(
         key=key,
         **text,
@@ -440,7 +448,7 @@ def _hardware(key: str, raw, sources: Mapping[str, Source]) -> Hardware:
         short=short,
         sparse_flops=MappingProxyType(sparse),
         hbm_total=figures["hbm_total"].value if "hbm_total" in figures else None,
-        reserve=figures["reserve"].value if "reserve" in figures else CONTEXT_RESERVE,
+        reserve=reserve,
         host_memory=figures["host_memory"].value if "host_memory" in figures else None,
     )
 

@@ -65,6 +65,7 @@ from roofline.core.calibration import get_roof, roof_kind
 from roofline.core.cluster_roof import ClusterRoof, datasheet_cluster_roof
 from roofline.core.hardware import Hardware, get_hardware
 from roofline.core.model import Model, NotModelledError, load_model, param_count
+from roofline.core.network import MAX_GPUS
 from roofline.core.policies import RECOMPUTES, ZERO_STAGES
 from roofline.core.units import fmt
 from roofline.parallel.pipeline import in_flight
@@ -195,18 +196,25 @@ def check_layout(model: Model | str, layout: TrainLayout) -> Model:
                              "the weights' gradients to fill the bubble, which this model does not separate; "
                              "use '1f1b' or 'interleaved'")
         raise unknown_name("schedule", layout.schedule, SCHEDULES)
-    if layout.zero_stage not in ZERO_STAGES:
+    if isinstance(layout.zero_stage, bool) or layout.zero_stage not in ZERO_STAGES:
         raise ValueError(f"zero_stage must be 0, 1, 2 or 3, got {layout.zero_stage!r}")
     for name in ("dtype", "grad_dtype"):
         if getattr(layout, name) not in OPTIMIZER_BYTES:
             raise unknown_name(name, getattr(layout, name), OPTIMIZER_BYTES)
     L, tp, cp, pp = m.num_layers, layout.tp, layout.cp, layout.pp
+    if layout.sequence_parallel and tp == 1:
+        raise ValueError("sequence_parallel splits the norms and residuals over the tensor-parallel group: it needs "
+                         "tp > 1 (left out, it is on wherever tp > 1)")
     if m.num_heads % tp:
         raise ValueError(f"tp ({tp}) must divide the attention heads ({m.num_heads}) of {m.name}")
     if m.intermediate_size % tp:
         raise ValueError(f"tp ({tp}) must divide the MLP width ({m.intermediate_size:,}) of {m.name}")
     if pp > L:
         raise ValueError(f"pp ({pp}) must be at most the layers ({L}) of {m.name}: each stage holds at least one")
+    if layout.gpus > MAX_GPUS:
+        name, value = max((("dp", layout.dp), ("pp", pp), ("cp", cp), ("tp", tp)), key=lambda kv: kv[1])
+        raise ValueError(f"{name} ({value:,}) makes {layout.gpus:,} GPUs (tp x cp x pp x dp), more than the "
+                         f"{MAX_GPUS:,} of the largest cluster priced (roofline.core.network.MAX_GPUS)")
     if layout.schedule == "1f1b" and layout.chunks != 1:
         raise ValueError(f"chunks must be 1 for the '1f1b' schedule, got {layout.chunks}; use schedule='interleaved'")
     if layout.schedule == "interleaved":
@@ -627,7 +635,7 @@ def _price(m: Model, lay: TrainLayout, roof: ClusterRoof, cache: dict) -> StepPr
         across = lay.tp * lay.cp * lay.dp >= lay.gpus_per_node
         parts["pipeline sends"] = 2 * (mcount * v + pp - 1) * roof.send_time(msg, across_nodes=across)
     # data-parallel reduction of this stage's gradients
-    dense, experts, emb = _stage_params(m, lay)
+    dense, experts, emb = _cached(cache, ("params", lay.tp, lay.pp, lay.ep), lambda: _stage_params(m, lay))
     n_dp = lay.dp * lay.cp
     k_dp = min(n_dp, max(1, lay.gpus_per_node // lay.tp))
     gbytes = 2.0 if lay.grad_dtype == "bf16" or lay.grad_dtype == "fp16" else 4.0
@@ -679,8 +687,9 @@ def _price(m: Model, lay: TrainLayout, roof: ClusterRoof, cache: dict) -> StepPr
         logits = 0.0
     mem_parts = {**state, "activations": acts, "logits": logits}
     tokens = lay.batch * lay.seq
-    model_flops = _flops_per_token(m, lay.seq, "none") * tokens
-    hw_flops = _flops_per_token(m, lay.seq, lay.recompute) * tokens
+    model_flops = _cached(cache, ("flops", lay.seq, "none"), lambda: _flops_per_token(m, lay.seq, "none")) * tokens
+    hw_flops = _cached(cache, ("flops", lay.seq, lay.recompute),
+                       lambda: _flops_per_token(m, lay.seq, lay.recompute)) * tokens
     return StepPrice(m, lay, roof, MappingProxyType(parts), MappingProxyType(hidden), float(sum(mem_parts.values())),
                      MappingProxyType(mem_parts), float(model_flops), float(hw_flops))
 
@@ -761,7 +770,12 @@ def search(model: Model | str, roof: ClusterRoof, *, gpus: int, seq: int, global
     roof = _check_roof(roof)
     grid = degree_grid(m, seq, per_node)
     tps, cps, eps = (grid[k] if v is None else v for k, v in (("tps", tps), ("cps", cps), ("eps", eps)))
+    tps, cps, eps, micro_batches, chunks = (tuple(count(name, x) for x in values) for name, values in (
+        ("tps", tps), ("cps", cps), ("eps", eps), ("micro_batches", micro_batches), ("chunks", chunks)))
+    pps = None if pps is None else tuple(count("pps", x) for x in pps)
     dtype = roof.dtype if dtype is None else dtype
+    if dtype not in OPTIMIZER_BYTES:  # every layout would be refused for it: say so, not "no layout divides"
+        raise unknown_name("dtype", dtype, OPTIMIZER_BYTES)
     cache: dict = {}
     fitting, priced, refused, leanest = [], 0, 0, math.inf
     for tp in tps:

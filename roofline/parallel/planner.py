@@ -343,7 +343,8 @@ def plan(model: Model | str, hardware: Hardware | str, *, nodes, gpus_per_node=8
     # pipeline messages: one micro-batch's boundary activations, on the network when a stage fills a node
     size = boundary_bytes(m, seq, mb, tp=tp)
     across = tp * dp >= g
-    on_net = collective_cost("send_recv", 2, size, hw, tier="network").time
+    sends = (pp > 1) & across  # only these cross the network: a one-node cluster needs no network tier
+    on_net = collective_cost("send_recv", 2, size, hw, tier="network").time if sends.any() else 0.0
     on_link = collective_cost("send_recv", 2, size, hw, gpus_per_node=g).time
     p2p = np.where(across, on_net, on_link)
     pipeline_comm = np.where(pp > 1, 2 * (micro * v + pp - 1) * p2p, 0.0)

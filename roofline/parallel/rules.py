@@ -638,11 +638,23 @@ def attention_check(model: Model | str) -> RuleResult:
                       abs(exact - ac) <= 1 else "the sliding windows keep attention linear past the window")
 
 
+def default_tp(model: Model | str, gpus_per_node=8) -> int:
+    """The tensor degree :func:`rules_for` asks about unless told: a node's GPUs, or the most of them that divide
+    the model's attention heads (a model of 12 heads on nodes of 8: 6)."""
+    m = load_model(model)
+    g = count("gpus_per_node", gpus_per_node)
+    return max(d for d in range(1, g + 1) if m.num_heads % d == 0)
+
+
+__all__ += ["default_tp"]
+
+
 def rules_for(model: Model | str, hardware: Hardware | str, *, nodes=1, gpus_per_node=8, seq=4096,
               global_batch=None, batch=64, tp=None, roof: ClusterRoof | None = None) -> list[RuleResult]:
     """Every rule of this module for one model on one cluster of ``nodes`` x ``gpus_per_node`` GPUs, in
     chapter order. ``seq`` is the training sequence and the decode context, ``batch`` the decode batch,
-    ``tp`` the tensor degree the width rule asks about (default: the node's GPUs); ``global_batch`` (sequences a step) brings in the
+    ``tp`` the tensor degree the width rule asks about (default: the node's GPUs, or the most of them that divide
+    the attention heads); ``global_batch`` (sequences a step) brings in the
     planner (:func:`roofline.parallel.planner.plan`) for the layout rules (without it they stand alone and
     one sequence per GPU is the training step). Each chapter's own comparison is one of the ``*_check``
     functions, which take the chapter's cases (a context of 0, degrees past a node). With ``roof`` (a cluster
@@ -655,7 +667,10 @@ def rules_for(model: Model | str, hardware: Hardware | str, *, nodes=1, gpus_per
     check_context(m, seq)  # the decode rules take it as the context
     hw.peak_flops("bf16")  # every rule prices bf16 work: a chip without a bf16 peak says so first
     batch = count("batch", batch)
-    tp = count("tp", g if tp is None else tp, maximum=g, what=f" (tensor parallelism stays inside a node of {g})")
+    tp = count("tp", default_tp(m, g) if tp is None else tp, maximum=g,
+               what=f" (tensor parallelism stays inside a node of {g})")
+    if m.num_heads % tp:
+        raise ValueError(f"tp must divide {m.name}'s {m.num_heads} attention heads, got {tp}")
     plan = None
     if global_batch is not None:
         global_batch = count("global_batch", global_batch)

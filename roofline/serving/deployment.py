@@ -61,6 +61,9 @@ whatever the matmuls' format."""
 PREFILL_BATCH_TOKENS = 8192
 """Prompt tokens a prefill-only step gathers (a disaggregated prefill pool): enough for the matmuls to be
 compute-bound on every chip in the catalog, and vLLM's and TensorRT-LLM's usual token budget per step."""
+MATH_FORMATS = ("bf16", "fp16", "fp8", "int8", "fp32")
+"""Storage formats a deployment's matmuls compute in as they are (tensor cores take them); any other weights'
+format is widened to bf16 first."""
 LARGEST_BATCH = 1 << 20  # sequences in flight a replica may be asked to hold (a bound on every search)
 
 
@@ -217,8 +220,12 @@ class Deployment:
 
     @property
     def math(self) -> str:
-        """The matmuls' format (the weights' unless given)."""
-        return self.math_dtype or self.weights_dtype
+        """The matmuls' format: as given, else the weights' where tensor cores take it as it is stored (bf16, fp16,
+        fp8, int8: an fp8 model computes in fp8), else bf16 (a group-wise or int4 format, ``int4-g128`` or
+        ``mxfp4``, is widened to bf16 before its matmuls, W4A16)."""
+        if self.math_dtype:
+            return self.math_dtype
+        return self.weights_dtype if self.weights_dtype in MATH_FORMATS else "bf16"
 
     @property
     def head(self) -> str:
@@ -239,6 +246,19 @@ class Deployment:
         elif self.replicas > 1:
             parts.append(f"{self.replicas} replicas")
         return ", ".join(parts)
+
+
+def _chip(hardware: Hardware | str, roof: ClusterRoof | None = None) -> Hardware:
+    """``hardware`` as a catalog entry (a name is looked up), and, with ``roof``, refused unless the roof is that
+    chip's: a deployment is priced under its own GPU's roof."""
+    hw = get_hardware(hardware)
+    if roof is not None:
+        if not isinstance(roof, ClusterRoof):
+            raise TypeError(f"roof must be a ClusterRoof (roofline.core.calibration.get_roof), got {type(roof).__name__}")
+        if roof.hardware.key != hw.key:
+            raise ValueError(f"roof is the {roof.hardware.short}'s but hardware is the {hw.short}: price a deployment "
+                             f"under its own chip's roof, get_roof({hw.key!r}, ...)")
+    return hw
 
 
 def check_deployment(model: Model | str, deployment: Deployment, hardware: Hardware | None = None) -> Model:
@@ -505,6 +525,7 @@ def largest_batch(model: Model | str, hardware: Hardware, workload: Workload, de
     """Sequences one replica holds at once: the HBM its GPUs keep after the weights (times ``kv_fraction``,
     less the shared prefix), over what one sequence holds under the deployment's ``kv_policy``; capped by
     ``max_batch``. 0 if the weights alone do not fit."""
+    hardware = _chip(hardware)
     m = check_deployment(model, deployment, hardware)
     return _memory(m, deployment, hardware, workload).batch
 
@@ -646,6 +667,7 @@ def sustain(model: Model | str, hardware: Hardware, workload: Workload, deployme
     (:class:`Sustained`). ``ttft_slo`` and ``tpot_slo`` (seconds) cap the batch at the largest that meets
     them (offline and concurrency loads); a target no batch meets leaves a result with ``limit='slo'`` and
     batch 0. A prompt and answer past the model's context are refused."""
+    hardware = _chip(hardware, roof)
     m = check_deployment(model, deployment, hardware)
     w, d = workload, deployment
     if not isinstance(w, Workload):
@@ -847,6 +869,7 @@ def frontier(model: Model | str, hardware: Hardware, workload: Workload, deploym
     """The frontier of one replica of ``deployment`` for ``workload``'s lengths and prefix hit (its load is
     ignored: every batch is one point), at ``batches`` (default: powers of two, then the largest batch that
     fits). Batches past the largest that fits are dropped."""
+    hardware = _chip(hardware, roof)
     m = check_deployment(model, deployment, hardware)
     w, d = workload, replace(deployment, replicas=1, disaggregate=None)
     most = _memory(m, d, hardware, w).batch
@@ -926,6 +949,7 @@ def plan_serving(model: Model | str, hardware: Hardware, workload: Workload, roo
     capacity at the largest batch that meets them (``workload``'s prefix hit, its lengths, no rate), then the
     replicas a rate needs. Ranked: layouts that meet the targets first, by output tokens/s per GPU."""
     m = load_model(model)
+    hardware = _chip(hardware, roof)
     w = workload
     probe = Workload(w.input_tokens, w.output_tokens, prefix_hit=w.prefix_hit)
     rows = []
@@ -1080,6 +1104,7 @@ def prefix_savings(model: Model | str, hardware: Hardware, workload: Workload, d
                    roof: ClusterRoof) -> PrefixSavings:
     """Chapter 13: one request's prefill FLOPs (per GPU, under ``roof``) and KV-cache bytes at no prefix hit
     and at ``workload``'s, and the shared prefix's bytes per GPU."""
+    hardware = _chip(hardware, roof)
     m = check_deployment(model, deployment, hardware)
     w0 = replace(workload, prefix_hit=0.0)
     full, cached = (_join_step(m, deployment, roof, w, 0.0) for w in (w0, workload))
@@ -1135,6 +1160,7 @@ def slice_by_hand(model: Model | str, hardware: Hardware, workload: Workload, ba
     m = load_model(model)
     b = float(number("batch", batch))
     tau = float(number("tpot_slo", tpot_slo))
+    hardware = _chip(hardware)
     weights = float(m.params) * dtype_bytes(weights_dtype)
     kv = b * float(m.kv_cache_bytes(_held_tokens(workload, "grow"), kv_dtype or weights_dtype))
     total = weights + kv

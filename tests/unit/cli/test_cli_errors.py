@@ -121,3 +121,69 @@ def test_the_uniform_routing_a_moe_decode_assumes_is_the_packages_expectation():
     data = json.loads(out, parse_constant=pytest.fail)
     assert status == 0 and data["routing"] == "uniform" and data["routing_assumed"] is True
     assert data["experts_read_per_layer"] == experts_touched("mixtral-8x7b", 64, "uniform")
+
+
+# --- issue 51: flags that lied or vanished, each answered or refused with why ------------------------------------
+
+@pytest.mark.parametrize("args, argument, words", [
+    (("train", "llama-3-8b", "--gpu", "h100", "--nodes", "1000000", "--tp", "8", "--seq", "4096"), "--nodes",
+     "--nodes must be at most 131,072 at 8 GPUs per node (a cluster of at most 1,048,576 GPUs"),
+    (("train", "llama-3-8b", "--gpu", "h100", "--dp", "3", "--gpus", "8", "--seq", "4096", "--pp", "1"), "--gpus",
+     "--dp 3 and --gpus 8 disagree"),
+    (("train", "llama-3-8b", "--gpu", "h100", "--nodes", "2", "--gpus", "8", "--tp", "2", "--seq", "4096"), "--gpus",
+     "--gpus 8 disagrees with --nodes 2 x --gpus-per-node 8"),
+    (("train", "llama-3-8b", "--gpu", "h100", "--dp", "2", "--seq", "4096", "--sequence-parallel", "on"),
+     "--sequence-parallel", "it needs tp > 1"),
+    (("train", "llama-3-8b", "--gpu", "h100", "--seq", "2048", "--dp", "9007199254740992"), "--dp",
+     "GPUs (tp x cp x pp x dp), more than the 1,048,576 of the largest cluster priced"),
+    (("serve", "llama-3-8b", "--gpu", "h100", "--input", "10", "--output", "10", "--rate", "-inf"), "--rate",
+     "expected a positive finite number"),
+])
+def test_a_flag_either_acts_or_is_refused_naming_it(args, argument, words):
+    data = _error(*args)
+    assert data["argument"] == argument and words in data["error"], data
+
+
+def test_a_model_whose_heads_a_node_does_not_divide_gets_rules_at_a_degree_that_does(tmp_path):
+    """A one-head config: the rules ask about tensor degree 1 (the most of the node's 8 GPUs that divide one head),
+    and an explicit --tp 2 is refused naming --tp."""
+    cfg = model_config("llama-3-8b") | {"num_attention_heads": 1, "num_key_value_heads": 1, "head_dim": 4096}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(cfg))
+    status, out, _ = in_process("rules", str(path), "--gpu", "h100", "--json")
+    assert status == 0 and json.loads(out)["tp"] == 1
+    data = _error("rules", str(path), "--gpu", "h100", "--tp", "2")
+    assert data["argument"] == "--tp" and "--tp must divide" in data["error"] and "1 attention heads, got 2" in data["error"]
+
+
+def test_plan_and_rules_on_one_node_need_no_network():
+    """The MI300X's catalog entry has NVLink-like links and no network: one node of eight is priced."""
+    for args in (("plan", "llama-3-8b", "--gpu", "mi300x", "--nodes", "1", "--seq", "4096", "--global-batch", "8"),
+                 ("plan", "llama-3-8b", "--gpu", "mi300x", "--nodes", "1", "--seq", "4096", "--global-batch", "8",
+                  "--accounting", "text"),
+                 ("rules", "llama-3-8b", "--gpu", "mi300x", "--global-batch", "8")):
+        status, out, err = in_process(*args, "--json")
+        assert status == 0 and json.loads(out), err
+    data = _error("plan", "llama-3-8b", "--gpu", "mi300x", "--nodes", "2", "--seq", "4096", "--global-batch", "8",
+                  "--accounting", "text")
+    assert data["argument"] == "--gpu" and "needs 'network'" in data["error"]
+
+
+def test_a_sequence_past_the_trained_context_is_said_by_every_training_answer():
+    common = ("llama-3-8b", "--gpu", "h100", "--seq", "8193")
+    for args in (("plan", *common, "--nodes", "1", "--global-batch", "8"),
+                 ("plan", *common, "--nodes", "1", "--global-batch", "8", "--accounting", "text"),
+                 ("train", *common, "--nodes", "1", "--pp", "2")):
+        status, out, _ = in_process(*args)
+        assert status == 0 and "BEYOND THE MODEL'S CONTEXT: 8,193 tokens per sequence" in out
+    status, out, _ = in_process("plan", *common, "--nodes", "1", "--global-batch", "8", "--json")
+    assert json.loads(out)["beyond_trained_context"] is True
+
+
+@pytest.mark.parametrize("weights", ["int4-g128", "mxfp4"])
+def test_the_weight_formats_serve_help_gives_work_as_written(weights):
+    """Group-wise formats are widened to bf16 for their matmuls (W4A16), as --math-dtype's help says."""
+    status, out, err = in_process("serve", "llama-3-8b", "--gpu", "h100", "--input", "1024", "--output", "128",
+                                  "--weights-dtype", weights, "--json")
+    assert status == 0, err
+    assert json.loads(out)["output_tokens_per_s"] > 0

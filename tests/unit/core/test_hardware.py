@@ -270,3 +270,16 @@ def test_a_missing_link_names_the_tier_the_entry_and_the_table():
     with pytest.raises(KeyError, match="unknown tier 'nvlink'"):
         require_links("h100-sxm", ["nvlink"], "x")
     assert pcie.with_(hbm_bandwidth=1e12).interconnect.keys() == pcie.interconnect.keys()
+
+
+def test_a_chip_with_no_memory_past_the_runtimes_reserve_is_refused_at_load(tmp_path):
+    """1 GB of HBM against the default 1 GiB (1.07 GB) reserve would leave -73.7 MB usable: refused naming the
+    field; an entry's own reserve below its capacity loads, and its usable memory is the difference."""
+    with pytest.raises(CatalogError, match=r"\[gpus.my-chip\] hbm_capacity: the memory a program can allocate "
+                                           r"\(1 GB\) must be more than the reserve kept for the runtime \(1.07 GB, "
+                                           r"the default\)"):
+        load_catalog(_write(tmp_path, _entry(hbm_capacity='{ value = 1, unit = "GB", source = "sheet" }')))
+    with pytest.raises(CatalogError, match=r"\[gpus.my-chip\] reserve: .* \(96 GB\) .* \(100 GB\)"):
+        load_catalog(_write(tmp_path, _entry(reserve='{ value = 100, unit = "GB", source = "sheet" }')))
+    ok = load_catalog(_write(tmp_path, _entry(reserve='{ value = 6, unit = "GB", source = "sheet" }')))["my-chip"]
+    assert ok.usable_capacity == pytest.approx(90e9)

@@ -330,3 +330,18 @@ def test_the_planners_grid_and_what_a_search_gives_back():
     assert estimate_step("llama-3-8b", "b200", found.best.layout)[1] is None  # no calibrated roof: the floor alone
     with pytest.raises(ValueError, match="roof 'calibrated' has no data for the B200"):
         estimate_step("llama-3-8b", "b200", found.best.layout, roof="calibrated")
+
+
+def test_the_planners_inputs_are_checked_before_any_layout_is_priced():
+    """Issue 51's edges: a degree of 0 names its list (it divided by zero), a format no training recipe has is an
+    unknown dtype (not "no layout divides the global batch"), and a ZeRO stage of True is not stage 1."""
+    from roofline.parallel.cluster import check_layout, search
+
+    roof = get_roof("h100-sxm", "calibrated")
+    for name in ("tps", "cps", "pps", "eps", "micro_batches", "chunks"):
+        with pytest.raises(ValueError, match=f"{name} must be a whole number"):
+            search("llama-3-8b", roof, gpus=8, seq=4096, global_batch=8, **{name: (0,)})
+    with pytest.raises(KeyError, match="unknown dtype 'int4'"):
+        search("llama-3-8b", roof, gpus=8, seq=4096, global_batch=8, dtype="int4")
+    with pytest.raises(ValueError, match="zero_stage must be 0, 1, 2 or 3, got True"):
+        check_layout("llama-3-8b", TrainLayout(seq=4096, dp=2, zero_stage=True))

@@ -276,3 +276,22 @@ def test_serving_roofs_and_a_chip_without_a_calibrated_roof():
         get_roof("h100-sxm", "measured")
     pair = serving_pair("llama-3.1-8b", "b200", Workload(1024, 128), Deployment(weights_dtype="fp8"))
     assert pair.estimate is None and pair.ceiling.fits
+
+
+def test_a_deployment_takes_a_chips_name_and_only_that_chips_roof():
+    """Issue 51: sustain took a Hardware only (a name raised AttributeError) and priced an H100 deployment under
+    the H200's roof without a word."""
+    w, d = Workload(1024, 128), Deployment()
+    by_name = sustain("llama-3-8b", "h100", w, d, get_roof("h100", "calibrated"))
+    by_entry = sustain("llama-3-8b", H100, w, d, get_roof("h100", "calibrated"))
+    assert by_name.output_tokens_per_s == by_entry.output_tokens_per_s > 0
+    assert largest_batch("llama-3-8b", "h100", w, d) == by_name.max_batch
+    with pytest.raises(ValueError, match=r"roof is the H200's but hardware is the H100 SXM: price a deployment under "
+                                         r"its own chip's roof"):
+        sustain("llama-3-8b", "h100", w, d, get_roof("h200", "calibrated"))
+
+
+def test_a_group_wise_weight_format_computes_in_bf16_unless_told():
+    assert Deployment(weights_dtype="int4-g128").math == "bf16" and Deployment(weights_dtype="mxfp4").math == "bf16"
+    assert Deployment(weights_dtype="fp8").math == "fp8" and Deployment(weights_dtype="int8").math == "int8"
+    assert Deployment(weights_dtype="int4-g128", math_dtype="fp8").math == "fp8"
