@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from roofline.cli.parser import UsageError, at
+from roofline.cli.parser import UsageError, at, need_links
 from roofline.core.calibration import get_roof, roof_kind
 from roofline.core.hardware import Hardware
 from roofline.core.model import Model
@@ -77,6 +77,9 @@ def _lines(r: Sustained, name: str) -> list[str]:
 
 def _pair(args, m: Model, h: Hardware, d: Deployment, w: Workload) -> str:
     at("--roof", roof_kind, h, None if args.roof == "both" else args.roof)
+    if d.disaggregate is not None:  # the cache crosses the network when the two pools span nodes
+        need_links(args, h, d.gpus, f"serve --disaggregate {d.disaggregate[0]}:{d.disaggregate[1]}",
+                   per_node=d.gpus_per_node)
     pair = at(_flags("--tp"), serving_pair, m, h, w, d, ttft_slo=args.ttft_slo, tpot_slo=args.tpot_slo)
     shown = {"datasheet": [("ceiling", pair.ceiling)], "calibrated": [("estimate", pair.estimate)],
              "both": [("ceiling", pair.ceiling)] + ([("estimate", pair.estimate)] if pair.estimate else [])}[args.roof]
@@ -102,6 +105,12 @@ def _pair(args, m: Model, h: Hardware, d: Deployment, w: Workload) -> str:
 
 
 def _plan(args, m: Model, h: Hardware, w: Workload) -> str:
+    layout = [f"--{f.replace('_', '-')}" for f, default in (("tp", 1), ("pp", 1), ("ep", 1), ("dp_attention", 1),
+                                                           ("replicas", 1), ("disaggregate", None))
+              if getattr(args, f) != default]
+    if layout:
+        raise UsageError(f"{layout[0]} sets one layout; --plan searches every layout of up to --max-gpus GPUs (leave "
+                         f"{' and '.join(layout)} out, or leave --plan out to price that layout)", layout[0])
     kind = at("--roof", roof_kind, h, None if args.roof == "both" else args.roof)
     d = _deployment(args)
     roof = at("--math-dtype", get_roof, h, kind, d.math)

@@ -43,7 +43,7 @@ from numpy.typing import ArrayLike
 from roofline.core.checks import count, number
 from roofline.core.calibration import get_roof, roof_kind
 from roofline.core.cluster_roof import ClusterRoof
-from roofline.core.hardware import Hardware, get_hardware
+from roofline.core.hardware import Hardware, get_hardware, require_links
 from roofline.core.model import Model, load_model
 from roofline.core.routing import expected_experts
 from roofline.core.units import dtype_bytes, fmt
@@ -198,6 +198,10 @@ class Deployment:
                     raise ValueError(f"disaggregate: the {what} pool's {n} GPUs must be a whole number of replicas of "
                                      f"{self.replica_gpus} GPUs (tp x pp x dp_attention)")
             object.__setattr__(self, "disaggregate", (p, d))
+            if self.replicas != 1:
+                raise ValueError(f"replicas ({self.replicas}) with disaggregate: the two pools' GPUs set the replicas "
+                                 f"(the prefill pool's {p} GPUs and the decode pool's {d}, each a whole number of "
+                                 "replicas); leave replicas out")
         if not isinstance(self.kv_link, str) and not (isinstance(self.kv_link, float) and self.kv_link == math.inf):
             object.__setattr__(self, "kv_link", float(number("kv_link", self.kv_link)))  # inf: a what-if, no transfer
         elif isinstance(self.kv_link, str) and self.kv_link not in ("auto", "nvlink", "network"):
@@ -781,6 +785,9 @@ def _link_rate(m: Model, d: Deployment, roof: ClusterRoof) -> float:
     if not isinstance(d.kv_link, str):
         return d.kv_link
     inside = d.kv_link == "nvlink" or (d.kv_link == "auto" and d.gpus <= d.gpus_per_node)
+    if not inside:  # the datasheet roof of a chip with no network tier would price the port at NVLink's rate
+        require_links(roof.hardware, ["network"], f"sending the KV cache between pools of {d.gpus:,} GPUs in nodes "
+                      f"of {d.gpus_per_node}")
     return roof.send_nvlink if inside else roof.port
 
 

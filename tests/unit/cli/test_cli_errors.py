@@ -187,3 +187,26 @@ def test_the_weight_formats_serve_help_gives_work_as_written(weights):
                                   "--weights-dtype", weights, "--json")
     assert status == 0, err
     assert json.loads(out)["output_tokens_per_s"] > 0
+
+
+def test_a_kv_cache_sent_between_nodes_needs_the_network_the_catalog_gives(tmp_path):
+    """A chip with NVLink and no network: the pools of 8 and 8 GPUs span two nodes, so the cache would cross the
+    network, which the datasheet roof had priced at NVLink's rate; refused naming the tier (train refuses alike)."""
+    path = tmp_path / "mine.toml"
+    path.write_text(MY_CHIP + '\n[gpus.my-chip.interconnect]\nscale_up = { value = 900, unit = "GB/s", source = '
+                              '"my-sheet", direction = "bidirectional", name = "MyLink" }\n')
+    args = ("serve", "llama-3-8b", "--gpu", "mine", "--input", "1024", "--output", "128", "--catalog", str(path),
+            "--roof", "datasheet")
+    status, out, _ = in_process(*args, "--disaggregate", "4:4", "--json")  # one node: NVLink carries the cache
+    assert status == 0 and json.loads(out)["output_tokens_per_s"] > 0
+    data = _error(*args, "--disaggregate", "8:8")
+    assert data["argument"] == "--catalog" and "needs 'network'" in data["error"]
+    assert "[gpus.my-chip.interconnect]" in data["error"]
+
+
+@pytest.mark.parametrize("flags, flag", [(("--plan", "--disaggregate", "1:1"), "--disaggregate"),
+                                         (("--plan", "--tp", "2"), "--tp"),
+                                         (("--disaggregate", "2:2", "--replicas", "2"), "--replicas")])
+def test_serve_flags_that_would_be_ignored_are_refused(flags, flag):
+    data = _error("serve", "llama-3-8b", "--gpu", "h100", "--input", "1024", "--output", "128", *flags)
+    assert data["argument"] == flag
