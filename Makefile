@@ -7,6 +7,14 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 BOOK   := _build/html/index.html
 
+# The same commit draws the same figures on every x86-64 machine, byte for byte. numpy picks its code for
+# log, exp and power by the CPU it runs on, and its AVX-512 versions differ from the others in the last
+# bit; on a log axis that moved the anti-aliased edges of 80 to 200 pixels of a PNG (figures/ch05-capacity,
+# ch10-moe-decode, ch13-frontier), so a build on one machine changed the files another had committed.
+# Every kernel these targets start (book, execute, lab, test) runs without those versions; tests/conftest.py
+# sets the same for a bare pytest, and tests/book/test_figures.py builds figures twice and compares.
+export NPY_DISABLE_CPU_FEATURES ?= X86_V4 AVX512_ICL AVX512_SPR
+
 .PHONY: book pdf test check bench lab execute lock vendor clean
 
 $(STAMP): requirements.txt pyproject.toml
