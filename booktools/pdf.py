@@ -31,7 +31,7 @@ import json
 import posixpath
 import re
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -50,8 +50,6 @@ FRONT_FILE = "_print-title.html"
 READY_JS = "() => document.fonts.status === 'loaded' && [...document.images].every(img => img.complete)"
 TYPESET_JS = ("() => (window.MathJax && MathJax.startup && MathJax.startup.promise) ? "
               "MathJax.startup.promise.then(() => true) : true")
-# In the page: how many explorers roofline-widgets.js has drawn.
-EXPLORERS_JS = "() => document.querySelectorAll('.roofline-explorer').length"
 
 MARGINS = {"top": "16mm", "bottom": "18mm", "left": "15mm", "right": "15mm"}
 FOOTER = ('<div style="font-size:8px;width:100%;text-align:center;color:#555;font-family:sans-serif">'
@@ -76,17 +74,15 @@ class Page:
 
 @dataclass
 class Book:
-    pages: list[Page]
-    parts: list[str] = field(default_factory=list)
+    pages: list[Page]  # in reading order
 
 
 def book_pages(toc: Path = ROOT / "_toc.yml") -> Book:
     """The book's pages in reading order with their parts, and the chapters' numbers: ``chapters/NN-...``
     are chapter NN, ``chapters/appendix-...`` the appendices A, B, C in the order of the contents."""
     data = yaml.safe_load(toc.read_text(encoding="utf-8"))
-    pages, parts, appendix = [Page(data["root"])], [], 0
+    pages, appendix = [Page(data["root"])], 0
     for part in data.get("parts", []):
-        parts.append(part.get("caption", ""))
         for chapter in part.get("chapters", []):
             page = Page(chapter["file"], part=part.get("caption", ""))
             leaf = page.name.rsplit("/", 1)[-1]
@@ -96,12 +92,7 @@ def book_pages(toc: Path = ROOT / "_toc.yml") -> Book:
                 page.number = "ABCDEFGH"[appendix]
                 appendix += 1
             pages.append(page)
-    return Book(pages, parts)
-
-
-def pages(toc: Path = ROOT / "_toc.yml") -> list[str]:
-    """The book's pages in reading order, as document names (``chapters/01-three-budgets``)."""
-    return [p.name for p in book_pages(toc).pages]
+    return Book(pages)
 
 
 def title_of(text: str, fallback: str) -> str:
@@ -365,7 +356,8 @@ def print_book(site: Path, out: Path, chromium: str, *, url: str = "", student: 
                only: list[str] | None = None, api: bool = True, chapters: bool = True,
                book_edition: Edition | None = None) -> dict[str, Path]:
     """Print ``site`` into ``out``: ``book.pdf`` (title page, contents, the pages of ``_toc.yml`` but the
-    API reference, or only those in ``only``), ``api.pdf``, and one PDF per chapter cut from the book.
+    API reference, or only those in ``only``), ``api.pdf`` (unless ``api`` is false), and one PDF per page
+    of the book cut from it (unless ``chapters`` is false).
     Returns {"book": path, "api": path, chapter name: path}."""
     from playwright.sync_api import sync_playwright
     from pypdf import PdfReader, PdfWriter
@@ -391,7 +383,7 @@ def print_book(site: Path, out: Path, chromium: str, *, url: str = "", student: 
             _print(browser, front, out / "_title.pdf", None)
             # twice: first to learn where each page starts, then with those numbers in the contents
             numbers = None
-            for attempt in range(3):
+            for _ in range(3):
                 linker = Linker(book, url)
                 doc.write_text(joined(site, book, linker, numbers, url, name), encoding="utf-8")
                 _print(browser, doc, out / "_body.pdf", footer)
@@ -400,7 +392,9 @@ def print_book(site: Path, out: Path, chromium: str, *, url: str = "", student: 
                 if starts == numbers:
                     break
                 numbers = starts
-            if api and only is None:
+            else:
+                raise RuntimeError("the contents' page numbers did not settle in three printings")
+            if api:
                 api_book = Book([Page(API)])
                 api_linker = Linker(api_book, url)
                 # the API page is printed alone: links to the book go to the web edition (or nowhere)

@@ -155,33 +155,25 @@ def strip_notebook_solutions(text: str) -> tuple[str, int]:
     the note after its Exercises heading, and the numbers glued for the solutions alone out of the stored
     outputs and of the answers JupyterLab shows (``user_expressions``). Returns the JSON and the blocks cut."""
     nb = json.loads(text)
+    markdown = [cell for cell in nb["cells"] if cell["cell_type"] == "markdown"]
     cut_blocks: list[str] = []
-    noted = False
-    for cell in nb["cells"]:
-        if cell["cell_type"] != "markdown":
-            continue
+    for cell in markdown:
         source, cut = strip_markdown_solutions(_source(cell))
-        if not cut:
-            continue
-        cut_blocks += cut
-        if not noted and EXERCISES_HEADING.search(source):
-            source = EXERCISES_HEADING.sub(lambda m: m.group(0) + NOTE_MD, source, count=1)
-            noted = True
-        cell["source"] = source.splitlines(keepends=True)
-        used = set(_EVAL.findall(source))
-        if "user_expressions" in cell.get("metadata", {}):
-            cell["metadata"]["user_expressions"] = [e for e in cell["metadata"]["user_expressions"]
-                                                    if e.get("expression") in used]
+        if cut:
+            cut_blocks += cut
+            cell["source"] = source.splitlines(keepends=True)
     if not cut_blocks:
         return text, 0
-    if not noted:  # no Exercises heading with a solution under it in the same cell: the first heading found
-        for cell in nb["cells"]:
-            if cell["cell_type"] == "markdown" and EXERCISES_HEADING.search(_source(cell)):
-                source = EXERCISES_HEADING.sub(lambda m: m.group(0) + NOTE_MD, _source(cell), count=1)
-                cell["source"] = source.splitlines(keepends=True)
-                break
-    still_used = {name for cell in nb["cells"] if cell["cell_type"] == "markdown"
-                  for name in _EVAL.findall(_source(cell))}
+    heading = next((cell for cell in markdown if EXERCISES_HEADING.search(_source(cell))), None)
+    if heading is not None:
+        source = EXERCISES_HEADING.sub(lambda m: m.group(0) + NOTE_MD, _source(heading), count=1)
+        heading["source"] = source.splitlines(keepends=True)
+    for cell in markdown:  # the answers JupyterLab shows: only for the roles the cell still has
+        if "user_expressions" in cell.get("metadata", {}):
+            used = set(_EVAL.findall(_source(cell)))
+            cell["metadata"]["user_expressions"] = [e for e in cell["metadata"]["user_expressions"]
+                                                    if e.get("expression") in used]
+    still_used = {name for cell in markdown for name in _EVAL.findall(_source(cell))}
     only_solutions = {name for block in cut_blocks for name in _EVAL.findall(block)} - still_used
     for cell in nb["cells"]:
         if cell["cell_type"] == "code":
