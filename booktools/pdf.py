@@ -322,6 +322,14 @@ def _print(browser, path: Path, target: Path, footer: str | None) -> None:
         page.close()
 
 
+def built_from(site: Path) -> str | None:
+    """The commit the site was built from, as its footer says it (booktools.edition), or None: the title
+    page names the commit of the pages it prints, not the checkout's, which may have moved on since."""
+    path = site / "intro.html"
+    found = re.search(r"\(commit ([0-9a-f]{7,40})\)", path.read_text(encoding="utf-8")) if path.is_file() else None
+    return found.group(1) if found else None
+
+
 def destinations(pdf: Path) -> dict[str, int]:
     """{named destination: page index from 0} of a PDF that Chromium printed (one per link target)."""
     from pypdf import PdfReader
@@ -362,7 +370,7 @@ def print_book(site: Path, out: Path, chromium: str, *, url: str = "", student: 
     from playwright.sync_api import sync_playwright
     from pypdf import PdfReader, PdfWriter
 
-    e = book_edition or edition(ROOT)
+    e = book_edition or edition(ROOT, commit=built_from(site))
     url = (url or e.url).strip()
     url = url.rstrip("/") + "/" if url else ""
     book = book_pages()

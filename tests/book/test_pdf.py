@@ -31,13 +31,15 @@ def printed(chromium, site, tmp_path_factory):
     return made, reader, texts
 
 
-def test_the_title_page_names_the_book_its_edition_version_licences_and_address(printed):
+def test_the_title_page_names_the_book_its_edition_version_licences_and_address(printed, site):
     _, reader, texts = printed
     book = edition(ROOT)
     title = " ".join(texts[0].split())
     for expected in ("The Three Budgets", "Full edition, with the worked solutions",
                      f"Version {book.version} of {book.date}", "CC BY 4.0", "MIT", URL, "How to cite"):
         assert expected in title, expected
+    built = pdf.built_from(site)  # the commit of the pages printed, as their footer says
+    assert built and f"printed from commit {built}" in title
     assert not re.search(r"·\s*\d+\s*$", texts[0])  # the title page carries no page number
     assert reader.metadata.title.startswith("The Three Budgets") and book.version in reader.metadata.subject
 
