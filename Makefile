@@ -7,6 +7,14 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 BOOK   := _build/html/index.html
 
+# The same commit draws the same figures on every x86-64 machine, byte for byte. numpy picks its code for
+# log, exp and power by the CPU it runs on, and its AVX-512 versions differ from the others in the last
+# bit; on a log axis that moved the anti-aliased edges of 80 to 200 pixels of a PNG (figures/ch05-capacity,
+# ch10-moe-decode, ch13-frontier), so a build on one machine changed the files another had committed.
+# Every kernel these targets start (book, execute, lab, test) runs without those versions; tests/conftest.py
+# sets the same for a bare pytest, and tests/book/test_figures.py builds figures twice and compares.
+export NPY_DISABLE_CPU_FEATURES ?= X86_V4 AVX512_ICL AVX512_SPR
+
 .PHONY: book pdf test check bench lab execute lock vendor clean
 
 $(STAMP): requirements.txt pyproject.toml
@@ -30,13 +38,16 @@ else
 	@echo "open _build/html/index.html"
 endif
 
-# The book printed to PDF by headless Chromium (the browser the tests use): _build/pdf/book.pdf and one PDF per
-# page beside it; STUDENT=1 prints the student edition into _build/student/pdf. Builds the book first if it is not built.
+# The book printed to PDF by headless Chromium (the browser the tests use), booktools/pdf.py: _build/pdf/book.pdf
+# (a title page, the contents, every page numbered on from the first, links inside it), api.pdf (the API
+# reference) and one PDF per page of the book cut from book.pdf; STUDENT=1 prints the student edition into
+# _build/student/pdf. URL=https://... names the web edition for this printing (default: _config.yml's
+# html.baseurl). Builds the book first if it is not built.
 PDF_FROM := $(if $(filter 1,$(STUDENT)),_build/student/html,_build/html)
 PDF_TO   := $(if $(filter 1,$(STUDENT)),_build/student/pdf,_build/pdf)
 pdf: $(STAMP)
 	@test -f $(PDF_FROM)/index.html || $(MAKE) book STUDENT=$(STUDENT)
-	$(BIN)/python -m booktools.pdf --site $(PDF_FROM) --out $(PDF_TO)
+	$(BIN)/python -m booktools.pdf --site $(PDF_FROM) --out $(PDF_TO) $(if $(filter 1,$(STUDENT)),--student) $(if $(URL),--url $(URL))
 
 # Every test: the package, the text's numbers, nbval on the committed notebooks, the book build.
 test: $(STAMP)

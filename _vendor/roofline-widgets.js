@@ -52,6 +52,9 @@
         name.className = "rl-description";
         name.textContent = s.description;
         out.className = "widget-readout";
+        // a screen reader says the new value when a step changes it (an <output> is a status region, but
+        // not every reader treats it as live without saying so)
+        out.setAttribute("aria-live", "polite");
         // every label, one a line: the readout's CSS lays them out unseen to reserve the widest one's room,
         // so that no step changes the readout's size
         out.dataset.labels = s._options_labels.join("\n");

@@ -6,6 +6,11 @@ others", while sphinxcontrib-bibtex's author-year citations in the text say "et 
 registers, at ``config-inited``, a subclass of whatever bibliography style the book uses
 (``bibtex_default_style``) whose name lists end in "et al." when the entry's list ends in ``others``, and
 makes it the default. One citation form on every page (issue 32).
+
+It also gives the bibliography's entries the role their list asks for: docutils writes the list as
+``<div role="list">`` and each entry as ``role="doc-biblioentry"``, a role ARIA 1.2 deprecates and that a
+list does not accept as its item (axe: aria-required-children, critical), so a screen reader met a list
+of nothing. Each entry becomes a ``listitem`` (issue 50).
 """
 
 from __future__ import annotations
@@ -57,6 +62,17 @@ def _config_inited(app, config) -> None:
     config.bibtex_default_style = name
 
 
+def list_items(body: str) -> str:
+    """``body`` (a page's HTML) with each bibliography entry's role a list item."""
+    return body.replace('role="doc-biblioentry"', 'role="listitem"')
+
+
+def _page_context(app, pagename, templatename, context, doctree) -> None:
+    if "body" in context:
+        context["body"] = list_items(context["body"])
+
+
 def setup(app):
     app.connect("config-inited", _config_inited, priority=900)
+    app.connect("html-page-context", _page_context)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

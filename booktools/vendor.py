@@ -5,8 +5,10 @@ manager for the sliders on the static page, and MathJax 3. The book's own ``roof
 the explorers (``roofline.present.widgets.frame_explorer``) by itself, in a few kB; for any other widget it
 loads the ipywidgets 8 embed manager (``@jupyter-widgets/html-manager``'s ``embed.js``, 1.9 MB, which
 needs no RequireJS), vendored here. MathJax comes as separate components (loader, core, TeX input,
-HTML output and its fonts: half the bytes of a combined build, which also carries a menu and MathML
-input the book does not use).
+HTML output and its fonts, and assistive MathML, which gives screen readers a MathML copy of each
+equation: half the bytes of a combined build, which also carries a menu and MathML input the book does
+not use). ``_vendor/axe-core/`` holds axe-core, which the accessibility test runs in each page; the site
+does not serve it.
 They are committed, so ``make book`` needs only Python: no npm, no network.
 
 ``package.json`` and ``package-lock.json`` pin the versions; ``make vendor`` (``python -m
@@ -32,6 +34,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 STATIC = "_vendor"  # served as the site's _static/ (html_static_path), relative to the book's root
 MANIFEST = "MANIFEST.json"
+TEST_ONLY = "axe-core"  # a folder of _vendor/ that the tests use and the site does not serve
 
 # (package, path inside it, destination under _vendor/): only what the pages load, and the licenses.
 # A path ending in "/" copies the files of that folder whose names end with one of the suffixes given.
@@ -53,7 +56,13 @@ _COPIES = [
     ("mathjax", "es5/output/chtml.js", "mathjax/output/chtml.js"),
     ("mathjax", "es5/output/chtml/fonts/tex.js", "mathjax/output/chtml/fonts/tex.js"),
     ("mathjax", "es5/output/chtml/fonts/woff-v2/*.woff", "mathjax/output/chtml/fonts/woff-v2/"),
+    # assistive MathML: a visually hidden MathML copy of every equation beside its drawing (which is then
+    # aria-hidden), so that a screen reader reads the mathematics rather than nothing
+    ("mathjax", "es5/a11y/assistive-mml.js", "mathjax/a11y/assistive-mml.js"),
     ("mathjax", "LICENSE", "mathjax/LICENSE"),
+    # axe-core, for the accessibility test (tests/book/test_a11y.py) only: never copied into the site
+    ("axe-core", "axe.min.js", f"{TEST_ONLY}/axe.min.js"),
+    ("axe-core", "LICENSE", f"{TEST_ONLY}/LICENSE"),
 ]
 _OURS = {"roofline-widgets.js", MANIFEST, "README.md"}  # committed by hand, kept by refresh()
 
@@ -144,6 +153,9 @@ def _config_inited(app, config) -> None:
     root = Path(app.srcdir)
     # here rather than in _config.yml, where Jupyter Book would add every script in it to every page
     config.html_static_path = [*config.html_static_path, str(root / STATIC)]
+    # Sphinx copies a static folder less what exclude_patterns matches, relative to that folder: the
+    # tests' axe-core stays out of the site (no page of the book's source is named so)
+    config.exclude_patterns = [*config.exclude_patterns, TEST_ONLY]
     wanted = [*config.nb_ipywidgets_js, config.mathjax_path]
     missing = [p for p in wanted if "://" not in p and not (root / STATIC / p).is_file()]
     if missing:

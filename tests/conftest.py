@@ -15,7 +15,13 @@ import pytest
 from hypothesis import settings
 
 import roofline as rl
+from booktools import NUMPY_PINNED
 from booktools.browser import ENABLE_BROWSER, find_chromium
+
+# The kernels the tests start (nbval, the book build) draw figures as `make` has them drawn: without
+# numpy's AVX-512 code, whose last bits differ from the other CPUs' (see the Makefile). A child process
+# reads this when it imports numpy.
+os.environ.setdefault("NPY_DISABLE_CPU_FEATURES", NUMPY_PINNED)
 
 # No per-example time limit: a property test asserts a law, not a speed (speeds live in `make bench`),
 # and a machine shared by other jobs must not turn a slow example into a failure.

@@ -23,3 +23,13 @@ def test_a_list_ending_in_others_reads_et_al_and_others_are_unchanged():
     assert texts["some"].startswith("Albert Q. Jiang, Alexandre Sablayrolles et al.")
     assert texts["two"].startswith("Sam Ade Jacobs and Yuxiong He.")
     assert not any("others" in t for t in texts.values())
+
+
+def test_each_bibliography_entry_is_an_item_of_its_list():
+    from booktools.bibstyle import list_items
+
+    page = ('<div role="list" class="citation-list">\n<div class="citation" id="id9" role="doc-biblioentry">'
+            '<span class="label">Meta24</span></div>\n<div class="citation" id="id10" role="doc-biblioentry">x</div></div>')
+    fixed = list_items(page)
+    assert fixed.count('role="listitem"') == 2 and "doc-biblioentry" not in fixed
+    assert fixed.replace('role="listitem"', 'role="doc-biblioentry"') == page  # nothing else touched

@@ -18,8 +18,10 @@ def test_the_committed_scripts_are_the_ones_the_lock_pins():
     assert entries["html-manager/embed.js"]["version"] == locked["@jupyter-widgets/html-manager"]
     assert entries["mathjax/startup.js"]["version"] == locked["mathjax"]
     # every package that ships code here ships its license beside it
-    for folder in ("html-manager", "mathjax"):
+    for folder in ("html-manager", "mathjax", vendor.TEST_ONLY):
         assert any(p.startswith(f"{folder}/") and "LICENSE" in p for p in entries), folder
+    # the accessibility test's axe-core, pinned as a development dependency
+    assert entries[f"{vendor.TEST_ONLY}/axe.min.js"]["version"] == locked["axe-core"]
 
 
 def test_the_configured_scripts_are_committed_and_few_megabytes():
@@ -32,8 +34,10 @@ def test_the_configured_scripts_are_committed_and_few_megabytes():
     # the fallback widget manager that roofline-widgets.js loads for widgets other than explorers
     assert '"html-manager/embed.js"' in (ROOT / vendor.STATIC / "roofline-widgets.js").read_text()
     assert "html-manager/embed.js" in vendor.manifest()
-    total = sum(f.stat().st_size for f in (ROOT / vendor.STATIC).rglob("*") if f.is_file())
-    assert total < 5e6, f"_vendor/ holds {total / 1e6:.1f} MB"
+    served = [f for f in (ROOT / vendor.STATIC).rglob("*")
+              if f.is_file() and f.relative_to(ROOT / vendor.STATIC).parts[0] != vendor.TEST_ONLY]
+    total = sum(f.stat().st_size for f in served)
+    assert total < 5e6, f"_vendor/ serves {total / 1e6:.1f} MB"
 
 
 def test_a_changed_or_stale_copy_is_reported(tmp_path):
