@@ -19,7 +19,12 @@ __all__ = ["run_workload"]
 _FLAGS = {"input_tokens": "--input", "output_tokens": "--output", "rate": "--rate", "concurrency": "--concurrency",
           "prefix_hit": "--prefix-hit", "requests": "--requests", "tp": "--tp", "pp": "--pp", "ep": "--ep",
           "dp_attention": "--dp-attention", "replicas": "--replicas", "disaggregate": "--disaggregate",
-          "ttft_slo": "--ttft-slo", "tpot_slo": "--tpot-slo", "max_gpus": "--max-gpus"}
+          "ttft_slo": "--ttft-slo", "tpot_slo": "--tpot-slo", "max_gpus": "--max-gpus",
+          "allreduce": "--allreduce"}
+
+
+_ALLREDUCE_WORDS = {"custom": "the engines' custom one-shot/two-shot kernels up to 8 MiB, NCCL past it (their default)",
+                    "nccl": "NCCL's ring"}
 
 
 def _flags(default: str) -> dict:
@@ -48,7 +53,8 @@ def _check_unused(args) -> None:
 def _deployment(args) -> Deployment:
     return at(_flags("--tp"), Deployment, tp=args.tp, pp=args.pp, ep=args.ep, dp_attention=args.dp_attention,
                  replicas=args.replicas, weights_dtype=args.weights_dtype, kv_dtype=args.kv_dtype,
-                 math_dtype=args.math_dtype, disaggregate=args.disaggregate, kv_policy=args.kv_policy)
+                 math_dtype=args.math_dtype, disaggregate=args.disaggregate, kv_policy=args.kv_policy,
+                 allreduce=args.allreduce)
 
 
 def _workload(args) -> Workload:
@@ -97,7 +103,8 @@ def _pair(args, m: Model, h: Hardware, d: Deployment, w: Workload) -> str:
     if args.roof == "both" and pair.estimate is None:
         lines.append(f"  ({h.short} has no calibrated roof: the ceiling alone)")
     lines.append("  (ceiling: datasheet roof, everything overlapped, the cache growing into all the HBM left; "
-                 "estimate: calibrated roof, kernel by kernel)")
+                 "estimate: calibrated roof, kernel by kernel"
+                 + (f"; all-reduces: {_ALLREDUCE_WORDS[d.allreduce]}" if d.tp > 1 else "") + ")")
     return "\n".join(lines)
 
 
@@ -107,7 +114,7 @@ def _plan(args, m: Model, h: Hardware, w: Workload) -> str:
     roof = at("--math-dtype", get_roof, h, kind, d.math)
     rows = at(_flags("--max-gpus"), plan_serving, m, h, w, roof, max_gpus=args.max_gpus, ttft_slo=args.ttft_slo,
                  tpot_slo=args.tpot_slo, weights_dtype=args.weights_dtype, kv_dtype=args.kv_dtype,
-                 math_dtype=args.math_dtype, kv_policy=args.kv_policy)
+                 math_dtype=args.math_dtype, kv_policy=args.kv_policy, allreduce=args.allreduce)
     best = smallest_slice(rows)
     targets = ", ".join(f"{k} {fmt(v, 's')}" for k, v in (("TTFT", args.ttft_slo), ("TPOT", args.tpot_slo)) if v) or "no targets"
     if best is None:

@@ -13,7 +13,7 @@ import os
 import re
 from typing import Mapping
 
-from roofline.core.cluster_roof import ROOF_KINDS
+from roofline.core.cluster_roof import ALLREDUCE_KINDS, ENGINE_ALLREDUCE, ROOF_KINDS
 from roofline.core.hardware import CatalogError, require_links
 from roofline.core.model import NotModelledError, model_names
 from roofline.core.policies import recompute_policy
@@ -206,6 +206,10 @@ def build_parser() -> argparse.ArgumentParser:
     w.add_argument("--kv-policy", choices=("grow", "reserve"), default="grow",
                    help="what a sequence's cache holds: its tokens so far (grow, vLLM's) or its prompt and whole "
                         "answer from admission (reserve, TensorRT-LLM's default); default grow")
+    w.add_argument("--allreduce", choices=ALLREDUCE_KINDS, default=ENGINE_ALLREDUCE,
+                   help="how a tensor-parallel group all-reduces inside a node: custom, the one-shot/two-shot kernels "
+                        "vLLM, SGLang and TensorRT-LLM decode with by default (NCCL past their 8 MiB buffer), or "
+                        f"nccl, NCCL's ring always (default {ENGINE_ALLREDUCE}, the engines')")
     w.add_argument("--roof", choices=("both", *ROOF_KINDS), default="both",
                    help="the datasheet ceiling, the calibrated estimate, or both side by side (default; the "
                         "estimate's figures lead the JSON where the chip has a calibrated roof)")

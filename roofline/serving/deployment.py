@@ -42,7 +42,7 @@ from numpy.typing import ArrayLike
 
 from roofline.core.checks import count, number
 from roofline.core.calibration import get_roof, roof_kind
-from roofline.core.cluster_roof import ClusterRoof
+from roofline.core.cluster_roof import ALLREDUCE_KINDS, ENGINE_ALLREDUCE, ClusterRoof
 from roofline.core.hardware import Hardware, get_hardware
 from roofline.core.model import Model, load_model
 from roofline.core.routing import expected_experts
@@ -149,7 +149,9 @@ class Deployment:
     ``max_batch``: the runtime's cap on sequences in flight per replica (None: memory alone); ``max_tokens``:
     its cap on the tokens of one step, decode and prompt together (None: no cap). ``head_dtype``: the format
     of the output head and the embedding table, which quantizers often leave wide (None: the weights'); the
-    head's matmul then runs at that format's peak's share of the matmuls' format's.
+    head's matmul then runs at that format's peak's share of the matmuls' format's. ``allreduce``: how the
+    tensor-parallel group all-reduces inside a node (:data:`~roofline.core.cluster_roof.ALLREDUCE_KINDS`):
+    the engines' custom one-shot/two-shot kernels where they apply (their default), or NCCL always.
     """
 
     tp: int = 1
@@ -168,8 +170,11 @@ class Deployment:
     max_tokens: int | None = None
     gpus_per_node: int = 8
     head_dtype: str | None = None
+    allreduce: str = ENGINE_ALLREDUCE
 
     def __post_init__(self):
+        if self.allreduce not in ALLREDUCE_KINDS:
+            raise ValueError(f"allreduce must be one of {', '.join(ALLREDUCE_KINDS)}, got {self.allreduce!r}")
         for name in ("tp", "pp", "ep", "dp_attention", "replicas", "gpus_per_node"):
             object.__setattr__(self, name, count(name, getattr(self, name), maximum=1 << 16))
         for name in ("weights_dtype", "kv_dtype", "math_dtype", "head_dtype"):
@@ -400,7 +405,7 @@ def _layer(t: _Tally, m: Model, d: Deployment, roof: ClusterRoof, *, moe: bool, 
     # exchanges: two all-reduces in a tensor-parallel group; all-to-alls when the experts see other groups' tokens
     if tp > 1:
         msg = rows * h * EXCHANGE_BYTES
-        sec = 2 * roof.collective_time("all_reduce", tp, msg, per_node=min(tp, d.gpus_per_node))
+        sec = 2 * roof.all_reduce_time(tp, msg, per_node=min(tp, d.gpus_per_node), kind=d.allreduce)
         t.add("tensor-parallel", sec, exchange=sec, times=times)
     if moe and a > 1 and d.ep > 1:
         buf = rows / tp * m.moe.experts_per_token * h * EXCHANGE_BYTES
@@ -573,7 +578,7 @@ class Sustained:
     def as_dict(self) -> dict:
         w, d = self.workload, self.deployment
         return {"model": self.model, "gpu": self.hardware, "roof": self.roof, "layout": d.label(), "gpus": self.gpus,
-                "tp": d.tp, "pp": d.pp, "ep": d.ep, "dp_attention": d.dp_attention,
+                "tp": d.tp, "pp": d.pp, "ep": d.ep, "dp_attention": d.dp_attention, "allreduce": d.allreduce,
                 "disaggregate": list(d.disaggregate) if d.disaggregate else None,
                 "input_tokens": w.input_tokens, "output_tokens": w.output_tokens, "load": w.load, "rate": w.rate,
                 "concurrency": w.concurrency, "prefix_hit": w.prefix_hit, "fits": self.fits,
@@ -1100,15 +1105,18 @@ class TPExchange(NamedTuple):
     per_step: int
 
 
-def tp_exchange(model: Model | str, roof: ClusterRoof, tp: int, batch: float, gpus_per_node: int = 8) -> TPExchange:
+def tp_exchange(model: Model | str, roof: ClusterRoof, tp: int, batch: float, gpus_per_node: int = 8, *,
+                allreduce: str = ENGINE_ALLREDUCE) -> TPExchange:
     """Chapter 13: one all-reduce of a decode step of ``batch`` sequences over ``tp`` GPUs: ``batch x h``
-    activations of :data:`EXCHANGE_BYTES` each, at the roof's bus bandwidth for a buffer that size."""
+    activations of :data:`EXCHANGE_BYTES` each, run as ``allreduce`` says (the engines' custom kernels where
+    they apply, else NCCL's sweep); the bus bandwidth is nccl-tests' convention for that time,
+    ``2 (t-1)/t`` of the buffer over it."""
     m = load_model(model)
     t = count("tp", tp, maximum=1 << 10)
     msg = float(number("batch", batch)) * m.hidden_size * EXCHANGE_BYTES
     k = min(t, gpus_per_node)
-    bw = float(roof.bus_bandwidth("all_reduce", t, msg, k)) if t > 1 else math.inf
-    sec = float(roof.collective_time("all_reduce", t, msg, per_node=k))
+    sec = float(roof.all_reduce_time(t, msg, per_node=k, kind=allreduce))
+    bw = msg * 2 * (t - 1) / t / sec if t > 1 and sec > 0 else math.inf
     return TPExchange(t, msg, sec, bw, bw / float(roof.nvlink.top) if t > 1 else 1.0, 2 * m.num_layers if t > 1 else 0)
 
 

@@ -232,7 +232,7 @@ def test_a_bad_workload_is_refused_by_name(kwargs, match):
 @pytest.mark.parametrize("kwargs,match", [
     (dict(tp=0), "tp"), (dict(kv_policy="lazy"), "kv_policy"), (dict(kv_fraction=1.5), "kv_fraction"),
     (dict(disaggregate=(3, 4), tp=2), "prefill pool"), (dict(disaggregate=5), "pair"), (dict(kv_link="wifi"), "kv_link"),
-    (dict(weights_dtype="fp9"), "fp9"),
+    (dict(weights_dtype="fp9"), "fp9"), (dict(allreduce="ring"), "allreduce must be one of nccl, custom"),
 ])
 def test_a_bad_deployment_is_refused_by_name(kwargs, match):
     with pytest.raises((ValueError, TypeError, KeyError), match=match):
