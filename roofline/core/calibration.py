@@ -367,12 +367,16 @@ def custom_all_reduce_curves(gpu: str) -> tuple[dict, tuple]:
 
 
 def _fastest_at_each(points) -> Curve:
-    """A curve of times through ``(x, seconds)`` points, keeping the shortest where two share an ``x``."""
+    """A curve of times through ``(x, seconds)`` points, keeping the shortest where two share an ``x``, and
+    never falling as ``x`` grows (a larger buffer is never faster: a time below a smaller buffer's is that
+    buffer's, SGLang's TP 4 row at 16 KiB, 3.7 us against 4.8 us at 2 KiB, read as noise)."""
     best: dict[float, float] = {}
     for x, y in points:
         best[x] = min(best.get(x, y), y)
-    xs = sorted(best)
-    return Curve(tuple(xs), tuple(best[x] for x in xs))
+    xs, ys = sorted(best), []
+    for x in xs:
+        ys.append(max(best[x], ys[-1]) if ys else best[x])
+    return Curve(tuple(xs), tuple(ys))
 
 
 def _h100(hw: Hardware, dtype: str, join: bool = True) -> ClusterRoof:
