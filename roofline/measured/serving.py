@@ -30,7 +30,7 @@ from roofline.core.hardware import Hardware, get_hardware
 from roofline.core.model import load_model
 from roofline.serving.deployment import Deployment, Sustained, Workload, largest_batch, serving_pair
 
-__all__ = ["TRTLLM_RUNTIME", "trtllm_bench_limits", "ServingRun", "serving_runs", "ServingCheck", "check_serving_run",
+__all__ = ["TRTLLM_RUNTIME", "trtllm_bench_limits", "trtllm_bench_deployment", "ServingRun", "serving_runs", "ServingCheck", "check_serving_run",
            "serving_dev_checks", "CEILING_RULE", "ESTIMATE_BAND"]
 
 ESTIMATE_BAND = 1.3
@@ -121,16 +121,26 @@ class ServingRun:
                 f"{self.raw['input_tokens']}/{self.raw['output_tokens']}")
 
     def deployment(self) -> Deployment:
-        """The run's layout in FP8 with the runtime's documented defaults: the output head and embedding in
-        bf16, the cache reserved for the whole answer, 90% of the free HBM, and ``trtllm-bench``'s caps from its
-        own estimate of what fits."""
-        base = Deployment(tp=self.tp, weights_dtype="fp8", kv_dtype="fp8", math_dtype="fp8",
-                          kv_policy=TRTLLM_RUNTIME["kv_policy"][0], kv_fraction=TRTLLM_RUNTIME["build_fraction"][0],
-                          head_dtype=TRTLLM_RUNTIME["head_dtype"][0])
-        w = self.workload
-        fit = largest_batch(self.model, self.hardware, w, base)
-        bs, tok = trtllm_bench_limits(fit, w.input_tokens, w.output_tokens, base.pp)
-        return replace(base, kv_fraction=TRTLLM_RUNTIME["kv_fraction"][0], max_batch=bs, max_tokens=tok)
+        """The run's layout in FP8 with the runtime's documented defaults (:func:`trtllm_bench_deployment`)."""
+        return trtllm_bench_deployment(self.model, self.hardware, self.workload,
+                                       Deployment(tp=self.tp, weights_dtype="fp8", kv_dtype="fp8", math_dtype="fp8"))
+
+
+def trtllm_bench_deployment(model, hardware: Hardware | str, workload: Workload, deployment: Deployment, *,
+                            max_batch: int | None = None, max_tokens: int | None = None) -> Deployment:
+    """``deployment`` as ``trtllm-bench`` runs it (:data:`TRTLLM_RUNTIME`, chapter 13's table and ``roofline serve
+    --runtime trtllm-bench``): the output head and embedding in bf16, the cache reserved for the whole answer,
+    90% of the free HBM, and the caps on the batch and the step's tokens by its own rule
+    (:func:`trtllm_bench_limits`) from its build's estimate of what fits (95% of the free HBM), unless
+    ``max_batch`` or ``max_tokens`` are given (the benchmark's ``--max_batch_size`` and ``--max_num_tokens``)."""
+    hw = get_hardware(hardware)
+    base = replace(deployment, kv_policy=TRTLLM_RUNTIME["kv_policy"][0], kv_fraction=TRTLLM_RUNTIME["build_fraction"][0],
+                   head_dtype=TRTLLM_RUNTIME["head_dtype"][0], max_batch=None, max_tokens=None)
+    w = workload
+    fit = largest_batch(model, hw, w, base)
+    bs, tok = trtllm_bench_limits(max(fit, 1), w.input_tokens, w.output_tokens, base.pp)
+    return replace(base, kv_fraction=TRTLLM_RUNTIME["kv_fraction"][0], max_batch=bs if max_batch is None else max_batch,
+                   max_tokens=tok if max_tokens is None else max_tokens)
 
 
 @lru_cache(maxsize=1)

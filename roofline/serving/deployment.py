@@ -50,11 +50,12 @@ from roofline.core.units import dtype_bytes, fmt
 from roofline.parallel.tensor_parallel import linear_shard, weights_per_gpu
 from roofline.serving.capacity import mla_attention_flops_per_key
 
-__all__ = ["Workload", "Deployment", "StepTime", "Sustained", "KV_POLICIES", "EXCHANGE_BYTES",
+__all__ = ["Workload", "Deployment", "StepTime", "Sustained", "KV_POLICIES", "ARRIVALS", "EXCHANGE_BYTES",
            "PREFILL_BATCH_TOKENS", "CHUNK_TOKENS", "pipelined_prefill", "PrefillPool", "prefill_pool", "check_deployment", "moe_dispatch_bytes", "step_time", "largest_batch", "sustain",
            "ServingPlanRow", "plan_serving", "smallest_slice", "layouts", "Frontier", "frontier"]
 
 KV_POLICIES = ("grow", "reserve")
+ARRIVALS = ("poisson", "regular")
 EXCHANGE_BYTES = 2.0
 """Bytes per number of the activations the GPUs exchange (all-reduces, all-to-alls, pipeline sends): 16 bits,
 whatever the matmuls' format."""
@@ -81,6 +82,10 @@ class Workload:
     the share of every prompt found in a prefix cache (0: no cache). ``requests``: how many requests an
     offline benchmark issues at once (None: so many that the deployment runs in its steady state); with
     fixed lengths they are admitted in waves of the largest batch, each prefilled, then decoded to the end.
+    ``arrival``: how a rate's requests (or the prompts a disaggregated prefill pool sees) arrive
+    (:data:`ARRIVALS`): 'poisson', at random (a benchmark's default, vLLM's ``--burstiness 1``), so that
+    prompts queue behind each other now and then; or 'regular', evenly spaced, so that none waits below the
+    peak.
     """
 
     input_tokens: int
@@ -89,8 +94,11 @@ class Workload:
     concurrency: int | None = None
     prefix_hit: float = 0.0
     requests: int | None = None
+    arrival: str = "poisson"
 
     def __post_init__(self):
+        if self.arrival not in ARRIVALS:
+            raise ValueError(f"arrival must be one of {', '.join(ARRIVALS)}, got {self.arrival!r}")
         object.__setattr__(self, "input_tokens", count("input_tokens", self.input_tokens))
         object.__setattr__(self, "output_tokens", count("output_tokens", self.output_tokens))
         if self.rate is not None and self.concurrency is not None:
@@ -592,7 +600,9 @@ class Sustained:
                 "tp": d.tp, "pp": d.pp, "ep": d.ep, "dp_attention": d.dp_attention, "allreduce": d.allreduce,
                 "disaggregate": list(d.disaggregate) if d.disaggregate else None,
                 "input_tokens": w.input_tokens, "output_tokens": w.output_tokens, "load": w.load, "rate": w.rate,
-                "concurrency": w.concurrency, "prefix_hit": w.prefix_hit, "fits": self.fits,
+                "concurrency": w.concurrency, "requests": w.requests, "arrival": w.arrival,
+                "prefix_hit": w.prefix_hit, "max_batch_cap": d.max_batch, "max_num_tokens": d.max_tokens,
+                "kv_fraction": d.kv_fraction, "kv_policy": d.kv_policy, "fits": self.fits,
                 "sustained": self.sustained, "output_tokens_per_s": self.output_tokens_per_s,
                 "output_tokens_per_s_per_gpu": self.output_tokens_per_s_per_gpu,
                 "total_tokens_per_s": self.total_tokens_per_s, "ttft_s": self.ttft_s, "tpot_s": self.tpot_s,
@@ -712,7 +722,7 @@ def _point(m, d, roof, w: Workload, r: float) -> _Point:
     chunks = max(1, math.ceil(Ic / chunk - 1e-9)) if Ic > 0 else 1
     join = _mixed(m, d, roof, w, dec, max(pre, Ic / chunks * pp)) if Ic > 0 else step
     serve = Ic / room if room < math.inf else 0.0
-    wait = use * serve / (2.0 * (1.0 - use)) if use > 0 else 0.0
+    wait = use * serve / (2.0 * (1.0 - use)) if use > 0 and w.arrival == "poisson" else 0.0
     service = pp * (0.5 * step.seconds + chunks * join.seconds)
     return _Point(r, step, tpot, service, wait * tpot, r / tpot, dec, room, use, chunks, O)
 
@@ -954,16 +964,18 @@ class PrefillPool(NamedTuple):
     alone: float
     batches: tuple
     peak: float
+    poisson: bool = True
 
     def ttft(self, rate: float) -> float:
         """Seconds from a prompt's arrival to its last token prefilled at ``rate`` prompts/s per replica: the
         best batch ``k`` the queue allows, a batch's time and its wait as at one server of fixed service
-        (M/D/1, ``rho T / (2 (1 - rho))`` with ``rho = rate T(k) / k``); inf past the peak."""
+        (M/D/1, ``rho T / (2 (1 - rho))`` with ``rho = rate T(k) / k``; none for evenly spaced prompts); inf
+        past the peak."""
         best = math.inf
         for k, t in self.batches:
             rho = rate * t / k
             if rho < 1.0:
-                best = min(best, t * (1.0 + rho / (2.0 * (1.0 - rho))))
+                best = min(best, t * (1.0 + (rho / (2.0 * (1.0 - rho)) if self.poisson else 0.0)))
         return best
 
     def rate_within(self, seconds: float) -> float:
@@ -974,7 +986,7 @@ class PrefillPool(NamedTuple):
         for k, t in self.batches:
             if t <= seconds:
                 a = seconds / t - 1.0
-                best = max(best, k / t * (2 * a / (1 + 2 * a)))
+                best = max(best, k / t * ((2 * a / (1 + 2 * a)) if self.poisson else 1.0 - 1e-9))
         return best
 
 
@@ -993,7 +1005,7 @@ def prefill_pool(model: Model | str, deployment: Deployment, roof: ClusterRoof, 
     if ks[-1] != most:
         ks.append(most)
     batches = tuple((k, _prefill_seconds(m, d, roof, w, k)) for k in ks)
-    return PrefillPool(batches[0][1], batches, max(k / t for k, t in batches))
+    return PrefillPool(batches[0][1], batches, max(k / t for k, t in batches), w.arrival == "poisson")
 
 
 def _disaggregated(m: Model, hw: Hardware, w: Workload, d: Deployment, roof: ClusterRoof, slos) -> Sustained:

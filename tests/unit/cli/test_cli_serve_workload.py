@@ -104,3 +104,40 @@ def test_allreduce_takes_the_engines_custom_kernels_by_default_and_nccl_when_ask
     assert "custom one-shot/two-shot kernels up to 8 MiB" in text
     status, _, err = call(*argv, "--allreduce", "mpi")
     assert status == 2 and "--allreduce" in err
+
+
+def _published_argv(run):
+    """``roofline serve`` as a reader types one published run's settings (the table's row, chapter 13)."""
+    r = run.raw
+    return ("serve", run.model, "--gpu", run.hardware.key, "--tp", str(run.tp), "--input", str(r["input_tokens"]),
+            "--output", str(r["output_tokens"]), "--requests", str(r["num_requests"]), "--weights-dtype", "fp8",
+            "--kv-dtype", "fp8", "--math-dtype", "fp8", "--runtime", "trtllm-bench", "--json")
+
+
+def test_serve_with_each_published_runs_settings_prints_chapter_13s_row():
+    from roofline.measured.serving import serving_dev_checks
+    for check in serving_dev_checks():
+        status, out, err = call(*_published_argv(check.run))
+        assert status == 0 and not err, check.run.label
+        data = json.loads(out)
+        assert data["estimate"]["output_tokens_per_s"] == check.estimate.output_tokens_per_s, check.run.label
+        assert data["ceiling"]["output_tokens_per_s"] == check.ceiling.output_tokens_per_s, check.run.label
+        assert data["estimate"]["batch"] == check.estimate.batch
+        assert data["max_batch_cap"] == check.run.deployment().max_batch
+
+
+def test_runtime_flags_act_and_a_given_cap_overrides_trtllm_benchs_rule():
+    base = ("serve", "llama-3.1-8b", "--gpu", "h100", "--input", "2048", "--output", "128", "--weights-dtype", "fp8",
+            "--json")
+    engines = json.loads(call(*base)[1])
+    assert engines["max_num_tokens"] == 8192 and engines["kv_policy"] == "grow" and engines["kv_fraction"] == 1.0
+    bench = json.loads(call(*base, "--runtime", "trtllm-bench")[1])
+    assert bench["kv_policy"] == "reserve" and bench["kv_fraction"] == 0.9
+    mine = json.loads(call(*base, "--runtime", "trtllm-bench", "--max-batch", "64", "--max-num-tokens", "4096")[1])
+    assert mine["max_batch_cap"] == 64 and mine["max_num_tokens"] == 4096 and mine["batch"] <= 64
+    whole = json.loads(call(*base, "--max-num-tokens", "none", "--concurrency", "1")[1])
+    assert whole["max_num_tokens"] is None
+    for argv, flag in ((("--max-num-tokens", "0"), "--max-num-tokens"), (("--kv-fraction", "1.5"), "--kv-fraction"),
+                       (("--arrival", "bursty"), "--arrival"), (("--max-batch", "-3"), "--max-batch")):
+        status, out, _ = call(*base, *argv)
+        assert status == 2 and json.loads(out)["argument"] == flag
