@@ -25,7 +25,7 @@ from roofline.serving.deployment import ARRIVALS, CHUNK_TOKENS
 from roofline.serving.speculative import DRAFTS
 from roofline.workloads.inference import ACCOUNTINGS, OPTIONS
 
-__all__ = ["UsageError", "HelpRequested", "build_parser", "whole", "storage_format", "fraction", "acceptance", "recompute", "at",
+__all__ = ["UsageError", "HelpRequested", "build_parser", "whole", "storage_format", "fraction", "cache_share", "budget", "acceptance", "recompute", "at",
            "positive", "share", "pool_split",
            "CLUSTER_FLAGS", "wants_cluster",
            "one_split", "GPUS_PER_NODE", "SMALLEST_FRACTION", "need_links", "moe_routing", "DEFAULT_ROUTING", "layout_flags"]
@@ -216,7 +216,7 @@ def build_parser() -> argparse.ArgumentParser:
                         f"prompts to (vLLM's --max-num-batched-tokens, SGLang's --chunked-prefill-size, TensorRT-LLM's "
                         f"--max_num_tokens); default {CHUNK_TOKENS:,}, the engines' on 80 GB GPUs; 'none' for no "
                         "chunking")
-    w.add_argument("--kv-fraction", type=fraction, metavar="F",
+    w.add_argument("--kv-fraction", type=cache_share, metavar="F",
                    help="share of the HBM left after the weights that the KV cache gets (default 1; 0.9 with "
                         "--runtime trtllm-bench, its free_gpu_memory_fraction)")
     w.add_argument("--head-dtype", type=storage_format, metavar="FORMAT",
@@ -320,7 +320,7 @@ RUNTIMES = ("engines", "trtllm-bench")
 """The runtimes ``serve --runtime`` takes its defaults from."""
 
 
-def fraction(text: str) -> float:
+def cache_share(text: str) -> float:
     """An argparse type: a share above 0 and at most 1 (the HBM left after the weights that the cache gets)."""
     return _number_in(text, lambda v: 0 < v <= 1, "a share above 0 and at most 1, such as 0.9")
 
@@ -442,9 +442,6 @@ def recompute(text: str) -> str:
 # reader means (5e-324 makes them infinite).
 SMALLEST_FRACTION = 1e-6
 
-
-RUNTIMES = ("engines", "trtllm-bench")
-"""The runtimes ``serve --runtime`` takes its defaults from."""
 
 
 def fraction(text: str) -> float:

@@ -47,7 +47,7 @@ from roofline.core.roof import CalibratedRoof, Roof
 
 __all__ = ["SCOPES", "CALIBRATED_CHIPS", "MEASURED_CHIP", "roof_kind", "get_roof", "measured_roof", "calibrated_roof",
            "EXCLUDED", "NU_CLOSENESS", "NU_GRID", "NuPoint", "NuFit", "gemm_nu_points", "fit_gemm_nu",
-           "RoofConstant", "ROOF_QUANTITIES", "roof_constants", "custom_all_reduce_curves"]
+           "RoofConstant", "ROOF_QUANTITIES", "roof_constants", "custom_all_reduce_curves", "ep_low_latency_curves"]
 
 SCOPES = ("cluster", "chip")
 """What a roof prices: a step's pieces on a chip and its fabric ('cluster'), or one GPU's kernels ('chip')."""
@@ -352,7 +352,20 @@ def _h100_fabric(hw: Hardware) -> tuple[dict, dict]:
     fabric, sources = _fabric(hw, "H100 SXM 80GB", all_to_all="mb0066", all_reduce="mb0060", port="mb0057",
                               port_check="mb0055", all_to_all_port="mb0068", send="mb0281", latency="mb0049")
     fabric["custom_all_reduce"], sources["custom_all_reduce"] = custom_all_reduce_curves("H100")
+    fabric["ep_low_latency"], sources["ep_low_latency"] = ep_low_latency_curves()
     return fabric, sources
+
+
+def ep_low_latency_curves() -> tuple[dict, tuple]:
+    """DeepEP's low-latency dispatch and combine on the H800 (each GPU with one CX7 400 Gb/s port), seconds
+    against the expert-parallel group's size at 128 tokens a GPU: ``{'dispatch': Curve, 'combine': Curve}``
+    and the record ids (chapter 13)."""
+    out, ids = {}, []
+    for what in ("dispatch", "combine"):
+        found = record_ids(category="collective", operation=lambda o, w=what: str(o).startswith(f"low-latency MoE {w}"))
+        out[what] = _fastest_at_each([(float(record(i)["n_gpus"]), record_value(i)) for i in found])
+        ids += found
+    return out, tuple(ids)
 
 
 def custom_all_reduce_curves(gpu: str) -> tuple[dict, tuple]:
@@ -407,6 +420,8 @@ def _h100(hw: Hardware, dtype: str, join: bool = True) -> ClusterRoof:
             "across nodes the bus bandwidth follows the NVLink sweep's dependence on size, scaled to the ports' rate",
             "the engines' custom all-reduce is SGLang's one-shot/two-shot kernel timed without CUDA graphs (a "
             "launch inside each time), held at its smallest buffer's time below it",
+            "a decode step's expert all-to-alls run DeepEP's low-latency kernels at the H800's measured times (the "
+            "same CX7 400 Gb/s port per GPU, pure RDMA), scaled by their bytes",
         ))
 
 

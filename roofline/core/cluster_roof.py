@@ -40,7 +40,7 @@ from roofline.core.curve import Curve
 from roofline.core.hardware import Hardware, get_hardware
 
 __all__ = ["ROOF_KINDS", "ClusterRoof", "datasheet_cluster_roof", "CLUSTER_COLLECTIVES", "joined_time",
-           "ALLREDUCE_KINDS", "ENGINE_ALLREDUCE", "CUSTOM_ALL_REDUCE_MAX_BYTES"]
+           "ALLREDUCE_KINDS", "ENGINE_ALLREDUCE", "CUSTOM_ALL_REDUCE_MAX_BYTES", "EP_LOW_LATENCY_LOAD"]
 
 ROOF_KINDS = ("datasheet", "calibrated")
 """The kinds of roof a question is asked under: the datasheet's (a floor) and a calibrated one (an estimate)."""
@@ -55,6 +55,8 @@ ONESHOT and TWOSHOT), chosen by message size as the engines choose them, with NC
 ENGINE_ALLREDUCE = "custom"
 """The engines' default: vLLM (``disable_custom_all_reduce`` off), SGLang (likewise) and TensorRT-LLM (the
 AUTO strategy, which picks one-shot or two-shot for small messages) all decode with custom kernels."""
+EP_LOW_LATENCY_LOAD = (128, 7168, 8)
+"""The load DeepEP's low-latency kernels were measured at: tokens a GPU, hidden size, experts a token."""
 CUSTOM_ALL_REDUCE_MAX_BYTES = 8 * 1024 * 1024
 """The largest buffer the custom kernels take: vLLM's and SGLang's registered buffer, 8 MiB; larger
 all-reduces go to NCCL."""
@@ -97,6 +99,9 @@ class ClusterRoof:
     :func:`roofline.core.calibration.fit_gemm_nu`); None: the larger of the two, the roofline's own rule.
     ``custom_all_reduce``: the engines' one-shot/two-shot all-reduce inside a node, seconds against the buffer's
     bytes, keyed by the group's size (:meth:`all_reduce_time`); empty where no such kernel was measured.
+    ``ep_low_latency``: the low-latency all-to-all kernels a decode step sends tokens to their experts with
+    (DeepEP's, pure RDMA), ``'dispatch'`` and ``'combine'`` each a curve of seconds against the expert-parallel
+    group's size at :data:`EP_LOW_LATENCY_LOAD` (:meth:`moe_all_to_all_time`); empty where none was measured.
     """
 
     label: str
@@ -119,6 +124,7 @@ class ClusterRoof:
     attention_forward: Mapping = field(default_factory=dict)
     gemm_nu: float | None = None
     custom_all_reduce: Mapping = field(default_factory=dict)
+    ep_low_latency: Mapping = field(default_factory=dict)
 
     def __post_init__(self):
         if self.kind not in ROOF_KINDS:
@@ -135,6 +141,10 @@ class ClusterRoof:
             if not isinstance(c, Curve) or int(n) != n or n < 2:
                 raise ValueError(f"custom_all_reduce maps a group size of at least 2 to a Curve, got {n!r}: {c!r}")
         object.__setattr__(self, "custom_all_reduce", MappingProxyType(dict(self.custom_all_reduce)))
+        if set(self.ep_low_latency) - {"dispatch", "combine"} or any(not isinstance(c, Curve) for c in
+                                                                     self.ep_low_latency.values()):
+            raise ValueError("ep_low_latency maps 'dispatch' and 'combine' to Curves of seconds against the group size")
+        object.__setattr__(self, "ep_low_latency", MappingProxyType(dict(self.ep_low_latency)))
         object.__setattr__(self, "sources", MappingProxyType(dict(self.sources)))
 
     @property
@@ -257,6 +267,20 @@ class ClusterRoof:
         if kind == "custom" and self.custom_all_reduce_applies(n, size, per_node=per_node):
             return self.custom_all_reduce_time(n, size)
         return float(self.collective_time("all_reduce", n, size, per_node=per_node))
+
+    def moe_all_to_all_time(self, ep: float, tokens: float, hidden: float, top_k: float) -> float:
+        """Seconds for one decode step's dispatch and combine of ``tokens`` tokens a GPU, each to ``top_k``
+        experts of ``hidden`` numbers, over ``ep`` GPUs, with the low-latency kernels: the measured times at
+        :data:`EP_LOW_LATENCY_LOAD` (128 tokens, 7,168 wide, top 8), read at the nearest group size (held past
+        the ends), scaled by the bytes (``tokens x top_k x hidden``) against theirs, as their bandwidth column
+        reads them."""
+        if not self.ep_low_latency:
+            raise ValueError(f"the {self.label} roof holds no low-latency all-to-all times; use collective_time")
+        if ep <= 1 or tokens <= 0:
+            return 0.0
+        t0, h0, k0 = EP_LOW_LATENCY_LOAD
+        scale = float(tokens) * float(top_k) * float(hidden) / (t0 * k0 * h0)
+        return float((self.ep_low_latency["dispatch"](float(ep)) + self.ep_low_latency["combine"](float(ep))) * scale)
 
     def send_time(self, size: ArrayLike, *, across_nodes: ArrayLike = True):
         """Seconds for one point-to-point message of ``size`` bytes: over a network port, or NVLink."""

@@ -33,7 +33,7 @@ per sequence, and the shared copy takes its own room.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Mapping, NamedTuple, Sequence
 
@@ -50,11 +50,12 @@ from roofline.core.units import dtype_bytes, fmt
 from roofline.parallel.tensor_parallel import linear_shard, weights_per_gpu
 from roofline.serving.capacity import mla_attention_flops_per_key
 
-__all__ = ["Workload", "Deployment", "StepTime", "Sustained", "KV_POLICIES", "ARRIVALS", "EXCHANGE_BYTES",
+__all__ = ["Workload", "Deployment", "StepTime", "Sustained", "KV_POLICIES", "ARRIVALS", "OVERLAPS", "EXCHANGE_BYTES",
            "PREFILL_BATCH_TOKENS", "CHUNK_TOKENS", "pipelined_prefill", "PrefillPool", "prefill_pool", "check_deployment", "moe_dispatch_bytes", "step_time", "largest_batch", "sustain",
            "ServingPlanRow", "plan_serving", "smallest_slice", "layouts", "Frontier", "frontier"]
 
 KV_POLICIES = ("grow", "reserve")
+OVERLAPS = ("none", "two-batch")
 ARRIVALS = ("poisson", "regular")
 EXCHANGE_BYTES = 2.0
 """Bytes per number of the activations the GPUs exchange (all-reduces, all-to-alls, pipeline sends): 16 bits,
@@ -165,6 +166,10 @@ class Deployment:
     head's matmul then runs at that format's peak's share of the matmuls' format's. ``allreduce``: how the
     tensor-parallel group all-reduces inside a node (:data:`~roofline.core.cluster_roof.ALLREDUCE_KINDS`):
     the engines' custom one-shot/two-shot kernels where they apply (their default), or NCCL always.
+    ``redundant_experts``: extra copies of busy routed experts (DeepSeek's 32, placed by its load balancer), so
+    that ``ep`` divides the experts and copies together and each copy takes an even share of the tokens.
+    ``overlap``: ``'two-batch'`` splits each step into two micro-batches whose expert all-to-alls run while the
+    other computes (SGLang's two-batch overlap, DeepSeek's dual-batch overlap); ``'none'`` (default) adds them.
     """
 
     tp: int = 1
@@ -184,10 +189,16 @@ class Deployment:
     gpus_per_node: int = 8
     head_dtype: str | None = None
     allreduce: str = ENGINE_ALLREDUCE
+    redundant_experts: int = 0
+    overlap: str = "none"
 
     def __post_init__(self):
         if self.allreduce not in ALLREDUCE_KINDS:
             raise ValueError(f"allreduce must be one of {', '.join(ALLREDUCE_KINDS)}, got {self.allreduce!r}")
+        if self.overlap not in OVERLAPS:
+            raise ValueError(f"overlap must be one of {', '.join(OVERLAPS)}, got {self.overlap!r}")
+        object.__setattr__(self, "redundant_experts", int(number("redundant_experts", self.redundant_experts,
+                                                                 integer=True, strict=False)))
         for name in ("tp", "pp", "ep", "dp_attention", "replicas", "gpus_per_node"):
             object.__setattr__(self, name, count(name, getattr(self, name), maximum=1 << 16))
         for name in ("weights_dtype", "kv_dtype", "math_dtype", "head_dtype"):
@@ -251,7 +262,9 @@ class Deployment:
         if self.dp_attention > 1:
             parts[0] += f" x DP-attention {self.dp_attention}"
         if self.ep > 1:
-            parts.append(f"EP {self.ep}")
+            parts.append(f"EP {self.ep}" + (f" (+{self.redundant_experts} copies)" if self.redundant_experts else ""))
+        if self.overlap == "two-batch":
+            parts.append("two-batch overlap")
         if self.disaggregate:
             parts.append(f"prefill {self.disaggregate[0]} : decode {self.disaggregate[1]}")
         elif self.replicas > 1:
@@ -277,9 +290,13 @@ def check_deployment(model: Model | str, deployment: Deployment, hardware: Hardw
     if m.moe is None:
         if d.ep > 1:
             raise ValueError(f"ep {d.ep}: {m.name} has no experts")
+        if d.redundant_experts:
+            raise ValueError(f"redundant_experts {d.redundant_experts}: {m.name} has no experts")
     else:
-        if m.moe.num_experts % d.ep:
-            raise ValueError(f"ep {d.ep} must divide {m.name}'s {m.moe.num_experts} experts")
+        slots = m.moe.num_experts + d.redundant_experts
+        if slots % d.ep:
+            extra = f" and {d.redundant_experts} copies" if d.redundant_experts else ""
+            raise ValueError(f"ep {d.ep} must divide {m.name}'s {m.moe.num_experts} experts{extra}")
         if (d.tp * d.dp_attention) % d.ep:
             raise ValueError(f"ep {d.ep} must divide tp x dp_attention = {d.tp * d.dp_attention}: the experts are "
                              "spread over the GPUs that attend")
@@ -305,18 +322,37 @@ class StepTime:
     exchange: float
     parts: Mapping[str, float]
     kind: str
+    streaming: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
+    experts: tuple = (0.0, 0.0)
+    overlapped: bool = False
 
     @property
     def bound(self) -> str:
         """Which budget the step spends most of: 'compute', 'bandwidth' or 'exchange' (for a calibrated
-        step, the largest group of its parts)."""
+        step, the largest group of its parts; a matmul whose weights take longer to read than its FLOPs to
+        run, ``streaming``, counts as bandwidth). A step whose exchanges ran under the other micro-batch's
+        work is 'exchange'-bound only where they outlast that work."""
         if self.kind == "datasheet":
             return max((("compute", self.parts["compute"]), ("bandwidth", self.parts["bandwidth"]),
                         ("exchange", self.exchange)), key=lambda kv: kv[1])[0]
         groups = {"compute": 0.0, "bandwidth": 0.0, "exchange": 0.0}
         for name, t in self.parts.items():
-            groups[_GROUP.get(name, "compute")] += t
+            moved = self.streaming.get(name, 0.0)
+            groups[_GROUP.get(name, "compute")] += t - moved
+            groups["bandwidth"] += moved
+        if self.overlapped:
+            work = groups["compute"] + groups["bandwidth"]
+            return "exchange" if groups["exchange"] > work else max(("compute", "bandwidth"), key=groups.get)
         return max(groups.items(), key=lambda kv: kv[1])[0]
+
+    @property
+    def expert_matmuls(self) -> str | None:
+        """What binds the routed experts' grouped matmuls: 'weight streaming' where reading their weights
+        takes longer than their FLOPs for most of their time, 'FLOPs' otherwise; None without experts."""
+        total, streaming = self.experts
+        if total <= 0:
+            return None
+        return "weight streaming" if streaming > 0.5 * total else "FLOPs"
 
 
 _GROUP = {"matmuls": "compute", "prefill attention": "compute", "decode attention": "bandwidth",
@@ -329,6 +365,8 @@ class _Tally:
         self.flops = self.bytes = self.exchange = 0.0
         self.peak_flops = 0.0  # FLOPs weighted by how far each one's format's peak is short of the roof's
         self.parts: dict[str, float] = {}
+        self.streaming: dict[str, float] = {}  # seconds of matmuls whose weight bytes outlast their FLOPs
+        self.experts = [0.0, 0.0]  # the routed experts' matmuls: seconds, and those of them streaming
 
     def add(self, part: str, seconds: float, flops: float = 0.0, nbytes: float = 0.0, exchange: float = 0.0, times=1.0,
             slower: float = 1.0):
@@ -340,14 +378,22 @@ class _Tally:
 
 
 def _gemm(t: _Tally, roof: ClusterRoof, part: str, rows: float, n: float, k: float, wb: float, ab: float,
-          times: float = 1.0, weights_read: float = 1.0, slower: float = 1.0):
+          times: float = 1.0, weights_read: float = 1.0, slower: float = 1.0, expert: bool = False):
     """One matmul of ``rows`` x ``k`` by ``k`` x ``n``; ``slower``: how many times the roof's format's peak
     the matmul's own format's is short of (2 for a bf16 matmul on an fp8 roof)."""
     if rows <= 0:
         return
     flops = 2.0 * rows * n * k
     nbytes = weights_read * k * n * wb + ab * rows * (k + n)
-    t.add(part, roof.gemm_time(slower * flops, nbytes), flops, nbytes, times=times, slower=slower)
+    sec = roof.gemm_time(slower * flops, nbytes)
+    t.add(part, sec, flops, nbytes, times=times, slower=slower)
+    compute = slower * flops / float(roof.gemm(max(slower * flops, 1.0)))
+    streams = nbytes / roof.bandwidth > compute
+    if streams:
+        t.streaming[part] = t.streaming.get(part, 0.0) + times * float(sec)
+    if expert:
+        t.experts[0] += times * float(sec)
+        t.experts[1] += times * float(sec) if streams else 0.0
 
 
 def _kv_split(m: Model, tp: int) -> int:
@@ -369,14 +415,15 @@ def _layer(t: _Tally, m: Model, d: Deployment, roof: ClusterRoof, *, moe: bool, 
         _gemm(t, roof, "matmuls", rows, n, k, wb, ab, times)
     if moe:
         e = m.moe
-        local, etp = e.num_experts / d.ep, tp * a / d.ep
+        slots = e.num_experts + d.redundant_experts  # each copy of an expert takes an even share of its tokens
+        local, etp = slots / d.ep, tp * a / d.ep
         routed = (decode + prefill) * e.experts_per_token  # expert rows of the whole replica
-        per_expert = routed / e.num_experts
+        per_expert = routed / slots
         touched = local / e.num_experts * expected_experts(e.num_experts, e.experts_per_token, decode + prefill)
         for lin in m.expert_linears():
             n, k = (lin.out_features / etp, lin.in_features) if lin.name.endswith(("gate_proj", "up_proj")) \
                 else (lin.out_features, lin.in_features / etp)
-            _gemm(t, roof, "matmuls", per_expert, n, k, wb, ab, times * touched)
+            _gemm(t, roof, "matmuls", per_expert, n, k, wb, ab, times * touched, expert=True)
         for lin in m.shared_expert_linears():
             n, k = linear_shard(lin, tp, m.num_kv_heads)
             _gemm(t, roof, "matmuls", rows, n, k, wb, ab, times)
@@ -421,9 +468,13 @@ def _layer(t: _Tally, m: Model, d: Deployment, roof: ClusterRoof, *, moe: bool, 
         sec = 2 * roof.all_reduce_time(tp, msg, per_node=min(tp, d.gpus_per_node), kind=d.allreduce)
         t.add("tensor-parallel", sec, exchange=sec, times=times)
     if moe and a > 1 and d.ep > 1:
-        buf = rows / tp * m.moe.experts_per_token * h * EXCHANGE_BYTES
-        k = min(d.ep, d.gpus_per_node)
-        sec = 2 * roof.collective_time("all_to_all", d.ep, buf, per_node=k)
+        if prefill <= 0 and roof.ep_low_latency:  # a decode step: the low-latency kernels (DeepEP's), dispatch + combine
+            sec = roof.moe_all_to_all_time(d.ep, rows / tp, h, m.moe.experts_per_token)
+        else:  # dispatch in the matmuls' format where it is narrower (DeepSeek's fp8), combine in 16 bits
+            out = rows / tp * m.moe.experts_per_token * h
+            k = min(d.ep, d.gpus_per_node)
+            sec = sum(roof.collective_time("all_to_all", d.ep, out * b, per_node=k)
+                      for b in (min(EXCHANGE_BYTES, dtype_bytes(d.math)), EXCHANGE_BYTES))
         t.add("expert all-to-all", sec, exchange=sec, times=times)
 
 
@@ -444,7 +495,9 @@ def step_time(model: Model | str, deployment: Deployment, roof: ClusterRoof, *, 
     and ``prefill`` prompt tokens each attending to ``keys`` earlier tokens on average (default: half the
     context) in prompts of ``seq`` tokens (default: the context). With a pipeline it is one stage's step
     (``ceil(L / pp)`` layers of the replica's load, the output head on the last stage, one send between
-    stages); the replica's time per output token is ``pp`` of them."""
+    stages); the replica's time per output token is ``pp`` of them. With ``overlap='two-batch'`` (a mixture of
+    experts whose attention is data parallel) the step is two micro-batches of half its load, each one's expert
+    all-to-alls hidden behind the other's kernels: it lasts the longer of the two streams."""
     m = check_deployment(model, deployment)
     d = deployment
     decode = float(number("decode", decode, strict=False))
@@ -456,6 +509,28 @@ def step_time(model: Model | str, deployment: Deployment, roof: ClusterRoof, *, 
     seq = max(context, 1.0) if seq is None else float(number("seq", seq))
     if not isinstance(roof, ClusterRoof):
         raise TypeError(f"roof must be a ClusterRoof (roofline.core.cluster_roof), got {type(roof).__name__}")
+    split = (d.overlap == "two-batch" and roof.kind == "calibrated" and m.moe is not None and d.dp_attention > 1
+             and d.ep > 1)
+    t = _tally(m, d, roof, decode / 2 if split else decode, context, prefill / 2 if split else prefill, keys, seq)
+    if roof.kind == "datasheet":
+        compute, memory = t.peak_flops / roof.peak_flops, t.bytes / roof.bandwidth
+        parts = {"compute": compute, "bandwidth": memory, "exchange": t.exchange}
+        return StepTime(max(compute, memory, t.exchange), t.flops, t.bytes, t.exchange, MappingProxyType(parts), roof.kind)
+    if not split:
+        return StepTime(sum(t.parts.values()), t.flops, t.bytes, t.exchange, MappingProxyType(dict(t.parts)), roof.kind,
+                        MappingProxyType(dict(t.streaming)), tuple(t.experts))
+    # two micro-batches of half the step each: one's all-to-alls run while the other computes, so the step lasts
+    # the longer of the two streams, both micro-batches' work against both micro-batches' all-to-alls
+    parts = {k: 2 * v for k, v in t.parts.items()}
+    hidden = parts.get("expert all-to-all", 0.0)
+    work = sum(parts.values()) - hidden
+    return StepTime(max(work, hidden), 2 * t.flops, 2 * t.bytes, 2 * t.exchange, MappingProxyType(parts), roof.kind,
+                    MappingProxyType({k: 2 * v for k, v in t.streaming.items()}), tuple(2 * x for x in t.experts), True)
+
+
+def _tally(m: Model, d: Deployment, roof: ClusterRoof, decode: float, context: float, prefill: float, keys: float,
+           seq: float) -> _Tally:
+    """Every kernel and exchange of one stage step, priced under ``roof`` (:func:`step_time`)."""
     t = _Tally()
     L = m.num_layers
     moe_layers = m.moe.moe_layers(L) if m.moe is not None else 0
@@ -476,11 +551,7 @@ def step_time(model: Model | str, deployment: Deployment, roof: ClusterRoof, *, 
         msg = (decode + prefill) / d.pp / d.dp_attention / d.tp * m.hidden_size * EXCHANGE_BYTES
         sec = roof.send_time(msg, across_nodes=d.replica_gpus > d.gpus_per_node)
         t.add("pipeline sends", sec, exchange=sec)
-    if roof.kind == "datasheet":
-        compute, memory = t.peak_flops / roof.peak_flops, t.bytes / roof.bandwidth
-        parts = {"compute": compute, "bandwidth": memory, "exchange": t.exchange}
-        return StepTime(max(compute, memory, t.exchange), t.flops, t.bytes, t.exchange, MappingProxyType(parts), roof.kind)
-    return StepTime(sum(t.parts.values()), t.flops, t.bytes, t.exchange, MappingProxyType(dict(t.parts)), roof.kind)
+    return t
 
 
 # ---------------------------------------------------------------------------------------------- memory
@@ -508,7 +579,8 @@ class _Memory:
 
 def _memory(m: Model, d: Deployment, hw: Hardware, w: Workload) -> _Memory:
     # the replica's tp x dp_attention GPUs share the routed experts (ep only says how they are split)
-    weights = weights_per_gpu(m, tp=d.tp, ep=d.dp_attention, pp=d.pp, weights_dtype=d.weights_dtype, head_dtype=d.head)
+    weights = weights_per_gpu(m, tp=d.tp, ep=d.dp_attention, pp=d.pp, weights_dtype=d.weights_dtype, head_dtype=d.head,
+                              redundant_experts=d.redundant_experts)
     per_tok = _kv_per_token_per_gpu(m, d)
     prefix = w.cached_tokens * per_tok  # one shared copy on every attention group's GPUs
     room = max(0.0, (hw.usable_capacity - weights) * d.kv_fraction - prefix)
@@ -1181,7 +1253,8 @@ def _powers(most: int) -> list[int]:
 def layouts(model: Model | str, *, max_gpus: int = 8, gpus_per_node: int = 8, **formats) -> list[Deployment]:
     """The replicas the planner tries: tensor degrees in a node that divide the heads, pipeline degrees and,
     for a mixture of experts, attention data parallelism with the experts spread over every attending GPU
-    (or not spread), powers of two up to ``max_gpus`` GPUs a replica."""
+    (or not spread), each of those with and without the two-batch overlap of its all-to-alls, powers of two up
+    to ``max_gpus`` GPUs a replica."""
     m = load_model(model)
     most = count("max_gpus", max_gpus, maximum=1 << 12)
     out = []
@@ -1199,6 +1272,9 @@ def layouts(model: Model | str, *, max_gpus: int = 8, gpus_per_node: int = 8, **
                     if m.moe is not None and a > 1 and ep == 1:
                         continue  # attention split by batch with every expert copied: replicas do it better
                     out.append(Deployment(tp=tp, pp=pp, ep=ep, dp_attention=a, gpus_per_node=gpus_per_node, **formats))
+                    if m.moe is not None and a > 1 and ep > 1 and "overlap" not in formats:
+                        out.append(Deployment(tp=tp, pp=pp, ep=ep, dp_attention=a, gpus_per_node=gpus_per_node,
+                                              overlap="two-batch", **formats))
     return out
 
 
