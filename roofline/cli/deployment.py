@@ -101,6 +101,14 @@ def _lines(r: Sustained, name: str) -> list[str]:
 def _pair(args, m: Model, h: Hardware, d: Deployment, w: Workload) -> str:
     at("--roof", roof_kind, h, None if args.roof == "both" else args.roof)
     pair = at(_flags("--tp"), serving_pair, m, h, w, d, ttft_slo=args.ttft_slo, tpot_slo=args.tpot_slo)
+    top = pair.ceiling
+    if top.fits and top.output_tokens_per_s == 0 and top.limit == "slo":  # not even the datasheet meets a target
+        if args.ttft_slo is not None and top.ttft_s is not None and top.ttft_s > args.ttft_slo:
+            raise UsageError(f"--ttft-slo {fmt(args.ttft_slo, 's')} is below one prompt's prefill alone: even the "
+                             f"datasheet ceiling takes {fmt(top.ttft_s, 's')} to a first token", "--ttft-slo")
+        if args.tpot_slo is not None and top.tpot_s is not None and top.tpot_s > args.tpot_slo:
+            raise UsageError(f"--tpot-slo {fmt(args.tpot_slo, 's')} is below one sequence's decode step: even the "
+                             f"datasheet ceiling takes {fmt(top.tpot_s, 's')} a token", "--tpot-slo")
     shown = {"datasheet": [("ceiling", pair.ceiling)], "calibrated": [("estimate", pair.estimate)],
              "both": [("ceiling", pair.ceiling)] + ([("estimate", pair.estimate)] if pair.estimate else [])}[args.roof]
     lead = shown[-1][1]

@@ -75,6 +75,11 @@ def test_the_plan_ranks_layouts_and_names_the_smallest_slice():
     (("--input", "100", "--output", "10", "--tp", "3"), "--tp", "must divide"),
     (("--input", "100", "--output", "10", "--context", "100"), "--context", "one-server question"),
     (("--context", "100", "--allreduce", "nccl"), "--allreduce", "give --input and --output"),
+    (("--input", "4096", "--output", "64", "--ttft-slo", "0.001"), "--ttft-slo", "below one prompt's prefill alone"),
+    (("--input", "4096", "--output", "64", "--disaggregate", "1:1", "--ttft-slo", "0.001"), "--ttft-slo",
+     "below one prompt's prefill alone"),
+    (("--input", "4096", "--output", "64", "--tpot-slo", "0.0001"), "--tpot-slo", "below one sequence's decode step"),
+    (("--input", "4096", "--output", "64", "--max-num-tokens", "0"), "--max-num-tokens", "whole number >= 1"),
     ((), "--context", "--context is required"),
 ])
 def test_bad_workload_input_names_the_flag(argv, flag, words):
