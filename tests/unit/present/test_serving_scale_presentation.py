@@ -78,3 +78,14 @@ def test_serving_scale_explorer_reads_sustain_and_says_when_a_target_is_missed(r
     assert f"{s.output_tokens_per_s_per_gpu:,.0f} tokens/s per GPU" in e.text((0, 0, 1, 1, 0))
     assert "missed" in e.text((0, 0, 0, 0, 0))  # one H100 cannot make a 70B token in 15 ms
     assert len({e.png(k) for k in e.frames}) > 1
+
+
+def test_ep_decode_table_has_a_row_per_published_deployment_with_its_settings():
+    from roofline.measured.serving import ep_decode_checks
+    checks = ep_decode_checks()
+    t = tables.ep_decode_table(checks)
+    assert len(t.rows) == len(checks) and t.columns[0] == "deployment"
+    for row, c in zip(t.rows, checks):
+        assert row[1] == f"{c.run.batch_per_gpu:,}" and row[2] == f"{c.run.kv_length:,}"
+        assert row[7] == f"{c.estimate_over_published:.2f}" and row[8] == c.estimate.expert_matmuls
+        assert row[0].endswith("MTP on") == c.run.mtp
