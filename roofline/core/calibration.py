@@ -491,9 +491,8 @@ def _h800(hw: Hardware, dtype: str) -> ClusterRoof:
             "all-to-all inside a node is DeepEP's dispatch (mb0094) as a share of that all-reduce; across nodes "
             "DeepEP's at 64 GPUs (mb0100), its kernels forwarding through NVLink to the ports",
             "the network port, one message's latency and a two-GPU copy are the H100's (the same 400 Gb/s NIC), "
-            "the copy capped at the H800's link",
-            "the engines' custom all-reduce takes the H100's times (small buffers wait on a launch and two barriers, "
-            "not on the link), never below a buffer's bytes at the H800's link",
+            "the copy capped at the H800's link; so are the engines' custom all-reduce times (a small buffer waits on "
+            "a launch and two barriers, not on the link), never below a buffer's bytes at the H800's link",
         ))
 
 
