@@ -144,3 +144,11 @@ def test_a_ttft_target_sizes_the_prefill_pool_and_one_below_a_lone_prefill_gets_
     assert pool.ttft(pool.rate_within(2 * pool.alone)) == pytest.approx(2 * pool.alone, rel=1e-6)
     none = sustain("llama-3.1-8b", H100, w, d, CAL, ttft_slo=0.5 * pool.alone)
     assert none.output_tokens_per_s == 0 and none.limit == "slo" and "below one prompt's prefill" in none.notes[0]
+
+
+def test_sustain_takes_a_chip_by_name_and_refuses_another_chips_roof():
+    d = Deployment(**FP8)
+    by_name = sustain("llama-3.1-8b", "h100", Workload(1024, 128), d, CAL)
+    assert by_name == sustain("llama-3.1-8b", H100, Workload(1024, 128), d, CAL)
+    with pytest.raises(ValueError, match="roof is the H200's"):
+        sustain("llama-3.1-8b", "h100", Workload(1024, 128), d, get_roof("h200-sxm", "calibrated", "fp8"))
