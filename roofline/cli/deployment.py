@@ -6,20 +6,29 @@ from __future__ import annotations
 
 import argparse
 import json
+from dataclasses import replace
 
 from roofline.cli.parser import UsageError, at, need_links
 from roofline.core.calibration import get_roof, roof_kind
 from roofline.core.hardware import Hardware
 from roofline.core.model import Model
 from roofline.core.units import fmt
-from roofline.serving.deployment import Deployment, Sustained, Workload, plan_serving, serving_pair, smallest_slice
+from roofline.measured.serving import trtllm_bench_deployment
+from roofline.serving.deployment import (CHUNK_TOKENS, Deployment, Sustained, Workload, plan_serving, serving_pair,
+                                         smallest_slice)
 
 __all__ = ["run_workload"]
 
 _FLAGS = {"input_tokens": "--input", "output_tokens": "--output", "rate": "--rate", "concurrency": "--concurrency",
           "prefix_hit": "--prefix-hit", "requests": "--requests", "tp": "--tp", "pp": "--pp", "ep": "--ep",
           "dp_attention": "--dp-attention", "replicas": "--replicas", "disaggregate": "--disaggregate",
-          "ttft_slo": "--ttft-slo", "tpot_slo": "--tpot-slo", "max_gpus": "--max-gpus"}
+          "ttft_slo": "--ttft-slo", "tpot_slo": "--tpot-slo", "max_gpus": "--max-gpus",
+          "allreduce": "--allreduce", "max_batch": "--max-batch", "max_tokens": "--max-num-tokens",
+          "kv_fraction": "--kv-fraction", "head_dtype": "--head-dtype", "arrival": "--arrival"}
+
+
+_ALLREDUCE_WORDS = {"custom": "the engines' custom one-shot/two-shot kernels up to 8 MiB, NCCL past it (their default)",
+                    "nccl": "NCCL's ring"}
 
 
 def _flags(default: str) -> dict:
@@ -45,15 +54,29 @@ def _check_unused(args) -> None:
                          "--dp-attention and --replicas", "--gpus")
 
 
-def _deployment(args) -> Deployment:
-    return at(_flags("--tp"), Deployment, tp=args.tp, pp=args.pp, ep=args.ep, dp_attention=args.dp_attention,
-                 replicas=args.replicas, weights_dtype=args.weights_dtype, kv_dtype=args.kv_dtype,
-                 math_dtype=args.math_dtype, disaggregate=args.disaggregate, kv_policy=args.kv_policy)
+def _deployment(args, m: Model | None = None, h: Hardware | None = None, w: Workload | None = None) -> Deployment:
+    """The deployment the flags describe. ``--runtime trtllm-bench`` takes TensorRT-LLM's benchmark's defaults
+    (:func:`roofline.measured.serving.trtllm_bench_deployment`, as chapter 13's table does) for every runtime
+    setting not given; the engines' defaults otherwise."""
+    budget = {None: CHUNK_TOKENS, "none": None}.get(args.max_num_tokens, args.max_num_tokens)
+    d = at(_flags("--tp"), Deployment, tp=args.tp, pp=args.pp, ep=args.ep, dp_attention=args.dp_attention,
+           replicas=args.replicas, weights_dtype=args.weights_dtype, kv_dtype=args.kv_dtype,
+           math_dtype=args.math_dtype, disaggregate=args.disaggregate, kv_policy=args.kv_policy or "grow",
+           allreduce=args.allreduce, max_batch=args.max_batch, max_tokens=budget,
+           kv_fraction=1.0 if args.kv_fraction is None else args.kv_fraction, head_dtype=args.head_dtype)
+    if args.runtime == "trtllm-bench" and m is not None:
+        d = at(_flags("--tp"), trtllm_bench_deployment, m, h, w, d, max_batch=args.max_batch,
+               max_tokens=None if args.max_num_tokens is None else budget)
+        d = replace(d, **{k: v for k, v in (("kv_policy", args.kv_policy), ("kv_fraction", args.kv_fraction),
+                                            ("head_dtype", args.head_dtype)) if v is not None})
+        if args.max_num_tokens == "none":
+            d = replace(d, max_tokens=None)
+    return d
 
 
 def _workload(args) -> Workload:
     return at(_flags("--input"), Workload, args.input, args.output, rate=args.rate, concurrency=args.concurrency,
-                 prefix_hit=args.prefix_hit, requests=args.requests)
+                 prefix_hit=args.prefix_hit, requests=args.requests, arrival=args.arrival)
 
 
 def _lines(r: Sustained, name: str) -> list[str]:
@@ -81,6 +104,14 @@ def _pair(args, m: Model, h: Hardware, d: Deployment, w: Workload) -> str:
         need_links(args, h, d.gpus, f"serve --disaggregate {d.disaggregate[0]}:{d.disaggregate[1]}",
                    per_node=d.gpus_per_node)
     pair = at(_flags("--tp"), serving_pair, m, h, w, d, ttft_slo=args.ttft_slo, tpot_slo=args.tpot_slo)
+    top = pair.ceiling
+    if top.fits and top.output_tokens_per_s == 0 and top.limit == "slo":  # not even the datasheet meets a target
+        if args.ttft_slo is not None and top.ttft_s is not None and top.ttft_s > args.ttft_slo:
+            raise UsageError(f"--ttft-slo {fmt(args.ttft_slo, 's')} is below one prompt's prefill alone: even the "
+                             f"datasheet ceiling takes {fmt(top.ttft_s, 's')} to a first token", "--ttft-slo")
+        if args.tpot_slo is not None and top.tpot_s is not None and top.tpot_s > args.tpot_slo:
+            raise UsageError(f"--tpot-slo {fmt(args.tpot_slo, 's')} is below one sequence's decode step: even the "
+                             f"datasheet ceiling takes {fmt(top.tpot_s, 's')} a token", "--tpot-slo")
     shown = {"datasheet": [("ceiling", pair.ceiling)], "calibrated": [("estimate", pair.estimate)],
              "both": [("ceiling", pair.ceiling)] + ([("estimate", pair.estimate)] if pair.estimate else [])}[args.roof]
     lead = shown[-1][1]
@@ -95,12 +126,21 @@ def _pair(args, m: Model, h: Hardware, d: Deployment, w: Workload) -> str:
     cache = f", {w.prefix_hit:.0%} of each prompt cached" if w.prefix_hit else ""
     lines = [f"serving {m.name} on {d.gpus} × {h.short} ({d.label()}), prompts of {w.input_tokens:,} and answers of "
              f"{w.output_tokens:,} tokens, {load}{cache}"]
+    picked = "trtllm-bench's rule and defaults" if args.runtime == "trtllm-bench" else "the engines' defaults"
+    lines.append(f"  runtime ({picked} where not given): step budget "
+                 + ("none (whole prompts)" if d.max_tokens is None else f"{d.max_tokens:,} tokens")
+                 + ", sequences " + ("by memory alone" if d.max_batch is None else f"at most {d.max_batch:,}")
+                 + f", cache {'reserved for the whole answer' if d.kv_policy == 'reserve' else 'growing with the answer'}"
+                 + f" in {d.kv_fraction:.0%} of the HBM the weights leave"
+                 + (f", head in {d.head_dtype}" if d.head_dtype else "")
+                 + (f", {w.arrival} arrivals" if w.load == "rate" else ""))
     for name, r in shown:
         lines += _lines(r, f"{name} ({r.roof})")
     if args.roof == "both" and pair.estimate is None:
         lines.append(f"  ({h.short} has no calibrated roof: the ceiling alone)")
     lines.append("  (ceiling: datasheet roof, everything overlapped, the cache growing into all the HBM left; "
-                 "estimate: calibrated roof, kernel by kernel)")
+                 "estimate: calibrated roof, kernel by kernel"
+                 + (f"; all-reduces: {_ALLREDUCE_WORDS[d.allreduce]}" if d.tp > 1 else "") + ")")
     return "\n".join(lines)
 
 
@@ -116,7 +156,8 @@ def _plan(args, m: Model, h: Hardware, w: Workload) -> str:
     roof = at("--math-dtype", get_roof, h, kind, d.math)
     rows = at(_flags("--max-gpus"), plan_serving, m, h, w, roof, max_gpus=args.max_gpus, ttft_slo=args.ttft_slo,
                  tpot_slo=args.tpot_slo, weights_dtype=args.weights_dtype, kv_dtype=args.kv_dtype,
-                 math_dtype=args.math_dtype, kv_policy=args.kv_policy)
+                 math_dtype=args.math_dtype, kv_policy=d.kv_policy, allreduce=args.allreduce,
+                 max_batch=d.max_batch, max_tokens=d.max_tokens, kv_fraction=d.kv_fraction, head_dtype=d.head_dtype)
     best = smallest_slice(rows)
     targets = ", ".join(f"{k} {fmt(v, 's')}" for k, v in (("TTFT", args.ttft_slo), ("TPOT", args.tpot_slo)) if v) or "no targets"
     if best is None:
@@ -153,4 +194,4 @@ def run_workload(args: argparse.Namespace, m: Model, h: Hardware) -> str:
                          f"of {m.max_position_embeddings:,}", longer)
     if args.plan:
         return _plan(args, m, h, w)
-    return _pair(args, m, h, _deployment(args), w)
+    return _pair(args, m, h, _deployment(args, m, h, w), w)

@@ -13,7 +13,7 @@ import os
 import re
 from typing import Mapping
 
-from roofline.core.cluster_roof import ROOF_KINDS
+from roofline.core.cluster_roof import ALLREDUCE_KINDS, ENGINE_ALLREDUCE, ROOF_KINDS
 from roofline.core.hardware import CatalogError, require_links
 from roofline.core.model import NotModelledError, model_names
 from roofline.core.policies import recompute_policy
@@ -21,10 +21,11 @@ from roofline.core.roof import TIMINGS
 from roofline.core.units import DTYPE_BYTES, dtype_bytes
 from roofline.parallel.moe import ROUTINGS
 from roofline.serving.capacity import VLLM_BLOCK_SIZE
+from roofline.serving.deployment import ARRIVALS, CHUNK_TOKENS
 from roofline.serving.speculative import DRAFTS
 from roofline.workloads.inference import ACCOUNTINGS, OPTIONS
 
-__all__ = ["UsageError", "HelpRequested", "build_parser", "whole", "storage_format", "fraction", "acceptance", "recompute", "at",
+__all__ = ["UsageError", "HelpRequested", "build_parser", "whole", "storage_format", "fraction", "cache_share", "budget", "acceptance", "recompute", "at",
            "positive", "share", "pool_split",
            "CLUSTER_FLAGS", "wants_cluster",
            "one_split", "GPUS_PER_NODE", "SMALLEST_FRACTION", "need_links", "moe_routing", "DEFAULT_ROUTING", "layout_flags"]
@@ -210,9 +211,36 @@ def build_parser() -> argparse.ArgumentParser:
                         "of replicas)")
     w.add_argument("--prefix-hit", type=share, default=0.0, metavar="H",
                    help="share of each prompt found in a prefix cache, at least 0 and below 1 (default 0)")
-    w.add_argument("--kv-policy", choices=("grow", "reserve"), default="grow",
+    w.add_argument("--kv-policy", choices=("grow", "reserve"),
                    help="what a sequence's cache holds: its tokens so far (grow, vLLM's) or its prompt and whole "
-                        "answer from admission (reserve, TensorRT-LLM's default); default grow")
+                        "answer from admission (reserve, TensorRT-LLM's default); default grow (reserve with "
+                        "--runtime trtllm-bench)")
+    w.add_argument("--max-batch", type=whole(1), metavar="N",
+                   help="the runtime's cap on sequences in flight per replica (vLLM's --max-num-seqs, TensorRT-LLM's "
+                        "--max_batch_size; default: memory alone, or trtllm-bench's rule with --runtime trtllm-bench)")
+    w.add_argument("--max-num-tokens", type=budget, metavar="N",
+                   help=f"the step's token budget, decode tokens and prompt chunks together, which chunked prefill cuts "
+                        f"prompts to (vLLM's --max-num-batched-tokens, SGLang's --chunked-prefill-size, TensorRT-LLM's "
+                        f"--max_num_tokens); default {CHUNK_TOKENS:,}, the engines' on 80 GB GPUs; 'none' for no "
+                        "chunking")
+    w.add_argument("--kv-fraction", type=cache_share, metavar="F",
+                   help="share of the HBM left after the weights that the KV cache gets (default 1; 0.9 with "
+                        "--runtime trtllm-bench, its free_gpu_memory_fraction)")
+    w.add_argument("--head-dtype", type=storage_format, metavar="FORMAT",
+                   help="format of the output head and embedding, which quantizers often leave in bf16 (default: the "
+                        "weights'; bf16 with --runtime trtllm-bench)")
+    w.add_argument("--arrival", choices=ARRIVALS, default="poisson",
+                   help="how a rate's requests arrive: poisson, at random (benchmarks' default, vLLM's --burstiness 1), "
+                        "or regular, evenly spaced (default poisson)")
+    w.add_argument("--runtime", choices=RUNTIMES, default="engines",
+                   help="engines: the serving engines' defaults (a cache that grows, the 8,192-token budget, every byte "
+                        "of HBM left); trtllm-bench: TensorRT-LLM's benchmark as chapter 13's table runs it (the cache "
+                        "reserved for the whole answer, 90%% of the free HBM, a bf16 head, its own caps on the batch and "
+                        "the step's tokens unless --max-batch and --max-num-tokens are given)")
+    w.add_argument("--allreduce", choices=ALLREDUCE_KINDS, default=ENGINE_ALLREDUCE,
+                   help="how a tensor-parallel group all-reduces inside a node: custom, the one-shot/two-shot kernels "
+                        "vLLM, SGLang and TensorRT-LLM decode with by default (NCCL past their 8 MiB buffer), or "
+                        f"nccl, NCCL's ring always (default {ENGINE_ALLREDUCE}, the engines')")
     w.add_argument("--roof", choices=("both", *ROOF_KINDS), default="both",
                    help="the datasheet ceiling, the calibrated estimate, or both side by side (default; the "
                         "estimate's figures lead the JSON where the chip has a calibrated roof)")
@@ -293,6 +321,25 @@ def pool_split(text: str) -> tuple[int, int]:
     if len(parts) != 2:
         raise argparse.ArgumentTypeError(f"expected P:D, prefill GPUs and decode GPUs, such as 4:12, got {text[:40]!r}")
     return whole(1)(parts[0]), whole(1)(parts[1])
+
+
+RUNTIMES = ("engines", "trtllm-bench")
+"""The runtimes ``serve --runtime`` takes its defaults from."""
+
+
+def cache_share(text: str) -> float:
+    """An argparse type: a share above 0 and at most 1 (the HBM left after the weights that the cache gets)."""
+    return _number_in(text, lambda v: 0 < v <= 1, "a share above 0 and at most 1, such as 0.9")
+
+
+def budget(text: str):
+    """An argparse type: a step's token budget, a whole number of at least 1, or 'none' (no chunking)."""
+    if text.strip().lower() == "none":
+        return "none"
+    try:
+        return whole(1)(text)
+    except argparse.ArgumentTypeError as exc:
+        raise argparse.ArgumentTypeError(f"{exc} (or 'none': every prompt joins one step whole)") from None
 
 
 def acceptance(text: str) -> float:
@@ -401,6 +448,7 @@ def recompute(text: str) -> str:
 # The smallest fraction of peak the command line takes: below a millionth of peak, times leave any horizon a
 # reader means (5e-324 makes them infinite).
 SMALLEST_FRACTION = 1e-6
+
 
 
 def fraction(text: str) -> float:

@@ -32,7 +32,11 @@ def run_serve(args) -> str:
     given = [f"--{f.replace('_', '-')}" for f in ("rate", "concurrency", "requests", "ttft_slo", "tpot_slo", "disaggregate",
                                                 "plan") if getattr(args, f) not in (None, False)]
     given += [f"--{f.replace('_', '-')}" for f, v in (("pp", 1), ("dp_attention", 1), ("replicas", 1), ("prefix_hit", 0.0),
-                                                    ("kv_policy", "grow"), ("roof", "both")) if getattr(args, f) != v]
+                                                    ("roof", "both"),
+                                                    ("allreduce", "custom"), ("arrival", "poisson"),
+                                                    ("runtime", "engines")) if getattr(args, f) != v]
+    given += [f"--{f.replace('_', '-')}" for f in ("kv_policy", "max_batch", "max_num_tokens", "kv_fraction",
+                                                    "head_dtype") if getattr(args, f) is not None]
     if given:
         raise UsageError(f"{given[0]} describes a workload on a deployment: give --input and --output too", given[0])
     if args.context is None:

@@ -47,7 +47,7 @@ from roofline.core.roof import CalibratedRoof, Roof
 
 __all__ = ["SCOPES", "CALIBRATED_CHIPS", "MEASURED_CHIP", "roof_kind", "get_roof", "measured_roof", "calibrated_roof",
            "EXCLUDED", "NU_CLOSENESS", "NU_GRID", "NuPoint", "NuFit", "gemm_nu_points", "fit_gemm_nu",
-           "RoofConstant", "ROOF_QUANTITIES", "roof_constants"]
+           "RoofConstant", "ROOF_QUANTITIES", "roof_constants", "custom_all_reduce_curves", "ep_low_latency_curves"]
 
 SCOPES = ("cluster", "chip")
 """What a roof prices: a step's pieces on a chip and its fabric ('cluster'), or one GPU's kernels ('chip')."""
@@ -349,8 +349,47 @@ def _fabric(hw: Hardware, gpu: str, *, all_to_all: str, all_reduce: str, port: s
 
 
 def _h100_fabric(hw: Hardware) -> tuple[dict, dict]:
-    return _fabric(hw, "H100 SXM 80GB", all_to_all="mb0066", all_reduce="mb0060", port="mb0057",
-                   port_check="mb0055", all_to_all_port="mb0068", send="mb0281", latency="mb0049")
+    fabric, sources = _fabric(hw, "H100 SXM 80GB", all_to_all="mb0066", all_reduce="mb0060", port="mb0057",
+                              port_check="mb0055", all_to_all_port="mb0068", send="mb0281", latency="mb0049")
+    fabric["custom_all_reduce"], sources["custom_all_reduce"] = custom_all_reduce_curves("H100")
+    fabric["ep_low_latency"], sources["ep_low_latency"] = ep_low_latency_curves()
+    return fabric, sources
+
+
+def ep_low_latency_curves() -> tuple[dict, tuple]:
+    """DeepEP's low-latency dispatch and combine on the H800 (each GPU with one CX7 400 Gb/s port), seconds
+    against the expert-parallel group's size at 128 tokens a GPU: ``{'dispatch': Curve, 'combine': Curve}``
+    and the record ids (chapter 13)."""
+    out, ids = {}, []
+    for what in ("dispatch", "combine"):
+        found = record_ids(category="collective", operation=lambda o, w=what: str(o).startswith(f"low-latency MoE {w}"))
+        out[what] = _fastest_at_each([(float(record(i)["n_gpus"]), record_value(i)) for i in found])
+        ids += found
+    return out, tuple(ids)
+
+
+def custom_all_reduce_curves(gpu: str) -> tuple[dict, tuple]:
+    """The engines' one-shot/two-shot all-reduce on ``gpu`` (a prefix of the records' ``gpu``), from the
+    published records of operation 'custom all_reduce': for each group size, a curve of seconds against the
+    buffer's bytes, and the record ids (chapter 13; SGLang's kernels, TensorRT-LLM's as adapted)."""
+    ids = record_ids(category="collective", operation="custom all_reduce", gpu=lambda g: str(g).startswith(gpu))
+    by_n: dict[int, list] = {}
+    for i in ids:
+        by_n.setdefault(int(record(i)["n_gpus"]), []).append((float(record(i)["message_size_bytes"]), record_value(i)))
+    return {n: _fastest_at_each(pts) for n, pts in sorted(by_n.items())}, tuple(ids)
+
+
+def _fastest_at_each(points) -> Curve:
+    """A curve of times through ``(x, seconds)`` points, keeping the shortest where two share an ``x``, and
+    never falling as ``x`` grows (a larger buffer is never faster: a time below a smaller buffer's is that
+    buffer's, SGLang's TP 4 row at 16 KiB, 3.7 us against 4.8 us at 2 KiB, read as noise)."""
+    best: dict[float, float] = {}
+    for x, y in points:
+        best[x] = min(best.get(x, y), y)
+    xs, ys = sorted(best), []
+    for x in xs:
+        ys.append(max(best[x], ys[-1]) if ys else best[x])
+    return Curve(tuple(xs), tuple(ys))
 
 
 def _h100(hw: Hardware, dtype: str, join: bool = True) -> ClusterRoof:
@@ -379,6 +418,10 @@ def _h100(hw: Hardware, dtype: str, join: bool = True) -> ClusterRoof:
             "the NVLink sweep (NVLS on) is capped at the link's one-way rate",
             "all-gather and reduce-scatter reach all-reduce's bus bandwidth at the same buffer size",
             "across nodes the bus bandwidth follows the NVLink sweep's dependence on size, scaled to the ports' rate",
+            "the engines' custom all-reduce is SGLang's one-shot/two-shot kernel timed without CUDA graphs (a "
+            "launch inside each time), held at its smallest buffer's time below it",
+            "a decode step's expert all-to-alls run DeepEP's low-latency kernels at the H800's measured times (the "
+            "same CX7 400 Gb/s port per GPU, pure RDMA), scaled by their bytes",
         ))
 
 
@@ -413,8 +456,8 @@ def _h200(hw: Hardware, dtype: str) -> ClusterRoof:
             *joined,
             "flash attention reaches the H100's FlashAttention-2 rates (the same Hopper die; the H200's own record "
             "holds forward passes only)",
-            "the fabric is the H100's (NVLink 4, one 400 Gb/s port per GPU); the H200 record's one all-reduce "
-            "(mb0093, 482 GB/s) agrees with the H100 sweep's top",
+            "the fabric is the H100's (NVLink 4, one 400 Gb/s port per GPU), its custom all-reduce too; the H200 "
+            "record's one all-reduce (mb0093, 482 GB/s) agrees with the H100 sweep's top",
         ))
 
 
@@ -448,7 +491,8 @@ def _h800(hw: Hardware, dtype: str) -> ClusterRoof:
             "all-to-all inside a node is DeepEP's dispatch (mb0094) as a share of that all-reduce; across nodes "
             "DeepEP's at 64 GPUs (mb0100), its kernels forwarding through NVLink to the ports",
             "the network port, one message's latency and a two-GPU copy are the H100's (the same 400 Gb/s NIC), "
-            "the copy capped at the H800's link",
+            "the copy capped at the H800's link; so are the engines' custom all-reduce times (a small buffer waits on "
+            "a launch and two barriers, not on the link), never below a buffer's bytes at the H800's link",
         ))
 
 

@@ -39,12 +39,27 @@ from roofline.core.collectives import bus_factor
 from roofline.core.curve import Curve
 from roofline.core.hardware import Hardware, get_hardware
 
-__all__ = ["ROOF_KINDS", "ClusterRoof", "datasheet_cluster_roof", "CLUSTER_COLLECTIVES", "joined_time"]
+__all__ = ["ROOF_KINDS", "ClusterRoof", "datasheet_cluster_roof", "CLUSTER_COLLECTIVES", "joined_time",
+           "ALLREDUCE_KINDS", "ENGINE_ALLREDUCE", "CUSTOM_ALL_REDUCE_MAX_BYTES", "EP_LOW_LATENCY_LOAD"]
 
 ROOF_KINDS = ("datasheet", "calibrated")
 """The kinds of roof a question is asked under: the datasheet's (a floor) and a calibrated one (an estimate)."""
 
 CLUSTER_COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all")
+
+ALLREDUCE_KINDS = ("nccl", "custom")
+"""How an inference engine all-reduces a tensor-parallel group's activations inside a node (chapter 13):
+``'nccl'``, NCCL's ring or tree (the nccl-tests sweep), or ``'custom'``, the one-shot and two-shot kernels
+that read every peer's buffer over NVLink directly (vLLM's and SGLang's custom all-reduce, TensorRT-LLM's
+ONESHOT and TWOSHOT), chosen by message size as the engines choose them, with NCCL past their buffer."""
+ENGINE_ALLREDUCE = "custom"
+"""The engines' default: vLLM (``disable_custom_all_reduce`` off), SGLang (likewise) and TensorRT-LLM (the
+AUTO strategy, which picks one-shot or two-shot for small messages) all decode with custom kernels."""
+EP_LOW_LATENCY_LOAD = (128, 7168, 8)
+"""The load DeepEP's low-latency kernels were measured at: tokens a GPU, hidden size, experts a token."""
+CUSTOM_ALL_REDUCE_MAX_BYTES = 8 * 1024 * 1024
+"""The largest buffer the custom kernels take: vLLM's and SGLang's registered buffer, 8 MiB; larger
+all-reduces go to NCCL."""
 
 
 def joined_time(compute: ArrayLike, memory: ArrayLike, nu: float):
@@ -82,6 +97,11 @@ class ClusterRoof:
     :math:`(T_\\text{compute}^\\nu + T_\\text{memory}^\\nu)^{1/\\nu}`: near the ridge a kernel cannot
     stream its weights and keep its tensor cores full at once (fitted to decode-shaped matmuls,
     :func:`roofline.core.calibration.fit_gemm_nu`); None: the larger of the two, the roofline's own rule.
+    ``custom_all_reduce``: the engines' one-shot/two-shot all-reduce inside a node, seconds against the buffer's
+    bytes, keyed by the group's size (:meth:`all_reduce_time`); empty where no such kernel was measured.
+    ``ep_low_latency``: the low-latency all-to-all kernels a decode step sends tokens to their experts with
+    (DeepEP's, pure RDMA), ``'dispatch'`` and ``'combine'`` each a curve of seconds against the expert-parallel
+    group's size at :data:`EP_LOW_LATENCY_LOAD` (:meth:`moe_all_to_all_time`); empty where none was measured.
     """
 
     label: str
@@ -103,6 +123,8 @@ class ClusterRoof:
     assumptions: tuple = ()
     attention_forward: Mapping = field(default_factory=dict)
     gemm_nu: float | None = None
+    custom_all_reduce: Mapping = field(default_factory=dict)
+    ep_low_latency: Mapping = field(default_factory=dict)
 
     def __post_init__(self):
         if self.kind not in ROOF_KINDS:
@@ -115,6 +137,14 @@ class ClusterRoof:
             number("gemm_nu", self.gemm_nu, minimum=1)
         object.__setattr__(self, "attention", MappingProxyType(dict(self.attention)))
         object.__setattr__(self, "attention_forward", MappingProxyType(dict(self.attention_forward)))
+        for n, c in dict(self.custom_all_reduce).items():
+            if not isinstance(c, Curve) or int(n) != n or n < 2:
+                raise ValueError(f"custom_all_reduce maps a group size of at least 2 to a Curve, got {n!r}: {c!r}")
+        object.__setattr__(self, "custom_all_reduce", MappingProxyType(dict(self.custom_all_reduce)))
+        if set(self.ep_low_latency) - {"dispatch", "combine"} or any(not isinstance(c, Curve) for c in
+                                                                     self.ep_low_latency.values()):
+            raise ValueError("ep_low_latency maps 'dispatch' and 'combine' to Curves of seconds against the group size")
+        object.__setattr__(self, "ep_low_latency", MappingProxyType(dict(self.ep_low_latency)))
         object.__setattr__(self, "sources", MappingProxyType(dict(self.sources)))
 
     @property
@@ -216,6 +246,58 @@ class ClusterRoof:
         else:
             bw = min(self.all_to_all_port if a2a else min(k, n) * self.port, self.nvlink.top) * inside / self.nvlink.top
         return size * bus_factor(collective, n) / bw
+
+    def custom_all_reduce_applies(self, n: float, size: float, *, per_node: float | None = None) -> bool:
+        """Whether an engine runs this all-reduce with its custom kernels: a group of two or more inside one
+        node, a buffer of at most :data:`CUSTOM_ALL_REDUCE_MAX_BYTES`, and a roof that holds the kernels'
+        times (the datasheet roof prices every all-reduce at the link, which no kernel beats)."""
+        n = float(n)
+        inside = per_node is None or float(per_node) >= n
+        return bool(n > 1 and inside and 0 < float(size) <= CUSTOM_ALL_REDUCE_MAX_BYTES and self.custom_all_reduce)
+
+    def custom_all_reduce_time(self, n: float, size: float) -> float:
+        """Seconds for one custom all-reduce of a ``size``-byte buffer over ``n`` GPUs of a node: the measured
+        time of the nearest group size at or above ``n`` (else the largest measured), read between its
+        buffer sizes, held at the smallest buffer's time below it (a launch and two barriers whatever the
+        bytes) and growing at the largest buffer's rate above it; never below the buffer's bytes at the
+        link's one-way rate with the ring's factor ``2 (n-1)/n`` (no kernel beats the link)."""
+        if not self.custom_all_reduce:
+            raise ValueError(f"the {self.label} roof holds no custom all-reduce times; use collective_time")
+        n, size = float(n), float(size)
+        if n <= 1 or size <= 0:
+            return 0.0
+        sizes = sorted(self.custom_all_reduce)
+        key = next((k for k in sizes if k >= n), sizes[-1])
+        c = self.custom_all_reduce[key]
+        lo, hi = c.xs[0], c.xs[-1]
+        t = c(lo) if size <= lo else c(size) if size <= hi else c(hi) * size / hi
+        link = self.hardware.link("scale_up").each_way if "scale_up" in self.hardware.interconnect else \
+            self.hardware.link("host").each_way
+        return float(max(t, size * bus_factor("all_reduce", n) / link))
+
+    def all_reduce_time(self, n: float, size: float, *, per_node: float | None = None, kind: str = "nccl") -> float:
+        """Seconds for one all-reduce as an inference engine runs it (``kind``, :data:`ALLREDUCE_KINDS`):
+        ``'custom'`` takes :meth:`custom_all_reduce_time` where :meth:`custom_all_reduce_applies`, and
+        :meth:`collective_time` (NCCL's sweep) elsewhere; ``'nccl'`` is :meth:`collective_time` always."""
+        if kind not in ALLREDUCE_KINDS:
+            raise unknown_name("allreduce", kind, ALLREDUCE_KINDS)
+        if kind == "custom" and self.custom_all_reduce_applies(n, size, per_node=per_node):
+            return self.custom_all_reduce_time(n, size)
+        return float(self.collective_time("all_reduce", n, size, per_node=per_node))
+
+    def moe_all_to_all_time(self, ep: float, tokens: float, hidden: float, top_k: float) -> float:
+        """Seconds for one decode step's dispatch and combine of ``tokens`` tokens a GPU, each to ``top_k``
+        experts of ``hidden`` numbers, over ``ep`` GPUs, with the low-latency kernels: the measured times at
+        :data:`EP_LOW_LATENCY_LOAD` (128 tokens, 7,168 wide, top 8), read at the nearest group size (held past
+        the ends), scaled by the bytes (``tokens x top_k x hidden``) against theirs, as their bandwidth column
+        reads them."""
+        if not self.ep_low_latency:
+            raise ValueError(f"the {self.label} roof holds no low-latency all-to-all times; use collective_time")
+        if ep <= 1 or tokens <= 0:
+            return 0.0
+        t0, h0, k0 = EP_LOW_LATENCY_LOAD
+        scale = float(tokens) * float(top_k) * float(hidden) / (t0 * k0 * h0)
+        return float((self.ep_low_latency["dispatch"](float(ep)) + self.ep_low_latency["combine"](float(ep))) * scale)
 
     def send_time(self, size: ArrayLike, *, across_nodes: ArrayLike = True):
         """Seconds for one point-to-point message of ``size`` bytes: over a network port, or NVLink."""

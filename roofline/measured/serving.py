@@ -28,9 +28,11 @@ from typing import NamedTuple
 from roofline.core.checks import count
 from roofline.core.hardware import Hardware, get_hardware
 from roofline.core.model import load_model
-from roofline.serving.deployment import Deployment, Sustained, Workload, largest_batch, serving_pair
+from roofline.core.calibration import get_roof
+from roofline.serving.deployment import (Deployment, StepTime, Sustained, Workload, largest_batch, serving_pair,
+                                         step_time)
 
-__all__ = ["TRTLLM_RUNTIME", "trtllm_bench_limits", "ServingRun", "serving_runs", "ServingCheck", "check_serving_run",
+__all__ = ["TRTLLM_RUNTIME", "trtllm_bench_limits", "trtllm_bench_deployment", "ServingRun", "serving_runs", "ServingCheck", "check_serving_run",
            "serving_dev_checks", "CEILING_RULE", "ESTIMATE_BAND"]
 
 ESTIMATE_BAND = 1.3
@@ -121,16 +123,26 @@ class ServingRun:
                 f"{self.raw['input_tokens']}/{self.raw['output_tokens']}")
 
     def deployment(self) -> Deployment:
-        """The run's layout in FP8 with the runtime's documented defaults: the output head and embedding in
-        bf16, the cache reserved for the whole answer, 90% of the free HBM, and ``trtllm-bench``'s caps from its
-        own estimate of what fits."""
-        base = Deployment(tp=self.tp, weights_dtype="fp8", kv_dtype="fp8", math_dtype="fp8",
-                          kv_policy=TRTLLM_RUNTIME["kv_policy"][0], kv_fraction=TRTLLM_RUNTIME["build_fraction"][0],
-                          head_dtype=TRTLLM_RUNTIME["head_dtype"][0])
-        w = self.workload
-        fit = largest_batch(self.model, self.hardware, w, base)
-        bs, tok = trtllm_bench_limits(fit, w.input_tokens, w.output_tokens, base.pp)
-        return replace(base, kv_fraction=TRTLLM_RUNTIME["kv_fraction"][0], max_batch=bs, max_tokens=tok)
+        """The run's layout in FP8 with the runtime's documented defaults (:func:`trtllm_bench_deployment`)."""
+        return trtllm_bench_deployment(self.model, self.hardware, self.workload,
+                                       Deployment(tp=self.tp, weights_dtype="fp8", kv_dtype="fp8", math_dtype="fp8"))
+
+
+def trtllm_bench_deployment(model, hardware: Hardware | str, workload: Workload, deployment: Deployment, *,
+                            max_batch: int | None = None, max_tokens: int | None = None) -> Deployment:
+    """``deployment`` as ``trtllm-bench`` runs it (:data:`TRTLLM_RUNTIME`, chapter 13's table and ``roofline serve
+    --runtime trtllm-bench``): the output head and embedding in bf16, the cache reserved for the whole answer,
+    90% of the free HBM, and the caps on the batch and the step's tokens by its own rule
+    (:func:`trtllm_bench_limits`) from its build's estimate of what fits (95% of the free HBM), unless
+    ``max_batch`` or ``max_tokens`` are given (the benchmark's ``--max_batch_size`` and ``--max_num_tokens``)."""
+    hw = get_hardware(hardware)
+    base = replace(deployment, kv_policy=TRTLLM_RUNTIME["kv_policy"][0], kv_fraction=TRTLLM_RUNTIME["build_fraction"][0],
+                   head_dtype=TRTLLM_RUNTIME["head_dtype"][0], max_batch=None, max_tokens=None)
+    w = workload
+    fit = largest_batch(model, hw, w, base)
+    bs, tok = trtllm_bench_limits(max(fit, 1), w.input_tokens, w.output_tokens, base.pp)
+    return replace(base, kv_fraction=TRTLLM_RUNTIME["kv_fraction"][0], max_batch=bs if max_batch is None else max_batch,
+                   max_tokens=tok if max_tokens is None else max_tokens)
 
 
 @lru_cache(maxsize=1)
@@ -173,3 +185,126 @@ def check_serving_run(run: ServingRun) -> ServingCheck:
 def serving_dev_checks() -> tuple[ServingCheck, ...]:
     """Every run of the development set, checked."""
     return tuple(check_serving_run(r) for r in serving_runs())
+
+
+# ------------------------------------------------------------------ expert-parallel decode at DeepSeek's scale
+
+_SGLANG_EP = ("The SGLang Team 2025, Deploying DeepSeek with PD Disaggregation and Large-scale Expert Parallelism on 96 "
+              "H100 GPUs (LMSYS blog; lm-sys/lm-sys.github.io blog/2025-05-05-large-scale-ep.md), section 'Profile "
+              "Results', decode table")
+_DEEPSEEK_EP = ("DeepSeek 2025, Day 6: One More Thing, DeepSeek-V3/R1 Inference System Overview (deepseek-ai/"
+                "open-infra-index, 202502OpenSourceWeek/day_6_one_more_thing_deepseekV3R1_inference_system_overview.md)")
+
+
+@dataclass(frozen=True)
+class EPDecodeRun:
+    """One published decode throughput of DeepSeek-V3/R1 served with expert parallelism over many nodes, with
+    the settings its source states (chapter 13): the chip, the GPUs of one decode unit (attention data parallel
+    over all of them, the routed experts and ``redundant`` copies spread over all of them), sequences per GPU,
+    the cache length, output tokens/s per node, whether multi-token prediction was on, and each figure's
+    source and words."""
+
+    label: str
+    gpu: str
+    gpus: int
+    batch_per_gpu: int
+    kv_length: int
+    per_node: float
+    mtp: bool
+    redundant: int
+    sources: tuple
+
+    @property
+    def hardware(self) -> Hardware:
+        return get_hardware(self.gpu)
+
+    @property
+    def published_per_gpu(self) -> float:
+        return self.per_node / 8
+
+    def deployment(self, overlap: str = "two-batch") -> Deployment:
+        """The decode unit: attention data parallel over every GPU (one sequence's latent cache on one GPU),
+        experts and their copies spread over all of them, fp8 weights and matmuls, a bf16 cache, the two-batch
+        overlap both sources run (``overlap='none'`` to add the all-to-alls instead)."""
+        return Deployment(tp=1, dp_attention=self.gpus, ep=self.gpus, redundant_experts=self.redundant, overlap=overlap,
+                          weights_dtype="fp8", math_dtype="fp8", kv_dtype="bf16")
+
+
+EP_DECODE_RUNS = (
+    EPDecodeRun("SGLang, 72 H100s (EP 72)", "h100-sxm", 72, 256, 2000, 22282.0, False, 32, (
+        _SGLANG_EP + ": '| Batch Size            | 128           | 128              | 256              | 128 ...', "
+                     "the third column (SGLang, default)",
+        _SGLANG_EP + ": '| KV Cache Length       | 4,989         | 4,096            | 2,000            | 4,000 ...'",
+        _SGLANG_EP + ": '| Number of Nodes       | 18            | 16               | 9                | 9 ...'",
+        _SGLANG_EP + ": '| Throughput (per node) | 14,800        | 18,598           | 22,282           | 17,373 ...'",
+        _SGLANG_EP.replace("section 'Profile Results', decode table", "section 'Evaluation'")
+        + ": 'Evaluated on 9 nodes (9×8×H100, EP72; half the scale of DeepSeek)'",
+        _SGLANG_EP.replace("section 'Profile Results', decode table", "section 'Expert Parallelism Load Balancer'")
+        + ": 'Users can allocate redundant experts (e.g., 32 additional experts), which, when combined with the "
+          "original 256, create a pool of 288 experts'",
+    )),
+    EPDecodeRun("DeepSeek, 144 H800s (EP 144)", "h800-sxm", 144, 128, 4989, 14800.0, True, 32, (
+        _DEEPSEEK_EP + ": 'Decoding Phase [Routed Expert EP144, MLA/Shared Expert DP144]: Each deployment unit spans "
+                       "18 nodes with 32 redundant routed experts, where each GPU manages 2 routed experts and 1 shared "
+                       "expert.'",
+        _DEEPSEEK_EP + ": 'the average kvcache length per output token was 4,989 tokens'",
+        _DEEPSEEK_EP + ": 'Each H800 node delivers an average throughput of ~73.7k tokens/s input (including cache "
+                       "hits) during prefilling or ~14.8k tokens/s output during decoding.'",
+        _SGLANG_EP + ": the first column (DeepSeek Blog), batch size 128",
+        "DeepSeek-AI 2024, DeepSeek-V3 Technical Report, section 5.4.3: 'the acceptance rate of the second token "
+        "prediction ranges between 85% and 90%' ... 'delivering 1.8 times TPS (Tokens Per Second)'",
+    )),
+)
+"""The published decode figures of DeepSeek-V3/R1 at scale chapter 13 holds the model against; for checking,
+never fitting. DeepSeek's is a day's average of its production service with multi-token prediction on."""
+
+
+class EPDecodeCheck(NamedTuple):
+    """One run against the model: its decode step under the datasheet roof (the ceiling), under the chip's
+    calibrated roof with the two-batch overlap (the estimate) and without it (``added``)."""
+
+    run: EPDecodeRun
+    ceiling: StepTime
+    estimate: StepTime
+    added: StepTime
+
+    def per_gpu(self, step) -> float:
+        """Output tokens/s per GPU at that step: the run's sequences per GPU, one token each a step."""
+        return self.run.batch_per_gpu / step.seconds
+
+    @property
+    def estimate_over_published(self) -> float:
+        return self.per_gpu(self.estimate) / self.run.published_per_gpu
+
+    @property
+    def tokens_per_expert(self) -> float:
+        """Rows each routed expert's copy gets a step: sequences x experts per token over experts and copies."""
+        m = load_model("deepseek-v3")
+        slots = m.moe.num_experts + self.run.redundant
+        return self.run.batch_per_gpu * self.run.gpus * m.moe.experts_per_token / slots
+
+
+def check_ep_decode(run: EPDecodeRun) -> EPDecodeCheck:
+    """Price one run's decode step (:func:`roofline.serving.deployment.step_time`) at its sequences and cache
+    length, under both roofs."""
+    hw = run.hardware
+    steps = [step_time("deepseek-v3", run.deployment(ov), get_roof(hw, kind, "fp8"), decode=run.batch_per_gpu * run.gpus,
+                       context=run.kv_length)
+             for kind, ov in (("datasheet", "two-batch"), ("calibrated", "two-batch"), ("calibrated", "none"))]
+    return EPDecodeCheck(run, *steps)
+
+
+def ep_decode_checks() -> tuple[EPDecodeCheck, ...]:
+    """Every run of :data:`EP_DECODE_RUNS`, checked."""
+    return tuple(check_ep_decode(r) for r in EP_DECODE_RUNS)
+
+
+__all__ += ["EPDecodeRun", "EP_DECODE_RUNS", "EPDecodeCheck", "check_ep_decode", "ep_decode_checks"]
+
+DEEPSEEK_MTP_TPS = (1.8, "DeepSeek-AI 2024, DeepSeek-V3 Technical Report, section 5.4.3: 'This high acceptance rate "
+                         "enables DeepSeek-V3 to achieve a significantly improved decoding speed, delivering 1.8 times "
+                         "TPS (Tokens Per Second).'")
+"""Multi-token prediction's published gain in tokens per second, which DeepSeek's service figure includes and
+the model does not price: (value, source)."""
+
+__all__ += ["DEEPSEEK_MTP_TPS"]

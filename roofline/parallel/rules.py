@@ -26,7 +26,7 @@ from typing import NamedTuple
 import numpy as np
 
 from roofline.core.checks import count, number, unknown_name
-from roofline.core.cluster_roof import ClusterRoof
+from roofline.core.cluster_roof import ENGINE_ALLREDUCE, ClusterRoof
 from roofline.core.collectives import collective_cost
 from roofline.core.cost import Breakdown, Cost
 from roofline.core.hardware import Hardware, get_hardware
@@ -48,7 +48,7 @@ __all__ = ["ridge", "vector_roof", "vector_ridge", "dot_intensity", "dp_tokens",
            "attention_crossover_exact", "kv_bound_batch", "decode_compute_batch", "Band", "time_band", "RuleResult",
            "band_check", "decode_batch_check", "kv_batch_check", "fsdp_check", "decode_tp_check", "mixed_checks",
            "attention_check", "matmul_outputs_bytes", "Keep", "keep_by_intensity", "matmul_outputs_check",
-           "mixed_constant", "calibrated_thresholds", "rules_for", "find_rule", "AGAINST"]
+           "mixed_constant", "calibrated_thresholds", "rules_for", "find_rule", "AGAINST", "decode_bus_bandwidth"]
 
 AGAINST = ("mlp", "layer")
 """What attention's FLOPs are set against in :func:`attention_crossover`: the MLP's matmuls, or every matmul
@@ -416,7 +416,7 @@ def decode_compute_batch(hardware: Hardware | str, dtype: str = "bf16") -> float
 # --- the rules under a calibrated roof ---------------------------------------------------------------------------
 
 def calibrated_thresholds(model: Model | str, roof: ClusterRoof, *, nodes=1, gpus_per_node=8, seq=4096, batch=64,
-                          tp=None) -> dict[str, float]:
+                          tp=None, engine_allreduce: str = ENGINE_ALLREDUCE) -> dict[str, float]:
     """Each rate-bound rule again, with the rates a cluster roof holds in place of the datasheet's
     (appendix C's :class:`~roofline.core.cluster_roof.ClusterRoof`: for the calibrated roof, what
     microbenchmarks reached). The formulas are the datasheet rules' own; only the rates change:
@@ -426,7 +426,9 @@ def calibrated_thresholds(model: Model | str, roof: ClusterRoof, *, nodes=1, gpu
     - a collective's link: its bus bandwidth at the buffer the rule sends (nccl-tests' convention, which
       the ring factors of the rules already assume): the gradients for data parallelism and FSDP, one
       sequence of ``seq`` tokens' activations for the training width rule, one decode step's ``batch``
-      activations for the decode bound (small messages: the latency shows as a lower bandwidth);
+      activations for the decode bound (small messages: the latency shows as a lower bandwidth), that one
+      run as an inference engine runs it (``engine_allreduce``: its custom kernels by default, chapter 13;
+      :meth:`~roofline.core.cluster_roof.ClusterRoof.all_reduce_time`);
     - the mixed optimum's ratio ``B_d / B_t``: one network port (NVLink inside one node) over NVLink's best.
 
     Keys are the names :func:`rules_for` gives (``'ridge point'``, ``'compute-bound decode batch'``,
@@ -452,7 +454,7 @@ def calibrated_thresholds(model: Model | str, roof: ClusterRoof, *, nodes=1, gpu
     scatter = roof.collective_time("reduce_scatter", n, psi, per_node=per_node)
     kappa = width_constant(m)
     width_bw = roof.bus_bandwidth("all_reduce", tp, message_bytes(m, seq), tp) if tp > 1 else float("inf")
-    decode_bw = roof.bus_bandwidth("all_reduce", g, message_bytes(m, batch), g)
+    decode_bw = decode_bus_bandwidth(roof, g, message_bytes(m, batch), engine_allreduce)
     wy = roof.nvlink.top
     wx = roof.port if nodes > 1 else wy
     return {
@@ -464,6 +466,15 @@ def calibrated_thresholds(model: Model | str, roof: ClusterRoof, *, nodes=1, gpu
         "decode tensor-parallel bound": 1 + decode_tp_constant(m) * (decode_bw / hbm) / batch,
         "mixing pays below": mixed_constant(m) * wy / wx,
     }
+
+
+def decode_bus_bandwidth(roof: ClusterRoof, tp, size, allreduce: str = ENGINE_ALLREDUCE) -> float:
+    """The bus bandwidth (nccl-tests' convention, ``2 (t-1)/t`` of the buffer over the time) of one decode
+    all-reduce of ``size`` bytes over ``tp`` GPUs of a node, run as ``allreduce`` says (the engines' custom
+    kernels by default, or 'nccl'): what the calibrated decode bound reads (chapter 13, the rules page)."""
+    t = count("tp", tp, maximum=1 << 10)
+    sec = roof.all_reduce_time(t, float(size), per_node=t, kind=allreduce)
+    return float(size) * 2 * (t - 1) / t / sec if t > 1 and sec > 0 else float("inf")
 
 
 # --- every rule at once ------------------------------------------------------------------------------------------

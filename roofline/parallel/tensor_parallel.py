@@ -137,19 +137,24 @@ def _shard_params(linears, tp: int, kv_heads: int) -> float:
 
 
 def weights_per_gpu(model: Model | str, *, tp=1, ep=1, pp=1, weights_dtype: str = "bf16",
-                    head_dtype: str | None = None) -> float:
+                    head_dtype: str | None = None, redundant_experts: int = 0) -> float:
     """Weight bytes one GPU holds (chapters 8, 10 and 13), the one count every layout uses: the fullest of ``pp``
     pipeline stages (``ceil(L/pp)`` of the ``L`` layers, the embedding on the first stage and the output head on the
     last, both on a single one), each of a layer's linears split ``tp`` ways as :func:`linear_shard` splits it, the
     routed experts of a mixture spread over ``ep x tp`` GPUs (each holding ``1/(ep tp)`` of them), the norms whole on
     every GPU. The layers' linears are in ``weights_dtype``; the embedding table, the output head and the norms in
     ``head_dtype`` (default: the weights' format). ``tp = ep = pp = 1`` is the whole model,
-    :func:`~roofline.workloads.memory.weight_bytes`."""
+    :func:`~roofline.workloads.memory.weight_bytes`. ``redundant_experts``: extra copies of busy routed experts
+    (DeepSeek's and SGLang's load balancer, chapter 13), held beside the others: ``ep`` then divides the
+    experts and their copies together."""
     m = load_model(model)
     tp, ep, pp = (int(number(n, v, integer=True)) for n, v in (("tp", tp), ("ep", ep), ("pp", pp)))
     L = m.num_layers
-    if m.moe is not None and m.moe.num_experts % ep:
-        raise ValueError(f"ep must divide the {m.moe.num_experts} experts of {m.name}, got {ep!r}")
+    slots = (m.moe.num_experts + int(number("redundant_experts", redundant_experts, integer=True, strict=False))
+             if m.moe is not None else 0)
+    if m.moe is not None and slots % ep:
+        extra = f" and {slots - m.moe.num_experts} copies" if slots != m.moe.num_experts else ""
+        raise ValueError(f"ep must divide the {m.moe.num_experts} experts{extra} of {m.name}, got {ep!r}")
     if pp > L:
         raise ValueError(f"pp must be at most the {L} layers of {m.name}, got {pp}")
     if m.num_heads % tp:
@@ -158,7 +163,7 @@ def weights_per_gpu(model: Model | str, *, tp=1, ep=1, pp=1, weights_dtype: str 
     kv = m.num_kv_heads
     per = _shard_params(m.attention_linears(), tp, kv) * L + _shard_params(m.dense_mlp_linears(), tp, kv) * (L - moe_layers)
     if moe_layers:
-        routed = sum(lin.params for lin in m.expert_linears()) * m.moe.num_experts / (ep * tp)
+        routed = sum(lin.params for lin in m.expert_linears()) * slots / (ep * tp)
         per += (routed + _shard_params(m.shared_expert_linears(), tp, kv) + m.router().params) * moe_layers
     stage = -(-L // pp) / L  # the fullest stage's share of the layers
     ends = m.embedding_params + m.lm_head_params if pp == 1 else max(m.embedding_params, m.lm_head_params)

@@ -977,7 +977,7 @@ def estimate_beside_floor_table(rows: Mapping, title: str = "") -> Table:
 
 # --- chapter 13: serving at scale
 
-__all__ += ["sustained_table", "serving_dev_table", "serving_plan_table"]
+__all__ += ["sustained_table", "serving_dev_table", "serving_plan_table", "ep_decode_table"]
 
 
 def _ms(x) -> str:
@@ -1003,6 +1003,20 @@ def serving_dev_table(checks, title: str = "") -> Table:
                   f"{c.estimate_over_published:.3f}" + ("" if c.within_band else " *"), f"{c.estimate.batch:,.0f}")
                  for c in checks)
     return Table(columns, body, title, wrap=("run",))
+
+
+def ep_decode_table(checks, title: str = "") -> Table:
+    """Chapter 13: DeepSeek-V3/R1 decoding at scale (:func:`~roofline.measured.serving.ep_decode_checks`), one row
+    per published deployment: its sequences per GPU and cache length, the published output tokens/s per GPU,
+    the ceiling, the estimate with the two-batch overlap and without it (tokens/s per GPU, one token a step),
+    the estimate's ratio to published, and what binds the experts' grouped matmul."""
+    columns = ("deployment", "batch", "cache", "published", "ceiling", "estimate", "no overlap", "estimate ×",
+               "experts")
+    body = tuple((c.run.label + (", MTP on" if c.run.mtp else ""), f"{c.run.batch_per_gpu:,}", f"{c.run.kv_length:,}",
+                  f"{c.run.published_per_gpu:,.0f}", f"{c.per_gpu(c.ceiling):,.0f}", f"{c.per_gpu(c.estimate):,.0f}",
+                  f"{c.per_gpu(c.added):,.0f}", f"{c.estimate_over_published:.2f}", c.estimate.expert_matmuls or "")
+                 for c in checks)
+    return Table(columns, body, title, wrap=("deployment", "experts"))
 
 
 def serving_plan_table(rows, n: int = 6, title: str = "") -> Table:

@@ -33,7 +33,7 @@ per sequence, and the shared copy takes its own room.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Mapping, NamedTuple, Sequence
 
@@ -42,7 +42,7 @@ from numpy.typing import ArrayLike
 
 from roofline.core.checks import count, number
 from roofline.core.calibration import get_roof, roof_kind
-from roofline.core.cluster_roof import ClusterRoof
+from roofline.core.cluster_roof import ALLREDUCE_KINDS, ENGINE_ALLREDUCE, ClusterRoof
 from roofline.core.hardware import Hardware, get_hardware, require_links
 from roofline.core.model import Model, load_model
 from roofline.core.routing import expected_experts
@@ -50,11 +50,13 @@ from roofline.core.units import dtype_bytes, fmt
 from roofline.parallel.tensor_parallel import linear_shard, weights_per_gpu
 from roofline.serving.capacity import mla_attention_flops_per_key
 
-__all__ = ["Workload", "Deployment", "StepTime", "Sustained", "KV_POLICIES", "EXCHANGE_BYTES",
-           "PREFILL_BATCH_TOKENS", "check_deployment", "moe_dispatch_bytes", "step_time", "largest_batch", "sustain",
+__all__ = ["Workload", "Deployment", "StepTime", "Sustained", "KV_POLICIES", "ARRIVALS", "OVERLAPS", "EXCHANGE_BYTES",
+           "PREFILL_BATCH_TOKENS", "CHUNK_TOKENS", "pipelined_prefill", "PrefillPool", "prefill_pool", "check_deployment", "moe_dispatch_bytes", "step_time", "largest_batch", "sustain",
            "ServingPlanRow", "plan_serving", "smallest_slice", "layouts", "Frontier", "frontier"]
 
 KV_POLICIES = ("grow", "reserve")
+OVERLAPS = ("none", "two-batch")
+ARRIVALS = ("poisson", "regular")
 EXCHANGE_BYTES = 2.0
 """Bytes per number of the activations the GPUs exchange (all-reduces, all-to-alls, pipeline sends): 16 bits,
 whatever the matmuls' format."""
@@ -64,6 +66,10 @@ compute-bound on every chip in the catalog, and vLLM's and TensorRT-LLM's usual 
 MATH_FORMATS = ("bf16", "fp16", "fp8", "int8", "fp32")
 """Storage formats a deployment's matmuls compute in as they are (tensor cores take them); any other weights'
 format is widened to bf16 first."""
+CHUNK_TOKENS = 8192
+"""The engines' default token budget of one step (decode tokens and prompt chunks together): ``vllm serve``'s
+``max_num_batched_tokens`` on GPUs of 70 GB or more, SGLang's ``chunked_prefill_size`` and TensorRT-LLM's
+``max_num_tokens``. A :class:`Deployment`'s ``max_tokens``; None: no budget (every prompt joins one step whole)."""
 LARGEST_BATCH = 1 << 20  # sequences in flight a replica may be asked to hold (a bound on every search)
 
 
@@ -80,6 +86,10 @@ class Workload:
     the share of every prompt found in a prefix cache (0: no cache). ``requests``: how many requests an
     offline benchmark issues at once (None: so many that the deployment runs in its steady state); with
     fixed lengths they are admitted in waves of the largest batch, each prefilled, then decoded to the end.
+    ``arrival``: how a rate's requests (or the prompts a disaggregated prefill pool sees) arrive
+    (:data:`ARRIVALS`): 'poisson', at random (a benchmark's default, vLLM's ``--burstiness 1``), so that
+    prompts queue behind each other now and then; or 'regular', evenly spaced, so that none waits below the
+    peak.
     """
 
     input_tokens: int
@@ -88,8 +98,11 @@ class Workload:
     concurrency: int | None = None
     prefix_hit: float = 0.0
     requests: int | None = None
+    arrival: str = "poisson"
 
     def __post_init__(self):
+        if self.arrival not in ARRIVALS:
+            raise ValueError(f"arrival must be one of {', '.join(ARRIVALS)}, got {self.arrival!r}")
         object.__setattr__(self, "input_tokens", count("input_tokens", self.input_tokens))
         object.__setattr__(self, "output_tokens", count("output_tokens", self.output_tokens))
         if self.rate is not None and self.concurrency is not None:
@@ -150,9 +163,16 @@ class Deployment:
     or a number of bytes/s per GPU). ``kv_policy`` and ``kv_fraction``: what a sequence holds
     (:data:`KV_POLICIES`) and the share of the HBM left after the weights that the runtime gives the cache.
     ``max_batch``: the runtime's cap on sequences in flight per replica (None: memory alone); ``max_tokens``:
-    its cap on the tokens of one step, decode and prompt together (None: no cap). ``head_dtype``: the format
+    its budget of tokens a step, decode tokens and prompt chunks together, which chunked prefill cuts prompts to
+    (:data:`CHUNK_TOKENS` by default, the engines'; None: no budget, each prompt joins one step whole). ``head_dtype``: the format
     of the output head and the embedding table, which quantizers often leave wide (None: the weights'); the
-    head's matmul then runs at that format's peak's share of the matmuls' format's.
+    head's matmul then runs at that format's peak's share of the matmuls' format's. ``allreduce``: how the
+    tensor-parallel group all-reduces inside a node (:data:`~roofline.core.cluster_roof.ALLREDUCE_KINDS`):
+    the engines' custom one-shot/two-shot kernels where they apply (their default), or NCCL always.
+    ``redundant_experts``: extra copies of busy routed experts (DeepSeek's 32, placed by its load balancer), so
+    that ``ep`` divides the experts and copies together and each copy takes an even share of the tokens.
+    ``overlap``: ``'two-batch'`` splits each step into two micro-batches whose expert all-to-alls run while the
+    other computes (SGLang's two-batch overlap, DeepSeek's dual-batch overlap); ``'none'`` (default) adds them.
     """
 
     tp: int = 1
@@ -168,11 +188,20 @@ class Deployment:
     kv_policy: str = "grow"
     kv_fraction: float = 1.0
     max_batch: int | None = None
-    max_tokens: int | None = None
+    max_tokens: int | None = CHUNK_TOKENS
     gpus_per_node: int = 8
     head_dtype: str | None = None
+    allreduce: str = ENGINE_ALLREDUCE
+    redundant_experts: int = 0
+    overlap: str = "none"
 
     def __post_init__(self):
+        if self.allreduce not in ALLREDUCE_KINDS:
+            raise ValueError(f"allreduce must be one of {', '.join(ALLREDUCE_KINDS)}, got {self.allreduce!r}")
+        if self.overlap not in OVERLAPS:
+            raise ValueError(f"overlap must be one of {', '.join(OVERLAPS)}, got {self.overlap!r}")
+        object.__setattr__(self, "redundant_experts", int(number("redundant_experts", self.redundant_experts,
+                                                                 integer=True, strict=False)))
         for name in ("tp", "pp", "ep", "dp_attention", "replicas", "gpus_per_node"):
             object.__setattr__(self, name, count(name, getattr(self, name), maximum=1 << 16))
         for name in ("weights_dtype", "kv_dtype", "math_dtype", "head_dtype"):
@@ -244,7 +273,9 @@ class Deployment:
         if self.dp_attention > 1:
             parts[0] += f" x DP-attention {self.dp_attention}"
         if self.ep > 1:
-            parts.append(f"EP {self.ep}")
+            parts.append(f"EP {self.ep}" + (f" (+{self.redundant_experts} copies)" if self.redundant_experts else ""))
+        if self.overlap == "two-batch":
+            parts.append("two-batch overlap")
         if self.disaggregate:
             parts.append(f"prefill {self.disaggregate[0]} : decode {self.disaggregate[1]}")
         elif self.replicas > 1:
@@ -283,9 +314,13 @@ def check_deployment(model: Model | str, deployment: Deployment, hardware: Hardw
     if m.moe is None:
         if d.ep > 1:
             raise ValueError(f"ep {d.ep}: {m.name} has no experts")
+        if d.redundant_experts:
+            raise ValueError(f"redundant_experts {d.redundant_experts}: {m.name} has no experts")
     else:
-        if m.moe.num_experts % d.ep:
-            raise ValueError(f"ep {d.ep} must divide {m.name}'s {m.moe.num_experts} experts")
+        slots = m.moe.num_experts + d.redundant_experts
+        if slots % d.ep:
+            extra = f" and {d.redundant_experts} copies" if d.redundant_experts else ""
+            raise ValueError(f"ep {d.ep} must divide {m.name}'s {m.moe.num_experts} experts{extra}")
         if (d.tp * d.dp_attention) % d.ep:
             raise ValueError(f"ep {d.ep} must divide tp x dp_attention = {d.tp * d.dp_attention}: the experts are "
                              "spread over the GPUs that attend")
@@ -311,18 +346,37 @@ class StepTime:
     exchange: float
     parts: Mapping[str, float]
     kind: str
+    streaming: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
+    experts: tuple = (0.0, 0.0)
+    overlapped: bool = False
 
     @property
     def bound(self) -> str:
         """Which budget the step spends most of: 'compute', 'bandwidth' or 'exchange' (for a calibrated
-        step, the largest group of its parts)."""
+        step, the largest group of its parts; a matmul whose weights take longer to read than its FLOPs to
+        run, ``streaming``, counts as bandwidth). A step whose exchanges ran under the other micro-batch's
+        work is 'exchange'-bound only where they outlast that work."""
         if self.kind == "datasheet":
             return max((("compute", self.parts["compute"]), ("bandwidth", self.parts["bandwidth"]),
                         ("exchange", self.exchange)), key=lambda kv: kv[1])[0]
         groups = {"compute": 0.0, "bandwidth": 0.0, "exchange": 0.0}
         for name, t in self.parts.items():
-            groups[_GROUP.get(name, "compute")] += t
+            moved = self.streaming.get(name, 0.0)
+            groups[_GROUP.get(name, "compute")] += t - moved
+            groups["bandwidth"] += moved
+        if self.overlapped:
+            work = groups["compute"] + groups["bandwidth"]
+            return "exchange" if groups["exchange"] > work else max(("compute", "bandwidth"), key=groups.get)
         return max(groups.items(), key=lambda kv: kv[1])[0]
+
+    @property
+    def expert_matmuls(self) -> str | None:
+        """What binds the routed experts' grouped matmuls: 'weight streaming' where reading their weights
+        takes longer than their FLOPs for most of their time, 'FLOPs' otherwise; None without experts."""
+        total, streaming = self.experts
+        if total <= 0:
+            return None
+        return "weight streaming" if streaming > 0.5 * total else "FLOPs"
 
 
 _GROUP = {"matmuls": "compute", "prefill attention": "compute", "decode attention": "bandwidth",
@@ -335,6 +389,8 @@ class _Tally:
         self.flops = self.bytes = self.exchange = 0.0
         self.peak_flops = 0.0  # FLOPs weighted by how far each one's format's peak is short of the roof's
         self.parts: dict[str, float] = {}
+        self.streaming: dict[str, float] = {}  # seconds of matmuls whose weight bytes outlast their FLOPs
+        self.experts = [0.0, 0.0]  # the routed experts' matmuls: seconds, and those of them streaming
 
     def add(self, part: str, seconds: float, flops: float = 0.0, nbytes: float = 0.0, exchange: float = 0.0, times=1.0,
             slower: float = 1.0):
@@ -346,14 +402,22 @@ class _Tally:
 
 
 def _gemm(t: _Tally, roof: ClusterRoof, part: str, rows: float, n: float, k: float, wb: float, ab: float,
-          times: float = 1.0, weights_read: float = 1.0, slower: float = 1.0):
+          times: float = 1.0, weights_read: float = 1.0, slower: float = 1.0, expert: bool = False):
     """One matmul of ``rows`` x ``k`` by ``k`` x ``n``; ``slower``: how many times the roof's format's peak
     the matmul's own format's is short of (2 for a bf16 matmul on an fp8 roof)."""
     if rows <= 0:
         return
     flops = 2.0 * rows * n * k
     nbytes = weights_read * k * n * wb + ab * rows * (k + n)
-    t.add(part, roof.gemm_time(slower * flops, nbytes), flops, nbytes, times=times, slower=slower)
+    sec = roof.gemm_time(slower * flops, nbytes)
+    t.add(part, sec, flops, nbytes, times=times, slower=slower)
+    compute = slower * flops / float(roof.gemm(max(slower * flops, 1.0)))
+    streams = nbytes / roof.bandwidth > compute
+    if streams:
+        t.streaming[part] = t.streaming.get(part, 0.0) + times * float(sec)
+    if expert:
+        t.experts[0] += times * float(sec)
+        t.experts[1] += times * float(sec) if streams else 0.0
 
 
 def _kv_split(m: Model, tp: int) -> int:
@@ -375,14 +439,15 @@ def _layer(t: _Tally, m: Model, d: Deployment, roof: ClusterRoof, *, moe: bool, 
         _gemm(t, roof, "matmuls", rows, n, k, wb, ab, times)
     if moe:
         e = m.moe
-        local, etp = e.num_experts / d.ep, tp * a / d.ep
+        slots = e.num_experts + d.redundant_experts  # each copy of an expert takes an even share of its tokens
+        local, etp = slots / d.ep, tp * a / d.ep
         routed = (decode + prefill) * e.experts_per_token  # expert rows of the whole replica
-        per_expert = routed / e.num_experts
+        per_expert = routed / slots
         touched = local / e.num_experts * expected_experts(e.num_experts, e.experts_per_token, decode + prefill)
         for lin in m.expert_linears():
             n, k = (lin.out_features / etp, lin.in_features) if lin.name.endswith(("gate_proj", "up_proj")) \
                 else (lin.out_features, lin.in_features / etp)
-            _gemm(t, roof, "matmuls", per_expert, n, k, wb, ab, times * touched)
+            _gemm(t, roof, "matmuls", per_expert, n, k, wb, ab, times * touched, expert=True)
         for lin in m.shared_expert_linears():
             n, k = linear_shard(lin, tp, m.num_kv_heads)
             _gemm(t, roof, "matmuls", rows, n, k, wb, ab, times)
@@ -424,12 +489,16 @@ def _layer(t: _Tally, m: Model, d: Deployment, roof: ClusterRoof, *, moe: bool, 
     # exchanges: two all-reduces in a tensor-parallel group; all-to-alls when the experts see other groups' tokens
     if tp > 1:
         msg = rows * h * EXCHANGE_BYTES
-        sec = 2 * roof.collective_time("all_reduce", tp, msg, per_node=min(tp, d.gpus_per_node))
+        sec = 2 * roof.all_reduce_time(tp, msg, per_node=min(tp, d.gpus_per_node), kind=d.allreduce)
         t.add("tensor-parallel", sec, exchange=sec, times=times)
     if moe and a > 1 and d.ep > 1:
-        buf = rows / tp * m.moe.experts_per_token * h * EXCHANGE_BYTES
-        k = min(d.ep, d.gpus_per_node)
-        sec = 2 * roof.collective_time("all_to_all", d.ep, buf, per_node=k)
+        if prefill <= 0 and roof.ep_low_latency:  # a decode step: the low-latency kernels (DeepEP's), dispatch + combine
+            sec = roof.moe_all_to_all_time(d.ep, rows / tp, h, m.moe.experts_per_token)
+        else:  # dispatch in the matmuls' format where it is narrower (DeepSeek's fp8), combine in 16 bits
+            out = rows / tp * m.moe.experts_per_token * h
+            k = min(d.ep, d.gpus_per_node)
+            sec = sum(roof.collective_time("all_to_all", d.ep, out * b, per_node=k)
+                      for b in (min(EXCHANGE_BYTES, dtype_bytes(d.math)), EXCHANGE_BYTES))
         t.add("expert all-to-all", sec, exchange=sec, times=times)
 
 
@@ -450,7 +519,9 @@ def step_time(model: Model | str, deployment: Deployment, roof: ClusterRoof, *, 
     and ``prefill`` prompt tokens each attending to ``keys`` earlier tokens on average (default: half the
     context) in prompts of ``seq`` tokens (default: the context). With a pipeline it is one stage's step
     (``ceil(L / pp)`` layers of the replica's load, the output head on the last stage, one send between
-    stages); the replica's time per output token is ``pp`` of them."""
+    stages); the replica's time per output token is ``pp`` of them. With ``overlap='two-batch'`` (a mixture of
+    experts whose attention is data parallel) the step is two micro-batches of half its load, each one's expert
+    all-to-alls hidden behind the other's kernels: it lasts the longer of the two streams."""
     m = check_deployment(model, deployment)
     d = deployment
     decode = float(number("decode", decode, strict=False))
@@ -462,6 +533,28 @@ def step_time(model: Model | str, deployment: Deployment, roof: ClusterRoof, *, 
     seq = max(context, 1.0) if seq is None else float(number("seq", seq))
     if not isinstance(roof, ClusterRoof):
         raise TypeError(f"roof must be a ClusterRoof (roofline.core.cluster_roof), got {type(roof).__name__}")
+    split = (d.overlap == "two-batch" and roof.kind == "calibrated" and m.moe is not None and d.dp_attention > 1
+             and d.ep > 1)
+    t = _tally(m, d, roof, decode / 2 if split else decode, context, prefill / 2 if split else prefill, keys, seq)
+    if roof.kind == "datasheet":
+        compute, memory = t.peak_flops / roof.peak_flops, t.bytes / roof.bandwidth
+        parts = {"compute": compute, "bandwidth": memory, "exchange": t.exchange}
+        return StepTime(max(compute, memory, t.exchange), t.flops, t.bytes, t.exchange, MappingProxyType(parts), roof.kind)
+    if not split:
+        return StepTime(sum(t.parts.values()), t.flops, t.bytes, t.exchange, MappingProxyType(dict(t.parts)), roof.kind,
+                        MappingProxyType(dict(t.streaming)), tuple(t.experts))
+    # two micro-batches of half the step each: one's all-to-alls run while the other computes, so the step lasts
+    # the longer of the two streams, both micro-batches' work against both micro-batches' all-to-alls
+    parts = {k: 2 * v for k, v in t.parts.items()}
+    hidden = parts.get("expert all-to-all", 0.0)
+    work = sum(parts.values()) - hidden
+    return StepTime(max(work, hidden), 2 * t.flops, 2 * t.bytes, 2 * t.exchange, MappingProxyType(parts), roof.kind,
+                    MappingProxyType({k: 2 * v for k, v in t.streaming.items()}), tuple(2 * x for x in t.experts), True)
+
+
+def _tally(m: Model, d: Deployment, roof: ClusterRoof, decode: float, context: float, prefill: float, keys: float,
+           seq: float) -> _Tally:
+    """Every kernel and exchange of one stage step, priced under ``roof`` (:func:`step_time`)."""
     t = _Tally()
     L = m.num_layers
     moe_layers = m.moe.moe_layers(L) if m.moe is not None else 0
@@ -482,11 +575,7 @@ def step_time(model: Model | str, deployment: Deployment, roof: ClusterRoof, *, 
         msg = (decode + prefill) / d.pp / d.dp_attention / d.tp * m.hidden_size * EXCHANGE_BYTES
         sec = roof.send_time(msg, across_nodes=d.replica_gpus > d.gpus_per_node)
         t.add("pipeline sends", sec, exchange=sec)
-    if roof.kind == "datasheet":
-        compute, memory = t.peak_flops / roof.peak_flops, t.bytes / roof.bandwidth
-        parts = {"compute": compute, "bandwidth": memory, "exchange": t.exchange}
-        return StepTime(max(compute, memory, t.exchange), t.flops, t.bytes, t.exchange, MappingProxyType(parts), roof.kind)
-    return StepTime(sum(t.parts.values()), t.flops, t.bytes, t.exchange, MappingProxyType(dict(t.parts)), roof.kind)
+    return t
 
 
 # ---------------------------------------------------------------------------------------------- memory
@@ -514,7 +603,8 @@ class _Memory:
 
 def _memory(m: Model, d: Deployment, hw: Hardware, w: Workload) -> _Memory:
     # the replica's tp x dp_attention GPUs share the routed experts (ep only says how they are split)
-    weights = weights_per_gpu(m, tp=d.tp, ep=d.dp_attention, pp=d.pp, weights_dtype=d.weights_dtype, head_dtype=d.head)
+    weights = weights_per_gpu(m, tp=d.tp, ep=d.dp_attention, pp=d.pp, weights_dtype=d.weights_dtype, head_dtype=d.head,
+                              redundant_experts=d.redundant_experts)
     per_tok = _kv_per_token_per_gpu(m, d)
     prefix = w.cached_tokens * per_tok  # one shared copy on every attention group's GPUs
     room = max(0.0, (hw.usable_capacity - weights) * d.kv_fraction - prefix)
@@ -541,13 +631,18 @@ def largest_batch(model: Model | str, hardware: Hardware, workload: Workload, de
 class Sustained:
     """What a deployment sustains for a workload under one roof.
 
-    Rates are of the whole deployment (``_per_gpu``: divided by its GPUs). ``ttft_s``: from a request's
-    admission to its first token (queueing for admission in the offline benchmark is not counted);
-    ``tpot_s``: between two of its tokens. ``batch``: sequences decoding at once in each replica (the decode
-    pool's when disaggregated). ``sustained``: False when the offered rate is past what the deployment can
-    serve (the rates are then its capacity, and the latencies grow without bound: None). ``limit``: what set
-    the batch: 'memory', 'max_batch', 'load' (the offered rate or clients), 'slo' or, disaggregated,
-    'prefill', 'decode' or 'kv link'. ``bound``: the budget a decode step spends most of.
+    Rates are of the whole deployment (``_per_gpu``: divided by its GPUs); the output rate is ``O`` times
+    the requests finished per second, which Little's law ties to the latencies printed: the requests in
+    flight are that rate times ``TTFT + (O - 1) TPOT``. ``ttft_s``: from a request's arrival to its first
+    token, a wait for a place included under a number of clients (the offline benchmark's queue for
+    admission is not counted); ``tpot_s``: between two of its tokens. ``batch``: requests in flight in each
+    replica (the decode pool's sequences when disaggregated; an offline benchmark's wave). ``sustained``:
+    False when the offered rate is past what the deployment can serve (the rates are then its peak, and the
+    latencies grow without bound: None). ``limit``: what set the flow: 'memory', 'max_batch', 'max_tokens'
+    (the step budget), 'load' (the offered rate or clients), 'slo' or, disaggregated, 'prefill', 'decode' or
+    'kv link'. ``bound``: the budget a step spends most of. ``peak_output_tokens_per_s``: the most the
+    deployment sustains under the same targets, the offline figure a planner sizes from (None for an
+    offline benchmark of a given number of requests).
     """
 
     model: str
@@ -569,6 +664,7 @@ class Sustained:
     step: StepTime | None = None
     kv_transfer_s: float = 0.0
     notes: tuple = ()
+    peak_output_tokens_per_s: float | None = None
 
     @property
     def gpus(self) -> int:
@@ -598,16 +694,19 @@ class Sustained:
     def as_dict(self) -> dict:
         w, d = self.workload, self.deployment
         return {"model": self.model, "gpu": self.hardware, "roof": self.roof, "layout": d.label(), "gpus": self.gpus,
-                "tp": d.tp, "pp": d.pp, "ep": d.ep, "dp_attention": d.dp_attention,
+                "tp": d.tp, "pp": d.pp, "ep": d.ep, "dp_attention": d.dp_attention, "allreduce": d.allreduce,
                 "disaggregate": list(d.disaggregate) if d.disaggregate else None,
                 "input_tokens": w.input_tokens, "output_tokens": w.output_tokens, "load": w.load, "rate": w.rate,
-                "concurrency": w.concurrency, "prefix_hit": w.prefix_hit, "fits": self.fits,
+                "concurrency": w.concurrency, "requests": w.requests, "arrival": w.arrival,
+                "prefix_hit": w.prefix_hit, "max_batch_cap": d.max_batch, "max_num_tokens": d.max_tokens,
+                "kv_fraction": d.kv_fraction, "kv_policy": d.kv_policy, "fits": self.fits,
                 "sustained": self.sustained, "output_tokens_per_s": self.output_tokens_per_s,
                 "output_tokens_per_s_per_gpu": self.output_tokens_per_s_per_gpu,
                 "total_tokens_per_s": self.total_tokens_per_s, "ttft_s": self.ttft_s, "tpot_s": self.tpot_s,
                 "batch": self.batch, "max_batch": self.max_batch, "memory_per_gpu": self.memory_per_gpu,
                 "usable_per_gpu": self.usable_per_gpu, "limit": self.limit, "bound": self.bound,
-                "kv_transfer_s": self.kv_transfer_s}
+                "kv_transfer_s": self.kv_transfer_s, "peak_output_tokens_per_s": self.peak_output_tokens_per_s,
+                "notes": list(self.notes)}
 
     def summary(self) -> str:
         """Three lines a reader can quote."""
@@ -620,25 +719,11 @@ class Sustained:
         return f"{rate}; {lat}; batch {self.batch:,.0f} per replica, set by {self.limit}, {self.bound}-bound"
 
 
-def _mixed_step(m, d, roof, w: Workload, b: float) -> StepTime:
-    """The average step of a colocated replica at ``b`` sequences decoding: their tokens and the prompt
-    tokens of the ``b / O`` requests that join per step."""
-    chunk = b * w.computed_tokens / w.output_tokens
-    return step_time(m, d, roof, decode=b, context=w.mean_context, prefill=chunk, keys=w.prompt_keys,
-                     seq=w.input_tokens)
-
-
-def _join_step(m, d, roof, w: Workload, b: float) -> StepTime:
-    """The step a new request's whole prompt joins, beside ``b`` decoding sequences."""
-    return step_time(m, d, roof, decode=max(b, 0.0), context=w.mean_context, prefill=w.computed_tokens,
-                     keys=w.prompt_keys, seq=w.input_tokens)
-
-
 def _colocated_at(m, d, roof, w, b: float):
-    step = _mixed_step(m, d, roof, w, b)
-    tpot = d.pp * step.seconds
-    ttft = d.pp * (0.5 * step.seconds + _join_step(m, d, roof, w, b).seconds)
-    return step, tpot, ttft
+    """The steady state at about ``b`` sequences decoding (the frontier's and the chapter's old handle):
+    ``(average step, TPOT, TTFT)`` of :func:`_point` at ``b / (O - 1)`` requests admitted a round."""
+    p = _point(m, d, roof, w, max(b, 1e-9) / max(w.output_tokens - 1, 1))
+    return p.step, p.tpot, p.ttft
 
 
 def _bisect(ok, lo: float, hi: float) -> tuple[float, float]:
@@ -665,17 +750,184 @@ def _smallest(ok, hi: float) -> float:
     return lo if ok(lo) else _bisect(lambda b: not ok(b), lo, hi)[1]
 
 
-def sustain(model: Model | str, hardware: Hardware, workload: Workload, deployment: Deployment, roof: ClusterRoof,
-            *, ttft_slo: float | None = None, tpot_slo: float | None = None) -> Sustained:
+# ---------------------------------------------------------------------------- the queue: one replica's flow
+
+
+_R_MIN = 1e-7  # requests admitted a round: the lightest load the searches try (a lone request, nearly)
+
+
+class _Point(NamedTuple):
+    """One colocated replica's steady state at ``r`` requests admitted per round (a round: each micro-batch
+    once through the pipeline, one step without one). ``step``: the average stage step; ``tpot``: a round;
+    ``service``: from admission to the first token (half a round's wait, then the prompt's chunks, one a
+    round); ``wait``: seconds a prompt waits for room in the step budget behind other prompts; ``ttft``: the
+    two together, from arrival; ``rate``: requests/s, ``r / tpot``; ``in_flight``: requests in the replica
+    by Little's law, ``rate (TTFT + (O - 1) TPOT)``, and ``admitted`` those holding a cache,
+    ``rate (service + (O - 1) TPOT)``; ``decode``: sequences decoding; ``room``: prompt tokens a round can
+    take beside them (inf: no budget); ``use``: the share of that room the prompts take (1: past the budget);
+    ``chunks``: a prompt's pieces."""
+
+    r: float
+    step: StepTime
+    tpot: float
+    service: float
+    wait: float
+    rate: float
+    decode: float
+    room: float
+    use: float
+    chunks: int
+    output_tokens: int
+
+    @property
+    def ttft(self) -> float:
+        return self.service + self.wait
+
+    @property
+    def in_flight(self) -> float:
+        return self.rate * (self.ttft + (self.output_tokens - 1) * self.tpot)
+
+    @property
+    def admitted(self) -> float:
+        return self.rate * (self.service + (self.output_tokens - 1) * self.tpot)
+
+
+def _point(m, d, roof, w: Workload, r: float) -> _Point:
+    """:class:`_Point` at ``r`` requests admitted per round, under chunked prefill with a budget of
+    ``d.max_tokens`` tokens a step (:data:`CHUNK_TOKENS` by default).
+
+    Each request decodes ``O - 1`` rounds after its first token, so ``r (O - 1)`` sequences decode and
+    ``r (1 - h) I`` prompt tokens ride in every round. A prompt goes in chunks of what the step's budget
+    leaves after the decoding tokens (``C - B_dec / pp`` in each micro-batch's step), cut evenly, one chunk a
+    round, the round that holds a chunk lasting as a step with that chunk in it; prompts queue for that room as at one
+    server of fixed service (M/D/1: ``u s / (2 (1 - u))`` rounds of wait, ``u`` the room's use and ``s`` a
+    prompt's share of a round's room). With no budget every prompt joins one step whole."""
+    O, Ic, pp = w.output_tokens, w.computed_tokens, d.pp
+    r = max(float(r), _R_MIN)
+    dec, pre = r * (O - 1), r * Ic
+    step = _mixed(m, d, roof, w, dec, pre)
+    tpot = pp * step.seconds
+    budget = d.max_tokens
+    if budget is None:
+        room, chunk, use = math.inf, max(Ic, 1.0), 0.0
+    else:
+        room = pp * budget - dec  # prompt tokens a round's micro-batches can still take
+        chunk = budget - dec / pp
+        use = pre / room if room > 0 else math.inf
+    if chunk <= 0 or use >= 1.0:
+        return _Point(r, step, tpot, math.inf, math.inf, r / tpot, dec, room, 1.0, 0, O)
+    chunks = max(1, math.ceil(Ic / chunk - 1e-9)) if Ic > 0 else 1
+    join = _mixed(m, d, roof, w, dec, max(pre, Ic / chunks * pp)) if Ic > 0 else step
+    serve = Ic / room if room < math.inf else 0.0
+    wait = use * serve / (2.0 * (1.0 - use)) if use > 0 and w.arrival == "poisson" else 0.0
+    service = pp * (0.5 * step.seconds + chunks * join.seconds)
+    return _Point(r, step, tpot, service, wait * tpot, r / tpot, dec, room, use, chunks, O)
+
+
+def _mixed(m, d, roof, w: Workload, decode: float, prefill: float) -> StepTime:
+    """A stage step of ``decode`` sequences at the workload's mean context and ``prefill`` prompt tokens
+    (each replica-wide, split over the pipeline's micro-batches)."""
+    return step_time(m, d, roof, decode=decode, context=w.mean_context, prefill=prefill, keys=w.prompt_keys,
+                     seq=w.input_tokens)
+
+
+def _mixed_step(m, d, roof, w: Workload, b: float) -> StepTime:
+    """The average step of a colocated replica at ``b`` sequences decoding: their tokens and the prompt
+    tokens of the ``b / O`` requests that join per step."""
+    chunk = b * w.computed_tokens / w.output_tokens
+    return step_time(m, d, roof, decode=b, context=w.mean_context, prefill=chunk, keys=w.prompt_keys,
+                     seq=w.input_tokens)
+
+
+def _join_step(m, d, roof, w: Workload, b: float) -> StepTime:
+    """The step a new request's whole prompt joins, beside ``b`` decoding sequences."""
+    return step_time(m, d, roof, decode=max(b, 0.0), context=w.mean_context, prefill=w.computed_tokens,
+                     keys=w.prompt_keys, seq=w.input_tokens)
+
+
+class _Capacity(NamedTuple):
+    """The most a replica sustains: the round's admissions ``r``, its point, and what stopped it."""
+
+    r: float
+    point: _Point
+    limit: str
+
+
+def _capacity(m, d, roof, w: Workload, slots: float, slot_limit: str, slos) -> _Capacity | None:
+    """The largest admissions per round the replica sustains: requests in flight within ``slots`` (its KV
+    cache, or its runtime's cap on sequences: ``slot_limit``), prompts within the step budget, and the
+    targets met. None where even the lightest load misses a target."""
+    def fits(r):
+        p = _point(m, d, roof, w, r)
+        return p.use < 1.0 and p.admitted <= slots
+
+    def meets(r):
+        p = _point(m, d, roof, w, r)
+        return ((slos["tpot_slo"] is None or p.tpot <= slos["tpot_slo"])
+                and (slos["ttft_slo"] is None or p.ttft <= slos["ttft_slo"]))
+
+    hi = max(slots / (w.output_tokens + 0.5), _R_MIN)  # in flight at least r (O + 1/2): the memory's reach
+    if d.max_tokens is not None:  # and the budget's: r ((O - 1) + (1 - h) I) < pp C
+        hi = min(hi, d.pp * d.max_tokens / max(w.output_tokens - 1 + w.computed_tokens, 1.0))
+    if not fits(_R_MIN):
+        return _Capacity(_R_MIN, _point(m, d, roof, w, _R_MIN), slot_limit)
+    top = _largest(fits, hi, _R_MIN) or _R_MIN
+    p = _point(m, d, roof, w, top)
+    limit = slot_limit if p.admitted >= 0.999 * slots else "max_tokens"
+    if slos["tpot_slo"] is not None or slos["ttft_slo"] is not None:
+        ok = _largest(meets, top, _R_MIN)
+        if ok is None:
+            return None
+        if ok < top:
+            top, limit = ok, "slo"
+    return _Capacity(top, _point(m, d, roof, w, top), limit)
+
+
+def _r_for(value, target: float, hi: float) -> float:
+    """The admissions per round at which ``value(r)`` (increasing) reaches ``target``, within ``(0, hi]``:
+    bisected until the value is within a billionth of the target (or the bracket cannot narrow)."""
+    if value(hi) <= target:
+        return hi
+    lo = _R_MIN
+    if value(lo) > target:
+        return lo
+    for _ in range(300):
+        mid = math.sqrt(lo * hi) if hi / lo > 1.01 else 0.5 * (lo + hi)
+        v = value(mid)
+        if v <= target:
+            lo = mid
+            if target - v <= 1e-10 * target:
+                break
+        else:
+            hi = mid
+        if hi - lo <= 1e-15 * hi:
+            break
+    return lo
+
+
+def sustain(model: Model | str, hardware: Hardware | str, workload: Workload, deployment: Deployment,
+            roof: ClusterRoof, *, ttft_slo: float | None = None, tpot_slo: float | None = None) -> Sustained:
     """What ``deployment`` of ``model`` on ``hardware`` sustains for ``workload`` under ``roof``
-    (:class:`Sustained`). ``ttft_slo`` and ``tpot_slo`` (seconds) cap the batch at the largest that meets
-    them (offline and concurrency loads); a target no batch meets leaves a result with ``limit='slo'`` and
-    batch 0. A prompt and answer past the model's context are refused."""
+    (:class:`Sustained`).
+
+    The load sets the flow (:class:`_Point`): offline, the most the replica sustains (its **peak**: requests
+    in flight within its KV cache and its cap on sequences, prompts within the step budget, the targets
+    met), which no load exceeds; a rate, the admissions that carry it (past the peak: not sustained); a number
+    of clients, the flow at which they are all in flight by Little's law, ``c = rate (TTFT + (O - 1) TPOT)``,
+    and past the peak the rest wait in a queue, their wait counted in the TTFT. Output tokens/s are ``O``
+    times the request rate, so Little's law holds for the latencies printed. ``ttft_slo`` and ``tpot_slo``
+    (seconds) cap the flow at the most that meets them; a target no load meets leaves a result with
+    ``limit='slo'`` and no output. A prompt and answer past the model's context are refused."""
     hardware = _chip(hardware, roof)
     m = check_deployment(model, deployment, hardware)
     w, d = workload, deployment
     if not isinstance(w, Workload):
         raise TypeError(f"workload must be a Workload, got {type(w).__name__}")
+    if not isinstance(roof, ClusterRoof):
+        raise TypeError(f"roof must be a ClusterRoof (roofline.core.calibration.get_roof), got {type(roof).__name__}")
+    if roof.hardware.key != hardware.key and roof.hardware.name != hardware.name:
+        raise ValueError(f"roof is the {roof.hardware.short}'s ({roof.label}), not the {hardware.short}'s: "
+                         "price a chip under its own roof")
     if m.max_position_embeddings and w.input_tokens + w.output_tokens > m.max_position_embeddings:
         raise ValueError(f"input_tokens + output_tokens = {w.input_tokens + w.output_tokens:,} is past "
                          f"{m.name}'s context of {m.max_position_embeddings:,} tokens")
@@ -683,71 +935,84 @@ def sustain(model: Model | str, hardware: Hardware, workload: Workload, deployme
     if d.disaggregate:
         return _disaggregated(m, hardware, w, d, roof, slos)
     mem = _memory(m, d, hardware, w)
-    used = mem.weights + mem.prefix
     base = dict(model=m.name, hardware=hardware.short or hardware.name, deployment=d, workload=w, roof=roof.label,
                 max_batch=mem.batch, usable_per_gpu=mem.usable)
     if mem.batch < 1:
         return Sustained(**base, fits=False, output_tokens_per_s=0.0, ttft_s=None, tpot_s=None, batch=0,
                          memory_per_gpu=mem.weights, limit="memory", bound="memory")
-    most = float(mem.batch)
-    limit = "max_batch" if d.max_batch is not None and mem.batch == d.max_batch else "memory"
-
-    def meets_slo(b):
-        _, tpot, ttft = _colocated_at(m, d, roof, w, b)
-        return (slos["tpot_slo"] is None or tpot <= slos["tpot_slo"]) and (slos["ttft_slo"] is None or ttft <= slos["ttft_slo"])
-
-    sustained = True
     if w.load == "offline" and w.requests is not None:
+        limit = "max_batch" if d.max_batch is not None and mem.batch == d.max_batch else "memory"
         return _waves(m, d, roof, w, base, mem, limit)
-    if d.max_tokens is not None:  # every step carries b decode tokens and b I / O prompt tokens
-        cap = d.max_tokens * w.output_tokens / (w.output_tokens + w.computed_tokens)
-        if cap < most:
-            most, limit = max(cap, 1.0), "max_tokens"
-    if w.load == "offline":
-        b = most
-    elif w.load == "concurrency":
-        per = w.concurrency / d.replicas
-        b, limit = (per, "load") if per <= most else (most, limit)
-    else:
-        lam = w.rate / d.replicas
+    used = mem.weights + mem.prefix
+    slot_limit = "max_batch" if d.max_batch is not None and mem.batch == d.max_batch else "memory"
+    cap = _capacity(m, d, roof, w, float(mem.batch), slot_limit, slos)
+    if cap is None:
+        p = _point(m, d, roof, w, _R_MIN)
+        return Sustained(**base, fits=True, output_tokens_per_s=0.0, ttft_s=p.ttft, tpot_s=p.tpot, batch=0,
+                         memory_per_gpu=used + mem.per_sequence, limit="slo", bound=p.step.bound, step=p.step,
+                         notes=("no load meets the targets: even one request alone takes these",))
+    peak, limit, sustained, notes = cap.point, cap.limit, True, ()
+    O, n = w.output_tokens, d.replicas
 
-        def keeps_up(b):  # Little's law: b in flight at rate lam needs b >= lam (TTFT + (O-1) TPOT)
-            _, tpot, ttft = _colocated_at(m, d, roof, w, b)
-            return b >= lam * (ttft + (w.output_tokens - 1) * tpot)
+    def memory(in_flight):
+        return used + min(in_flight, mem.batch) / d.dp_attention * mem.per_sequence
 
-        if keeps_up(most):
-            lo = _smallest(keeps_up, most)
-            b, limit = lo, "load"
+    if w.load == "offline":  # from admission: the queue of a benchmark's waiting requests is not counted
+        p = peak
+        ttft, tpot, rate, in_flight = p.service, p.tpot, p.rate, p.admitted
+    elif w.load == "rate":
+        lam = w.rate / n
+        if lam > peak.rate * (1 + 1e-9):
+            p, sustained = peak, False
+            ttft = tpot = None
+            rate, in_flight = peak.rate, peak.in_flight
         else:
-            b, sustained = most, False
-    if slos["ttft_slo"] is not None or slos["tpot_slo"] is not None:
-        ok = _largest(meets_slo, b)
-        if ok is None:
-            step, tpot, ttft = _colocated_at(m, d, roof, w, 1.0)
-            return Sustained(**base, fits=True, output_tokens_per_s=0.0, ttft_s=ttft, tpot_s=tpot, batch=0,
-                             memory_per_gpu=used + mem.per_sequence, limit="slo", bound=step.bound, step=step,
-                             notes=("no batch meets the targets: even one sequence takes these",))
-        if ok < b:
-            b, limit = ok, "slo"
-            if w.load == "rate":
-                sustained = False
-    step, tpot, ttft = _colocated_at(m, d, roof, w, b)
-    out = d.replicas * b / tpot
-    if w.load == "rate" and sustained:
-        out = w.rate * w.output_tokens
-    return Sustained(**base, fits=True, output_tokens_per_s=out, ttft_s=ttft if sustained else None,
-                     tpot_s=tpot if sustained else None, batch=b, memory_per_gpu=used + b / d.dp_attention * mem.per_sequence,
-                     limit=limit, bound=step.bound, sustained=sustained, step=step)
+            p = _point(m, d, roof, w, _r_for(lambda r: _point(m, d, roof, w, r).rate, lam, cap.r))
+            ttft, tpot, rate, in_flight, limit = p.ttft, p.tpot, lam, lam * (p.ttft + (O - 1) * p.tpot), "load"
+    else:
+        c = w.concurrency / n
+        if c <= peak.in_flight and math.isfinite(peak.ttft):
+            p = _point(m, d, roof, w, _r_for(lambda r: _point(m, d, roof, w, r).in_flight, c, cap.r))
+            ttft, tpot, limit = p.ttft, p.tpot, "load"
+        else:  # the rest wait for a place: their wait is in the time to first token
+            p = peak
+            ttft, tpot = c / p.rate - (O - 1) * p.tpot, p.tpot
+            notes = (f"{c - p.admitted:,.0f} clients a replica wait for a place, "
+                     f"{fmt(ttft - p.service, 's')} each",)
+        rate, in_flight = c / (ttft + (O - 1) * tpot), c
+    return Sustained(**base, fits=True, output_tokens_per_s=n * rate * O, ttft_s=ttft, tpot_s=tpot,
+                     batch=in_flight, memory_per_gpu=memory(in_flight), limit=limit, bound=p.step.bound,
+                     sustained=sustained, step=p.step, notes=notes, peak_output_tokens_per_s=n * peak.rate * O)
+
+
+def pipelined_prefill(model: Model | str, deployment: Deployment, roof: ClusterRoof, tokens: float, *,
+                      keys: float | None = None, seq: float | None = None) -> tuple[float, int]:
+    """Seconds to prefill ``tokens`` prompt tokens alone on one replica, and the pieces it was cut into.
+
+    Without a pipeline: ``ceil(T / C)`` steps of the step budget ``C`` (one step with no budget). Through
+    ``p`` pipeline stages, ``k`` pieces flow as a pipeline does: the first piece crosses every stage, each
+    later one a stage behind it, ``(k + p - 1)`` stage steps of one piece; a prompt cut into ``p`` even
+    pieces takes ``(2p - 1) / p^2`` of its serial time when a piece's stage step is a ``p``-th of the whole's.
+    The replica cuts into the budget's pieces, or ``p`` of them where that is faster (never slower than one
+    piece through every stage in turn)."""
+    m = load_model(model)
+    d = deployment
+    t = float(number("tokens", tokens))
+    keys = t / 2.0 if keys is None else keys
+    seq = t if seq is None else seq
+    least = 1 if d.max_tokens is None else max(1, math.ceil(t / d.max_tokens - 1e-9))
+    best = None
+    for k in sorted({least, max(least, d.pp)}):
+        piece = step_time(m, d, roof, decode=0.0, context=seq, prefill=t / k * d.pp, keys=keys, seq=seq).seconds
+        s = (k + d.pp - 1) * piece
+        if best is None or s < best[0]:
+            best = (s, k)
+    return best
 
 
 def _prefill_seconds(m, d, roof, w: Workload, n: float) -> float:
-    """Seconds to prefill ``n`` prompts in steps of at most ``max_tokens`` tokens, through the pipeline."""
-    tokens = n * w.computed_tokens
-    chunk = min(tokens, d.max_tokens or tokens)
-    steps = math.ceil(tokens / chunk - 1e-9)
-    keys = w.prompt_keys
-    one = step_time(m, d, roof, decode=0.0, context=w.input_tokens, prefill=chunk, keys=keys, seq=w.input_tokens)
-    return (steps + d.pp - 1) * one.seconds
+    """Seconds to prefill ``n`` prompts together (:func:`pipelined_prefill`)."""
+    return pipelined_prefill(m, d, roof, n * w.computed_tokens, keys=w.prompt_keys, seq=w.input_tokens)[0]
 
 
 def _waves(m, d, roof, w: Workload, base: dict, mem: _Memory, limit: str) -> Sustained:
@@ -791,6 +1056,58 @@ def _link_rate(m: Model, d: Deployment, roof: ClusterRoof) -> float:
     return roof.send_nvlink if inside else roof.port
 
 
+class PrefillPool(NamedTuple):
+    """A disaggregated deployment's prefill replica under a flow of prompts (chapter 13): ``alone``, one
+    prompt's prefill with nothing else (the least TTFT can be); ``batches``, ``(prompts k, seconds T(k))``
+    for the batches a replica may gather; ``peak``, the most prompts/s one replica finishes."""
+
+    alone: float
+    batches: tuple
+    peak: float
+    poisson: bool = True
+
+    def ttft(self, rate: float) -> float:
+        """Seconds from a prompt's arrival to its last token prefilled at ``rate`` prompts/s per replica: the
+        best batch ``k`` the queue allows, a batch's time and its wait as at one server of fixed service
+        (M/D/1, ``rho T / (2 (1 - rho))`` with ``rho = rate T(k) / k``; none for evenly spaced prompts); inf
+        past the peak."""
+        best = math.inf
+        for k, t in self.batches:
+            rho = rate * t / k
+            if rho < 1.0:
+                best = min(best, t * (1.0 + (rho / (2.0 * (1.0 - rho)) if self.poisson else 0.0)))
+        return best
+
+    def rate_within(self, seconds: float) -> float:
+        """The most prompts/s per replica whose :meth:`ttft` stays within ``seconds`` (DistServe's goodput
+        for a TTFT target): for each batch with ``T(k) <= seconds``, ``rho <= 2a / (1 + 2a)`` with
+        ``a = seconds / T(k) - 1``; 0 if even a prompt alone takes longer."""
+        best = 0.0
+        for k, t in self.batches:
+            if t <= seconds:
+                a = seconds / t - 1.0
+                best = max(best, k / t * ((2 * a / (1 + 2 * a)) if self.poisson else 1.0 - 1e-9))
+        return best
+
+
+def prefill_pool(model: Model | str, deployment: Deployment, roof: ClusterRoof, workload: Workload) -> PrefillPool:
+    """:class:`PrefillPool` of ``deployment``'s replica for ``workload``'s prompts: batches of 1, 2, 4, ...
+    prompts up to four times the step budget's tokens (:data:`CHUNK_TOKENS` with none), each prefilled as
+    :func:`pipelined_prefill` prices it."""
+    m = load_model(model)
+    w, d = workload, deployment
+    ic = max(w.computed_tokens, 1.0)
+    most = max(1, int(4 * (d.max_tokens or CHUNK_TOKENS) // ic))
+    ks, k = [], 1
+    while k <= most:
+        ks.append(k)
+        k *= 2
+    if ks[-1] != most:
+        ks.append(most)
+    batches = tuple((k, _prefill_seconds(m, d, roof, w, k)) for k in ks)
+    return PrefillPool(batches[0][1], batches, max(k / t for k, t in batches), w.arrival == "poisson")
+
+
 def _disaggregated(m: Model, hw: Hardware, w: Workload, d: Deployment, roof: ClusterRoof, slos) -> Sustained:
     P, D = d.disaggregate
     rp, rd = P // d.replica_gpus, D // d.replica_gpus
@@ -800,68 +1117,101 @@ def _disaggregated(m: Model, hw: Hardware, w: Workload, d: Deployment, roof: Clu
     if mem.batch < 1:
         return Sustained(**base, fits=False, output_tokens_per_s=0.0, ttft_s=None, tpot_s=None, batch=0,
                          memory_per_gpu=mem.weights, limit="memory", bound="memory")
-    # prefill pool: at capacity, prompts gathered to PREFILL_BATCH_TOKENS a step
-    def prefill_step(n):
-        return d.pp * step_time(m, d, roof, decode=0.0, context=w.input_tokens, prefill=n * w.computed_tokens,
-                                keys=w.prompt_keys, seq=w.input_tokens).seconds
-
-    n_prompts = max(1.0, PREFILL_BATCH_TOKENS / max(w.computed_tokens, 1.0))
-    prefill_rate = rp * n_prompts / prefill_step(n_prompts)
-    # the cache of every prompt, sent by the prefill replica's GPUs in parallel
+    O = w.output_tokens
+    pool = prefill_pool(m, d, roof, w)
     cache = float(m.kv_cache_bytes(w.input_tokens, d.kv))
     link = _link_rate(m, d, roof)
-    per_gpu_bytes = cache / d.replica_gpus
-    transfer = 0.0 if math.isinf(link) else roof.latency_s + per_gpu_bytes / link
+    transfer = 0.0 if math.isinf(link) else roof.latency_s + cache / d.replica_gpus / link
     link_rate = math.inf if math.isinf(link) else P * link / cache
-    ttft = 1.5 * prefill_step(n_prompts) + transfer  # half a step's wait to be gathered, then the step
 
     def decode_at(b):
-        st = step_time(m, d, roof, decode=b, context=w.mean_context)
+        st = step_time(m, d, roof, decode=max(b, _R_MIN), context=w.mean_context)
         return st, d.pp * st.seconds
 
-    most = float(mem.batch)
+    def decode_rate(b):  # requests/s the decode pool finishes at b sequences a replica (O - 1 steps each)
+        return math.inf if O == 1 else rd * b / ((O - 1) * decode_at(b)[1])
+
+    most, slo_capped = float(mem.batch), False
+    if d.max_tokens is not None:  # a decode step's tokens within the step budget too
+        most = min(most, float(d.pp * d.max_tokens))
     if slos["tpot_slo"] is not None:
         ok = _largest(lambda b: decode_at(b)[1] <= slos["tpot_slo"], most)
         if ok is None:
             st, tpot = decode_at(1.0)
-            return Sustained(**base, fits=True, output_tokens_per_s=0.0, ttft_s=ttft, tpot_s=tpot, batch=0,
-                             memory_per_gpu=mem.weights, limit="slo", bound=st.bound, step=st, kv_transfer_s=transfer)
-        most = ok
-    slo_capped = most < mem.batch
-    st, tpot = decode_at(most)
-    decode_rate = rd * most / tpot / w.output_tokens
-    caps = {"prefill": prefill_rate, "decode": decode_rate, "kv link": link_rate}
+            return Sustained(**base, fits=True, output_tokens_per_s=0.0, ttft_s=pool.alone + transfer, tpot_s=tpot,
+                             batch=0, memory_per_gpu=mem.weights, limit="slo", bound=st.bound, step=st,
+                             kv_transfer_s=transfer, notes=("no decode batch meets the TPOT target",))
+        slo_capped, most = ok < most, ok
+    prefill_cap = rp * pool.peak
+    if slos["ttft_slo"] is not None:
+        within = slos["ttft_slo"] - transfer
+        prefill_cap = rp * pool.rate_within(within)
+        if prefill_cap <= 0:
+            st, tpot = decode_at(1.0)
+            return Sustained(**base, fits=True, output_tokens_per_s=0.0, ttft_s=pool.alone + transfer, tpot_s=tpot,
+                             batch=0, memory_per_gpu=mem.weights, limit="slo", bound=st.bound, step=st,
+                             kv_transfer_s=transfer,
+                             notes=(f"the TTFT target is below one prompt's prefill alone and its cache's trip, "
+                                    f"{fmt(pool.alone + transfer, 's')}",))
+    caps = {"prefill": prefill_cap, "decode": decode_rate(most), "kv link": link_rate}
     limit = min(caps, key=caps.get)
     if limit == "decode" and slo_capped:
         limit = "slo"
-    rate = caps[min(caps, key=caps.get)]
-    sustained = True
-    if w.load == "rate":
-        sustained = w.rate <= rate
-        rate = min(w.rate, rate)
-        limit = "load" if sustained else limit
-    elif w.load == "concurrency":
-        # c clients: rate (TTFT + (O - 1) TPOT) = c (Little's law), at the full pool's TPOT: a lower bound on it
-        r_c = w.concurrency / (ttft + (w.output_tokens - 1) * tpot)
-        if r_c < rate:
-            rate, limit = r_c, "load"
-    if w.load != "offline" and 0 < rate < prefill_rate:
-        # below capacity a prefill step gathers only the prompts that arrive while the last one runs
-        n = _smallest(lambda x: rp * x / prefill_step(x) >= rate, n_prompts) if rp / prefill_step(1.0) < rate else 1.0
-        ttft = 1.5 * prefill_step(max(n, 1.0)) + transfer
-    if slos["ttft_slo"] is not None and ttft > slos["ttft_slo"]:
-        rate, limit = 0.0, "slo"
-    # the decode pool's batch at that rate
-    b = _smallest(lambda x: rd * x / decode_at(x)[1] / w.output_tokens >= rate, most) if 0 < rate < decode_rate else most
-    st, tpot = decode_at(b) if rate > 0 else (st, tpot)
-    return Sustained(**base, fits=True, output_tokens_per_s=rate * w.output_tokens, ttft_s=ttft if sustained else None,
-                     tpot_s=tpot if sustained else None, batch=b if rate > 0 else 0, memory_per_gpu=mem.weights + mem.prefix + b / d.dp_attention * mem.per_sequence,
-                     limit=limit, bound=st.bound, sustained=sustained, step=st, kv_transfer_s=transfer)
+    peak = caps[min(caps, key=caps.get)]
+
+    def at(lam):  # (TTFT, TPOT, decode batch, its step) at lam requests/s
+        b = most if O == 1 or lam >= decode_rate(most) else _smallest(lambda x: decode_rate(x) >= lam, most)
+        st, tpot = decode_at(b)
+        ttft = pool.ttft(lam / rp) + transfer
+        if slos["ttft_slo"] is None and not math.isfinite(ttft):  # at the peak itself: half a batch's wait, the batch
+            k, t = max(pool.batches, key=lambda kt: kt[0] / kt[1])
+            ttft = 1.5 * t + transfer
+        return ttft, tpot, b, st
+
+    sustained, notes = True, ()
+    if w.load == "offline":
+        lam = peak
+        ttft, tpot, b, st = at(lam)
+        k, t = max(pool.batches, key=lambda kt: kt[0] / kt[1])
+        if limit == "prefill" and slos["ttft_slo"] is None:
+            ttft = 1.5 * t + transfer  # a batch gathered (half a batch's wait), then prefilled
+    elif w.load == "rate":
+        lam = w.rate
+        if lam > peak * (1 + 1e-9):
+            lam, sustained = peak, False
+            ttft, tpot, b, st = at(lam)
+            ttft = tpot = None
+        else:
+            ttft, tpot, b, st = at(lam)
+            limit = "load"
+    else:
+        c = w.concurrency
+
+        def in_flight(lam):
+            tt, tp, _, _ = at(lam)
+            return lam * (tt + (O - 1) * tp)
+
+        top = peak * (1 - 1e-9)
+        if in_flight(top) >= c:
+            lam = _r_for(in_flight, c, top)
+            ttft, tpot, b, st = at(lam)
+            limit = "load" if lam < 0.999 * peak else limit
+        else:
+            ttft, tpot, b, st = at(top)
+            wait = c / top - (ttft + (O - 1) * tpot)
+            notes = (f"{c - top * (ttft + (O - 1) * tpot):,.0f} clients wait for the pools, {fmt(wait, 's')} each",)
+            ttft += wait
+        lam = c / (ttft + (O - 1) * tpot)
+    batch = b if lam > 0 else 0
+    return Sustained(**base, fits=True, output_tokens_per_s=lam * O, ttft_s=ttft, tpot_s=tpot, batch=batch,
+                     memory_per_gpu=mem.weights + mem.prefix + batch / d.dp_attention * mem.per_sequence,
+                     limit=limit, bound=st.bound, sustained=sustained, step=st, kv_transfer_s=transfer, notes=notes,
+                     peak_output_tokens_per_s=peak * O)
 
 
 class Frontier(NamedTuple):
-    """A replica's latency-throughput frontier: at each batch (sequences decoding), the output tokens/s per
-    GPU, the time per output token and the time to first token (from admission), in the steady state of
+    """A replica's latency-throughput frontier: at each batch (requests in flight), the output tokens/s per
+    GPU, the time per output token and the time to first token (from arrival), in the steady state of
     continuous batching with chunked prefill."""
 
     batch: np.ndarray
@@ -874,20 +1224,24 @@ class Frontier(NamedTuple):
 def frontier(model: Model | str, hardware: Hardware, workload: Workload, deployment: Deployment, roof: ClusterRoof,
              batches: ArrayLike | None = None) -> Frontier:
     """The frontier of one replica of ``deployment`` for ``workload``'s lengths and prefix hit (its load is
-    ignored: every batch is one point), at ``batches`` (default: powers of two, then the largest batch that
-    fits). Batches past the largest that fits are dropped."""
+    ignored: every batch is one point, ``c`` clients all in flight), at ``batches`` (default: powers of two,
+    then the most the replica holds). Batches past what the replica sustains are dropped."""
     hardware = _chip(hardware, roof)
     m = check_deployment(model, deployment, hardware)
     w, d = workload, replace(deployment, replicas=1, disaggregate=None)
-    most = _memory(m, d, hardware, w).batch
+    mem = _memory(m, d, hardware, w)
+    slots = "max_batch" if d.max_batch is not None and mem.batch == d.max_batch else "memory"
+    cap = _capacity(m, d, roof, w, float(mem.batch), slots, {"ttft_slo": None, "tpot_slo": None}) if mem.batch else None
+    most = int(cap.point.in_flight) if cap is not None else 0
     if batches is None:
         batches = [b for b in _powers(most)] + ([most] if most >= 1 and most & (most - 1) else [])
     bs = np.array(sorted({int(count("batch", b, maximum=LARGEST_BATCH)) for b in np.atleast_1d(batches)
                           if int(b) <= most}), dtype=float)
-    out = [_colocated_at(m, d, roof, w, b) for b in bs]
-    tpot = np.array([o[1] for o in out])
-    ttft = np.array([o[2] for o in out])
-    return Frontier(bs, bs / tpot / d.replica_gpus if bs.size else bs, tpot, ttft, most)
+    pts = [_point(m, d, roof, w, _r_for(lambda r: _point(m, d, roof, w, r).in_flight, b, cap.r)) for b in bs]
+    tpot = np.array([p.tpot for p in pts])
+    ttft = np.array([p.ttft for p in pts])
+    rate = np.array([b / (p.ttft + (w.output_tokens - 1) * p.tpot) for b, p in zip(bs, pts)])
+    return Frontier(bs, rate * w.output_tokens / d.replica_gpus if bs.size else bs, tpot, ttft, most)
 
 
 # ------------------------------------------------------------------------------------------------ the planner
@@ -928,7 +1282,8 @@ def _powers(most: int) -> list[int]:
 def layouts(model: Model | str, *, max_gpus: int = 8, gpus_per_node: int = 8, **formats) -> list[Deployment]:
     """The replicas the planner tries: tensor degrees in a node that divide the heads, pipeline degrees and,
     for a mixture of experts, attention data parallelism with the experts spread over every attending GPU
-    (or not spread), powers of two up to ``max_gpus`` GPUs a replica."""
+    (or not spread), each of those with and without the two-batch overlap of its all-to-alls, powers of two up
+    to ``max_gpus`` GPUs a replica."""
     m = load_model(model)
     most = count("max_gpus", max_gpus, maximum=1 << 12)
     out = []
@@ -946,6 +1301,9 @@ def layouts(model: Model | str, *, max_gpus: int = 8, gpus_per_node: int = 8, **
                     if m.moe is not None and a > 1 and ep == 1:
                         continue  # attention split by batch with every expert copied: replicas do it better
                     out.append(Deployment(tp=tp, pp=pp, ep=ep, dp_attention=a, gpus_per_node=gpus_per_node, **formats))
+                    if m.moe is not None and a > 1 and ep > 1 and "overlap" not in formats:
+                        out.append(Deployment(tp=tp, pp=pp, ep=ep, dp_attention=a, gpus_per_node=gpus_per_node,
+                                              overlap="two-batch", **formats))
     return out
 
 
@@ -1132,15 +1490,18 @@ class TPExchange(NamedTuple):
     per_step: int
 
 
-def tp_exchange(model: Model | str, roof: ClusterRoof, tp: int, batch: float, gpus_per_node: int = 8) -> TPExchange:
+def tp_exchange(model: Model | str, roof: ClusterRoof, tp: int, batch: float, gpus_per_node: int = 8, *,
+                allreduce: str = ENGINE_ALLREDUCE) -> TPExchange:
     """Chapter 13: one all-reduce of a decode step of ``batch`` sequences over ``tp`` GPUs: ``batch x h``
-    activations of :data:`EXCHANGE_BYTES` each, at the roof's bus bandwidth for a buffer that size."""
+    activations of :data:`EXCHANGE_BYTES` each, run as ``allreduce`` says (the engines' custom kernels where
+    they apply, else NCCL's sweep); the bus bandwidth is nccl-tests' convention for that time,
+    ``2 (t-1)/t`` of the buffer over it."""
     m = load_model(model)
     t = count("tp", tp, maximum=1 << 10)
     msg = float(number("batch", batch)) * m.hidden_size * EXCHANGE_BYTES
     k = min(t, gpus_per_node)
-    bw = float(roof.bus_bandwidth("all_reduce", t, msg, k)) if t > 1 else math.inf
-    sec = float(roof.collective_time("all_reduce", t, msg, per_node=k))
+    sec = float(roof.all_reduce_time(t, msg, per_node=k, kind=allreduce))
+    bw = msg * 2 * (t - 1) / t / sec if t > 1 and sec > 0 else math.inf
     return TPExchange(t, msg, sec, bw, bw / float(roof.nvlink.top) if t > 1 else 1.0, 2 * m.num_layers if t > 1 else 0)
 
 

@@ -74,6 +74,12 @@ def test_the_plan_ranks_layouts_and_names_the_smallest_slice():
     (("--input", "100", "--output", "10", "--disaggregate", "3"), "--disaggregate", "P:D"),
     (("--input", "100", "--output", "10", "--tp", "3"), "--tp", "must divide"),
     (("--input", "100", "--output", "10", "--context", "100"), "--context", "one-server question"),
+    (("--context", "100", "--allreduce", "nccl"), "--allreduce", "give --input and --output"),
+    (("--input", "4096", "--output", "64", "--ttft-slo", "0.001"), "--ttft-slo", "below one prompt's prefill alone"),
+    (("--input", "4096", "--output", "64", "--disaggregate", "1:1", "--ttft-slo", "0.001"), "--ttft-slo",
+     "below one prompt's prefill alone"),
+    (("--input", "4096", "--output", "64", "--tpot-slo", "0.0001"), "--tpot-slo", "below one sequence's decode step"),
+    (("--input", "4096", "--output", "64", "--max-num-tokens", "0"), "--max-num-tokens", "whole number >= 1"),
     ((), "--context", "--context is required"),
 ])
 def test_bad_workload_input_names_the_flag(argv, flag, words):
@@ -88,3 +94,55 @@ def test_chapter_5_and_12_uses_of_serve_still_work():
     assert status == 0 and "largest batch that fits" in out
     status, out, _ = call("serve", "llama-3-8b", "--gpu", "h200", "--context", "8192", "--curve")
     assert status == 0 and "latency against throughput" in out
+
+
+def test_allreduce_takes_the_engines_custom_kernels_by_default_and_nccl_when_asked():
+    argv = ("serve", "llama-3.1-8b", "--gpu", "h100", "--input", "1024", "--output", "128", "--tp", "8",
+            "--weights-dtype", "fp8", "--concurrency", "1", "--roof", "calibrated")
+    status, out, _ = call(*argv, "--json")
+    custom = json.loads(out)
+    status2, out2, _ = call(*argv, "--allreduce", "nccl", "--json")
+    nccl = json.loads(out2)
+    assert status == status2 == 0 and custom["allreduce"] == "custom" and nccl["allreduce"] == "nccl"
+    assert custom["tpot_s"] < nccl["tpot_s"]  # one client's 16 KiB all-reduces: 5.7 us against NCCL's 30 us
+    status, text, _ = call(*argv)
+    assert "custom one-shot/two-shot kernels up to 8 MiB" in text
+    status, _, err = call(*argv, "--allreduce", "mpi")
+    assert status == 2 and "--allreduce" in err
+
+
+def _published_argv(run):
+    """``roofline serve`` as a reader types one published run's settings (the table's row, chapter 13)."""
+    r = run.raw
+    return ("serve", run.model, "--gpu", run.hardware.key, "--tp", str(run.tp), "--input", str(r["input_tokens"]),
+            "--output", str(r["output_tokens"]), "--requests", str(r["num_requests"]), "--weights-dtype", "fp8",
+            "--kv-dtype", "fp8", "--math-dtype", "fp8", "--runtime", "trtllm-bench", "--json")
+
+
+def test_serve_with_each_published_runs_settings_prints_chapter_13s_row():
+    from roofline.measured.serving import serving_dev_checks
+    for check in serving_dev_checks():
+        status, out, err = call(*_published_argv(check.run))
+        assert status == 0 and not err, check.run.label
+        data = json.loads(out)
+        assert data["estimate"]["output_tokens_per_s"] == check.estimate.output_tokens_per_s, check.run.label
+        assert data["ceiling"]["output_tokens_per_s"] == check.ceiling.output_tokens_per_s, check.run.label
+        assert data["estimate"]["batch"] == check.estimate.batch
+        assert data["max_batch_cap"] == check.run.deployment().max_batch
+
+
+def test_runtime_flags_act_and_a_given_cap_overrides_trtllm_benchs_rule():
+    base = ("serve", "llama-3.1-8b", "--gpu", "h100", "--input", "2048", "--output", "128", "--weights-dtype", "fp8",
+            "--json")
+    engines = json.loads(call(*base)[1])
+    assert engines["max_num_tokens"] == 8192 and engines["kv_policy"] == "grow" and engines["kv_fraction"] == 1.0
+    bench = json.loads(call(*base, "--runtime", "trtllm-bench")[1])
+    assert bench["kv_policy"] == "reserve" and bench["kv_fraction"] == 0.9
+    mine = json.loads(call(*base, "--runtime", "trtllm-bench", "--max-batch", "64", "--max-num-tokens", "4096")[1])
+    assert mine["max_batch_cap"] == 64 and mine["max_num_tokens"] == 4096 and mine["batch"] <= 64
+    whole = json.loads(call(*base, "--max-num-tokens", "none", "--concurrency", "1")[1])
+    assert whole["max_num_tokens"] is None
+    for argv, flag in ((("--max-num-tokens", "0"), "--max-num-tokens"), (("--kv-fraction", "1.5"), "--kv-fraction"),
+                       (("--arrival", "bursty"), "--arrival"), (("--max-batch", "-3"), "--max-batch")):
+        status, out, _ = call(*base, *argv)
+        assert status == 2 and json.loads(out)["argument"] == flag

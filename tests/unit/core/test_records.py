@@ -14,9 +14,24 @@ from roofline import measured as M
 
 def test_the_added_records_are_read_with_the_shared_ones():
     ids = microbenchmarks()
-    added = [i for i in ids if i.startswith("mbx")]
+    added = [i for i in ids if i.startswith("mbx0")]
     assert len(added) == 8 and all(ids[i]["source"]["url"].endswith("/pull/49363") for i in added)
     assert all(f"{ids[i]['value']:.6f}" in ids[i]["quote"] for i in added)
+
+
+def test_the_custom_all_reduce_records_quote_their_row_in_milliseconds():
+    """SGLang's pull request #2904 gives one row per buffer, 'tp size 2/4/8 | data size | three latencies in ms';
+    each record is one latency of that row, in us, at the row's place for its group size."""
+    ids = microbenchmarks()
+    custom = [i for i in ids if ids[i].get("operation") == "custom all_reduce"]
+    assert len(custom) == 18 and all(i.startswith("mbx2") for i in custom)
+    for i in custom:
+        r = ids[i]
+        cells = [c.strip() for c in r["quote"].strip("| ").split("|")]
+        assert cells[0] == "2/4/8" and int(cells[1]) * 4 == r["message_size_bytes"]
+        ms = float(cells[2].split("/")[(2, 4, 8).index(r["n_gpus"])])
+        assert r["value"] == pytest.approx(ms * 1000)
+        assert r["source"]["url"].endswith("/pull/2904")
 
 
 def test_shipped_files_and_headlines(rec):

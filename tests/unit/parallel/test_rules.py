@@ -369,10 +369,16 @@ def test_the_calibrated_h100_roof_moves_the_rules_by_its_measured_rates():
     moved = rules.calibrated_thresholds("llama-3-70b", roof, batch=64)
     assert moved["ridge point"] == pytest.approx(roof.gemm.top / roof.bandwidth)
     assert moved["ridge point"] < rules.ridge("h100-sxm")  # the matmuls fall further short of peak than HBM
-    # a decode step's all-reduce of 64 x 8192 bf16 activations (1 MB) reaches a tenth of NVLink's best:
-    # the bound falls from 56 GPUs to about 7
+    # a decode step's all-reduce of 64 x 8192 bf16 activations (1 MiB) reaches a tenth of NVLink's best on
+    # NCCL's sweep (43.7 GB/s): the bound falls from 56 GPUs to about 7. The engines' custom kernel takes
+    # 16.7 us for it (SGLang's table at TP 8), 1 MiB x 7/4 / 16.7 us = 110 GB/s: the bound falls to about 16
     assert rules.decode_tp_bound("llama-3-70b", "h100-sxm", 64) == pytest.approx(55.8, abs=0.1)
-    assert 5 < moved["decode tensor-parallel bound"] < 10
+    nccl = rules.calibrated_thresholds("llama-3-70b", roof, batch=64, engine_allreduce="nccl")
+    assert 5 < nccl["decode tensor-parallel bound"] < 10
+    assert rules.decode_bus_bandwidth(roof, 8, 1 << 20) == pytest.approx((1 << 20) * 1.75 / 16.7e-6)
+    assert moved["decode tensor-parallel bound"] == pytest.approx(
+        1 + rules.decode_tp_constant("llama-3-70b") * (1 << 20) * 1.75 / 16.7e-6 / roof.bandwidth / 64)
+    assert 14 < moved["decode tensor-parallel bound"] < 18
     results = rules.rules_for("llama-3-70b", "h100-sxm", roof=roof)
     assert rules.find_rule(results, "ridge point").calibrated == moved["ridge point"]
     assert rules.find_rule(results, "KV-bound").calibrated is None  # reads no rate

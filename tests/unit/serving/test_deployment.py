@@ -123,15 +123,16 @@ def test_an_offline_benchmark_of_one_wave():
 
 
 def _pools(d, w, roof):
-    """The two pools' capacities, priced apart by hand: prompts gathered to 8,192 tokens a step; decode at the
-    largest batch that fits."""
+    """The two pools' capacities, priced apart by hand: a prefill replica finishes at best 8,192 / 2,048 = 4
+    prompts in one step of 8,192 tokens (the step budget; larger batches only take more such steps); a decode
+    replica holds the largest batch that fits, each request decoding O - 1 steps after its first token."""
     P, D = d.disaggregate
     n = 8192 / w.input_tokens
     pre = step_time("llama-3.1-8b", d, roof, decode=0, context=w.input_tokens, prefill=n * w.input_tokens,
                     keys=w.input_tokens / 2, seq=w.input_tokens).seconds
     b = largest_batch("llama-3.1-8b", H100, w, d)
     dec = step_time("llama-3.1-8b", d, roof, decode=b, context=w.input_tokens + w.output_tokens / 2).seconds
-    return P * n / pre * w.output_tokens, D * b / dec
+    return P * n / pre * w.output_tokens, D * b / dec * w.output_tokens / (w.output_tokens - 1)
 
 
 def test_disaggregation_with_an_infinite_link_carries_the_slower_pool_and_the_best_split_is_best():
@@ -232,7 +233,7 @@ def test_a_bad_workload_is_refused_by_name(kwargs, match):
 @pytest.mark.parametrize("kwargs,match", [
     (dict(tp=0), "tp"), (dict(kv_policy="lazy"), "kv_policy"), (dict(kv_fraction=1.5), "kv_fraction"),
     (dict(disaggregate=(3, 4), tp=2), "prefill pool"), (dict(disaggregate=5), "pair"), (dict(kv_link="wifi"), "kv_link"),
-    (dict(weights_dtype="fp9"), "fp9"),
+    (dict(weights_dtype="fp9"), "fp9"), (dict(allreduce="ring"), "allreduce must be one of nccl, custom"),
 ])
 def test_a_bad_deployment_is_refused_by_name(kwargs, match):
     with pytest.raises((ValueError, TypeError, KeyError), match=match):
@@ -255,11 +256,15 @@ def test_the_frontier_climbs_in_throughput_and_latency_to_the_memory_wall():
 
 
 def test_a_lightly_loaded_prefill_pool_does_not_wait_to_fill_a_step():
+    """At half a prompt a second on two prefill GPUs, each prefills a prompt alone, almost never queueing: the
+    TTFT is one prompt's step (2,048 tokens, within the 8,192-token budget) and a sliver of M/D/1 wait,
+    ``rho / (2 (1 - rho))`` of it with ``rho`` = 0.25 prompts/s x the step."""
     d = Deployment(**FP8, disaggregate=(2, 6))
     light = sustain("llama-3.1-8b", H100, Workload(2048, 256, rate=0.5), d, CAL["h100"])
     heavy = sustain("llama-3.1-8b", H100, Workload(2048, 256), d, CAL["h100"])
     alone = step_time("llama-3.1-8b", d, CAL["h100"], decode=0, context=2048, prefill=2048, keys=1024, seq=2048).seconds
-    assert light.ttft_s == pytest.approx(1.5 * alone + light.kv_transfer_s)
+    rho = 0.25 * alone
+    assert light.ttft_s == pytest.approx(alone * (1 + rho / (2 * (1 - rho))) + light.kv_transfer_s)
     assert light.ttft_s < heavy.ttft_s
 
 
