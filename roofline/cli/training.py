@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 from roofline.cli.output import tp_lines
-from roofline.cli.parser import GPUS_PER_NODE, UsageError, at, layout_flags, need_links, one_split, wants_cluster
+from roofline.cli.parser import AUTO, GPUS_PER_NODE, UsageError, at, layout_flags, need_links, one_split, wants_cluster
 from roofline.core.calibration import get_roof, roof_kind
 from roofline.core.hardware import Hardware, get_hardware, require_links
 from roofline.core.model import Model, load_model
@@ -289,9 +289,17 @@ def _train_cluster(args, catalog) -> str:
             raise UsageError(f"{flag} is not part of the cluster model: leave it out (use --global-batch for "
                              "accumulation)" if flag == "--accumulation" else
                              f"{flag} is not part of the cluster model: leave it out", flag)
-    if not isinstance(args.recompute, str) or args.recompute not in RECOMPUTES:
-        raise UsageError("the cluster model prices --recompute none, selective or full, not a checkpoint every K "
-                         "layers", "--recompute")
+    if not isinstance(args.recompute, str) or args.recompute not in (*RECOMPUTES, AUTO):
+        raise UsageError("the cluster model prices --recompute none, selective, full or auto, not a checkpoint every "
+                         "K layers", "--recompute")
+    open_ = tuple(k for k, v in (("micro_batch", args.micro_batch), ("recompute", args.recompute),
+                                 ("chunks", args.chunks)) if v == AUTO)
+    if "micro_batch" in open_ and args.global_batch is None:
+        raise UsageError("--micro-batch auto needs --global-batch: the micro-batch splits a step's sequences, and "
+                         "without a global batch a larger one would be a larger step", "--micro-batch")
+    if "chunks" in open_ and args.pp == 1:
+        raise UsageError("--chunks auto needs a pipeline (--pp 2 or more): without one there is nothing to interleave",
+                         "--chunks")
     per_node = args.gpus_per_node if args.gpus_per_node is not None else GPUS_PER_NODE
     split = args.tp * args.cp * args.pp
     if args.nodes is not None or args.gpus_per_node is not None:
@@ -306,18 +314,25 @@ def _train_cluster(args, catalog) -> str:
     else:
         dp = args.dp if args.dp is not None else args.gpus
     need_links(args, h, split * dp, f"train on {split * dp:,} GPUs", per_node=per_node)
-    schedule = args.schedule or ("interleaved" if args.chunks and args.chunks > 1 else "1f1b")
+    chunks = 1 if args.chunks in (None, AUTO) else args.chunks
+    schedule = args.schedule or ("interleaved" if chunks > 1 else "1f1b")
     layout = TrainLayout(seq=args.seq, tp=args.tp, cp=args.cp, pp=args.pp, dp=dp, ep=args.ep,
-                         micro_batch=args.micro_batch, global_batch=args.global_batch, recompute=args.recompute,
+                         micro_batch=1 if args.micro_batch == AUTO else args.micro_batch, global_batch=args.global_batch,
+                         recompute="none" if args.recompute == AUTO else args.recompute,
                          sequence_parallel=None if args.sequence_parallel is None else args.sequence_parallel == "on",
-                         schedule=schedule, chunks=args.chunks or 1, zero_stage=args.zero,
+                         schedule=schedule, chunks=chunks, zero_stage=args.zero,
                          attention="standard" if args.attention == "explicit" else "flash",
                          cp_method=args.cp_method.replace("-", "_"), overlap_grad_reduce=not args.no_overlap,
                          dtype=args.dtype, grad_dtype=args.dtype, gpus_per_node=per_node)
     roof = at("--roof", roof_kind, h, args.roof)
     flags = dict(_LAYOUT_FLAGS, **({} if args.schedule else {"the interleaved schedule": "--chunks"}))
-    floor, est = at(layout_flags(flags, m, args.seq), estimate_step, m, h, layout, roof=roof)
+    floor, est = at(layout_flags(flags, m, args.seq), estimate_step, m, h, layout, roof=roof, open=open_)
     chosen = est or floor
+    layout = chosen.layout  # the published settings, and those left open at the fastest that fits
+    picked = {k: getattr(layout, k) for k in open_}
+    if "chunks" in open_:
+        picked["schedule"] = layout.schedule
+    assumed = _assumed(args, layout)
     if args.json:
         def one(p):
             return {"time_s": p.time, "mfu": p.mfu, "hfu": p.hfu, "tokens_per_s": p.tokens_per_s,
@@ -330,13 +345,17 @@ def _train_cluster(args, catalog) -> str:
                        "recompute": layout.recompute, "sequence_parallel": layout.sp, "zero_stage": layout.zero_stage,
                        "attention": layout.attention, "overlap_grad_reduce": layout.overlap_grad_reduce,
                        "dtype": layout.dtype},
-            "seq": layout.seq, "roof": roof, "time_s": chosen.time, "mfu": chosen.mfu, "hfu": chosen.hfu,
+            "seq": layout.seq, "roof": roof, "picked": picked, "assumed": assumed, "time_s": chosen.time, "mfu": chosen.mfu, "hfu": chosen.hfu,
             "tokens_per_s": chosen.tokens_per_s, "memory_bytes": chosen.memory, "hbm_usable": h.usable_capacity,
             "fits": chosen.fits, "memory_parts": dict(chosen.memory_parts),
             "floor": one(floor), "estimate": one(est) if est else None,
         }, indent=2)
     lines = [f"training step of {m.title} on {layout.gpus:,} {h.short}s ({per_node} per node), "
              f"{layout.batch:,} sequences of {layout.seq:,} tokens:", f"  {layout.describe()}"]
+    if picked:
+        lines.append("  picked (the fastest that fits, of the values left open): "
+                     + ", ".join(_picked_text(k, v, layout) for k, v in picked.items() if k != "schedule"))
+    lines.append("  assumed: " + "; ".join(assumed.values()))
     fit = "fits" if chosen.fits else "DOES NOT FIT; the times below assume it did"
     lines.append(f"memory per GPU {fmt(chosen.memory, 'B')} of {fmt(h.usable_capacity, 'B')} usable: {fit}")
     lines.append("  " + ", ".join(f"{k} {fmt(v, 'B')}" for k, v in chosen.memory_parts.items() if v))
@@ -354,6 +373,23 @@ def _train_cluster(args, catalog) -> str:
     rate = chosen.tokens_per_s
     lines.append(f"{fmt(rate, 'tokens/s')} for the whole cluster")
     return "\n".join(lines)
+
+
+def _picked_text(key: str, value, layout: TrainLayout) -> str:
+    if key == "chunks":
+        return "plain 1F1B" if layout.schedule == "1f1b" else f"interleaved x{value}"
+    return f"{key.replace('_', '-')} {value}"
+
+
+def _assumed(args, layout: TrainLayout) -> dict:
+    """The defaults of ``train`` on a cluster that move a published comparison, in words, each with the flag that
+    changes it (printed with every answer, and in the JSON's ``assumed``)."""
+    return {
+        "attention": ("flash attention (--attention explicit: the kernel of Megatron-LM's 2021-22 runs)"
+                      if layout.attention == "flash" else "the explicit attention kernel of Megatron-LM's 2021-22 runs"),
+        "overlap_grad_reduce": ("the gradient reduction overlaps the backward pass (--no-overlap: it waits)"
+                                if layout.overlap_grad_reduce else "the gradient reduction waits for the backward pass"),
+    }
 
 
 def _plan_cluster(args, m: Model, h: Hardware, kind: str) -> str:

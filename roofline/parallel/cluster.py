@@ -56,7 +56,7 @@ gradient to fill the bubble; refused by name).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Mapping, NamedTuple
 
@@ -804,17 +804,108 @@ def search(model: Model | str, roof: ClusterRoof, *, gpus: int, seq: int, global
     return Search(m, roof, seq, tuple(fitting), priced, refused, n, leanest)
 
 
+OPEN_SETTINGS = ("micro_batch", "recompute", "chunks")
+"""The settings a source may leave open, which :func:`open_layouts` fills in with every value that runs."""
+
+OPEN_MICRO_BATCHES = (1, 2, 4, 8)
+"""The micro-batches an open ``micro_batch`` tries (those that divide the global batch over the replicas)."""
+
+
+def open_layouts(model: Model | str, layout: TrainLayout, open=()) -> tuple[TrainLayout, ...]:
+    """The layouts ``layout`` stands for when the settings named in ``open`` (of :data:`OPEN_SETTINGS`) are left
+    open, each checked by :func:`check_layout`; with nothing open, ``(layout,)`` once checked.
+
+    - ``micro_batch``: each of :data:`OPEN_MICRO_BATCHES` (the global batch must be given: a micro-batch that
+      changed the tokens of a step would not be the same run);
+    - ``recompute``: none, selective and full;
+    - ``chunks``: on a pipeline, every depth of interleaving that divides a stage's layers (with
+      ``schedule='interleaved'`` two or more, else plain 1F1B too); where no depth runs at any micro-batch,
+      plain 1F1B.
+
+    A layout the constraints refuse is left out; when every one is, the first one's error is raised."""
+    m = load_model(model)
+    open = (open,) if isinstance(open, str) else tuple(open)
+    for name in open:
+        if name not in OPEN_SETTINGS:
+            raise unknown_name("open", name, OPEN_SETTINGS)
+    if not isinstance(layout, TrainLayout):
+        raise TypeError(f"layout must be a TrainLayout, got {type(layout).__name__}")
+    if "micro_batch" in open and layout.global_batch is None:
+        raise ValueError("micro_batch 'auto' needs the global batch: with one micro-batch a replica, a larger "
+                         "micro-batch would be a larger step, not the same run faster")
+    mbs = OPEN_MICRO_BATCHES if "micro_batch" in open else (layout.micro_batch,)
+    rcs = RECOMPUTES if "recompute" in open else (layout.recompute,)
+    per_stage = -(-m.num_layers // layout.pp) if layout.pp > 0 else 1
+    if "chunks" in open and layout.pp > 1:
+        least = 2 if layout.schedule == "interleaved" else 1
+        depths = tuple(c for c in range(least, per_stage + 1) if per_stage % c == 0) or (1,)
+    else:
+        depths = (layout.chunks,)
+
+    def variants(chunk_options):
+        for mb in mbs:
+            for rc in rcs:
+                for c in chunk_options:
+                    sched = layout.schedule if "chunks" not in open else ("interleaved" if c > 1 else "1f1b")
+                    yield replace(layout, micro_batch=mb, recompute=rc, chunks=c, schedule=sched)
+
+    def runnable(chunk_options):
+        out, first = [], None
+        for lay in variants(chunk_options):
+            try:
+                check_layout(m, lay)
+            except (ValueError, KeyError) as exc:
+                first = first or exc
+                continue
+            out.append(lay)
+        return out, first
+
+    found, first = runnable(depths)
+    if not found and "chunks" in open and layout.pp > 1:
+        found, _ = runnable((1,))
+    if not found:
+        raise first
+    return tuple(found)
+
+
+def fastest_fitting(model: Model | str, layouts, roof: ClusterRoof) -> StepPrice:
+    """The fastest of ``layouts`` under ``roof`` among those that fit in the usable HBM (the fastest of all where
+    none fits; the first of equals): the choice a source's open settings are taken at."""
+    m = load_model(model)
+    roof = _check_roof(roof)
+    layouts = tuple(layouts)
+    if not layouts:
+        raise ValueError("layouts must hold at least one layout")
+    cache: dict = {}
+    for lay in layouts:
+        check_layout(m, lay)
+    priced = [_price(m, lay, roof, cache) for lay in layouts]
+    fitting = [p for p in priced if p.fits] or priced
+    return min(fitting, key=lambda p: p.time)
+
+
 def estimate_step(model: Model | str, hardware: Hardware | str, layout: TrainLayout, *,
-                  roof: str | None = None) -> tuple[StepPrice, StepPrice | None]:
+                  roof: str | None = None, open=()) -> tuple[StepPrice, StepPrice | None]:
     """One training step of ``layout`` priced at the datasheet floor and under the chip's calibrated roof:
     ``(floor, estimate)``. ``roof`` is the kind of the estimate (:func:`~roofline.core.calibration.roof_kind`:
     ``None`` for the calibrated roof where the chip has one, 'datasheet' for the floor alone, when the estimate
-    is ``None``). The layout's ``dtype`` picks the peak both divide by."""
-    m = check_layout(model, layout)
+    is ``None``). The layout's ``dtype`` picks the peak both divide by.
+
+    ``open`` names the settings a source left open (:data:`OPEN_SETTINGS`): the layout priced is then the
+    fastest of :func:`open_layouts` that fits, chosen under the estimate (under the floor where there is no
+    estimate), and both prices are of that layout (``estimate.layout`` says what was picked). Appendix C's
+    development checks and ``roofline train --micro-batch auto`` come through here."""
+    m = load_model(model)
     hw = get_hardware(hardware)
     kind = roof_kind(hw, roof)
-    floor = _price(m, layout, get_roof(hw, "datasheet", layout.dtype), {})
-    return floor, (_price(m, layout, get_roof(hw, kind, layout.dtype), {}) if kind == "calibrated" else None)
+    candidates = open_layouts(m, layout, open)
+    est_roof = get_roof(hw, kind, layout.dtype)
+    chosen = fastest_fitting(m, candidates, est_roof) if len(candidates) > 1 else None
+    picked = chosen.layout if chosen is not None else candidates[0]
+    floor = _price(m, picked, get_roof(hw, "datasheet", layout.dtype), {})
+    if kind != "calibrated":
+        return floor, None
+    return floor, (chosen if chosen is not None else _price(m, picked, est_roof, {}))
 
 
 PART_ORDER = ("matmuls", "attention", "memory-bound", "recompute", "tensor-parallel", "context-parallel",
@@ -847,4 +938,4 @@ def token_rate_per_gpu(price: StepPrice, hidden=()) -> float:
     return price.layout.batch * price.layout.seq / (seconds * price.layout.gpus)
 
 
-__all__ += ["degree_grid", "estimate_step", "PART_ORDER", "part_shares", "part_gaps", "token_rate_per_gpu"]
+__all__ += ["degree_grid", "estimate_step", "OPEN_SETTINGS", "OPEN_MICRO_BATCHES", "open_layouts", "fastest_fitting", "PART_ORDER", "part_shares", "part_gaps", "token_rate_per_gpu"]

@@ -63,7 +63,7 @@ def test_a_chip_without_a_calibrated_roof_gets_the_floor_and_a_clear_refusal():
     (("--pp", "2", "--chunks", "3"), "--chunks", "chunks (3) must divide the layers per stage"),
     (("--ep", "2"), "--ep", "needs a mixture-of-experts model"),
     (("--dp", "3"), "--dp", "disagrees with the cluster"),
-    (("--recompute", "every-4"), "--recompute", "none, selective or full"),
+    (("--recompute", "every-4"), "--recompute", "none, selective, full or auto"),
     (("--global-batch", "3"), "--global-batch", "must be a multiple of dp x micro_batch"),
     (("--offload",), "--offload", "not part of the cluster model"),
 ])

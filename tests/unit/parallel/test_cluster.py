@@ -9,6 +9,7 @@ from roofline.core.cluster_roof import datasheet_cluster_roof
 from roofline.core.curve import Curve
 from roofline.core.model import load_model
 from roofline.core.calibration import get_roof
+from roofline.core.checks import UnknownNameError
 from roofline.parallel.cluster import PART_ORDER, TrainLayout, check_layout, part_gaps, part_shares, price_step
 from roofline.parallel.planner import gpt_model
 from roofline.measured.training_runs import development_checks
@@ -330,3 +331,49 @@ def test_the_planners_grid_and_what_a_search_gives_back():
     assert estimate_step("llama-3-8b", "b200", found.best.layout)[1] is None  # no calibrated roof: the floor alone
     with pytest.raises(ValueError, match="roof 'calibrated' has no data for the B200"):
         estimate_step("llama-3-8b", "b200", found.best.layout, roof="calibrated")
+
+
+# ------------------------------------------------------------------ settings a source leaves open (appendix C, train)
+
+
+def test_open_layouts_are_every_value_that_runs_of_what_was_left_open():
+    from roofline.parallel.cluster import open_layouts
+
+    lay = TrainLayout(seq=4096, tp=2, pp=4, dp=4, global_batch=64, recompute="full")
+    assert open_layouts("llama-3-8b", lay) == (lay,)
+    # 32 layers over 4 stages: 8 a stage; interleaving depths 2, 4 and 8 divide it, plain 1F1B beside them
+    got = open_layouts("llama-3-8b", lay, ("chunks",))
+    assert [(x.schedule, x.chunks) for x in got] == [("1f1b", 1), ("interleaved", 2), ("interleaved", 4),
+                                                      ("interleaved", 8)]
+    inter = open_layouts("llama-3-8b", replace(lay, schedule="interleaved", chunks=2), "chunks")
+    assert [x.chunks for x in inter] == [2, 4, 8]
+    # 64 sequences over 4 replicas: 16 each, so micro-batches 1, 2, 4 and 8 all divide; the interleaved schedule
+    # needs the micro-batches per pipeline (16, 8, 4, 2) to be a multiple of pp = 4, which 2 is not
+    both = open_layouts("llama-3-8b", replace(lay, schedule="interleaved", chunks=2), ("micro_batch", "chunks"))
+    assert sorted({x.micro_batch for x in both}) == [1, 2, 4]
+    assert len(open_layouts("llama-3-8b", lay, ("micro_batch", "recompute"))) == 4 * 3
+
+
+def test_open_settings_are_refused_where_they_mean_nothing():
+    from roofline.parallel.cluster import open_layouts
+
+    with pytest.raises(ValueError, match="needs the global batch"):
+        open_layouts("llama-3-8b", TrainLayout(seq=4096, dp=8), ("micro_batch",))
+    with pytest.raises(UnknownNameError, match="unknown open 'microbatch'.*micro_batch"):
+        open_layouts("llama-3-8b", TrainLayout(seq=4096, dp=8), ("microbatch",))
+    with pytest.raises(ValueError, match="must divide the attention heads"):
+        open_layouts("llama-3-8b", TrainLayout(seq=4096, tp=3, dp=8, global_batch=64), ("micro_batch",))
+
+
+def test_estimate_step_takes_the_fastest_that_fits_of_the_open_settings():
+    from roofline.parallel.cluster import estimate_step, open_layouts
+
+    lay = TrainLayout(seq=8192, dp=8, global_batch=64, zero_stage=3)
+    open_ = ("micro_batch", "recompute")
+    roof = get_roof("h100-sxm", "calibrated")
+    priced = [price_step("llama-3-8b", x, roof) for x in open_layouts("llama-3-8b", lay, open_)]
+    fastest = min((p for p in priced if p.fits), key=lambda p: p.time)
+    assert any(not p.fits for p in priced)  # a faster layout that does not fit is not taken
+    floor, est = estimate_step("llama-3-8b", "h100-sxm", lay, open=open_)
+    assert est.layout == fastest.layout == floor.layout and est.time == fastest.time
+    assert floor.time <= est.time
