@@ -451,7 +451,8 @@ def _train_parser(sub, models: str) -> None:
                         "forward again), matmul-outputs (keep the matmuls' outputs, rebuild the elementwise "
                         "work) or every-K (a checkpoint every K layers) (default none); auto (the cluster model): "
                         "the fastest of none, selective and full that fits, said in the output")
-    p.add_argument("--zero", type=int, choices=(0, 1, 2, 3), default=0, help="ZeRO stage (default 0)")
+    p.add_argument("--zero", type=int, choices=(0, 1, 2, 3), default=None,
+                   help="ZeRO stage (default 0; 3 with --fsdp)")
     p.add_argument("--offload", action="store_true", help="keep the saved activations in host memory, over PCIe")
     p.add_argument("--attention", choices=OPTIONS["attention"], default="flash",
                    help="flash (never stores the scores) or explicit, the kernel of Megatron-LM's 2021-22 runs, "
@@ -483,6 +484,17 @@ def _train_parser(sub, models: str) -> None:
                          "(with --schedule interleaved two or more, else plain 1F1B too), the fastest that fits")
     cl.add_argument("--sequence-parallel", choices=("on", "off"), default=None,
                     help="split norms and residuals over the tensor-parallel group (default on when --tp > 1)")
+    cl.add_argument("--fsdp", choices=("full", "hybrid"), default=None,
+                    help="PyTorch FSDP's names for ZeRO-3: full shards the weights, gradients and optimizer state over "
+                         "every data-parallel rank; hybrid (HSDP) over the ranks of one node, replicated across nodes "
+                         "(or over --shard-group ranks)")
+    cl.add_argument("--reshard-after-forward", choices=("on", "off"), default=None,
+                    help="with --fsdp or --zero 3: on (default) frees the gathered weights after the forward pass and "
+                         "gathers them again for the backward; off keeps them to the backward pass, one gather a "
+                         "step, as Llama 3 did (FSDP1's SHARD_GRAD_OP)")
+    cl.add_argument("--shard-group", type=whole(1), default=None, metavar="N",
+                    help="hybrid sharding over groups of N data-parallel ranks, replicated across groups "
+                         "(torchtitan's data_parallel_shard_degree; with --zero 1 to 3 or --fsdp)")
     cl.add_argument("--no-overlap", action="store_true",
                     help="the gradient reduction waits for the backward pass, as in Megatron-LM's 2021-22 runs "
                          "(default: it overlaps the backward pass but for its last bucket; printed in the output)")
@@ -493,7 +505,8 @@ def _train_parser(sub, models: str) -> None:
     p.add_argument("--json", action="store_true", help="print one JSON object")
 
 
-CLUSTER_FLAGS = ("pp", "ep", "dp", "global_batch", "schedule", "chunks", "sequence_parallel", "roof")
+CLUSTER_FLAGS = ("pp", "ep", "dp", "global_batch", "schedule", "chunks", "sequence_parallel", "roof", "fsdp",
+                 "reshard_after_forward", "shard_group")
 
 
 def wants_cluster(args) -> bool:

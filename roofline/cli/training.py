@@ -34,6 +34,11 @@ def run_plan(args) -> str:
 
 
 def _train(args, catalog) -> str:
+    if args.fsdp is not None and args.zero not in (None, 3):
+        raise UsageError(f"--fsdp is ZeRO-3 (FSDP's full or hybrid sharding): give --zero 3 with it or leave --zero "
+                         f"out, got --zero {args.zero}", "--fsdp")
+    if args.zero is None:
+        args.zero = 3 if args.fsdp is not None else 0
     if wants_cluster(args):
         return _train_cluster(args, catalog)
     one_split(args)
@@ -277,7 +282,8 @@ _LAYOUT_FLAGS = {"tp": "--tp", "cp": "--cp", "pp": "--pp", "ep": "--ep", "dp": "
                  "schedule": "--schedule", "recompute": "--recompute", "attention": "--attention",
                  "the interleaved schedule": "--schedule", "sequence parallelism": "--sequence-parallel",
                  "all-to-all context parallelism": "--cp", "the ring's zigzag split": "--cp",
-                 "zero_stage": "--zero"}
+                 "zero_stage": "--zero", "shard_group": "--shard-group", "reshard_after_forward": "--reshard-after-forward",
+                 "hybrid sharding": "--shard-group"}
 
 
 def _train_cluster(args, catalog) -> str:
@@ -285,6 +291,9 @@ def _train_cluster(args, catalog) -> str:
     m, h = at("model", load_model, args.model), at("--gpu", get_hardware, args.gpu, catalog)
     for flag, bad in (("--offload", args.offload), ("--hybrid", args.hybrid), ("--achieved", args.achieved is not None),
                       ("--accumulation", args.accumulation > 1)):
+        if bad and flag == "--hybrid":
+            raise UsageError("--hybrid is chapter 7's data-parallel step; the cluster model's hybrid sharding is "
+                             "--fsdp hybrid (or --shard-group N)", flag)
         if bad:
             raise UsageError(f"{flag} is not part of the cluster model: leave it out (use --global-batch for "
                              "accumulation)" if flag == "--accumulation" else
@@ -314,6 +323,12 @@ def _train_cluster(args, catalog) -> str:
     else:
         dp = args.dp if args.dp is not None else args.gpus
     need_links(args, h, split * dp, f"train on {split * dp:,} GPUs", per_node=per_node)
+    if args.reshard_after_forward is not None and args.zero != 3:
+        raise UsageError(f"--reshard-after-forward applies to FSDP (--fsdp, or --zero 3): ZeRO-{args.zero} keeps the "
+                         "weights whole on every GPU", "--reshard-after-forward")
+    shard_group = args.shard_group
+    if args.fsdp == "hybrid" and shard_group is None:  # the data-parallel ranks of one node
+        shard_group = max(1, min(dp * args.cp, per_node // args.tp))
     chunks = 1 if args.chunks in (None, AUTO) else args.chunks
     schedule = args.schedule or ("interleaved" if chunks > 1 else "1f1b")
     layout = TrainLayout(seq=args.seq, tp=args.tp, cp=args.cp, pp=args.pp, dp=dp, ep=args.ep,
@@ -323,7 +338,8 @@ def _train_cluster(args, catalog) -> str:
                          schedule=schedule, chunks=chunks, zero_stage=args.zero,
                          attention="standard" if args.attention == "explicit" else "flash",
                          cp_method=args.cp_method.replace("-", "_"), overlap_grad_reduce=not args.no_overlap,
-                         dtype=args.dtype, grad_dtype=args.dtype, gpus_per_node=per_node)
+                         dtype=args.dtype, grad_dtype=args.dtype, gpus_per_node=per_node,
+                         reshard_after_forward=args.reshard_after_forward != "off", shard_group=shard_group)
     roof = at("--roof", roof_kind, h, args.roof)
     flags = dict(_LAYOUT_FLAGS, **({} if args.schedule else {"the interleaved schedule": "--chunks"}))
     floor, est = at(layout_flags(flags, m, args.seq), estimate_step, m, h, layout, roof=roof, open=open_)
@@ -344,7 +360,8 @@ def _train_cluster(args, catalog) -> str:
                        "micro_batches": layout.micro_batches, "schedule": layout.schedule, "chunks": layout.chunks,
                        "recompute": layout.recompute, "sequence_parallel": layout.sp, "zero_stage": layout.zero_stage,
                        "attention": layout.attention, "overlap_grad_reduce": layout.overlap_grad_reduce,
-                       "dtype": layout.dtype},
+                       "dtype": layout.dtype, "reshard_after_forward": layout.reshard_after_forward,
+                       "shard_group": layout.shards},
             "seq": layout.seq, "roof": roof, "picked": picked, "assumed": assumed, "time_s": chosen.time, "mfu": chosen.mfu, "hfu": chosen.hfu,
             "tokens_per_s": chosen.tokens_per_s, "memory_bytes": chosen.memory, "hbm_usable": h.usable_capacity,
             "fits": chosen.fits, "memory_parts": dict(chosen.memory_parts),

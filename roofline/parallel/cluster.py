@@ -41,15 +41,19 @@ and cross-entropy on the last): ``m`` micro-batches of forward and backward, the
 ``(pp - 1)/chunks`` of an average stage's micro-batch, ``2 (m chunks + pp - 1)`` point-to-point messages of one
 micro-batch's activations (split over ``tp``, Megatron's scatter-gather), the data-parallel reduction of the
 stage's gradients over ``dp x cp`` shown as far as the last micro-batch's backward pass cannot hide it, and at
-least its last 25 MB bucket (all of it without ``overlap_grad_reduce``; with ZeRO-3, two gathers of the
-weights and a reduce-scatter of the gradients for every micro-batch, each behind that micro-batch's compute),
+least its last 25 MB bucket (all of it without ``overlap_grad_reduce``; with ZeRO-3, FSDP's full sharding, two
+gathers of the weights and a reduce-scatter of the gradients for every micro-batch, each behind that micro-batch's
+compute; with ``reshard_after_forward=False`` the weights gathered once a step behind the first micro-batch's
+forward pass and kept, whole, to the last backward pass, the gradients accumulated whole and reduce-scattered once
+behind it; with hybrid sharding, ``shard_group``, the gathers and scatters inside each group and the gradient
+shards all-reduced across the groups),
 the tied embedding's gradient summed between the first and last stage, and the
 optimizer's pass over the GPU's share of the parameters at the HBM rate (38 bytes a parameter in bf16: Adam
 reads weights, gradients and two moments and writes three, the gradient norm reads the gradients, the
 bf16 copy of the weights is written; 52 in fp16, which also unscales the gradients and copies them to fp32).
 
 Not modelled: stragglers and failures, uneven stages beyond the embedding and the head, expert imbalance,
-hybrid sharding, offloading, and the zero-bubble schedules (which split the weight gradient from the input
+hybrid sharding with expert parallelism, offloading, and the zero-bubble schedules (which split the weight gradient from the input
 gradient to fill the bubble; refused by name).
 """
 
@@ -90,6 +94,11 @@ class TrainLayout:
     ``global_batch`` is in sequences (``None``: one micro-batch per data-parallel rank). ``sequence_parallel``
     ``None`` means on wherever ``tp > 1``. ``chunks`` is the interleaved schedule's model chunks per GPU (1 for
     1F1B). ``grad_dtype`` is the format the gradients are reduced in; ``dtype`` the matmuls'.
+
+    FSDP as PyTorch runs it: ``zero_stage=3`` is FSDP's full sharding; ``reshard_after_forward=False`` keeps the
+    gathered weights from the forward pass to the backward (FSDP1's ``SHARD_GRAD_OP``, FSDP2's
+    ``reshard_after_forward=False``, Llama 3's choice); ``shard_group`` shards the model state over groups of that
+    many data-parallel ranks and replicates it across groups (hybrid sharding, HSDP; ``None``: all ``dp x cp``).
     """
 
     seq: int
@@ -111,6 +120,8 @@ class TrainLayout:
     dtype: str = "bf16"
     grad_dtype: str = "bf16"
     gpus_per_node: int = 8
+    reshard_after_forward: bool = True
+    shard_group: int | None = None
 
     @property
     def gpus(self) -> int:
@@ -141,7 +152,25 @@ class TrainLayout:
         if self.ep > 1:
             parts.append(f"EP {self.ep}")
         return (" x ".join(parts) + f", micro-batch {self.micro_batch} ({self.micro_batches} a step){self.schedule_text}, "
-                f"recompute {self.recompute}{', SP' if self.sp and self.tp > 1 else ''}, ZeRO-{self.zero_stage}")
+                f"recompute {self.recompute}{', SP' if self.sp and self.tp > 1 else ''}, {self.sharding_text}")
+
+    @property
+    def shards(self) -> int:
+        """The data-parallel ranks the model state is sharded over: ``shard_group``, or all ``dp x cp``."""
+        return self.dp * self.cp if self.shard_group is None else self.shard_group
+
+    @property
+    def sharding_text(self) -> str:
+        """The sharding in the command line's words: 'ZeRO-1', 'ZeRO-3 (FSDP)', 'ZeRO-3 (FSDP, kept gathered to
+        the backward pass, hybrid over 8)'."""
+        notes = []
+        if self.zero_stage == 3:
+            notes.append("FSDP")
+            if not self.reshard_after_forward:
+                notes.append("kept gathered to the backward pass")
+        if self.shard_group is not None:
+            notes.append(f"hybrid over {self.shard_group}")
+        return f"ZeRO-{self.zero_stage}" + (f" ({', '.join(notes)})" if notes else "")
 
     def prose(self) -> str:
         """The layout as a phrase for running text, where :meth:`describe` is the command line's shorthand:
@@ -168,7 +197,7 @@ class TrainLayout:
             batches += (" on the 1F1B schedule" if self.schedule == "1f1b"
                         else f" on the interleaved schedule of {self.chunks:,} chunks per GPU")
         recompute = {"none": "no recomputation"}.get(self.recompute, f"{self.recompute} recomputation")
-        zero = f"ZeRO-{self.zero_stage}" if self.zero_stage else "no ZeRO sharding"
+        zero = self.sharding_text if self.zero_stage else "no ZeRO sharding"
         return f"{listed(degrees)}, {batches}, {recompute} and {zero}"
 
 
@@ -197,6 +226,21 @@ def check_layout(model: Model | str, layout: TrainLayout) -> Model:
         raise unknown_name("schedule", layout.schedule, SCHEDULES)
     if layout.zero_stage not in ZERO_STAGES:
         raise ValueError(f"zero_stage must be 0, 1, 2 or 3, got {layout.zero_stage!r}")
+    if not isinstance(layout.reshard_after_forward, bool):
+        raise TypeError(f"reshard_after_forward must be True or False, got {layout.reshard_after_forward!r}")
+    if not layout.reshard_after_forward and layout.zero_stage != 3:
+        raise ValueError(f"reshard_after_forward applies to ZeRO-3 (FSDP) only: stage {layout.zero_stage} keeps the "
+                         "weights whole on every GPU; give zero_stage=3 with it")
+    if layout.shard_group is not None:
+        _positive("shard_group", layout.shard_group)
+        n_dp = layout.dp * layout.cp
+        if layout.zero_stage == 0:
+            raise ValueError("shard_group (hybrid sharding) needs a ZeRO stage of 1 or more: stage 0 shards nothing")
+        if n_dp % layout.shard_group:
+            raise ValueError(f"shard_group ({layout.shard_group}) must divide the data-parallel ranks dp x cp "
+                             f"({layout.dp} x {layout.cp} = {n_dp}): each group holds one whole copy of the model state")
+        if layout.ep > 1:
+            raise NotModelledError("hybrid sharding (shard_group) with expert parallelism is not priced yet")
     for name in ("dtype", "grad_dtype"):
         if getattr(layout, name) not in OPTIMIZER_BYTES:
             raise unknown_name(name, getattr(layout, name), OPTIMIZER_BYTES)
@@ -635,18 +679,39 @@ def _price(m: Model, lay: TrainLayout, roof: ClusterRoof, cache: dict) -> StepPr
     comm = 0.0
     if n_dp > 1:
         size = (dense + emb) * gbytes
-        if lay.zero_stage == 3:
-            per = (2 * roof.collective_time("all_gather", n_dp, size, per_node=k_dp)
-                   + roof.collective_time("reduce_scatter", n_dp, size, per_node=k_dp))
+        s_dp = lay.shards
+        k_s = min(s_dp, k_dp)  # members of a shard group in each node
+
+        def gather(nbytes):  # the weights, gathered over a shard group
+            return roof.collective_time("all_gather", s_dp, nbytes, per_node=k_s)
+
+        def scatter(nbytes):  # the gradients, reduce-scattered over a shard group and summed across the groups
+            return (roof.collective_time("reduce_scatter", s_dp, nbytes, per_node=k_s)
+                    + roof.collective_time("all_reduce", n_dp // s_dp, nbytes / s_dp, per_node=max(1, k_dp // s_dp)))
+
+        fwd_mb, bwd_mb = sum(stage.fwd.values()), stage.total - sum(stage.fwd.values())
+        if lay.zero_stage == 3 and lay.reshard_after_forward:
+            per = 2 * gather(size) + scatter(size)
             behind = per_mb if lay.overlap_grad_reduce else 0.0
             comm = mcount * max(0.0, per - behind)
             hidden["data-parallel"] = mcount * per - comm
+        elif lay.zero_stage == 3:  # gathered once for the step, kept to the last backward pass, reduced once
+            ag, rs = gather(size), scatter(size)
+
+            def exposed(t, behind):
+                return max(t - behind, min(1.0, 25e6 / max(size, 1.0)) * t) if lay.overlap_grad_reduce else t
+
+            comm = exposed(ag, fwd_mb) + exposed(rs, bwd_mb)
+            hidden["data-parallel"] = ag + rs - comm
         else:
-            t = roof.collective_time("all_reduce", n_dp, size, per_node=k_dp)
+            if s_dp == n_dp:
+                t = roof.collective_time("all_reduce", n_dp, size, per_node=k_dp)
+            else:  # hybrid: reduce-scatter in the group, all-reduce the shard across groups, gather in the group
+                t = scatter(size) + gather(size)
             if experts and n_dp // lay.ep > 1:
                 t += roof.collective_time("all_reduce", n_dp // lay.ep, experts * gbytes,
                                           per_node=max(1, k_dp // lay.ep))
-            behind = stage.total - sum(stage.fwd.values()) if lay.overlap_grad_reduce else 0.0
+            behind = bwd_mb if lay.overlap_grad_reduce else 0.0
             bucket = min(1.0, 25e6 / max(size, 1.0)) * t
             comm = max(t - behind, bucket) if lay.overlap_grad_reduce else t
             hidden["data-parallel"] = t - comm
@@ -659,7 +724,7 @@ def _price(m: Model, lay: TrainLayout, roof: ClusterRoof, cache: dict) -> StepPr
     def sharded(stage: int) -> float:
         if lay.zero_stage < stage:
             return held
-        return (dense + emb) / n_dp + experts / max(1, n_dp // lay.ep)
+        return (dense + emb) / lay.shards + experts / max(1, n_dp // lay.ep)
 
     parts["optimizer"] = roof.memory_time(sharded(1) * OPTIMIZER_BYTES[lay.dtype], 10)
     for k in ("matmuls", "attention", "memory-bound", "tensor-parallel", "context-parallel", "expert all-to-all",
@@ -667,7 +732,11 @@ def _price(m: Model, lay: TrainLayout, roof: ClusterRoof, cache: dict) -> StepPr
         parts.setdefault(k, 0.0)
     # memory per GPU: model state, activations in flight on the first stage, the last stage's fp32 logits
     per = state_bytes()
-    state = {"weights": sharded(3) * per["weights"], "gradients": sharded(2) * per["gradients"],
+    # weights kept gathered to the backward pass are whole on the GPU at the end of the forward pass, and their
+    # gradients, accumulated over the step's micro-batches before the one reduction, whole too
+    kept = lay.zero_stage == 3 and not lay.reshard_after_forward
+    state = {"weights": (held if kept else sharded(3)) * per["weights"],
+             "gradients": (held if kept and mcount > 1 else sharded(2)) * per["gradients"],
              "optimizer": sharded(1) * per["optimizer"]}
     per_layer = _cached(cache, ("acts",) + layer_key, lambda: _layer_activations(m, lay))
     flight = float(in_flight(pp, mcount, v, lay.schedule)) if pp > 1 else 1.0

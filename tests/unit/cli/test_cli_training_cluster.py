@@ -80,3 +80,36 @@ def test_tp_with_nodes_now_prices_the_whole_layout():
     assert status == 0
     got = json.loads(out)
     assert got["layout"]["dp"] == 2 and got["floor"]["time_s"] < got["time_s"]
+
+
+FSDP = ("train", "llama-3.1-8b", "--gpu", "h100", "--nodes", "4", "--seq", "8192", "--global-batch", "64", "--json")
+
+
+@pytest.mark.parametrize("flags, fields", [
+    (("--fsdp", "full"), {"zero_stage": 3}),
+    (("--zero", "3"), {"zero_stage": 3}),
+    (("--fsdp", "full", "--reshard-after-forward", "off"), {"zero_stage": 3, "reshard_after_forward": False}),
+    (("--fsdp", "hybrid"), {"zero_stage": 3, "shard_group": 8}),
+    (("--zero", "1", "--shard-group", "16"), {"zero_stage": 1, "shard_group": 16}),
+])
+def test_fsdp_flags_are_the_package_layouts_pytorch_names(flags, fields):
+    status, out, err = run(*FSDP, *flags)
+    assert status == 0, err
+    got = json.loads(out)
+    lay = TrainLayout(seq=8192, dp=32, global_batch=64, recompute="none", **fields)
+    floor, est = estimate_step("llama-3.1-8b", "h100-sxm", lay)
+    assert got["time_s"] == est.time and got["memory_bytes"] == est.memory and got["floor"]["time_s"] == floor.time
+    assert got["layout"]["zero_stage"] == fields["zero_stage"]
+    assert got["layout"]["reshard_after_forward"] == fields.get("reshard_after_forward", True)
+    assert got["layout"]["shard_group"] == fields.get("shard_group", 32)
+
+
+@pytest.mark.parametrize("flags, flag, words", [
+    (("--fsdp", "full", "--zero", "1"), "--fsdp", "give --zero 3 with it"),
+    (("--zero", "1", "--reshard-after-forward", "off"), "--reshard-after-forward", "applies to FSDP"),
+    (("--zero", "3", "--shard-group", "5"), "--shard-group", "must divide the data-parallel ranks"),
+    (("--zero", "3", "--hybrid"), "--hybrid", "--fsdp hybrid"),
+])
+def test_bad_fsdp_flags_are_refused_naming_the_flag(flags, flag, words):
+    status, _, err = run(*FSDP[:-1], *flags)
+    assert status == 2 and flag in err and words in err, err

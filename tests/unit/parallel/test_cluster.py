@@ -377,3 +377,69 @@ def test_estimate_step_takes_the_fastest_that_fits_of_the_open_settings():
     floor, est = estimate_step("llama-3-8b", "h100-sxm", lay, open=open_)
     assert est.layout == fastest.layout == floor.layout and est.time == fastest.time
     assert floor.time <= est.time
+
+
+# ------------------------------------------------------------------------------- FSDP as PyTorch runs it (item 3)
+
+
+def _dp_traffic(p):
+    """Seconds of data-parallel traffic of a step, exposed and hidden together."""
+    return p.parts["data-parallel"] + p.hidden.get("data-parallel", 0.0)
+
+
+def test_reshard_after_forward_off_moves_traffic_to_memory_as_the_formula_says():
+    """Llama 3.1 8B on 32 H100s, FSDP over all 32, two micro-batches a step. Resharding after the forward pass
+    (FSDP's default) holds 1/32 of the bf16 weights and gradients and, per micro-batch, gathers the weights twice
+    (forward and backward) and reduce-scatters the gradients once: 2 x 2 gathers and 2 scatters a step. Kept
+    gathered to the backward pass: the whole 2 bytes a parameter of weights and, accumulated over two
+    micro-batches before the one reduction, of gradients; one gather and one scatter a step."""
+    m = load_model("llama-3.1-8b")
+    roof = get_roof("h100-sxm", "calibrated")
+    on = TrainLayout(seq=8192, dp=32, global_batch=64, zero_stage=3, recompute="none")
+    off = replace(on, reshard_after_forward=False)
+    p_on, p_off = price_step(m, on, roof), price_step(m, off, roof)
+    n = m.params  # tp 1, pp 1: every parameter on every GPU's stage
+    assert p_on.memory_parts["weights"] == pytest.approx(2 * n / 32)
+    assert p_off.memory_parts["weights"] == pytest.approx(2 * n)
+    assert p_off.memory_parts["gradients"] == pytest.approx(2 * n) and p_on.memory_parts["gradients"] == pytest.approx(2 * n / 32)
+    assert p_off.memory_parts["optimizer"] == p_on.memory_parts["optimizer"] == pytest.approx(12 * n / 32)
+    assert p_off.memory - p_on.memory == pytest.approx(2 * 2 * n * (1 - 1 / 32))
+    size = 2 * n  # the stage's weights in bf16, the buffer of each gather and scatter
+    ag = roof.collective_time("all_gather", 32, size, per_node=8)
+    rs = roof.collective_time("reduce_scatter", 32, size, per_node=8)
+    assert _dp_traffic(p_on) == pytest.approx(2 * (2 * ag + rs))
+    assert _dp_traffic(p_off) == pytest.approx(ag + rs)
+    assert p_off.memory_parts["activations"] == p_on.memory_parts["activations"]
+
+
+def test_hybrid_sharding_shards_over_the_group_and_reduces_across_groups():
+    """FSDP hybrid over groups of 8 (one node) of 32 ranks: the optimizer state is an eighth of 12 bytes a
+    parameter, not a 32nd; the gradients are reduce-scattered in the group, and each rank all-reduces its eighth
+    with its counterparts in the other 3 groups, one per node."""
+    m = load_model("llama-3.1-8b")
+    roof = get_roof("h100-sxm", "calibrated")
+    lay = TrainLayout(seq=8192, dp=32, global_batch=32, zero_stage=3, shard_group=8, recompute="none")
+    p = price_step(m, lay, roof)
+    n = m.params
+    assert p.memory_parts["optimizer"] == pytest.approx(12 * n / 8) and p.memory_parts["weights"] == pytest.approx(2 * n / 8)
+    size = 2 * n
+    ag = roof.collective_time("all_gather", 8, size, per_node=8)
+    rs = roof.collective_time("reduce_scatter", 8, size, per_node=8)
+    across = roof.collective_time("all_reduce", 4, size / 8, per_node=1)
+    assert _dp_traffic(p) == pytest.approx(2 * ag + rs + across)
+    assert lay.sharding_text == "ZeRO-3 (FSDP, hybrid over 8)" and lay.shards == 8
+    # ZeRO-1 over the same groups: reduce-scatter and gather in the group, the shard all-reduced across, once a step
+    z1 = price_step(m, replace(lay, zero_stage=1), roof)
+    assert z1.memory_parts["optimizer"] == pytest.approx(12 * n / 8) and z1.memory_parts["weights"] == pytest.approx(2 * n)
+    assert _dp_traffic(z1) == pytest.approx(ag + rs + across)
+
+
+@pytest.mark.parametrize("fields, match", [
+    ({"zero_stage": 1, "reshard_after_forward": False}, "reshard_after_forward applies to ZeRO-3"),
+    ({"zero_stage": 3, "shard_group": 3}, r"shard_group \(3\) must divide the data-parallel ranks"),
+    ({"zero_stage": 0, "shard_group": 4}, "needs a ZeRO stage of 1 or more"),
+    ({"zero_stage": 3, "shard_group": 0}, "shard_group must be"),
+])
+def test_bad_fsdp_settings_are_refused_naming_the_constraint(fields, match):
+    with pytest.raises(ValueError, match=match):
+        check_layout("llama-3.1-8b", TrainLayout(seq=4096, dp=8, **fields))
