@@ -22,6 +22,7 @@ from roofline.core.units import DTYPE_BYTES, dtype_bytes
 from roofline.parallel.moe import ROUTINGS
 from roofline.serving.capacity import VLLM_BLOCK_SIZE
 from roofline.serving.speculative import DRAFTS
+from roofline.core.fp8 import FP8_RECIPES
 from roofline.workloads.inference import ACCOUNTINGS, OPTIONS
 
 __all__ = ["UsageError", "HelpRequested", "build_parser", "whole", "whole_or_auto", "AUTO", "storage_format", "fraction", "acceptance", "recompute", "at",
@@ -498,7 +499,14 @@ def _train_parser(sub, models: str) -> None:
     cl.add_argument("--no-overlap", action="store_true",
                     help="the gradient reduction waits for the backward pass, as in Megatron-LM's 2021-22 runs "
                          "(default: it overlaps the backward pass but for its last bucket; printed in the output)")
-    cl.add_argument("--dtype", choices=("bf16", "fp16"), default="bf16", help="format of the matmuls (default bf16)")
+    cl.add_argument("--dtype", choices=("bf16", "fp16", "fp8"), default="bf16",
+                    help="format of the matmuls (default bf16); fp8: the linear layers' matmuls in fp8 by --fp8-recipe, "
+                         "attention, the output head and the optimizer in bf16")
+    cl.add_argument("--fp8-recipe", choices=tuple(FP8_RECIPES), default=None,
+                    help="with --dtype fp8: te-delayed (Transformer Engine, delayed scaling per tensor; the default), "
+                         "te-current (current scaling per tensor), torchao-tensorwise (per tensor, fp8 all-gather "
+                         "with FSDP), torchao-rowwise (a scale per row) or deepseek-blockwise (DeepSeek-V3's 1 x 128 "
+                         "and 128 x 128 blocks)")
     cl.add_argument("--roof", choices=ROOF_KINDS, default=None,
                     help="datasheet floor only, or the calibrated estimate beside it (default calibrated where the "
                          "chip has one)")
@@ -506,7 +514,7 @@ def _train_parser(sub, models: str) -> None:
 
 
 CLUSTER_FLAGS = ("pp", "ep", "dp", "global_batch", "schedule", "chunks", "sequence_parallel", "roof", "fsdp",
-                 "reshard_after_forward", "shard_group")
+                 "reshard_after_forward", "shard_group", "fp8_recipe")
 
 
 def wants_cluster(args) -> bool:
@@ -514,6 +522,7 @@ def wants_cluster(args) -> bool:
     or --gpus-per-node, or --tp and --cp together."""
     given = [f for f in CLUSTER_FLAGS if getattr(args, f, None) not in (None, 1)] + (["no_overlap"] if args.no_overlap else [])
     given += [f for f in ("micro_batch", "recompute", "chunks") if getattr(args, f, None) == AUTO]
+    given += ["dtype"] if getattr(args, "dtype", None) == "fp8" else []
     nodes = args.nodes is not None or args.gpus_per_node is not None
     return bool(given) or (nodes and (args.tp > 1 or args.cp > 1)) or (args.tp > 1 and args.cp > 1)
 
@@ -545,6 +554,12 @@ def _plan_parser(sub, models: str) -> None:
                    help="the roof the cluster model's search over tensor, context, pipeline, data and expert "
                         "parallelism ranks by: calibrated (the estimate, the floor beside; the default where the chip "
                         "has a calibrated roof) or datasheet (the floor)")
+    p.add_argument("--dtype", choices=("bf16", "fp8", "both"), default="bf16",
+                   help="the matmuls' format the cluster model's search tries: bf16 (the default), fp8 (the linear "
+                        "layers' matmuls by --fp8-recipe), or both, ranked together")
+    p.add_argument("--fp8-recipe", choices=tuple(FP8_RECIPES), default=None,
+                   help="with --dtype fp8 or both: the fp8 recipe (default te-delayed, Transformer Engine's delayed "
+                        "scaling per tensor)")
     p.add_argument("--accounting", choices=ACCOUNTINGS, default=None,
                    help="refined: the cluster model (the default); text: chapter 9's first-order search over "
                         "tensor, pipeline and data parallelism, ranked by its floor (--achieved and --timing ask for it)")

@@ -119,8 +119,13 @@ def _plan(args, catalog) -> str:
     if args.accounting == "refined" and first_order:
         raise UsageError(f"{first_order[0]} applies to chapter 9's first-order search: give --accounting text with it",
                          first_order[0])
+    if args.fp8_recipe is not None and args.dtype == "bf16":
+        raise UsageError("--fp8-recipe applies to fp8 layouts: give --dtype fp8 or both with it", "--fp8-recipe")
     if args.accounting == "refined" or (args.accounting is None and not first_order):
         return _plan_cluster(args, m, h, at("--roof", roof_kind, h, args.roof))
+    if args.dtype != "bf16":
+        raise UsageError("--dtype fp8 and both are the cluster model's: chapter 9's first-order search (--accounting "
+                         "text) counts bf16 alone; leave --dtype out", "--dtype")
     if args.roof == "calibrated":
         raise UsageError("--roof calibrated prices the cluster model; chapter 9's first-order search (--accounting "
                          "text) ranks by the datasheet floor alone: leave --roof out", "--roof")
@@ -323,6 +328,10 @@ def _train_cluster(args, catalog) -> str:
     else:
         dp = args.dp if args.dp is not None else args.gpus
     need_links(args, h, split * dp, f"train on {split * dp:,} GPUs", per_node=per_node)
+    if args.fp8_recipe is not None and args.dtype != "fp8":
+        raise UsageError(f"--fp8-recipe applies to fp8 training: give --dtype fp8 with it, got --dtype {args.dtype}",
+                         "--fp8-recipe")
+    _fp8_peak(h, (args.dtype,))
     if args.reshard_after_forward is not None and args.zero != 3:
         raise UsageError(f"--reshard-after-forward applies to FSDP (--fsdp, or --zero 3): ZeRO-{args.zero} keeps the "
                          "weights whole on every GPU", "--reshard-after-forward")
@@ -338,7 +347,8 @@ def _train_cluster(args, catalog) -> str:
                          schedule=schedule, chunks=chunks, zero_stage=args.zero,
                          attention="standard" if args.attention == "explicit" else "flash",
                          cp_method=args.cp_method.replace("-", "_"), overlap_grad_reduce=not args.no_overlap,
-                         dtype=args.dtype, grad_dtype=args.dtype, gpus_per_node=per_node,
+                         dtype=args.dtype, grad_dtype="bf16" if args.dtype == "fp8" else args.dtype,
+                         fp8_recipe=args.fp8_recipe, gpus_per_node=per_node,
                          reshard_after_forward=args.reshard_after_forward != "off", shard_group=shard_group)
     roof = at("--roof", roof_kind, h, args.roof)
     flags = dict(_LAYOUT_FLAGS, **({} if args.schedule else {"the interleaved schedule": "--chunks"}))
@@ -360,7 +370,8 @@ def _train_cluster(args, catalog) -> str:
                        "micro_batches": layout.micro_batches, "schedule": layout.schedule, "chunks": layout.chunks,
                        "recompute": layout.recompute, "sequence_parallel": layout.sp, "zero_stage": layout.zero_stage,
                        "attention": layout.attention, "overlap_grad_reduce": layout.overlap_grad_reduce,
-                       "dtype": layout.dtype, "reshard_after_forward": layout.reshard_after_forward,
+                       "dtype": layout.dtype, "fp8_recipe": layout.recipe.name if layout.recipe else None,
+                       "reshard_after_forward": layout.reshard_after_forward,
                        "shard_group": layout.shards},
             "seq": layout.seq, "roof": roof, "picked": picked, "assumed": assumed, "time_s": chosen.time, "mfu": chosen.mfu, "hfu": chosen.hfu,
             "tokens_per_s": chosen.tokens_per_s, "memory_bytes": chosen.memory, "hbm_usable": h.usable_capacity,
@@ -392,6 +403,13 @@ def _train_cluster(args, catalog) -> str:
     return "\n".join(lines)
 
 
+def _fp8_peak(h: Hardware, dtypes) -> None:
+    """Refuse --dtype fp8 on a chip whose catalog entry has no fp8 peak, naming the formats it has."""
+    if "fp8" in dtypes and "fp8" not in h.dense_flops:
+        raise UsageError(f"--dtype fp8: the {h.short} has no dense fp8 peak in the catalog (its formats: "
+                         f"{', '.join(h.dense_flops)})", "--dtype")
+
+
 def _picked_text(key: str, value, layout: TrainLayout) -> str:
     if key == "chunks":
         return "plain 1F1B" if layout.schedule == "1f1b" else f"interleaved x{value}"
@@ -406,6 +424,9 @@ def _assumed(args, layout: TrainLayout) -> dict:
                       if layout.attention == "flash" else "the explicit attention kernel of Megatron-LM's 2021-22 runs"),
         "overlap_grad_reduce": ("the gradient reduction overlaps the backward pass (--no-overlap: it waits)"
                                 if layout.overlap_grad_reduce else "the gradient reduction waits for the backward pass"),
+        **({"fp8_recipe": f"fp8 by {layout.recipe.title} (--fp8-recipe)" + (" [default]" if args.fp8_recipe is None
+                                                                               else "")}
+           if layout.recipe is not None else {}),
     }
 
 
@@ -418,8 +439,10 @@ def _plan_cluster(args, m: Model, h: Hardware, kind: str) -> str:
     gpus = nodes * per_node
     need_links(args, h, gpus, f"plan over {nodes:,} node{'s' if nodes > 1 else ''} of {per_node} GPUs",
                per_node=per_node)
-    result = at(flags, search, m, get_roof(h, kind), gpus=gpus, gpus_per_node=per_node, seq=args.seq,
-                global_batch=args.global_batch)
+    dtypes = ("bf16", "fp8") if args.dtype == "both" else (args.dtype,)
+    _fp8_peak(h, dtypes)
+    result = at({**flags, "fp8": "--dtype"}, search, m, get_roof(h, kind, dtypes[0]), gpus=gpus, gpus_per_node=per_node,
+                seq=args.seq, global_batch=args.global_batch, dtypes=dtypes, fp8_recipe=args.fp8_recipe)
     at(flags, lambda: result.best)  # none fits: the error says how far the leanest layout is from fitting
     top = list(zip(result.ranked[:args.top], result.floors(args.top)))
     if args.json:
@@ -430,7 +453,9 @@ def _plan_cluster(args, m: Model, h: Hardware, kind: str) -> str:
             "layouts": [{"tp": e.layout.tp, "cp": e.layout.cp, "pp": e.layout.pp, "dp": e.layout.dp, "ep": e.layout.ep,
                          "micro_batch": e.layout.micro_batch, "micro_batches": e.layout.micro_batches,
                          "schedule": e.layout.schedule, "chunks": e.layout.chunks, "recompute": e.layout.recompute,
-                         "zero_stage": e.layout.zero_stage, "memory_bytes": e.memory, "time_s": e.time, "mfu": e.mfu,
+                         "zero_stage": e.layout.zero_stage, "dtype": e.layout.dtype,
+                         "fp8_recipe": e.layout.recipe.name if e.layout.recipe else None,
+                         "memory_bytes": e.memory, "time_s": e.time, "mfu": e.mfu,
                          "floor_time_s": f.time, "floor_mfu": f.mfu, "parts_s": dict(e.parts)} for e, f in top],
         }, indent=2)
     lines = [f"layouts for training {m.title} on {gpus:,} {h.short}s ({args.nodes:,} nodes of {args.gpus_per_node}), "

@@ -47,7 +47,8 @@ from roofline.core.roof import CalibratedRoof, Roof
 
 __all__ = ["SCOPES", "CALIBRATED_CHIPS", "MEASURED_CHIP", "roof_kind", "get_roof", "measured_roof", "calibrated_roof",
            "EXCLUDED", "NU_CLOSENESS", "NU_GRID", "NuPoint", "NuFit", "gemm_nu_points", "fit_gemm_nu",
-           "RoofConstant", "ROOF_QUANTITIES", "roof_constants"]
+           "RoofConstant", "ROOF_QUANTITIES", "roof_constants", "QUANTIZATION_RECORDS", "ROWWISE_GEMM_RECORDS",
+           "cast_share", "fp8_training_roof"]
 
 SCOPES = ("cluster", "chip")
 """What a roof prices: a step's pieces on a chip and its fabric ('cluster'), or one GPU's kernels ('chip')."""
@@ -457,6 +458,62 @@ CALIBRATED_CHIPS = tuple(_BUILDERS)
 """The chips with a calibrated cluster roof (their microbenchmarks were gathered)."""
 
 
+# ------------------------------------------------------------------------------------ fp8 training
+
+QUANTIZATION_RECORDS = ("mbx100", "mbx101", "mbx102", "mbx103", "mbx104", "mbx105")
+"""torchao's blockwise fp8 quantization kernels on the H100 (bf16 in, fp8 and scales out): the rate the roofs'
+casts run at, as a share of the H100's STREAM triad (mb0166)."""
+
+ROWWISE_GEMM_RECORDS = ("mbx106", "mbx107", "mbx108")
+"""FBGEMM's fp8 matmuls with one scale per row, on an H100 limited to 500 W."""
+
+
+def _lower(a: Curve, b: Curve) -> Curve:
+    """The lower of two curves at every point of either (where they cross between points, the points' lower)."""
+    xs = sorted(set(a.xs) | set(b.xs))
+    return Curve(tuple(xs), tuple(min(a(x), b(x)) for x in xs))
+
+
+def cast_share() -> float:
+    """The share of the STREAM triad's rate (mb0166) the H100's fp8 quantization kernels reach: the median of
+    :data:`QUANTIZATION_RECORDS` over it."""
+    return float(np.median([record_value(i) for i in QUANTIZATION_RECORDS])) / record_value("mb0166")
+
+
+def fp8_training_roof(roof: ClusterRoof) -> ClusterRoof:
+    """``roof`` (of 'fp8') with what an fp8 training recipe needs beside its per-tensor matmuls (chapter 6,
+    appendix C): the chip's bf16 roof of the same kind for the parts the recipes keep in bf16, and, calibrated,
+    the rate of the quantization kernels (:func:`cast_share` of the roof's memory-bound bandwidth) and the
+    curves of matmuls scaled per row (FBGEMM's, :data:`ROWWISE_GEMM_RECORDS`) and per block (DeepGEMM's, the
+    H800's records), each held at or below the per-tensor curve of the same chip: a scaling finer than one per
+    tensor adds work to the kernel and never removes any. The datasheet's keeps every fp8 matmul at the peak and
+    every cast at the HBM rate: a floor. A roof of another format is returned as it is."""
+    if not isinstance(roof, ClusterRoof):
+        raise TypeError(f"roof must be a ClusterRoof, got {type(roof).__name__}")
+    if roof.dtype != "fp8" or roof.bf16 is not None:
+        return roof
+    hw = roof.hardware
+    bf16 = get_roof(hw, roof.kind, "bf16") if "bf16" in hw.dense_flops else None
+    if not roof.calibrated:
+        return replace(roof, bf16=bf16)
+    peak = hw.peak_flops("fp8")
+    deepgemm = [i for i in record_ids(category="gemm", gpu=lambda g: str(g).startswith("H800")) if i not in EXCLUDED]
+    curves = {"rowwise": _lower(roof.gemm, _sweep(ROWWISE_GEMM_RECORDS, _gemm_flops).capped(peak)),
+              "blockwise": _lower(roof.gemm, _sweep(deepgemm, _gemm_flops).capped(peak))}
+    cast = min(cast_share() * roof.bandwidth, hw.hbm_bandwidth)
+    sources = dict(roof.sources, cast=QUANTIZATION_RECORDS, rowwise_gemm=ROWWISE_GEMM_RECORDS,
+                   blockwise_gemm=tuple(deepgemm))
+    assumptions = (
+        *roof.assumptions,
+        f"fp8 casts (bf16 in, fp8 out) run at {cast_share():.0%} of the memory-bound kernels' rate, the share "
+        "torchao's blockwise quantization kernels reached of the STREAM triad on the H100 (mbx100-mbx105); the "
+        "per-tensor casts of Transformer Engine and torchao are taken at the same rate",
+        "fp8 matmuls scaled per row reach at most FBGEMM's rowwise kernels on a 500 W H100 (mbx106-mbx108), and "
+        "per block at most DeepGEMM's on the H800 (the same die), each at most the per-tensor curve",
+    )
+    return replace(roof, bf16=bf16, fp8_gemm=curves, cast_bandwidth=cast, sources=sources, assumptions=assumptions)
+
+
 # ---------------------------------------------------------------------------------------- which roof
 
 
@@ -508,13 +565,13 @@ def get_roof(hardware: Hardware | str, kind: str | None = None, dtype: str = "bf
         return roof if hw.key == MEASURED_CHIP else roof.carried_to(hw, MEASURED_CHIP)
     hw.peak_flops(dtype)  # a format the chip has no peak for is refused here, naming the formats it has
     if kind == "datasheet":
-        return datasheet_cluster_roof(hw, dtype)
-    return _cached(hw.key, dtype) if hw is get_hardware(hw.key) else _BUILDERS[hw.key](hw, dtype)
+        return fp8_training_roof(datasheet_cluster_roof(hw, dtype))
+    return _cached(hw.key, dtype) if hw is get_hardware(hw.key) else fp8_training_roof(_BUILDERS[hw.key](hw, dtype))
 
 
 @lru_cache(maxsize=16)
 def _cached(key: str, dtype: str) -> ClusterRoof:
-    return _BUILDERS[key](get_hardware(key), dtype)
+    return fp8_training_roof(_BUILDERS[key](get_hardware(key), dtype))
 
 
 @lru_cache(maxsize=4)

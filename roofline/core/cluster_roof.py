@@ -82,6 +82,12 @@ class ClusterRoof:
     :math:`(T_\\text{compute}^\\nu + T_\\text{memory}^\\nu)^{1/\\nu}`: near the ridge a kernel cannot
     stream its weights and keep its tensor cores full at once (fitted to decode-shaped matmuls,
     :func:`roofline.core.calibration.fit_gemm_nu`); None: the larger of the two, the roofline's own rule.
+
+    For fp8 training (a roof of ``dtype`` 'fp8', :func:`roofline.core.calibration.fp8_training_roof`):
+    ``fp8_gemm``, the FLOP/s of fp8 matmuls scaled otherwise than per tensor, keyed by scaling ('rowwise',
+    'blockwise'; ``gemm`` is the per-tensor one); ``cast_bandwidth``, the bytes/s a quantization kernel reaches
+    (None: ``bandwidth``); ``bf16``, the same chip's roof in bf16, for the parts a recipe keeps in bf16
+    (attention, the output head).
     """
 
     label: str
@@ -103,6 +109,9 @@ class ClusterRoof:
     assumptions: tuple = ()
     attention_forward: Mapping = field(default_factory=dict)
     gemm_nu: float | None = None
+    fp8_gemm: Mapping = field(default_factory=dict)
+    cast_bandwidth: float | None = None
+    bf16: "ClusterRoof | None" = None
 
     def __post_init__(self):
         if self.kind not in ROOF_KINDS:
@@ -116,6 +125,11 @@ class ClusterRoof:
         object.__setattr__(self, "attention", MappingProxyType(dict(self.attention)))
         object.__setattr__(self, "attention_forward", MappingProxyType(dict(self.attention_forward)))
         object.__setattr__(self, "sources", MappingProxyType(dict(self.sources)))
+        object.__setattr__(self, "fp8_gemm", MappingProxyType(dict(self.fp8_gemm)))
+        if self.cast_bandwidth is not None:
+            number("cast_bandwidth", self.cast_bandwidth)
+        if self.bf16 is not None and not isinstance(self.bf16, ClusterRoof):
+            raise TypeError(f"bf16 must be a ClusterRoof or None, got {type(self.bf16).__name__}")
 
     @property
     def calibrated(self) -> bool:
@@ -137,6 +151,32 @@ class ClusterRoof:
         t = np.maximum(compute, memory) if self.gemm_nu is None else joined_time(compute, memory, self.gemm_nu)
         t = np.where(flops > 0, np.maximum(t, self.launch_s), 0.0)
         return t.item() if t.ndim == 0 else t
+
+    def scaled_gemm_time(self, flops: ArrayLike, nbytes: ArrayLike = 0.0, scaling: str = "tensorwise"):
+        """Seconds for one fp8 matmul whose operands are scaled per ``scaling`` ('tensorwise', 'rowwise',
+        'blockwise'): :meth:`gemm_time` on the curve :attr:`fp8_gemm` holds for that scaling, the roof's own
+        where it holds none."""
+        curve = self.fp8_gemm.get(scaling, self.gemm)
+        if curve is self.gemm:
+            return self.gemm_time(flops, nbytes)
+        flops = np.asarray(flops, dtype=float)
+        compute = flops / curve(np.maximum(flops, 1.0))
+        memory = np.asarray(nbytes, dtype=float) / self.bandwidth
+        t = np.maximum(compute, memory) if self.gemm_nu is None else joined_time(compute, memory, self.gemm_nu)
+        t = np.where(flops > 0, np.maximum(t, self.launch_s), 0.0)
+        return t.item() if t.ndim == 0 else t
+
+    def cast_time(self, nbytes: ArrayLike, kernels: ArrayLike = 1):
+        """Seconds for ``kernels`` quantization kernels (casts to fp8, amax passes) moving ``nbytes`` in all, at
+        :attr:`cast_bandwidth` (the memory-bound kernels' bandwidth where there is none), at least a launch each."""
+        bw = self.bandwidth if self.cast_bandwidth is None else self.cast_bandwidth
+        t = np.maximum(np.asarray(nbytes, dtype=float) / bw, np.asarray(kernels, dtype=float) * self.launch_s)
+        return t.item() if t.ndim == 0 else t
+
+    @property
+    def high(self) -> "ClusterRoof":
+        """The roof the parts kept in bf16 run under: :attr:`bf16` where the roof has one, else itself."""
+        return self if self.bf16 is None else self.bf16
 
     def memory_time(self, nbytes: ArrayLike, kernels: ArrayLike = 1):
         """Seconds for ``kernels`` memory-bound kernels moving ``nbytes`` in all: the bytes at the

@@ -66,7 +66,8 @@ from typing import Mapping, NamedTuple
 
 from roofline.core.checks import count, unknown_name
 from roofline.core.calibration import get_roof, roof_kind
-from roofline.core.cluster_roof import ClusterRoof, datasheet_cluster_roof
+from roofline.core.cluster_roof import ClusterRoof
+from roofline.core.fp8 import DEFAULT_FP8_RECIPE, FP8Recipe, fp8_recipe
 from roofline.core.hardware import Hardware, get_hardware
 from roofline.core.model import Model, NotModelledError, load_model, param_count
 from roofline.core.policies import RECOMPUTES, ZERO_STAGES
@@ -77,12 +78,13 @@ from roofline.workloads.memory import activation_bytes, korthikanti_bytes, state
 from roofline.workloads.training import training_flops_per_token
 
 __all__ = ["TrainLayout", "StepPrice", "Search", "check_layout", "price_step", "search", "SCHEDULES", "ATTENTIONS",
-           "CP_METHODS", "OPTIMIZER_BYTES", "STANDARD_SCORE_BYTES"]
+           "CP_METHODS", "OPTIMIZER_BYTES", "GRAD_DTYPES", "STANDARD_SCORE_BYTES"]
 
 SCHEDULES = ("1f1b", "interleaved")
 ATTENTIONS = ("flash", "standard")
 CP_METHODS = ("ring", "all_to_all")
-OPTIMIZER_BYTES: Mapping[str, float] = MappingProxyType({"bf16": 38.0, "fp16": 52.0})
+OPTIMIZER_BYTES: Mapping[str, float] = MappingProxyType({"bf16": 38.0, "fp16": 52.0, "fp8": 38.0})
+GRAD_DTYPES = ("bf16", "fp16")
 STANDARD_SCORE_BYTES: Mapping[str, float] = MappingProxyType({"forward": 13.0, "backward": 21.0})
 _CE_BYTES = 36.0  # vocabulary-parallel cross-entropy in fp32: about nine passes of 4 bytes over the logits
 
@@ -93,7 +95,9 @@ class TrainLayout:
 
     ``global_batch`` is in sequences (``None``: one micro-batch per data-parallel rank). ``sequence_parallel``
     ``None`` means on wherever ``tp > 1``. ``chunks`` is the interleaved schedule's model chunks per GPU (1 for
-    1F1B). ``grad_dtype`` is the format the gradients are reduced in; ``dtype`` the matmuls'.
+    1F1B). ``grad_dtype`` is the format the gradients are reduced in; ``dtype`` the matmuls': 'bf16', 'fp16', or
+    'fp8' with ``fp8_recipe`` naming how (:data:`~roofline.core.fp8.FP8_RECIPES`; the linear layers' matmuls in
+    fp8, the rest in bf16).
 
     FSDP as PyTorch runs it: ``zero_stage=3`` is FSDP's full sharding; ``reshard_after_forward=False`` keeps the
     gathered weights from the forward pass to the backward (FSDP1's ``SHARD_GRAD_OP``, FSDP2's
@@ -122,6 +126,15 @@ class TrainLayout:
     gpus_per_node: int = 8
     reshard_after_forward: bool = True
     shard_group: int | None = None
+    fp8_recipe: str | None = None
+
+    @property
+    def recipe(self) -> FP8Recipe | None:
+        """The fp8 recipe of an fp8 layout (``fp8_recipe``, or :data:`~roofline.core.fp8.DEFAULT_FP8_RECIPE` where
+        none is named); ``None`` for a bf16 or fp16 one."""
+        if self.dtype != "fp8":
+            return None
+        return fp8_recipe(DEFAULT_FP8_RECIPE if self.fp8_recipe is None else self.fp8_recipe)
 
     @property
     def gpus(self) -> int:
@@ -152,7 +165,8 @@ class TrainLayout:
         if self.ep > 1:
             parts.append(f"EP {self.ep}")
         return (" x ".join(parts) + f", micro-batch {self.micro_batch} ({self.micro_batches} a step){self.schedule_text}, "
-                f"recompute {self.recompute}{', SP' if self.sp and self.tp > 1 else ''}, {self.sharding_text}")
+                f"recompute {self.recompute}{', SP' if self.sp and self.tp > 1 else ''}, {self.sharding_text}"
+                + (f", fp8 {self.recipe.name}" if self.recipe is not None else ""))
 
     @property
     def shards(self) -> int:
@@ -241,9 +255,14 @@ def check_layout(model: Model | str, layout: TrainLayout) -> Model:
                              f"({layout.dp} x {layout.cp} = {n_dp}): each group holds one whole copy of the model state")
         if layout.ep > 1:
             raise NotModelledError("hybrid sharding (shard_group) with expert parallelism is not priced yet")
-    for name in ("dtype", "grad_dtype"):
-        if getattr(layout, name) not in OPTIMIZER_BYTES:
-            raise unknown_name(name, getattr(layout, name), OPTIMIZER_BYTES)
+    if layout.dtype not in OPTIMIZER_BYTES:
+        raise unknown_name("dtype", layout.dtype, OPTIMIZER_BYTES)
+    if layout.grad_dtype not in GRAD_DTYPES:
+        raise unknown_name("grad_dtype", layout.grad_dtype, GRAD_DTYPES)
+    if layout.fp8_recipe is not None:
+        if layout.dtype != "fp8":
+            raise ValueError(f"fp8_recipe ({layout.fp8_recipe!r}) needs dtype 'fp8', got dtype {layout.dtype!r}")
+        fp8_recipe(layout.fp8_recipe)
     L, tp, cp, pp = m.num_layers, layout.tp, layout.cp, layout.pp
     if m.num_heads % tp:
         raise ValueError(f"tp ({tp}) must divide the attention heads ({m.num_heads}) of {m.name}")
@@ -329,7 +348,7 @@ class StepPrice:
 
     @property
     def compute(self) -> float:
-        return sum(self.parts[k] for k in ("matmuls", "attention", "memory-bound", "recompute"))
+        return sum(self.parts[k] for k in ("matmuls", "attention", "memory-bound", "fp8 casts", "recompute"))
 
     @property
     def exposed(self) -> float:
@@ -373,6 +392,57 @@ def _gemms(roof: ClusterRoof, linears, rows: float, tp: int, kv_heads: int, spli
     return t * copies
 
 
+# linears that read the same input as the one before them (q, k and v; gate and up): one cast of that input
+_SHARED_INPUT = frozenset({"k_proj", "v_proj", "up_proj", "kv_a_proj_with_mqa", "expert.up_proj", "shared.up_proj",
+                           "shared_expert_gate"})
+
+
+@dataclass
+class _FP8Linears:
+    """The linears of one layer under an fp8 recipe, one micro-batch on one GPU: the seconds of their products
+    forward and backward, and the elements their casts convert (inputs and weights forward, output gradients
+    and the second casts of the inputs backward), with the casts' count."""
+
+    roof: ClusterRoof
+    recipe: object
+    sp: bool
+    fwd: float = 0.0
+    bwd: float = 0.0
+    cast_fwd: float = 0.0
+    cast_bwd: float = 0.0
+    casts_fwd: int = 0
+    casts_bwd: int = 0
+    weights: float = 0.0
+
+    def _product(self, matmul: str, flops: float, fp8_bytes: float, bf16_bytes: float) -> float:
+        if self.recipe.runs_fp8(matmul):
+            return self.roof.scaled_gemm_time(flops, fp8_bytes, self.recipe.gemm)
+        return self.roof.high.gemm_time(flops, bf16_bytes)
+
+    def add(self, linears, rows: float, tp: int, kv_heads: int, split: bool = True, copies: float = 1.0):
+        r, rc = self.recipe, self.recipe.casts
+        for lin in linears:
+            n, k = linear_shard(lin, tp, kv_heads) if split else (lin.out_features, lin.in_features)
+            flops = 2.0 * rows * n * k
+            column = k == lin.in_features  # its input whole on every GPU of the group, its output split
+            fwd = self._product("forward", flops, rows * k + k * n + 2 * rows * n, 2 * (rows * k + k * n + rows * n))
+            bwd = (self._product("data-gradient", flops, rows * n + k * n + 2 * rows * k, 2 * (rows * n + k * n + rows * k))
+                   + self._product("weight-gradient", flops, rows * k + rows * n + 2 * k * n,
+                                   2 * (rows * k + rows * n + k * n)))
+            self.fwd += fwd * copies
+            self.bwd += bwd * copies
+            self.weights += k * n * copies
+            if lin.name not in _SHARED_INPUT:  # the input, cast once forward (the rest of its casts backward)
+                x = rows * k / (tp if column and self.sp and split else 1) * copies
+                self.cast_fwd += x
+                self.cast_bwd += x * (rc - 1)
+                self.casts_fwd += r.kernels
+                self.casts_bwd += r.kernels * (rc - 1)
+            dy = rows * n / (tp if not column and self.sp and split else 1) * copies
+            self.cast_bwd += dy * rc
+            self.casts_bwd += r.kernels * rc
+
+
 def _layer(m: Model, lay: TrainLayout, roof: ClusterRoof, moe: bool) -> tuple[_Phase, dict, float]:
     """One layer, one micro-batch, one GPU: the phase times, the recompute's seconds, and the attention
     kernel's forward seconds (what a ring can hide behind)."""
@@ -384,31 +454,59 @@ def _layer(m: Model, lay: TrainLayout, roof: ClusterRoof, moe: bool) -> tuple[_P
     kv_l = max(kv / tp, 1.0)
     dqk, dv = m.attention_head_dims
     ph = _Phase()
+    hi = roof.high  # attention and what a recipe keeps in bf16
     # matmuls
-    att = _gemms(roof, m.attention_linears(), T, tp, kv)
-    if moe:
-        e = m.moe
-        routed = T * e.experts_per_token / tp  # rows this GPU's experts take, shared among its local experts
-        local = e.num_experts / lay.ep
-        per_expert = routed * lay.ep / e.num_experts
-        mlp = (_gemms(roof, m.expert_linears(), per_expert, 1, kv, split=False, copies=local)
-               + _gemms(roof, m.shared_expert_linears(), T, tp, kv) + _gemms(roof, (m.router(),), T, 1, kv, split=False))
-        width, act_rows = e.expert_intermediate_size, routed
+    if lay.dtype == "fp8":
+        lin = _FP8Linears(roof, lay.recipe, lay.sp and tp > 1)
+        lin.add(m.attention_linears(), T, tp, kv)
+        if moe:
+            e = m.moe
+            routed = T * e.experts_per_token / tp
+            local = e.num_experts / lay.ep
+            lin.add(m.expert_linears(), routed * lay.ep / e.num_experts, 1, kv, split=False, copies=local)
+            lin.add(m.shared_expert_linears(), T, tp, kv)
+            router = _gemms(hi, (m.router(),), T, 1, kv, split=False)
+            lin.fwd += router
+            lin.bwd += 2 * router
+            width, act_rows = e.expert_intermediate_size, routed
+        else:
+            lin.add(m.dense_mlp_linears(), T, tp, kv)
+            width, act_rows = m.intermediate_size / tp, T
+        ph.add("fwd", "matmuls", lin.fwd)
+        ph.add("bwd", "matmuls", lin.bwd)
+        rec = lin.recipe
+        ph.add("fwd", "fp8 casts", roof.cast_time(lin.cast_fwd * (rec.cast_bytes + rec.amax_bytes), lin.casts_fwd))
+        ph.add("bwd", "fp8 casts", roof.cast_time(lin.cast_bwd * (rec.cast_bytes + rec.amax_bytes), lin.casts_bwd))
+        if rec.amax_reduction == "cast" and tp > 1:  # one amax all-reduced over the group per cast
+            k = min(tp, lay.gpus_per_node)
+            one = roof.collective_time("all_reduce", tp, 4.0, per_node=k)
+            ph.add("fwd", "fp8 casts", one * lin.casts_fwd / rec.kernels)
+            ph.add("bwd", "fp8 casts", one * lin.casts_bwd / rec.kernels)
     else:
-        mlp = _gemms(roof, m.dense_mlp_linears(), T, tp, kv)
-        width, act_rows = m.intermediate_size / tp, T
-    ph.add("fwd", "matmuls", att + mlp)
-    ph.add("bwd", "matmuls", att + mlp, 2)
+        att = _gemms(roof, m.attention_linears(), T, tp, kv)
+        if moe:
+            e = m.moe
+            routed = T * e.experts_per_token / tp  # rows this GPU's experts take, shared among its local experts
+            local = e.num_experts / lay.ep
+            per_expert = routed * lay.ep / e.num_experts
+            mlp = (_gemms(roof, m.expert_linears(), per_expert, 1, kv, split=False, copies=local)
+                   + _gemms(roof, m.shared_expert_linears(), T, tp, kv) + _gemms(roof, (m.router(),), T, 1, kv, split=False))
+            width, act_rows = e.expert_intermediate_size, routed
+        else:
+            mlp = _gemms(roof, m.dense_mlp_linears(), T, tp, kv)
+            width, act_rows = m.intermediate_size / tp, T
+        ph.add("fwd", "matmuls", att + mlp)
+        ph.add("bwd", "matmuls", att + mlp, 2)
     # attention kernel
     b = lay.micro_batch
     if lay.attention == "flash":
         fwd_flops = 2.0 * b * heads * s * s * (dqk + dv) / cp * 0.5
-        t_fb = roof.flash_time(3.5 * fwd_flops, s, head_dim=int(round(dqk)), causal=True)
+        t_fb = hi.flash_time(3.5 * fwd_flops, s, head_dim=int(round(dqk)), causal=True)
         a_fwd, a_bwd = t_fb / 3.5, t_fb * 2.5 / 3.5
     else:
         scores = b * heads * s * s / cp
-        g = roof.gemm_time(2.0 * scores * dqk, 2.0 * (scores + 2 * b * heads * s * dqk / cp)) + \
-            roof.gemm_time(2.0 * scores * dv, 2.0 * (scores + 2 * b * heads * s * dv / cp))
+        g = hi.gemm_time(2.0 * scores * dqk, 2.0 * (scores + 2 * b * heads * s * dqk / cp)) + \
+            hi.gemm_time(2.0 * scores * dv, 2.0 * (scores + 2 * b * heads * s * dv / cp))
         a_fwd = g + roof.memory_time(STANDARD_SCORE_BYTES["forward"] * scores, 4)
         a_bwd = 2 * g + roof.memory_time(STANDARD_SCORE_BYTES["backward"] * scores, 6)
     ph.add("fwd", "attention", a_fwd)
@@ -476,7 +574,7 @@ def _ends(m: Model, lay: TrainLayout, roof: ClusterRoof) -> tuple[_Phase, _Phase
     share = tp if lay.sp else 1
     last.add("fwd", "memory-bound", roof.memory_time(4 * T * h / share, 1))
     last.add("bwd", "memory-bound", roof.memory_time(8 * T * h / share, 2))
-    head = roof.gemm_time(2.0 * T * h * V / tp, 2.0 * (T * h + h * V / tp + T * V / tp))
+    head = roof.high.gemm_time(2.0 * T * h * V / tp, 2.0 * (T * h + h * V / tp + T * V / tp))
     last.add("fwd", "matmuls", head)
     last.add("bwd", "matmuls", head, 2)
     ce = roof.memory_time(_CE_BYTES * T * V / tp, 10)
@@ -508,8 +606,10 @@ def _stage_params(m: Model, lay: TrainLayout) -> tuple[float, float, float]:
 def _layer_activations(m: Model, lay: TrainLayout) -> float:
     """Bytes one layer keeps for one micro-batch on one GPU."""
     try:
+        rec = lay.recipe
         return activation_bytes(m, lay.seq // lay.cp, lay.micro_batch, recompute=lay.recompute, tp=lay.tp,
-                                sequence_parallel=lay.sp, flash=lay.attention == "flash")
+                                sequence_parallel=lay.sp, flash=lay.attention == "flash",
+                                fp8_inputs=rec is not None and rec.fp8_saved_inputs)
     except NotModelledError:  # latent attention's saved tensors: a GPT layer of the same width stands in
         return korthikanti_bytes(lay.seq // lay.cp, lay.micro_batch, m.hidden_size, m.num_heads,
                                  recompute="selective" if lay.recompute == "none" and lay.attention == "flash"
@@ -546,7 +646,7 @@ def _cached(cache: dict, key, build):
 
 def _layer_key(lay: TrainLayout) -> tuple:
     return (lay.tp, lay.cp, lay.seq, lay.micro_batch, lay.ep, lay.sp, lay.attention, lay.cp_method,
-            lay.gpus_per_node, lay.recompute)
+            lay.gpus_per_node, lay.recompute, lay.dtype, lay.fp8_recipe)
 
 
 def _stage(m: Model, lay: TrainLayout, roof: ClusterRoof, cache: dict):
@@ -654,6 +754,9 @@ __all__ += ["TPLayerTimes", "tp_layer_times", "tp_stack_time"]
 
 def _price(m: Model, lay: TrainLayout, roof: ClusterRoof, cache: dict) -> StepPrice:
     """:func:`price_step` of a checked layout; ``cache`` keeps the per-layer pieces a search shares."""
+    if (lay.dtype == "fp8") != (roof.dtype == "fp8"):
+        raise ValueError(f"dtype {lay.dtype!r} is priced under a roof of its own format, got the {roof.dtype} roof "
+                         f"{roof.label!r}: get_roof(hardware, kind, {lay.dtype!r})")
     layer_key = _layer_key(lay)
     L, pp, v, mcount = m.num_layers, lay.pp, lay.chunks, lay.micro_batches
     full = -(-L // pp)
@@ -677,8 +780,11 @@ def _price(m: Model, lay: TrainLayout, roof: ClusterRoof, cache: dict) -> StepPr
     gbytes = 2.0 if lay.grad_dtype == "bf16" or lay.grad_dtype == "fp16" else 4.0
     hidden = {}
     comm = 0.0
+    rec = lay.recipe
     if n_dp > 1:
         size = (dense + emb) * gbytes
+        # the weights' gather: in fp8 where the recipe casts before it (the embedding and norms stay in bf16)
+        wsize = (dense + experts) * 1.0 + emb * 2.0 if rec is not None and rec.fp8_all_gather else size
         s_dp = lay.shards
         k_s = min(s_dp, k_dp)  # members of a shard group in each node
 
@@ -691,12 +797,12 @@ def _price(m: Model, lay: TrainLayout, roof: ClusterRoof, cache: dict) -> StepPr
 
         fwd_mb, bwd_mb = sum(stage.fwd.values()), stage.total - sum(stage.fwd.values())
         if lay.zero_stage == 3 and lay.reshard_after_forward:
-            per = 2 * gather(size) + scatter(size)
+            per = 2 * gather(wsize) + scatter(size)
             behind = per_mb if lay.overlap_grad_reduce else 0.0
             comm = mcount * max(0.0, per - behind)
             hidden["data-parallel"] = mcount * per - comm
         elif lay.zero_stage == 3:  # gathered once for the step, kept to the last backward pass, reduced once
-            ag, rs = gather(size), scatter(size)
+            ag, rs = gather(wsize), scatter(size)
 
             def exposed(t, behind):
                 return max(t - behind, min(1.0, 25e6 / max(size, 1.0)) * t) if lay.overlap_grad_reduce else t
@@ -727,8 +833,26 @@ def _price(m: Model, lay: TrainLayout, roof: ClusterRoof, cache: dict) -> StepPr
         return (dense + emb) / lay.shards + experts / max(1, n_dp // lay.ep)
 
     parts["optimizer"] = roof.memory_time(sharded(1) * OPTIMIZER_BYTES[lay.dtype], 10)
-    for k in ("matmuls", "attention", "memory-bound", "tensor-parallel", "context-parallel", "expert all-to-all",
-              "pipeline sends"):
+    copies = 0.0
+    if rec is not None:
+        # the weights' casts, once a step where the recipe caches them across micro-batches, and the amaxes of
+        # each forward and backward pass all-reduced at once over the GPUs that share the scales
+        linear = dense + experts
+        times = 1 if rec.weight_cast == "step" else mcount
+        cast = linear / lay.shards if rec.fp8_all_gather and lay.zero_stage == 3 else linear  # cast, then gathered
+        weight_casts = roof.cast_time(times * cast * rec.bytes_per_operand_element,
+                                      times * rec.kernels * rec.casts * 7 * full)
+        amax = 0.0
+        if rec.amax_reduction == "pass":
+            group = lay.tp * lay.cp * lay.dp
+            amax = 2 * mcount * roof.collective_time("all_reduce", group, 4.0 * 3 * 7 * full,
+                                                     per_node=min(group, lay.gpus_per_node))
+        parts["fp8 casts"] = parts.get("fp8 casts", 0.0) + weight_casts + amax
+        # the cached fp8 weights (and transposes): sharded with the weights they copy under FSDP
+        copies = rec.weight_copy_bytes * (linear / lay.shards if lay.zero_stage == 3 and lay.reshard_after_forward
+                                          else linear)
+    for k in ("matmuls", "attention", "memory-bound", "fp8 casts", "tensor-parallel", "context-parallel",
+              "expert all-to-all", "pipeline sends"):
         parts.setdefault(k, 0.0)
     # memory per GPU: model state, activations in flight on the first stage, the last stage's fp32 logits
     per = state_bytes()
@@ -747,6 +871,8 @@ def _price(m: Model, lay: TrainLayout, roof: ClusterRoof, cache: dict) -> StepPr
     elif pp > 1:
         logits = 0.0
     mem_parts = {**state, "activations": acts, "logits": logits}
+    if rec is not None:
+        mem_parts["fp8 weights"] = copies
     tokens = lay.batch * lay.seq
     model_flops = _flops_per_token(m, lay.seq, "none") * tokens
     hw_flops = _flops_per_token(m, lay.seq, lay.recompute) * tokens
@@ -785,9 +911,9 @@ class Search:
 
     def floors(self, k: int | None = None) -> tuple[StepPrice, ...]:
         """The datasheet floor of each of the ``k`` fastest layouts (all with ``None``): the same layout priced
-        under :func:`~roofline.core.cluster_roof.datasheet_cluster_roof` of the search's chip and format."""
-        sheet = datasheet_cluster_roof(self.roof.hardware, self.roof.dtype)
-        return tuple(_price(self.model, p.layout, sheet, {}) for p in self.ranked[:k])
+        under the datasheet roof of the search's chip in the layout's format (:func:`~roofline.core.calibration.get_roof`)."""
+        return tuple(_price(self.model, p.layout, get_roof(self.roof.hardware, "datasheet", p.layout.dtype), {})
+                     for p in self.ranked[:k])
 
 
 def _divisors(n: int, most: int) -> list[int]:
@@ -817,22 +943,67 @@ def degree_grid(model: Model | str, seq: int, gpus_per_node: int = 8) -> dict:
 def search(model: Model | str, roof: ClusterRoof, *, gpus: int, seq: int, global_batch: int, gpus_per_node: int = 8,
            tps=None, cps=None, pps=None, eps=None, micro_batches=(1, 2, 4, 8), recomputes=RECOMPUTES,
            chunks=(1, 2, 4), zero_stages=(0, 1, 3), attention: str = "flash", dtype: str | None = None,
-           overlap_grad_reduce: bool = True, sequence_parallel: bool | None = None) -> Search:
+           overlap_grad_reduce: bool = True, sequence_parallel: bool | None = None, dtypes=None,
+           fp8_recipe: str | None = None) -> Search:
     """The training-layout planner: price every layout of ``gpus`` GPUs as ``tp x cp x pp x dp`` (``ep`` carved out
     of ``dp x cp``) over the given degrees (``None``: :func:`degree_grid`'s), micro-batches, recomputation policies,
     interleaving depths and ZeRO stages under ``roof``, for ``global_batch`` sequences of ``seq`` tokens; keep those
     that fit and rank them by step time. ``pps`` ``None`` tries every pipeline depth that divides the GPUs left after
     ``tp x cp``. A layout the constraints refuse is counted, not priced; when none is priced (no layout divides the
-    global batch) the error says so. ``dtype`` is the matmuls' format (``None``: the roof's)."""
+    global batch) the error says so. ``dtype`` is the matmuls' format (``None``: the roof's); ``dtypes`` searches
+    several (``('bf16', 'fp8')``: bf16 and fp8 layouts side by side, each priced under the same chip's roof of its
+    format, of the roof's kind; fp8 by ``fp8_recipe``, Transformer Engine's delayed scaling unless named)."""
     m = load_model(model)
     n = count("gpus", gpus)
     seq, batch, per_node = count("seq", seq), count("global_batch", global_batch), count("gpus_per_node", gpus_per_node)
     roof = _check_roof(roof)
     grid = degree_grid(m, seq, per_node)
     tps, cps, eps = (grid[k] if v is None else v for k, v in (("tps", tps), ("cps", cps), ("eps", eps)))
-    dtype = roof.dtype if dtype is None else dtype
-    cache: dict = {}
+    if dtypes is None:
+        dtypes = (roof.dtype if dtype is None else dtype,)
+    elif dtype is not None:
+        raise ValueError("give dtype or dtypes, not both")
+    dtypes = tuple(dict.fromkeys(dtypes))
+    if not dtypes:
+        raise ValueError("dtypes must name at least one format, such as ('bf16', 'fp8')")
+    for d in dtypes:
+        if d not in OPTIMIZER_BYTES:
+            raise unknown_name("dtype", d, OPTIMIZER_BYTES)
+    if fp8_recipe is not None:
+        _recipe_of(fp8_recipe)  # an unknown recipe is refused before anything is priced
+    roofs = {d: roof if roof.dtype == d else get_roof(roof.hardware, roof.kind, d) for d in dtypes}
+    caches: dict = {d: {} for d in dtypes}
     fitting, priced, refused, leanest = [], 0, 0, math.inf
+    for dtype in dtypes:
+        roof_d, cache = roofs[dtype], caches[dtype]
+        recipe = fp8_recipe if dtype == "fp8" else None
+        for lay in _grid(m, n, seq, batch, per_node, tps, cps, pps, eps, micro_batches, recomputes, chunks,
+                         zero_stages, attention, dtype, recipe, overlap_grad_reduce, sequence_parallel):
+            try:
+                check_layout(m, lay)
+            except (ValueError, KeyError):
+                refused += 1
+                continue
+            p = _price(m, lay, roof_d, cache)
+            priced += 1
+            leanest = min(leanest, p.memory)
+            if p.fits:
+                fitting.append(p)
+    if not priced:
+        raise ValueError(f"global_batch ({batch:,}) is not divisible by dp x micro_batch of any layout of the {n:,} GPUs")
+    # ties (the same work per GPU split another way) go to the plainer layout: fewer splits, no interleaving
+    fitting.sort(key=lambda p: (p.time, p.layout.tp * p.layout.cp * p.layout.pp, p.layout.ep, p.layout.chunks,
+                                RECOMPUTES.index(p.layout.recompute), p.layout.zero_stage))
+    return Search(m, roof, seq, tuple(fitting), priced, refused, n, leanest)
+
+
+def _recipe_of(name: str) -> FP8Recipe:
+    return fp8_recipe(name)
+
+
+def _grid(m, n, seq, batch, per_node, tps, cps, pps, eps, micro_batches, recomputes, chunks, zero_stages, attention,
+          dtype, recipe, overlap_grad_reduce, sequence_parallel):
+    """Every layout :func:`search` tries for one format, in its order."""
     for tp in tps:
         for cp in cps:
             if n % (tp * cp):
@@ -849,28 +1020,14 @@ def search(model: Model | str, roof: ClusterRoof, *, gpus: int, seq: int, global
                         for rc in recomputes:
                             for v in (chunks if pp > 1 else (1,)):
                                 for z in zero_stages:
-                                    lay = TrainLayout(seq=seq, tp=tp, cp=cp, pp=pp, dp=dp, ep=ep, micro_batch=mb,
+                                    yield TrainLayout(seq=seq, tp=tp, cp=cp, pp=pp, dp=dp, ep=ep, micro_batch=mb,
                                                       global_batch=batch, recompute=rc,
                                                       schedule="interleaved" if v > 1 else "1f1b", chunks=v,
-                                                      zero_stage=z, attention=attention, dtype=dtype, grad_dtype=dtype,
-                                                      gpus_per_node=per_node, overlap_grad_reduce=overlap_grad_reduce,
+                                                      zero_stage=z, attention=attention, dtype=dtype,
+                                                      grad_dtype="bf16" if dtype == "fp8" else dtype,
+                                                      fp8_recipe=recipe, gpus_per_node=per_node,
+                                                      overlap_grad_reduce=overlap_grad_reduce,
                                                       sequence_parallel=sequence_parallel)
-                                    try:
-                                        check_layout(m, lay)
-                                    except (ValueError, KeyError):
-                                        refused += 1
-                                        continue
-                                    p = _price(m, lay, roof, cache)
-                                    priced += 1
-                                    leanest = min(leanest, p.memory)
-                                    if p.fits:
-                                        fitting.append(p)
-    if not priced:
-        raise ValueError(f"global_batch ({batch:,}) is not divisible by dp x micro_batch of any layout of the {n:,} GPUs")
-    # ties (the same work per GPU split another way) go to the plainer layout: fewer splits, no interleaving
-    fitting.sort(key=lambda p: (p.time, p.layout.tp * p.layout.cp * p.layout.pp, p.layout.ep, p.layout.chunks,
-                                RECOMPUTES.index(p.layout.recompute), p.layout.zero_stage))
-    return Search(m, roof, seq, tuple(fitting), priced, refused, n, leanest)
 
 
 OPEN_SETTINGS = ("micro_batch", "recompute", "chunks")
@@ -977,7 +1134,7 @@ def estimate_step(model: Model | str, hardware: Hardware | str, layout: TrainLay
     return floor, (chosen if chosen is not None else _price(m, picked, est_roof, {}))
 
 
-PART_ORDER = ("matmuls", "attention", "memory-bound", "recompute", "tensor-parallel", "context-parallel",
+PART_ORDER = ("matmuls", "attention", "memory-bound", "fp8 casts", "recompute", "tensor-parallel", "context-parallel",
               "expert all-to-all", "pipeline sends", "data-parallel", "bubble", "optimizer")
 """The parts of a :class:`StepPrice`, in the order the book's figures stack them."""
 

@@ -113,3 +113,45 @@ def test_fsdp_flags_are_the_package_layouts_pytorch_names(flags, fields):
 def test_bad_fsdp_flags_are_refused_naming_the_flag(flags, flag, words):
     status, _, err = run(*FSDP[:-1], *flags)
     assert status == 2 and flag in err and words in err, err
+
+
+@pytest.mark.parametrize("recipe", [None, "te-current", "deepseek-blockwise"])
+def test_fp8_train_prints_the_package_estimate(recipe):
+    flags = ("--dtype", "fp8") + (("--fp8-recipe", recipe) if recipe else ())
+    status, out, err = run(*FSDP, "--zero", "1", *flags)
+    assert status == 0, err
+    got = json.loads(out)
+    lay = TrainLayout(seq=8192, dp=32, global_batch=64, recompute="none", zero_stage=1, dtype="fp8", fp8_recipe=recipe)
+    floor, est = estimate_step("llama-3.1-8b", "h100-sxm", lay)
+    assert got["time_s"] == est.time and got["floor"]["time_s"] == floor.time and got["memory_bytes"] == est.memory
+    assert got["layout"]["dtype"] == "fp8" and got["layout"]["fp8_recipe"] == (recipe or "te-delayed")
+    assert "fp8_recipe" in got["assumed"] and got["estimate"]["parts_s"]["fp8 casts"] > 0
+
+
+def test_plan_searches_fp8_and_bf16_together():
+    status, out, err = run("plan", "llama-3.1-8b", "--gpu", "h100", "--nodes", "2", "--seq", "8192",
+                           "--global-batch", "64", "--dtype", "both", "--top", "40", "--json")
+    assert status == 0, err
+    got = json.loads(out)
+    from roofline.core.calibration import get_roof
+    from roofline.parallel.cluster import search
+    found = search("llama-3.1-8b", get_roof("h100-sxm", "calibrated"), gpus=16, seq=8192, global_batch=64,
+                   dtypes=("bf16", "fp8"))
+    assert got["layouts_priced"] == found.priced and got["layouts"][0]["time_s"] == found.best.time
+    assert got["layouts"][0]["dtype"] == "fp8"  # on an H100 the fastest layout of this model trains in fp8
+    status, out, err = run("plan", "llama-3.1-8b", "--gpu", "h100", "--nodes", "2", "--seq", "8192",
+                           "--global-batch", "64", "--json")
+    assert {x["dtype"] for x in json.loads(out)["layouts"]} == {"bf16"}  # bf16 unless asked
+
+
+@pytest.mark.parametrize("argv, flag, words", [
+    (FSDP[:-1] + ("--fp8-recipe", "te-delayed"), "--fp8-recipe", "give --dtype fp8 with it"),
+    (FSDP[:-1] + ("--dtype", "fp8", "--fp8-recipe", "mxfp8"), "--fp8-recipe", "invalid choice"),
+    (("plan", "llama-3.1-8b", "--gpu", "h100", "--nodes", "2", "--seq", "8192", "--global-batch", "64",
+      "--fp8-recipe", "te-current"), "--fp8-recipe", "give --dtype fp8 or both"),
+    (("plan", "llama-3.1-8b", "--gpu", "a100-80gb", "--nodes", "2", "--seq", "8192", "--global-batch", "64",
+      "--dtype", "fp8"), "--dtype", "fp8"),
+])
+def test_bad_fp8_flags_are_refused_naming_the_flag(argv, flag, words):
+    status, _, err = run(*argv)
+    assert status == 2 and flag in err and words in err, err
