@@ -485,6 +485,10 @@ def _train_parser(sub, models: str) -> None:
                          "(with --schedule interleaved two or more, else plain 1F1B too), the fastest that fits")
     cl.add_argument("--sequence-parallel", choices=("on", "off"), default=None,
                     help="split norms and residuals over the tensor-parallel group (default on when --tp > 1)")
+    cl.add_argument("--attention-kernel", choices=("fa2", "fa3", "cudnn"), default=None,
+                    help="the flash-attention kernel: fa2 (FlashAttention-2, the default), fa3 (FlashAttention-3) or "
+                         "cudnn (cuDNN's fused attention, which Transformer Engine picks on Hopper); each at its "
+                         "published H100 speeds")
     cl.add_argument("--fsdp", choices=("full", "hybrid"), default=None,
                     help="PyTorch FSDP's names for ZeRO-3: full shards the weights, gradients and optimizer state over "
                          "every data-parallel rank; hybrid (HSDP) over the ranks of one node, replicated across nodes "
@@ -514,7 +518,7 @@ def _train_parser(sub, models: str) -> None:
 
 
 CLUSTER_FLAGS = ("pp", "ep", "dp", "global_batch", "schedule", "chunks", "sequence_parallel", "roof", "fsdp",
-                 "reshard_after_forward", "shard_group", "fp8_recipe")
+                 "reshard_after_forward", "shard_group", "fp8_recipe", "attention_kernel")
 
 
 def wants_cluster(args) -> bool:

@@ -288,7 +288,7 @@ _LAYOUT_FLAGS = {"tp": "--tp", "cp": "--cp", "pp": "--pp", "ep": "--ep", "dp": "
                  "the interleaved schedule": "--schedule", "sequence parallelism": "--sequence-parallel",
                  "all-to-all context parallelism": "--cp", "the ring's zigzag split": "--cp",
                  "zero_stage": "--zero", "shard_group": "--shard-group", "reshard_after_forward": "--reshard-after-forward",
-                 "hybrid sharding": "--shard-group"}
+                 "hybrid sharding": "--shard-group", "attention_kernel": "--attention-kernel"}
 
 
 def _train_cluster(args, catalog) -> str:
@@ -348,7 +348,7 @@ def _train_cluster(args, catalog) -> str:
                          attention="standard" if args.attention == "explicit" else "flash",
                          cp_method=args.cp_method.replace("-", "_"), overlap_grad_reduce=not args.no_overlap,
                          dtype=args.dtype, grad_dtype="bf16" if args.dtype == "fp8" else args.dtype,
-                         fp8_recipe=args.fp8_recipe, gpus_per_node=per_node,
+                         fp8_recipe=args.fp8_recipe, attention_kernel=args.attention_kernel, gpus_per_node=per_node,
                          reshard_after_forward=args.reshard_after_forward != "off", shard_group=shard_group)
     roof = at("--roof", roof_kind, h, args.roof)
     flags = dict(_LAYOUT_FLAGS, **({} if args.schedule else {"the interleaved schedule": "--chunks"}))
@@ -371,6 +371,7 @@ def _train_cluster(args, catalog) -> str:
                        "recompute": layout.recompute, "sequence_parallel": layout.sp, "zero_stage": layout.zero_stage,
                        "attention": layout.attention, "overlap_grad_reduce": layout.overlap_grad_reduce,
                        "dtype": layout.dtype, "fp8_recipe": layout.recipe.name if layout.recipe else None,
+                       "attention_kernel": layout.attention_kernel,
                        "reshard_after_forward": layout.reshard_after_forward,
                        "shard_group": layout.shards},
             "seq": layout.seq, "roof": roof, "picked": picked, "assumed": assumed, "time_s": chosen.time, "mfu": chosen.mfu, "hfu": chosen.hfu,
@@ -403,6 +404,9 @@ def _train_cluster(args, catalog) -> str:
     return "\n".join(lines)
 
 
+_KERNEL_NAMES = {"fa2": "FlashAttention-2", "fa3": "FlashAttention-3", "cudnn": "cuDNN's fused kernel"}
+
+
 def _fp8_peak(h: Hardware, dtypes) -> None:
     """Refuse --dtype fp8 on a chip whose catalog entry has no fp8 peak, naming the formats it has."""
     if "fp8" in dtypes and "fp8" not in h.dense_flops:
@@ -420,7 +424,8 @@ def _assumed(args, layout: TrainLayout) -> dict:
     """The defaults of ``train`` on a cluster that move a published comparison, in words, each with the flag that
     changes it (printed with every answer, and in the JSON's ``assumed``)."""
     return {
-        "attention": ("flash attention (--attention explicit: the kernel of Megatron-LM's 2021-22 runs)"
+        "attention": ((f"flash attention, {_KERNEL_NAMES[layout.attention_kernel or 'fa2']} (--attention-kernel; "
+                       "--attention explicit: the kernel of Megatron-LM's 2021-22 runs)")
                       if layout.attention == "flash" else "the explicit attention kernel of Megatron-LM's 2021-22 runs"),
         "overlap_grad_reduce": ("the gradient reduction overlaps the backward pass (--no-overlap: it waits)"
                                 if layout.overlap_grad_reduce else "the gradient reduction waits for the backward pass"),

@@ -88,6 +88,12 @@ class ClusterRoof:
     'blockwise'; ``gemm`` is the per-tensor one); ``cast_bandwidth``, the bytes/s a quantization kernel reaches
     (None: ``bandwidth``); ``bf16``, the same chip's roof in bf16, for the parts a recipe keeps in bf16
     (attention, the output head).
+
+    Kernels by name, where microbenchmarks of them were published (:func:`roofline.core.calibration.get_roof`
+    fills them in for Hopper): ``attention_kernels``, flash-attention forward-and-backward curves of kernels
+    other than the roof's own (``attention``), keyed by kernel ('fa3', 'cudnn') and then as ``attention``;
+    ``kernel_rates``, the bytes/s a kind of memory-bound kernel reaches on the bytes a step's model counts for it
+    ('activation forward', 'activation backward', 'cross-entropy'; a kind not named runs at ``bandwidth``).
     """
 
     label: str
@@ -112,6 +118,8 @@ class ClusterRoof:
     fp8_gemm: Mapping = field(default_factory=dict)
     cast_bandwidth: float | None = None
     bf16: "ClusterRoof | None" = None
+    attention_kernels: Mapping = field(default_factory=dict)
+    kernel_rates: Mapping = field(default_factory=dict)
 
     def __post_init__(self):
         if self.kind not in ROOF_KINDS:
@@ -126,6 +134,11 @@ class ClusterRoof:
         object.__setattr__(self, "attention_forward", MappingProxyType(dict(self.attention_forward)))
         object.__setattr__(self, "sources", MappingProxyType(dict(self.sources)))
         object.__setattr__(self, "fp8_gemm", MappingProxyType(dict(self.fp8_gemm)))
+        object.__setattr__(self, "attention_kernels", MappingProxyType({k: MappingProxyType(dict(v)) for k, v in
+                                                                       self.attention_kernels.items()}))
+        object.__setattr__(self, "kernel_rates", MappingProxyType(dict(self.kernel_rates)))
+        for kind, rate in self.kernel_rates.items():
+            number(f"kernel_rates[{kind!r}]", rate)
         if self.cast_bandwidth is not None:
             number("cast_bandwidth", self.cast_bandwidth)
         if self.bf16 is not None and not isinstance(self.bf16, ClusterRoof):
@@ -173,6 +186,14 @@ class ClusterRoof:
         t = np.maximum(np.asarray(nbytes, dtype=float) / bw, np.asarray(kernels, dtype=float) * self.launch_s)
         return t.item() if t.ndim == 0 else t
 
+    def kernel_time(self, kind: str, nbytes: ArrayLike, kernels: ArrayLike = 1):
+        """Seconds for ``kernels`` memory-bound kernels of ``kind`` moving ``nbytes`` (as the step's model counts
+        them) in all: at :attr:`kernel_rates`'s rate for that kind, the memory-bound kernels' bandwidth where it
+        holds none; at least a launch each."""
+        bw = self.kernel_rates.get(kind, self.bandwidth)
+        t = np.maximum(np.asarray(nbytes, dtype=float) / bw, np.asarray(kernels, dtype=float) * self.launch_s)
+        return t.item() if t.ndim == 0 else t
+
     @property
     def high(self) -> "ClusterRoof":
         """The roof the parts kept in bf16 run under: :attr:`bf16` where the roof has one, else itself."""
@@ -184,11 +205,14 @@ class ClusterRoof:
         t = np.maximum(np.asarray(nbytes, dtype=float) / self.bandwidth, np.asarray(kernels, dtype=float) * self.launch_s)
         return t.item() if t.ndim == 0 else t
 
-    def flash_time(self, flops: ArrayLike, seq: ArrayLike, head_dim: int = 128, causal: bool = True):
+    def flash_time(self, flops: ArrayLike, seq: ArrayLike, head_dim: int = 128, causal: bool = True,
+                   kernel: str | None = None):
         """Seconds for a flash-attention forward and backward of ``flops`` FLOPs (the benchmarks' count:
         backward 2.5 times forward, causal halved) at sequence length ``seq``. The curve of the nearest
-        measured head size is used (the datasheet roof has one flat curve)."""
-        curve = self.attention_curve(head_dim, causal)
+        measured head size is used (the datasheet roof has one flat curve); ``kernel`` names one of
+        :attr:`attention_kernels` (None, or a kernel the roof holds no curve of: the roof's own)."""
+        curves = self.attention_kernels.get(kernel) if kernel is not None else None
+        curve = self.attention_curve(head_dim, causal, curves)
         flops = np.asarray(flops, dtype=float)
         t = np.where(flops > 0, flops / curve(np.maximum(np.asarray(seq, dtype=float), 1.0)), 0.0)
         return t.item() if t.ndim == 0 else t

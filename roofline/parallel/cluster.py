@@ -78,10 +78,13 @@ from roofline.workloads.memory import activation_bytes, korthikanti_bytes, state
 from roofline.workloads.training import training_flops_per_token
 
 __all__ = ["TrainLayout", "StepPrice", "Search", "check_layout", "price_step", "search", "SCHEDULES", "ATTENTIONS",
-           "CP_METHODS", "OPTIMIZER_BYTES", "GRAD_DTYPES", "STANDARD_SCORE_BYTES"]
+           "CP_METHODS", "OPTIMIZER_BYTES", "GRAD_DTYPES", "STANDARD_SCORE_BYTES", "ATTENTION_KERNELS"]
 
 SCHEDULES = ("1f1b", "interleaved")
 ATTENTIONS = ("flash", "standard")
+ATTENTION_KERNELS = ("fa2", "fa3", "cudnn")
+"""The flash-attention kernels a layout may name: FlashAttention-2 (the roofs' own curves), FlashAttention-3 and
+cuDNN's fused attention (Transformer Engine's choice on Hopper), where the roof holds their curves."""
 CP_METHODS = ("ring", "all_to_all")
 OPTIMIZER_BYTES: Mapping[str, float] = MappingProxyType({"bf16": 38.0, "fp16": 52.0, "fp8": 38.0})
 GRAD_DTYPES = ("bf16", "fp16")
@@ -103,6 +106,8 @@ class TrainLayout:
     gathered weights from the forward pass to the backward (FSDP1's ``SHARD_GRAD_OP``, FSDP2's
     ``reshard_after_forward=False``, Llama 3's choice); ``shard_group`` shards the model state over groups of that
     many data-parallel ranks and replicates it across groups (hybrid sharding, HSDP; ``None``: all ``dp x cp``).
+    ``attention_kernel`` names the flash-attention kernel (:data:`ATTENTION_KERNELS`; ``None``: the roof's own,
+    FlashAttention-2's curves on the calibrated roofs).
     """
 
     seq: int
@@ -127,6 +132,7 @@ class TrainLayout:
     reshard_after_forward: bool = True
     shard_group: int | None = None
     fp8_recipe: str | None = None
+    attention_kernel: str | None = None
 
     @property
     def recipe(self) -> FP8Recipe | None:
@@ -259,6 +265,12 @@ def check_layout(model: Model | str, layout: TrainLayout) -> Model:
         raise unknown_name("dtype", layout.dtype, OPTIMIZER_BYTES)
     if layout.grad_dtype not in GRAD_DTYPES:
         raise unknown_name("grad_dtype", layout.grad_dtype, GRAD_DTYPES)
+    if layout.attention_kernel is not None:
+        if layout.attention_kernel not in ATTENTION_KERNELS:
+            raise unknown_name("attention_kernel", layout.attention_kernel, ATTENTION_KERNELS)
+        if layout.attention != "flash":
+            raise ValueError(f"attention_kernel ({layout.attention_kernel!r}) names a flash-attention kernel: give "
+                             f"attention='flash' with it, got {layout.attention!r}")
     if layout.fp8_recipe is not None:
         if layout.dtype != "fp8":
             raise ValueError(f"fp8_recipe ({layout.fp8_recipe!r}) needs dtype 'fp8', got dtype {layout.dtype!r}")
@@ -501,7 +513,7 @@ def _layer(m: Model, lay: TrainLayout, roof: ClusterRoof, moe: bool) -> tuple[_P
     b = lay.micro_batch
     if lay.attention == "flash":
         fwd_flops = 2.0 * b * heads * s * s * (dqk + dv) / cp * 0.5
-        t_fb = hi.flash_time(3.5 * fwd_flops, s, head_dim=int(round(dqk)), causal=True)
+        t_fb = hi.flash_time(3.5 * fwd_flops, s, head_dim=int(round(dqk)), causal=True, kernel=lay.attention_kernel)
         a_fwd, a_bwd = t_fb / 3.5, t_fb * 2.5 / 3.5
     else:
         scores = b * heads * s * s / cp
@@ -520,8 +532,14 @@ def _layer(m: Model, lay: TrainLayout, roof: ClusterRoof, moe: bool) -> tuple[_P
     permute = 4 * heads * dv if lay.attention == "standard" else 0.0
     per_token = replicated / share + act + rotary + permute
     kernels = m.norms_per_layer + 3 + (1 if rotary else 0)
-    ph.add("fwd", "memory-bound", roof.memory_time(per_token * T, kernels))
-    ph.add("bwd", "memory-bound", roof.memory_time(2 * per_token * T, 2 * kernels))
+    if "activation forward" in roof.kernel_rates:  # the activation at its own kernel's measured rates
+        ph.add("fwd", "memory-bound", roof.memory_time((per_token - act) * T, kernels - 1)
+               + roof.kernel_time("activation forward", act * T))
+        ph.add("bwd", "memory-bound", roof.memory_time(2 * (per_token - act) * T, 2 * (kernels - 1))
+               + roof.kernel_time("activation backward", 2 * act * T, 2))
+    else:
+        ph.add("fwd", "memory-bound", roof.memory_time(per_token * T, kernels))
+        ph.add("bwd", "memory-bound", roof.memory_time(2 * per_token * T, 2 * kernels))
     # tensor-parallel exchanges
     msg = T * h * 2.0
     if tp > 1:
@@ -577,7 +595,7 @@ def _ends(m: Model, lay: TrainLayout, roof: ClusterRoof) -> tuple[_Phase, _Phase
     head = roof.high.gemm_time(2.0 * T * h * V / tp, 2.0 * (T * h + h * V / tp + T * V / tp))
     last.add("fwd", "matmuls", head)
     last.add("bwd", "matmuls", head, 2)
-    ce = roof.memory_time(_CE_BYTES * T * V / tp, 10)
+    ce = roof.kernel_time("cross-entropy", _CE_BYTES * T * V / tp, 10)
     last.add("fwd", "memory-bound", ce / 2)
     last.add("bwd", "memory-bound", ce / 2)
     if tp > 1:
@@ -646,7 +664,7 @@ def _cached(cache: dict, key, build):
 
 def _layer_key(lay: TrainLayout) -> tuple:
     return (lay.tp, lay.cp, lay.seq, lay.micro_batch, lay.ep, lay.sp, lay.attention, lay.cp_method,
-            lay.gpus_per_node, lay.recompute, lay.dtype, lay.fp8_recipe)
+            lay.gpus_per_node, lay.recompute, lay.dtype, lay.fp8_recipe, lay.attention_kernel)
 
 
 def _stage(m: Model, lay: TrainLayout, roof: ClusterRoof, cache: dict):

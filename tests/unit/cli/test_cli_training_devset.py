@@ -6,11 +6,11 @@ import json
 
 import pytest
 
-from roofline.measured.training_runs import development_checks, train_argv
+from roofline.measured.training_runs import development_checks, modern_checks, train_argv
 
 from cli_helpers import in_process
 
-CHECKS = development_checks()
+CHECKS = development_checks() + modern_checks()
 
 
 @pytest.mark.parametrize("check", CHECKS, ids=[c.run.id for c in CHECKS])
@@ -24,6 +24,7 @@ def test_every_development_run_is_one_train_command(check, tmp_path):
     assert status == 0, err
     got = json.loads(out)
     assert got["gpus"] == raw["gpu_count"] and got["layout"]["dp"] == raw["dp"]
+    assert got["layout"]["dtype"] == lay.dtype and got["layout"]["attention_kernel"] == lay.attention_kernel
     assert got["time_s"] == check.estimate.time  # the same function, the same settings: the same number
     assert got["floor"]["time_s"] == check.floor.time
     assert (got["layout"]["micro_batch"], got["layout"]["chunks"], got["layout"]["recompute"]) == \
@@ -46,7 +47,7 @@ def test_the_text_says_what_it_picked_and_what_it_assumed(tmp_path):
     del bare[i:i + 2]
     status, out, err = in_process(*bare)
     assert status == 0, err
-    assert "assumed: flash attention (--attention explicit" in out and "overlaps the backward pass (--no-overlap" in out
+    assert "assumed: flash attention, FlashAttention-2 (--attention-kernel; --attention explicit" in out and "overlaps the backward pass (--no-overlap" in out
 
 
 @pytest.mark.parametrize("argv, flag, words", [
