@@ -239,6 +239,11 @@ def check_layout(model: Model | str, layout: TrainLayout) -> Model:
         if value not in allowed:
             raise unknown_name(name, value, allowed)
     if layout.schedule not in SCHEDULES:
+        if str(layout.schedule).lower().replace("-", "").replace("_", "") in ("dualpipe", "dualpipev"):
+            raise ValueError(f"schedule {layout.schedule!r} (DeepSeek-V3's DualPipe) is not priced: it runs two "
+                             "micro-batches' forward and backward passes at once so that each one's expert all-to-all "
+                             "hides behind the other's compute, and feeds the pipeline from both ends; this model "
+                             "overlaps neither; use '1f1b' or 'interleaved' (the all-to-all then shows in full)")
         if str(layout.schedule).replace("_", "-").startswith("zero"):
             raise ValueError("schedule 'zero-bubble' is not priced: it splits each backward pass into the input's and "
                              "the weights' gradients to fill the bubble, which this model does not separate; "

@@ -443,3 +443,9 @@ def test_hybrid_sharding_shards_over_the_group_and_reduces_across_groups():
 def test_bad_fsdp_settings_are_refused_naming_the_constraint(fields, match):
     with pytest.raises(ValueError, match=match):
         check_layout("llama-3.1-8b", TrainLayout(seq=4096, dp=8, **fields))
+
+
+@pytest.mark.parametrize("schedule", ["dualpipe", "DualPipeV"])
+def test_dualpipe_is_refused_by_name_with_what_it_would_overlap(schedule):
+    with pytest.raises(ValueError, match="DualPipe.*not priced.*all-to-all"):
+        check_layout("qwen3-30b-a3b", TrainLayout(seq=4096, pp=2, dp=4, ep=4, schedule=schedule))

@@ -91,3 +91,9 @@ def test_cluster_explorer_reads_the_estimate_and_the_floor_of_a_run(checks):
     assert len({e.png(k) for k in e.frames}) == 4
     with pytest.raises(ValueError, match="at least one"):
         widgets.cluster_explorer([])
+
+
+def test_every_part_of_a_step_has_its_colour_in_the_order_the_parts_stack():
+    from roofline.parallel.cluster import PART_ORDER
+
+    assert list(plot.PART_COLORS) == list(PART_ORDER)
