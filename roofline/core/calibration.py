@@ -49,7 +49,8 @@ __all__ = ["SCOPES", "CALIBRATED_CHIPS", "MEASURED_CHIP", "roof_kind", "get_roof
            "EXCLUDED", "NU_CLOSENESS", "NU_GRID", "NuPoint", "NuFit", "gemm_nu_points", "fit_gemm_nu",
            "RoofConstant", "ROOF_QUANTITIES", "roof_constants", "QUANTIZATION_RECORDS", "ROWWISE_GEMM_RECORDS",
            "cast_share", "fp8_training_roof", "SWIGLU_RECORDS", "CROSS_ENTROPY_RECORD", "CROSS_ENTROPY_BYTES",
-           "HOPPER_ATTENTION_KERNELS", "kernel_shares", "hopper_attention_kernels", "training_kernels_roof"]
+           "HOPPER_ATTENTION_KERNELS", "kernel_shares", "hopper_attention_kernels", "training_kernels_roof",
+           "training_kernel_constants"]
 
 SCOPES = ("cluster", "chip")
 """What a roof prices: a step's pieces on a chip and its fabric ('cluster'), or one GPU's kernels ('chip')."""
@@ -614,6 +615,31 @@ def training_kernels_roof(roof: ClusterRoof) -> ClusterRoof:
     return replace(roof, attention_kernels=hopper_attention_kernels(roof.peak_flops if roof.dtype != "fp8"
                                                                     else roof.hardware.peak_flops("bf16")),
                    kernel_rates=rates, sources=sources, assumptions=assumptions)
+
+
+def training_kernel_constants(hardware: Hardware | str = "h100-sxm") -> tuple:
+    """Appendix C: what fp8 training on a Hopper chip adds to its calibrated roof, as :class:`RoofConstant`
+    entries with their records: the best fp8 matmul, the quantization kernels' share of the STREAM rate,
+    cuDNN's causal attention at 8,192 tokens (head 128), and the shares of Megatron-Core's fused SwiGLU
+    (forward, backward) and cross-entropy."""
+    hw = get_hardware(hardware)
+    bf16, fp8 = get_roof(hw, "calibrated", "bf16"), get_roof(hw, "calibrated", "fp8")
+    shares = kernel_shares()
+    swiglu = tuple(i for f, full, _ in SWIGLU_RECORDS for i in (f, full))
+    attention = tuple(record_ids(category="attention_kernel", gpu="H100 SXM5 80GB", head_dim=128, causal=False,
+                                 tool=lambda t: str(t).startswith("cuDNN"))) + ("mb0241", "mb0247")
+    rows = (
+        ("best fp8 matmul (per tensor)", fp8.gemm.top, "FLOP/s", tuple(fp8.sources.get("gemm", ()))),
+        ("fp8 casts, share of the STREAM rate", cast_share(), "%", QUANTIZATION_RECORDS),
+        ("cuDNN attention, causal, 8,192 tokens (fwd+bwd)", bf16.attention_kernels["cudnn"][(128, True)](8192),
+         "FLOP/s", attention),
+        ("fused SwiGLU forward, share of the STREAM rate", shares["activation forward"], "%", swiglu),
+        ("fused SwiGLU backward, share of the STREAM rate", shares["activation backward"], "%", swiglu),
+        ("fused cross-entropy, share of the STREAM rate", shares["cross-entropy"], "%", (CROSS_ENTROPY_RECORD[0],)),
+    )
+    return tuple(RoofConstant(name, float(value), unit, tuple(ids),
+                              tuple(dict.fromkeys(record(i)["source"]["title"] for i in ids)))
+                 for name, value, unit, ids in rows)
 
 
 # ---------------------------------------------------------------------------------------- which roof

@@ -67,7 +67,7 @@ from typing import Mapping, NamedTuple
 from roofline.core.checks import count, unknown_name
 from roofline.core.calibration import get_roof, roof_kind
 from roofline.core.cluster_roof import ClusterRoof
-from roofline.core.fp8 import DEFAULT_FP8_RECIPE, FP8Recipe, fp8_recipe
+from roofline.core.fp8 import DEFAULT_FP8_RECIPE, FP8_RECIPES, FP8Recipe, fp8_recipe
 from roofline.core.hardware import Hardware, get_hardware
 from roofline.core.model import Model, NotModelledError, load_model, param_count
 from roofline.core.policies import RECOMPUTES, ZERO_STAGES
@@ -1157,6 +1157,41 @@ def estimate_step(model: Model | str, hardware: Hardware | str, layout: TrainLay
     return floor, (chosen if chosen is not None else _price(m, picked, est_roof, {}))
 
 
+def fp8_training(model: Model | str, hardware: Hardware | str, layout: TrainLayout, recipes=None, *,
+                 roof: str | None = None) -> dict:
+    """Chapter 6: ``layout`` priced in bf16 and under each fp8 recipe of ``recipes`` (``None``: every recipe of
+    :data:`~roofline.core.fp8.FP8_RECIPES`), everything else held: ``{'bf16': (floor, estimate), 'te-delayed':
+    (floor, estimate), ...}`` through :func:`estimate_step` (``roof`` as there)."""
+    if not isinstance(layout, TrainLayout):
+        raise TypeError(f"layout must be a TrainLayout, got {type(layout).__name__}")
+    names = tuple(FP8_RECIPES) if recipes is None else ((recipes,) if isinstance(recipes, str) else tuple(recipes))
+    out = {"bf16": estimate_step(model, hardware, replace(layout, dtype="bf16", fp8_recipe=None, grad_dtype="bf16"),
+                                 roof=roof)}
+    for name in names:
+        out[fp8_recipe(name).name] = estimate_step(model, hardware, replace(layout, dtype="fp8", fp8_recipe=name,
+                                                                            grad_dtype="bf16"), roof=roof)
+    return out
+
+
+def fastest_recipe(priced: Mapping) -> str:
+    """Chapter 6: the fp8 recipe of :func:`fp8_training`'s mapping whose step is shortest (under the estimate where
+    there is one, else the floor; 'bf16' left out)."""
+    names = [k for k in priced if k != "bf16"]
+    if not names:
+        raise ValueError("priced must hold at least one fp8 recipe beside 'bf16'")
+    return min(names, key=lambda k: (priced[k][1] or priced[k][0]).time)
+
+
+def fp8_speedup_bound(price: "StepPrice") -> float:
+    """Chapter 6: the speed-up fp8 would give a bf16 step ``price`` if it halved the matmuls and added nothing:
+    ``time / (time - matmuls / 2)``, Amdahl's bound for a part of the step run twice as fast."""
+    if not isinstance(price, StepPrice):
+        raise TypeError(f"price must be a StepPrice, got {type(price).__name__}")
+    if price.layout.dtype == "fp8":
+        raise ValueError("price must be of a bf16 or fp16 step: the bound is what fp8 could buy it")
+    return price.time / (price.time - price.parts["matmuls"] / 2)
+
+
 PART_ORDER = ("matmuls", "attention", "memory-bound", "fp8 casts", "recompute", "tensor-parallel", "context-parallel",
               "expert all-to-all", "pipeline sends", "data-parallel", "bubble", "optimizer")
 """The parts of a :class:`StepPrice`, in the order the book's figures stack them."""
@@ -1187,4 +1222,4 @@ def token_rate_per_gpu(price: StepPrice, hidden=()) -> float:
     return price.layout.batch * price.layout.seq / (seconds * price.layout.gpus)
 
 
-__all__ += ["degree_grid", "estimate_step", "OPEN_SETTINGS", "OPEN_MICRO_BATCHES", "open_layouts", "fastest_fitting", "PART_ORDER", "part_shares", "part_gaps", "token_rate_per_gpu"]
+__all__ += ["fp8_training", "fastest_recipe", "fp8_speedup_bound", "degree_grid", "estimate_step", "OPEN_SETTINGS", "OPEN_MICRO_BATCHES", "open_layouts", "fastest_fitting", "PART_ORDER", "part_shares", "part_gaps", "token_rate_per_gpu"]

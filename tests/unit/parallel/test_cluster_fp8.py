@@ -128,3 +128,19 @@ def test_an_fp8_layout_needs_an_fp8_roof():
         price_step("llama-3.1-8b", replace(LAY, dtype="fp8"), get_roof("h100-sxm", "calibrated", "bf16"))
     with pytest.raises(ValueError, match="dtype 'bf16' is priced under a roof of its own format"):
         price_step("llama-3.1-8b", LAY, get_roof("h100-sxm", "calibrated", "fp8"))
+
+
+def test_fp8_training_prices_one_layout_in_every_format_and_bounds_the_speed_up():
+    """Amdahl: a step of 10 s whose matmuls take 6 s would take 7 s with the matmuls halved, 1.43x faster; the
+    recipes' speed-ups all fall below that bound, for their matmuls do not halve and their casts add time."""
+    from roofline.parallel.cluster import fp8_speedup_bound, fp8_training
+
+    priced = fp8_training("llama-3.1-8b", "h100-sxm", LAY)
+    assert list(priced) == ["bf16", *FP8_RECIPES]
+    bf16 = priced["bf16"][1]
+    bound = fp8_speedup_bound(bf16)
+    assert bound == pytest.approx(bf16.time / (bf16.time - bf16.parts["matmuls"] / 2))
+    assert all(1 < bf16.time / est.time < bound for name, (_, est) in priced.items() if name != "bf16")
+    assert priced["te-delayed"][1].time == estimate_step("llama-3.1-8b", "h100-sxm", replace(LAY, dtype="fp8"))[1].time
+    with pytest.raises(ValueError, match="bf16 or fp16 step"):
+        fp8_speedup_bound(priced["te-delayed"][1])
