@@ -16,8 +16,16 @@ What one GPU does for one micro-batch, per layer, from the model's own linears:
   most the KV heads), each at the rate a matmul of its FLOPs reaches; the backward pass twice the forward's
   (one product for the input's gradient, one for the weight's). A mixture-of-experts layer runs its local
   experts (``num_experts / ep``) on ``tokens * experts_per_token / tp`` rows shared among them, balanced.
+- **fp8** (``dtype='fp8'``, a recipe of :mod:`roofline.core.fp8`): the linear layers' products the recipe runs
+  in fp8 on the roof's fp8 curve for its scaling (fp8 operands, a bf16 output), the others on the bf16 roof;
+  the casts of each input, output gradient and weight (once a step where the recipe caches them) as
+  memory-bound kernels at the quantization kernels' rate, in their own part ('fp8 casts'), with the amax
+  all-reduces; the fp8 weight copies the recipe keeps, and its fp8-saved inputs, in memory; under FSDP, the
+  weights gathered in fp8 where the recipe casts before the gather. Attention, the head and the router stay in
+  bf16.
 - **attention**: flash attention, causal (half the square), at the benchmarks' forward-and-backward rate for
-  that sequence length (the backward 2.5 times the forward); or the explicit kernel of Megatron-LM's 2021-22
+  that sequence length (the backward 2.5 times the forward), of the kernel the layout names where the roof
+  holds its curves (``attention_kernel``: FlashAttention-3 or cuDNN on Hopper); or the explicit kernel of Megatron-LM's 2021-22
   runs (``attention='standard'``): two batched matmuls over the whole square, and the memory-bound passes over
   the scores at the HBM rate: 13 bytes per score forward (write the scores, the fused scale-mask-softmax
   reads and writes them, dropout reads them and writes the kept values and a one-byte mask, the value
@@ -27,7 +35,9 @@ What one GPU does for one micro-batch, per layer, from the model's own linears:
   one, and a one-byte dropout mask where the model trains with dropout), the activation (GELU: read and write
   the MLP's width; a gated unit: read two, write one), rotary embeddings on queries and keys; replicated over
   the tensor-parallel group unless sequence parallelism splits them; the backward pass moves twice the
-  forward's bytes. Each kernel takes at least its launch.
+  forward's bytes. Each kernel takes at least its launch. Where the roof holds a measured kernel's rate for a
+  kind (``ClusterRoof.kernel_rates``: the activation forward and backward, the cross-entropy; Megatron-Core's
+  fused kernels on Hopper), that kind runs at it instead of the memory-bound bandwidth.
 - **tensor-parallel exchanges**: two all-reduces of the layer's ``tokens x hidden`` activations forward and two
   backward; with sequence parallelism, two all-gathers and two reduce-scatters each way. Not overlapped.
 - **context-parallel exchanges**: the ring passes each rank's keys and values ``cp - 1`` times forward (and
@@ -992,8 +1002,12 @@ def search(model: Model | str, roof: ClusterRoof, *, gpus: int, seq: int, global
     for d in dtypes:
         if d not in OPTIMIZER_BYTES:
             raise unknown_name("dtype", d, OPTIMIZER_BYTES)
-    if fp8_recipe is not None:
-        _recipe_of(fp8_recipe)  # an unknown recipe is refused before anything is priced
+    if fp8_recipe is not None:  # refused before anything is priced
+        if fp8_recipe not in FP8_RECIPES:
+            raise unknown_name("fp8_recipe", fp8_recipe, FP8_RECIPES)
+        if "fp8" not in dtypes:
+            raise ValueError(f"fp8_recipe ({fp8_recipe!r}) applies to fp8 layouts: dtypes must include 'fp8', "
+                             f"got {dtypes}")
     roofs = {d: roof if roof.dtype == d else get_roof(roof.hardware, roof.kind, d) for d in dtypes}
     caches: dict = {d: {} for d in dtypes}
     fitting, priced, refused, leanest = [], 0, 0, math.inf
@@ -1018,10 +1032,6 @@ def search(model: Model | str, roof: ClusterRoof, *, gpus: int, seq: int, global
     fitting.sort(key=lambda p: (p.time, p.layout.tp * p.layout.cp * p.layout.pp, p.layout.ep, p.layout.chunks,
                                 RECOMPUTES.index(p.layout.recompute), p.layout.zero_stage))
     return Search(m, roof, seq, tuple(fitting), priced, refused, n, leanest)
-
-
-def _recipe_of(name: str) -> FP8Recipe:
-    return fp8_recipe(name)
 
 
 def _grid(m, n, seq, batch, per_node, tps, cps, pps, eps, micro_batches, recomputes, chunks, zero_stages, attention,

@@ -144,3 +144,21 @@ def test_fp8_training_prices_one_layout_in_every_format_and_bounds_the_speed_up(
     assert priced["te-delayed"][1].time == estimate_step("llama-3.1-8b", "h100-sxm", replace(LAY, dtype="fp8"))[1].time
     with pytest.raises(ValueError, match="bf16 or fp16 step"):
         fp8_speedup_bound(priced["te-delayed"][1])
+
+
+def test_a_search_over_both_formats_ranks_them_together_and_refuses_what_it_cannot_price():
+    from roofline.parallel.cluster import search
+
+    roof = get_roof("h100-sxm", "calibrated")
+    both = search("llama-3.1-8b", roof, gpus=8, seq=8192, global_batch=16, dtypes=("bf16", "fp8"), tps=(1, 2),
+                  cps=(1,), zero_stages=(1,))
+    bf16 = search("llama-3.1-8b", roof, gpus=8, seq=8192, global_batch=16, tps=(1, 2), cps=(1,), zero_stages=(1,))
+    assert both.priced == 2 * bf16.priced and {p.layout.dtype for p in both.ranked} == {"bf16", "fp8"}
+    assert both.best.layout.dtype == "fp8" and both.best.time < bf16.best.time
+    assert both.floors(1)[0].roof.dtype == "fp8"  # each floor in its layout's own format
+    with pytest.raises(UnknownNameError, match="unknown fp8_recipe 'te'"):
+        search("llama-3.1-8b", roof, gpus=8, seq=8192, global_batch=16, dtypes=("fp8",), fp8_recipe="te")
+    with pytest.raises(ValueError, match="dtypes must include 'fp8'"):
+        search("llama-3.1-8b", roof, gpus=8, seq=8192, global_batch=16, fp8_recipe="te-current")
+    with pytest.raises(ValueError, match="give dtype or dtypes, not both"):
+        search("llama-3.1-8b", roof, gpus=8, seq=8192, global_batch=16, dtype="bf16", dtypes=("fp8",))
