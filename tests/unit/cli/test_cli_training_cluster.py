@@ -155,3 +155,17 @@ def test_plan_searches_fp8_and_bf16_together():
 def test_bad_fp8_flags_are_refused_naming_the_flag(argv, flag, words):
     status, _, err = run(*argv)
     assert status == 2 and flag in err and words in err, err
+
+
+def test_fp8_train_answers_for_a_mixture_of_experts():
+    """Qwen3-30B-A3B on 32 H100s, its 128 experts over 8 ranks, in fp8 by DeepSeek-V3's blockwise recipe."""
+    status, out, err = run("train", "qwen3-30b-a3b", "--gpu", "h100", "--nodes", "4", "--ep", "8", "--seq", "4096",
+                           "--global-batch", "256", "--dtype", "fp8", "--fp8-recipe", "deepseek-blockwise",
+                           "--zero", "1", "--roof", "calibrated", "--json")
+    assert status == 0, err
+    got = json.loads(out)
+    lay = TrainLayout(seq=4096, dp=32, ep=8, global_batch=256, recompute="none", zero_stage=1, dtype="fp8",
+                      fp8_recipe="deepseek-blockwise")
+    floor, est = estimate_step("qwen3-30b-a3b", "h100-sxm", lay)
+    assert got["time_s"] == est.time and got["floor"]["time_s"] == floor.time
+    assert got["estimate"]["parts_s"]["expert all-to-all"] > 0 and got["estimate"]["parts_s"]["fp8 casts"] > 0
