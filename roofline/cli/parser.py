@@ -23,9 +23,10 @@ from roofline.parallel.moe import ROUTINGS
 from roofline.serving.capacity import VLLM_BLOCK_SIZE
 from roofline.serving.deployment import ARRIVALS, CHUNK_TOKENS
 from roofline.serving.speculative import DRAFTS
+from roofline.core.fp8 import FP8_RECIPES
 from roofline.workloads.inference import ACCOUNTINGS, OPTIONS
 
-__all__ = ["UsageError", "HelpRequested", "build_parser", "whole", "storage_format", "fraction", "cache_share", "budget", "acceptance", "recompute", "at",
+__all__ = ["UsageError", "HelpRequested", "build_parser", "whole", "whole_or_auto", "AUTO", "storage_format", "fraction", "cache_share", "budget", "acceptance", "recompute", "at",
            "positive", "share", "pool_split",
            "CLUSTER_FLAGS", "wants_cluster",
            "one_split", "GPUS_PER_NODE", "SMALLEST_FRACTION", "need_links", "moe_routing", "DEFAULT_ROUTING", "layout_flags"]
@@ -51,6 +52,28 @@ def whole(minimum: int):
         return value
 
     parse.__name__ = "whole number"
+    return parse
+
+
+AUTO = "auto"
+"""The value of ``--micro-batch``, ``--recompute`` and ``--chunks`` that leaves the setting open: ``train`` tries
+every value that runs and takes the fastest that fits, and prints what it picked."""
+
+
+def whole_or_auto(minimum: int):
+    """An argparse type: :func:`whole`'s whole number, or ``auto`` (:data:`AUTO`)."""
+    number_ = whole(minimum)
+
+    def parse(text: str):
+        if text.strip().lower() == AUTO:
+            return AUTO
+        try:
+            return number_(text)
+        except argparse.ArgumentTypeError as exc:
+            raise argparse.ArgumentTypeError(str(exc).replace("expected a whole number", "expected auto or a whole "
+                                                                                          "number", 1)) from None
+
+    parse.__name__ = "whole number or auto"
     return parse
 
 
@@ -436,13 +459,16 @@ def _flags() -> set[str]:
 
 
 def recompute(text: str) -> str:
-    """An argparse type: a recompute policy, 'none', 'selective', 'full', 'matmul-outputs' or 'every-K'."""
+    """An argparse type: a recompute policy, 'none', 'selective', 'full', 'matmul-outputs' or 'every-K', or
+    'auto' (:data:`AUTO`: the cluster model tries none, selective and full)."""
+    if text.strip().lower() == AUTO:
+        return AUTO
     try:
         return recompute_policy(text).name
     except ValueError:
         shown = text if len(text) <= 40 else f"{text[:20]}...{text[-10:]}"
-        raise argparse.ArgumentTypeError(f"expected none, selective, full or every-K (K a whole number >= 1: a "
-                                         f"checkpoint every K layers), got {shown!r}") from None
+        raise argparse.ArgumentTypeError(f"expected none, selective, full, every-K (K a whole number >= 1: a "
+                                         f"checkpoint every K layers) or auto, got {shown!r}") from None
 
 
 # The smallest fraction of peak the command line takes: below a millionth of peak, times leave any horizon a
@@ -472,15 +498,22 @@ def _train_parser(sub, models: str) -> None:
     p.add_argument("--gpu", required=True, help="an accelerator key or alias, e.g. h100-sxm")
     p.add_argument("--gpus", type=whole(1), default=1, help="data-parallel GPUs the model state is sharded over (default 1)")
     p.add_argument("--seq", type=whole(1), required=True, help="tokens per sequence")
-    p.add_argument("--micro-batch", type=whole(1), default=1, help="sequences per GPU per step (default 1)")
-    p.add_argument("--recompute", type=recompute, default="none", metavar="{none,selective,full,matmul-outputs,every-K}",
+    p.add_argument("--micro-batch", type=whole_or_auto(1), default=1, metavar="{N,auto}",
+                   help="sequences per GPU per micro-batch (default 1); auto (the cluster model, with --global-batch): "
+                        "try 1, 2, 4 and 8 and take the fastest that fits, and say which")
+    p.add_argument("--recompute", type=recompute, default="none",
+                   metavar="{none,selective,full,matmul-outputs,every-K,auto}",
                    help="activation recomputation: none, selective (the attention core), full (every layer's "
                         "forward again), matmul-outputs (keep the matmuls' outputs, rebuild the elementwise "
-                        "work) or every-K (a checkpoint every K layers) (default none)")
-    p.add_argument("--zero", type=int, choices=(0, 1, 2, 3), default=0, help="ZeRO stage (default 0)")
+                        "work) or every-K (a checkpoint every K layers) (default none); auto (the cluster model): "
+                        "the fastest of none, selective and full that fits, said in the output")
+    p.add_argument("--zero", type=int, choices=(0, 1, 2, 3), default=None,
+                   help="ZeRO stage (default 0; 3 with --fsdp)")
     p.add_argument("--offload", action="store_true", help="keep the saved activations in host memory, over PCIe")
     p.add_argument("--attention", choices=OPTIONS["attention"], default="flash",
-                   help="flash (never stores the scores) or explicit (default flash)")
+                   help="flash (never stores the scores) or explicit, the kernel of Megatron-LM's 2021-22 runs, "
+                        "which writes the score matrix and passes over it in memory (default flash; the cluster "
+                        "model prints which it assumed, since it moves a published comparison)")
     p.add_argument("--achieved", type=fraction, default=None, metavar="FRACTION",
                    help="the fraction of peak the GPU's FLOPs run at (e.g. 0.5); default: the roofline floor")
     p.add_argument("--timing", choices=TIMINGS, default="step", help="the floor's timing rule (default step)")
@@ -502,24 +535,53 @@ def _train_parser(sub, models: str) -> None:
     cl.add_argument("--global-batch", type=whole(1), default=None,
                     help="sequences per optimizer step, all GPUs together (default one micro-batch per replica)")
     cl.add_argument("--schedule", choices=("1f1b", "interleaved"), default=None, help="pipeline schedule (default 1f1b)")
-    cl.add_argument("--chunks", type=whole(1), default=None, help="model chunks per GPU, interleaved schedule")
+    cl.add_argument("--chunks", type=whole_or_auto(1), default=None, metavar="{N,auto}",
+                    help="model chunks per GPU, interleaved schedule; auto: every depth that divides a stage's layers "
+                         "(with --schedule interleaved two or more, else plain 1F1B too), the fastest that fits")
     cl.add_argument("--sequence-parallel", choices=("on", "off"), default=None,
                     help="split norms and residuals over the tensor-parallel group (default on when --tp > 1)")
-    cl.add_argument("--no-overlap", action="store_true", help="the gradient reduction waits for the backward pass")
-    cl.add_argument("--dtype", choices=("bf16", "fp16"), default="bf16", help="format of the matmuls (default bf16)")
+    cl.add_argument("--attention-kernel", choices=("fa2", "fa3", "cudnn"), default=None,
+                    help="the flash-attention kernel: fa2 (FlashAttention-2, the default), fa3 (FlashAttention-3) or "
+                         "cudnn (cuDNN's fused attention, which Transformer Engine picks on Hopper); each at its "
+                         "published H100 speeds")
+    cl.add_argument("--fsdp", choices=("full", "hybrid"), default=None,
+                    help="PyTorch FSDP's names for ZeRO-3: full shards the weights, gradients and optimizer state over "
+                         "every data-parallel rank; hybrid (HSDP) over the ranks of one node, replicated across nodes "
+                         "(or over --shard-group ranks)")
+    cl.add_argument("--reshard-after-forward", choices=("on", "off"), default=None,
+                    help="with --fsdp or --zero 3: on (default) frees the gathered weights after the forward pass and "
+                         "gathers them again for the backward; off keeps them to the backward pass, one gather a "
+                         "step, as Llama 3 did (FSDP1's SHARD_GRAD_OP)")
+    cl.add_argument("--shard-group", type=whole(1), default=None, metavar="N",
+                    help="hybrid sharding over groups of N data-parallel ranks, replicated across groups "
+                         "(torchtitan's data_parallel_shard_degree; with --zero 1 to 3 or --fsdp)")
+    cl.add_argument("--no-overlap", action="store_true",
+                    help="the gradient reduction waits for the backward pass, as in Megatron-LM's 2021-22 runs "
+                         "(default: it overlaps the backward pass but for its last bucket; printed in the output)")
+    cl.add_argument("--dtype", choices=("bf16", "fp16", "fp8"), default="bf16",
+                    help="format of the matmuls (default bf16); fp8: the linear layers' matmuls in fp8 by --fp8-recipe, "
+                         "attention, the output head and the optimizer in bf16")
+    cl.add_argument("--fp8-recipe", choices=tuple(FP8_RECIPES), default=None,
+                    help="with --dtype fp8: te-delayed (Transformer Engine, delayed scaling per tensor; the default), "
+                         "te-current (current scaling per tensor), torchao-tensorwise (per tensor, fp8 all-gather "
+                         "with FSDP), torchao-rowwise (a scale per row) or deepseek-blockwise (DeepSeek-V3's 1 x 128 "
+                         "and 128 x 128 blocks)")
     cl.add_argument("--roof", choices=ROOF_KINDS, default=None,
                     help="datasheet floor only, or the calibrated estimate beside it (default calibrated where the "
                          "chip has one)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
 
 
-CLUSTER_FLAGS = ("pp", "ep", "dp", "global_batch", "schedule", "chunks", "sequence_parallel", "roof")
+CLUSTER_FLAGS = ("pp", "ep", "dp", "global_batch", "schedule", "chunks", "sequence_parallel", "roof", "fsdp",
+                 "reshard_after_forward", "shard_group", "fp8_recipe", "attention_kernel")
 
 
 def wants_cluster(args) -> bool:
     """Whether ``train``'s flags ask for the cluster model: any of its own flags, --tp or --cp with --nodes
     or --gpus-per-node, or --tp and --cp together."""
     given = [f for f in CLUSTER_FLAGS if getattr(args, f, None) not in (None, 1)] + (["no_overlap"] if args.no_overlap else [])
+    given += [f for f in ("micro_batch", "recompute", "chunks") if getattr(args, f, None) == AUTO]
+    given += ["dtype"] if getattr(args, "dtype", None) == "fp8" else []
     nodes = args.nodes is not None or args.gpus_per_node is not None
     return bool(given) or (nodes and (args.tp > 1 or args.cp > 1)) or (args.tp > 1 and args.cp > 1)
 
@@ -551,6 +613,12 @@ def _plan_parser(sub, models: str) -> None:
                    help="the roof the cluster model's search over tensor, context, pipeline, data and expert "
                         "parallelism ranks by: calibrated (the estimate, the floor beside; the default where the chip "
                         "has a calibrated roof) or datasheet (the floor)")
+    p.add_argument("--dtype", choices=("bf16", "fp8", "both"), default="bf16",
+                   help="the matmuls' format the cluster model's search tries: bf16 (the default), fp8 (the linear "
+                        "layers' matmuls by --fp8-recipe), or both, ranked together")
+    p.add_argument("--fp8-recipe", choices=tuple(FP8_RECIPES), default=None,
+                   help="with --dtype fp8 or both: the fp8 recipe (default te-delayed, Transformer Engine's delayed "
+                        "scaling per tensor)")
     p.add_argument("--accounting", choices=ACCOUNTINGS, default=None,
                    help="refined: the cluster model (the default); text: chapter 9's first-order search over "
                         "tensor, pipeline and data parallelism, ranked by its floor (--achieved and --timing ask for it)")

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 from roofline.cli.output import tp_lines
-from roofline.cli.parser import GPUS_PER_NODE, UsageError, at, layout_flags, need_links, one_split, wants_cluster
+from roofline.cli.parser import AUTO, GPUS_PER_NODE, UsageError, at, layout_flags, need_links, one_split, wants_cluster
 from roofline.core.calibration import get_roof, roof_kind
 from roofline.core.hardware import Hardware, get_hardware, require_links
 from roofline.core.model import Model, load_model
@@ -34,6 +34,11 @@ def run_plan(args) -> str:
 
 
 def _train(args, catalog) -> str:
+    if args.fsdp is not None and args.zero not in (None, 3):
+        raise UsageError(f"--fsdp is ZeRO-3 (FSDP's full or hybrid sharding): give --zero 3 with it or leave --zero "
+                         f"out, got --zero {args.zero}", "--fsdp")
+    if args.zero is None:
+        args.zero = 3 if args.fsdp is not None else 0
     if wants_cluster(args):
         return _train_cluster(args, catalog)
     one_split(args)
@@ -121,8 +126,13 @@ def _plan(args, catalog) -> str:
     if args.accounting == "refined" and first_order:
         raise UsageError(f"{first_order[0]} applies to chapter 9's first-order search: give --accounting text with it",
                          first_order[0])
+    if args.fp8_recipe is not None and args.dtype == "bf16":
+        raise UsageError("--fp8-recipe applies to fp8 layouts: give --dtype fp8 or both with it", "--fp8-recipe")
     if args.accounting == "refined" or (args.accounting is None and not first_order):
         return _plan_cluster(args, m, h, at("--roof", roof_kind, h, args.roof))
+    if args.dtype != "bf16":
+        raise UsageError("--dtype fp8 and both are the cluster model's: chapter 9's first-order search (--accounting "
+                         "text) counts bf16 alone; leave --dtype out", "--dtype")
     if args.roof == "calibrated":
         raise UsageError("--roof calibrated prices the cluster model; chapter 9's first-order search (--accounting "
                          "text) ranks by the datasheet floor alone: leave --roof out", "--roof")
@@ -286,7 +296,8 @@ _LAYOUT_FLAGS = {"tp": "--tp", "cp": "--cp", "pp": "--pp", "ep": "--ep", "dp": "
                  "the interleaved schedule": "--schedule", "sequence parallelism": "--sequence-parallel",
                  "sequence_parallel": "--sequence-parallel",
                  "all-to-all context parallelism": "--cp", "the ring's zigzag split": "--cp",
-                 "zero_stage": "--zero"}
+                 "zero_stage": "--zero", "shard_group": "--shard-group", "reshard_after_forward": "--reshard-after-forward",
+                 "hybrid sharding": "--shard-group", "attention_kernel": "--attention-kernel"}
 
 
 def _train_cluster(args, catalog) -> str:
@@ -294,13 +305,24 @@ def _train_cluster(args, catalog) -> str:
     m, h = at("model", load_model, args.model), at("--gpu", get_hardware, args.gpu, catalog)
     for flag, bad in (("--offload", args.offload), ("--hybrid", args.hybrid), ("--achieved", args.achieved is not None),
                       ("--accumulation", args.accumulation > 1)):
+        if bad and flag == "--hybrid":
+            raise UsageError("--hybrid is chapter 7's data-parallel step; the cluster model's hybrid sharding is "
+                             "--fsdp hybrid (or --shard-group N)", flag)
         if bad:
             raise UsageError(f"{flag} is not part of the cluster model: leave it out (use --global-batch for "
                              "accumulation)" if flag == "--accumulation" else
                              f"{flag} is not part of the cluster model: leave it out", flag)
-    if not isinstance(args.recompute, str) or args.recompute not in RECOMPUTES:
-        raise UsageError("the cluster model prices --recompute none, selective or full, not a checkpoint every K "
-                         "layers", "--recompute")
+    if not isinstance(args.recompute, str) or args.recompute not in (*RECOMPUTES, AUTO):
+        raise UsageError("the cluster model prices --recompute none, selective, full or auto, not a checkpoint every "
+                         "K layers", "--recompute")
+    open_ = tuple(k for k, v in (("micro_batch", args.micro_batch), ("recompute", args.recompute),
+                                 ("chunks", args.chunks)) if v == AUTO)
+    if "micro_batch" in open_ and args.global_batch is None:
+        raise UsageError("--micro-batch auto needs --global-batch: the micro-batch splits a step's sequences, and "
+                         "without a global batch a larger one would be a larger step", "--micro-batch")
+    if "chunks" in open_ and args.pp == 1:
+        raise UsageError("--chunks auto needs a pipeline (--pp 2 or more): without one there is nothing to interleave",
+                         "--chunks")
     per_node = args.gpus_per_node if args.gpus_per_node is not None else GPUS_PER_NODE
     split = args.tp * args.cp * args.pp
     if args.nodes is not None or args.gpus_per_node is not None:
@@ -323,18 +345,37 @@ def _train_cluster(args, catalog) -> str:
                              f"or all the GPUs (tp x cp x pp x dp = {split * args.dp}); give one of them", "--gpus")
         dp = args.dp if args.dp is not None else args.gpus
     need_links(args, h, split * dp, f"train on {split * dp:,} GPUs", per_node=per_node)
-    schedule = args.schedule or ("interleaved" if args.chunks and args.chunks > 1 else "1f1b")
+    if args.fp8_recipe is not None and args.dtype != "fp8":
+        raise UsageError(f"--fp8-recipe applies to fp8 training: give --dtype fp8 with it, got --dtype {args.dtype}",
+                         "--fp8-recipe")
+    _fp8_peak(h, (args.dtype,))
+    if args.reshard_after_forward is not None and args.zero != 3:
+        raise UsageError(f"--reshard-after-forward applies to FSDP (--fsdp, or --zero 3): ZeRO-{args.zero} keeps the "
+                         "weights whole on every GPU", "--reshard-after-forward")
+    shard_group = args.shard_group
+    if args.fsdp == "hybrid" and shard_group is None:  # the data-parallel ranks of one node
+        shard_group = max(1, min(dp * args.cp, per_node // args.tp))
+    chunks = 1 if args.chunks in (None, AUTO) else args.chunks
+    schedule = args.schedule or ("interleaved" if chunks > 1 else "1f1b")
     layout = TrainLayout(seq=args.seq, tp=args.tp, cp=args.cp, pp=args.pp, dp=dp, ep=args.ep,
-                         micro_batch=args.micro_batch, global_batch=args.global_batch, recompute=args.recompute,
+                         micro_batch=1 if args.micro_batch == AUTO else args.micro_batch, global_batch=args.global_batch,
+                         recompute="none" if args.recompute == AUTO else args.recompute,
                          sequence_parallel=None if args.sequence_parallel is None else args.sequence_parallel == "on",
-                         schedule=schedule, chunks=args.chunks or 1, zero_stage=args.zero,
+                         schedule=schedule, chunks=chunks, zero_stage=args.zero,
                          attention="standard" if args.attention == "explicit" else "flash",
                          cp_method=args.cp_method.replace("-", "_"), overlap_grad_reduce=not args.no_overlap,
-                         dtype=args.dtype, grad_dtype=args.dtype, gpus_per_node=per_node)
+                         dtype=args.dtype, grad_dtype="bf16" if args.dtype == "fp8" else args.dtype,
+                         fp8_recipe=args.fp8_recipe, attention_kernel=args.attention_kernel, gpus_per_node=per_node,
+                         reshard_after_forward=args.reshard_after_forward != "off", shard_group=shard_group)
     roof = at("--roof", roof_kind, h, args.roof)
     flags = dict(_LAYOUT_FLAGS, **({} if args.schedule else {"the interleaved schedule": "--chunks"}))
-    floor, est = at(layout_flags(flags, m, args.seq), estimate_step, m, h, layout, roof=roof)
+    floor, est = at(layout_flags(flags, m, args.seq), estimate_step, m, h, layout, roof=roof, open=open_)
     chosen = est or floor
+    layout = chosen.layout  # the published settings, and those left open at the fastest that fits
+    picked = {k: getattr(layout, k) for k in open_}
+    if "chunks" in open_:
+        picked["schedule"] = layout.schedule
+    assumed = _assumed(args, layout)
     if args.json:
         def one(p):
             return {"time_s": p.time, "mfu": p.mfu, "hfu": p.hfu, "tokens_per_s": p.tokens_per_s,
@@ -346,15 +387,21 @@ def _train_cluster(args, catalog) -> str:
                        "micro_batches": layout.micro_batches, "schedule": layout.schedule, "chunks": layout.chunks,
                        "recompute": layout.recompute, "sequence_parallel": layout.sp, "zero_stage": layout.zero_stage,
                        "attention": layout.attention, "overlap_grad_reduce": layout.overlap_grad_reduce,
-                       "dtype": layout.dtype},
-            "seq": layout.seq, "beyond_trained_context": bool(_beyond_context(m, layout.seq)), "roof": roof,
-            "time_s": chosen.time, "mfu": chosen.mfu, "hfu": chosen.hfu,
+                       "dtype": layout.dtype, "fp8_recipe": layout.recipe.name if layout.recipe else None,
+                       "attention_kernel": layout.attention_kernel,
+                       "reshard_after_forward": layout.reshard_after_forward,
+                       "shard_group": layout.shards},
+            "seq": layout.seq, "beyond_trained_context": bool(_beyond_context(m, layout.seq)), "roof": roof, "picked": picked, "assumed": assumed, "time_s": chosen.time, "mfu": chosen.mfu, "hfu": chosen.hfu,
             "tokens_per_s": chosen.tokens_per_s, "memory_bytes": chosen.memory, "hbm_usable": h.usable_capacity,
             "fits": chosen.fits, "memory_parts": dict(chosen.memory_parts),
             "floor": one(floor), "estimate": one(est) if est else None,
         }, indent=2)
     lines = [f"training step of {m.title} on {layout.gpus:,} {h.short}s ({per_node} per node), "
              f"{layout.batch:,} sequences of {layout.seq:,} tokens:", f"  {layout.describe()}"]
+    if picked:
+        lines.append("  picked (the fastest that fits, of the values left open): "
+                     + ", ".join(_picked_text(k, v, layout) for k, v in picked.items() if k != "schedule"))
+    lines.append("  assumed: " + "; ".join(assumed.values()))
     fit = "fits" if chosen.fits else "DOES NOT FIT; the times below assume it did"
     lines.append(f"memory per GPU {fmt(chosen.memory, 'B')} of {fmt(h.usable_capacity, 'B')} usable: {fit}")
     lines.append("  " + ", ".join(f"{k} {fmt(v, 'B')}" for k, v in chosen.memory_parts.items() if v))
@@ -374,6 +421,37 @@ def _train_cluster(args, catalog) -> str:
     return "\n".join(lines + _beyond_context(m, layout.seq))
 
 
+_KERNEL_NAMES = {"fa2": "FlashAttention-2", "fa3": "FlashAttention-3", "cudnn": "cuDNN's fused kernel"}
+
+
+def _fp8_peak(h: Hardware, dtypes) -> None:
+    """Refuse --dtype fp8 on a chip whose catalog entry has no fp8 peak, naming the formats it has."""
+    if "fp8" in dtypes and "fp8" not in h.dense_flops:
+        raise UsageError(f"--dtype fp8: the {h.short} has no dense fp8 peak in the catalog (its formats: "
+                         f"{', '.join(h.dense_flops)})", "--dtype")
+
+
+def _picked_text(key: str, value, layout: TrainLayout) -> str:
+    if key == "chunks":
+        return "plain 1F1B" if layout.schedule == "1f1b" else f"interleaved x{value}"
+    return f"{key.replace('_', '-')} {value}"
+
+
+def _assumed(args, layout: TrainLayout) -> dict:
+    """The defaults of ``train`` on a cluster that move a published comparison, in words, each with the flag that
+    changes it (printed with every answer, and in the JSON's ``assumed``)."""
+    return {
+        "attention": ((f"flash attention, {_KERNEL_NAMES[layout.attention_kernel or 'fa2']} (--attention-kernel; "
+                       "--attention explicit: the kernel of Megatron-LM's 2021-22 runs)")
+                      if layout.attention == "flash" else "the explicit attention kernel of Megatron-LM's 2021-22 runs"),
+        "overlap_grad_reduce": ("the gradient reduction overlaps the backward pass (--no-overlap: it waits)"
+                                if layout.overlap_grad_reduce else "the gradient reduction waits for the backward pass"),
+        **({"fp8_recipe": f"fp8 by {layout.recipe.title} (--fp8-recipe)" + (" [default]" if args.fp8_recipe is None
+                                                                               else "")}
+           if layout.recipe is not None else {}),
+    }
+
+
 def _plan_cluster(args, m: Model, h: Hardware, kind: str) -> str:
     """``roofline plan``: every layout of the cluster model, ranked under the roof of ``kind``: the calibrated
     estimate with the datasheet floor beside it, or the floor alone."""
@@ -383,8 +461,10 @@ def _plan_cluster(args, m: Model, h: Hardware, kind: str) -> str:
     gpus = nodes * per_node
     need_links(args, h, gpus, f"plan over {nodes:,} node{'s' if nodes > 1 else ''} of {per_node} GPUs",
                per_node=per_node)
-    result = at(flags, search, m, get_roof(h, kind), gpus=gpus, gpus_per_node=per_node, seq=args.seq,
-                global_batch=args.global_batch)
+    dtypes = ("bf16", "fp8") if args.dtype == "both" else (args.dtype,)
+    _fp8_peak(h, dtypes)
+    result = at({**flags, "fp8": "--dtype"}, search, m, get_roof(h, kind, dtypes[0]), gpus=gpus, gpus_per_node=per_node,
+                seq=args.seq, global_batch=args.global_batch, dtypes=dtypes, fp8_recipe=args.fp8_recipe)
     at(flags, lambda: result.best)  # none fits: the error says how far the leanest layout is from fitting
     top = list(zip(result.ranked[:args.top], result.floors(args.top)))
     if args.json:
@@ -396,7 +476,9 @@ def _plan_cluster(args, m: Model, h: Hardware, kind: str) -> str:
             "layouts": [{"tp": e.layout.tp, "cp": e.layout.cp, "pp": e.layout.pp, "dp": e.layout.dp, "ep": e.layout.ep,
                          "micro_batch": e.layout.micro_batch, "micro_batches": e.layout.micro_batches,
                          "schedule": e.layout.schedule, "chunks": e.layout.chunks, "recompute": e.layout.recompute,
-                         "zero_stage": e.layout.zero_stage, "memory_bytes": e.memory, "time_s": e.time, "mfu": e.mfu,
+                         "zero_stage": e.layout.zero_stage, "dtype": e.layout.dtype,
+                         "fp8_recipe": e.layout.recipe.name if e.layout.recipe else None,
+                         "memory_bytes": e.memory, "time_s": e.time, "mfu": e.mfu,
                          "floor_time_s": f.time, "floor_mfu": f.mfu, "parts_s": dict(e.parts)} for e, f in top],
         }, indent=2)
     lines = [f"layouts for training {m.title} on {gpus:,} {h.short}s ({nodes:,} node{'s' if nodes > 1 else ''} of "

@@ -6,6 +6,7 @@ Rooms, each importing only those above it in this list:
 - :mod:`~roofline.core.units`: units and number formats' widths; printing (``fmt``).
 - :mod:`~roofline.core.policies`: named policies (ZeRO stages, recomputation).
 - :mod:`~roofline.core.formats`: the number formats a workload is stored and computed in.
+- :mod:`~roofline.core.fp8`: fp8 training recipes: which matmuls run in fp8, what their casts move and keep.
 - :mod:`~roofline.core.cost`: FLOPs and bytes, and their breakdown by part.
 - :mod:`~roofline.core.ops`: operations (kernels): matmuls, attention, elementwise work.
 - :mod:`~roofline.core.hardware`: accelerators' datasheets, with sources.

@@ -47,7 +47,10 @@ from roofline.core.roof import CalibratedRoof, Roof
 
 __all__ = ["SCOPES", "CALIBRATED_CHIPS", "MEASURED_CHIP", "roof_kind", "get_roof", "measured_roof", "calibrated_roof",
            "EXCLUDED", "NU_CLOSENESS", "NU_GRID", "NuPoint", "NuFit", "gemm_nu_points", "fit_gemm_nu",
-           "RoofConstant", "ROOF_QUANTITIES", "roof_constants", "custom_all_reduce_curves", "ep_low_latency_curves"]
+           "RoofConstant", "ROOF_QUANTITIES", "roof_constants", "custom_all_reduce_curves", "ep_low_latency_curves", "QUANTIZATION_RECORDS", "ROWWISE_GEMM_RECORDS",
+           "cast_share", "fp8_training_roof", "SWIGLU_RECORDS", "CROSS_ENTROPY_RECORD", "CROSS_ENTROPY_BYTES",
+           "HOPPER_ATTENTION_KERNELS", "kernel_shares", "hopper_attention_kernels", "training_kernels_roof",
+           "training_kernel_constants"]
 
 SCOPES = ("cluster", "chip")
 """What a roof prices: a step's pieces on a chip and its fabric ('cluster'), or one GPU's kernels ('chip')."""
@@ -501,6 +504,188 @@ CALIBRATED_CHIPS = tuple(_BUILDERS)
 """The chips with a calibrated cluster roof (their microbenchmarks were gathered)."""
 
 
+# ------------------------------------------------------------------------------------ fp8 training
+
+QUANTIZATION_RECORDS = ("mbx100", "mbx101", "mbx102", "mbx103", "mbx104", "mbx105")
+"""torchao's blockwise fp8 quantization kernels on the H100 (bf16 in, fp8 and scales out): the rate the roofs'
+casts run at, as a share of the H100's STREAM triad (mb0166)."""
+
+ROWWISE_GEMM_RECORDS = ("mbx106", "mbx107", "mbx108")
+"""FBGEMM's fp8 matmuls with one scale per row, on an H100 limited to 500 W."""
+
+
+def _lower(a: Curve, b: Curve) -> Curve:
+    """The lower of two curves at every point of either (where they cross between points, the points' lower)."""
+    xs = sorted(set(a.xs) | set(b.xs))
+    return Curve(tuple(xs), tuple(min(a(x), b(x)) for x in xs))
+
+
+def cast_share() -> float:
+    """The share of the STREAM triad's rate (mb0166) the H100's fp8 quantization kernels reach: the median of
+    :data:`QUANTIZATION_RECORDS` over it."""
+    return float(np.median([record_value(i) for i in QUANTIZATION_RECORDS])) / record_value("mb0166")
+
+
+def fp8_training_roof(roof: ClusterRoof) -> ClusterRoof:
+    """``roof`` (of 'fp8') with what an fp8 training recipe needs beside its per-tensor matmuls (chapter 6,
+    appendix C): the chip's bf16 roof of the same kind for the parts the recipes keep in bf16, and, calibrated,
+    the rate of the quantization kernels (:func:`cast_share` of the roof's memory-bound bandwidth) and the
+    curves of matmuls scaled per row (FBGEMM's, :data:`ROWWISE_GEMM_RECORDS`) and per block (DeepGEMM's, the
+    H800's records), each held at or below the per-tensor curve of the same chip: a scaling finer than one per
+    tensor adds work to the kernel and never removes any. The datasheet's keeps every fp8 matmul at the peak and
+    every cast at the HBM rate: a floor. A roof of another format is returned as it is."""
+    if not isinstance(roof, ClusterRoof):
+        raise TypeError(f"roof must be a ClusterRoof, got {type(roof).__name__}")
+    if roof.dtype != "fp8" or roof.bf16 is not None:
+        return roof
+    hw = roof.hardware
+    bf16 = get_roof(hw, roof.kind, "bf16") if "bf16" in hw.dense_flops else None
+    if not roof.calibrated:
+        return replace(roof, bf16=bf16)
+    peak = hw.peak_flops("fp8")
+    deepgemm = [i for i in record_ids(category="gemm", gpu=lambda g: str(g).startswith("H800")) if i not in EXCLUDED]
+    curves = {"rowwise": _lower(roof.gemm, _sweep(ROWWISE_GEMM_RECORDS, _gemm_flops).capped(peak)),
+              "blockwise": _lower(roof.gemm, _sweep(deepgemm, _gemm_flops).capped(peak))}
+    cast = min(cast_share() * roof.bandwidth, hw.hbm_bandwidth)
+    sources = dict(roof.sources, cast=QUANTIZATION_RECORDS, rowwise_gemm=ROWWISE_GEMM_RECORDS,
+                   blockwise_gemm=tuple(deepgemm))
+    assumptions = (
+        *roof.assumptions,
+        f"fp8 casts (bf16 in, fp8 out) run at {cast_share():.0%} of the memory-bound kernels' rate, the share "
+        "torchao's blockwise quantization kernels reached of the STREAM triad on the H100 (mbx100-mbx105); the "
+        "per-tensor casts of Transformer Engine and torchao are taken at the same rate",
+        "fp8 matmuls scaled per row reach at most FBGEMM's rowwise kernels on a 500 W H100 (mbx106-mbx108), and "
+        "per block at most DeepGEMM's on the H800 (the same die), each at most the per-tensor curve",
+    )
+    return replace(roof, bf16=bf16, fp8_gemm=curves, cast_bandwidth=cast, sources=sources, assumptions=assumptions)
+
+
+# --------------------------------------------------------------- a training step's kernels on Hopper
+
+SWIGLU_RECORDS = (("mbx151", "mbx152", 16384), ("mbx153", "mbx154", 32768))
+"""Megatron-Core's fused SwiGLU on the H100 (8,192 tokens): (forward, forward and backward, columns per GPU)."""
+
+CROSS_ENTROPY_RECORD = ("mbx156", 131072)
+"""Megatron-Core's fused vocabulary-parallel cross-entropy on the H100 (8,192 tokens, one GPU): forward and
+backward over a vocabulary of 131,072."""
+
+CROSS_ENTROPY_BYTES = 36.0
+"""Bytes the cluster model counts per logit of the cross-entropy, forward and backward together (about nine fp32
+passes over the logits; :mod:`roofline.parallel.cluster`)."""
+
+HOPPER_ATTENTION_KERNELS = ("fa3", "cudnn")
+"""The flash-attention kernels besides FlashAttention-2 whose forward and backward speeds were published for the
+H100 (the FlashAttention-3 paper's figures): FlashAttention-3 and cuDNN's fused attention (what Transformer
+Engine picks on Hopper)."""
+
+_ATTENTION_TOOLS = {"fa3": "FlashAttention-3", "cudnn": "cuDNN"}
+
+
+def kernel_shares() -> dict:
+    """The share of the H100's STREAM triad (mb0166) each kind of memory-bound kernel reaches on the bytes the
+    cluster model counts for it, from Megatron-Core's own kernels on the H100 (Liger-Kernel's benchmark data):
+
+    - 'activation forward': a gated activation reads its two inputs and writes one output, 6 bytes a column of
+      a token, over :data:`SWIGLU_RECORDS`' forward times (the mean of the two widths);
+    - 'activation backward': twice the forward's bytes over the backward's time (forward and backward less
+      forward);
+    - 'cross-entropy': :data:`CROSS_ENTROPY_BYTES` a logit over :data:`CROSS_ENTROPY_RECORD`'s time."""
+    stream = record_value("mb0166")
+    fwd, bwd = [], []
+    for f, full, cols in SWIGLU_RECORDS:
+        tokens = record(f)["tokens"]
+        nbytes = 6.0 * cols * tokens
+        fwd.append(nbytes / record_value(f))
+        bwd.append(2 * nbytes / (record_value(full) - record_value(f)))
+    rid, vocab = CROSS_ENTROPY_RECORD
+    ce = CROSS_ENTROPY_BYTES * vocab * record(rid)["tokens"] / record_value(rid)
+    return {"activation forward": float(np.mean(fwd)) / stream, "activation backward": float(np.mean(bwd)) / stream,
+            "cross-entropy": ce / stream}
+
+
+def _attention_points(tool: str, operation: str, head_dim: int, causal: bool) -> Curve | None:
+    ids = record_ids(category="attention_kernel", gpu="H100 SXM5 80GB", operation=operation, head_dim=head_dim,
+                     causal=causal, tool=lambda t: str(t).startswith(tool))
+    return _sweep(ids, lambda r: float(r["seq_len"])) if ids else None
+
+
+def hopper_attention_kernels(cap: float) -> dict:
+    """Forward-and-backward FLOP/s curves of :data:`HOPPER_ATTENTION_KERNELS` on the H100, by head size and mask,
+    from the FlashAttention-3 paper's forward (mb0226-mb0269) and backward (mbx115-mbx150) figures: at each
+    sequence length of the backward figure, ``3.5 / (1/forward + 2.5/backward)`` (the benchmarks' count, the
+    backward 2.5 times the forward). Published backward speeds are without the causal mask; a causal pass is
+    taken at the non-causal one's rate times the ratio of FlashAttention-3's causal to non-causal forward at that
+    length and head size (the kernel family whose both forwards were published), and cuDNN's causal forward the
+    same way (its causal forward was not transcribed). Head size 64 uses cuDNN's 128 forward. Capped at ``cap``."""
+    out: dict = {}
+    for kernel, tool in _ATTENTION_TOOLS.items():
+        curves = {}
+        for hd in (64, 128):
+            bwd = _attention_points(tool, "attention backward", hd, False)
+            fwd_nc = _attention_points(tool, "attention forward", hd, False) or _attention_points(tool, "attention forward", 128, False)
+            fa3_nc = _attention_points("FlashAttention-3", "attention forward", hd, False)
+            fa3_c = _attention_points("FlashAttention-3", "attention forward", hd, True)
+            if bwd is None or fwd_nc is None or fa3_nc is None or fa3_c is None:
+                continue
+            for causal in (False, True):
+                pts = []
+                for L, b in zip(bwd.xs, bwd.ys):
+                    ratio = fa3_c(L) / fa3_nc(L) if causal else 1.0
+                    f = (fa3_c(L) if kernel == "fa3" else fwd_nc(L) * ratio) if causal else fwd_nc(L)
+                    pts.append((L, 3.5 / (1.0 / f + 2.5 / (b * ratio))))
+                curves[(hd, causal)] = Curve(tuple(x for x, _ in pts), tuple(y for _, y in pts)).capped(cap)
+        out[kernel] = curves
+    return out
+
+
+def training_kernels_roof(roof: ClusterRoof) -> ClusterRoof:
+    """A calibrated Hopper roof (the H100, H200 and H800: one die) with its training kernels by name: the
+    attention kernels of :func:`hopper_attention_kernels` and the memory-bound kernels' rates of
+    :func:`kernel_shares` (each share times the roof's own memory-bound bandwidth, capped at it). Other roofs
+    are returned as they are."""
+    if not roof.calibrated or roof.hardware.key not in ("h100-sxm", "h200-sxm", "h800-sxm") or roof.kernel_rates:
+        return roof
+    rates = {k: min(v * roof.bandwidth, roof.bandwidth) for k, v in kernel_shares().items()}
+    sources = dict(roof.sources, attention_kernels=("mb0226-mb0269", "mbx115-mbx150"),
+                   kernel_rates=tuple(i for f, full, _ in SWIGLU_RECORDS for i in (f, full)) + (CROSS_ENTROPY_RECORD[0],))
+    assumptions = (
+        *roof.assumptions,
+        "flash attention by FlashAttention-3 or cuDNN runs a causal backward pass at the non-causal rate times "
+        "FlashAttention-3's causal-to-non-causal forward ratio (no causal backward was published)",
+        "a gated activation and the cross-entropy run at the rates Megatron-Core's fused kernels reached on the H100, "
+        "as shares of the STREAM triad; a plain activation (GeLU, squared ReLU) at the gated one's; the norms, "
+        "residual adds and rotary embeddings at the STREAM rate",
+    )
+    return replace(roof, attention_kernels=hopper_attention_kernels(roof.peak_flops if roof.dtype != "fp8"
+                                                                    else roof.hardware.peak_flops("bf16")),
+                   kernel_rates=rates, sources=sources, assumptions=assumptions)
+
+
+def training_kernel_constants(hardware: Hardware | str = "h100-sxm") -> tuple:
+    """Appendix C: what fp8 training on a Hopper chip adds to its calibrated roof, as :class:`RoofConstant`
+    entries with their records: the best fp8 matmul, the quantization kernels' share of the STREAM rate,
+    cuDNN's causal attention at 8,192 tokens (head 128), and the shares of Megatron-Core's fused SwiGLU
+    (forward, backward) and cross-entropy."""
+    hw = get_hardware(hardware)
+    bf16, fp8 = get_roof(hw, "calibrated", "bf16"), get_roof(hw, "calibrated", "fp8")
+    shares = kernel_shares()
+    swiglu = tuple(i for f, full, _ in SWIGLU_RECORDS for i in (f, full))
+    attention = tuple(record_ids(category="attention_kernel", gpu="H100 SXM5 80GB", head_dim=128, causal=False,
+                                 tool=lambda t: str(t).startswith("cuDNN"))) + ("mb0241", "mb0247")
+    rows = (
+        ("best fp8 matmul (per tensor)", fp8.gemm.top, "FLOP/s", tuple(fp8.sources.get("gemm", ()))),
+        ("fp8 casts, share of the STREAM rate", cast_share(), "%", QUANTIZATION_RECORDS),
+        ("cuDNN attention, causal, 8,192 tokens (fwd+bwd)", bf16.attention_kernels["cudnn"][(128, True)](8192),
+         "FLOP/s", attention),
+        ("fused SwiGLU forward, share of the STREAM rate", shares["activation forward"], "%", swiglu),
+        ("fused SwiGLU backward, share of the STREAM rate", shares["activation backward"], "%", swiglu),
+        ("fused cross-entropy, share of the STREAM rate", shares["cross-entropy"], "%", (CROSS_ENTROPY_RECORD[0],)),
+    )
+    return tuple(RoofConstant(name, float(value), unit, tuple(ids),
+                              tuple(dict.fromkeys(record(i)["source"]["title"] for i in ids)))
+                 for name, value, unit, ids in rows)
+
+
 # ---------------------------------------------------------------------------------------- which roof
 
 
@@ -552,13 +737,15 @@ def get_roof(hardware: Hardware | str, kind: str | None = None, dtype: str = "bf
         return roof if hw.key == MEASURED_CHIP else roof.carried_to(hw, MEASURED_CHIP)
     hw.peak_flops(dtype)  # a format the chip has no peak for is refused here, naming the formats it has
     if kind == "datasheet":
-        return datasheet_cluster_roof(hw, dtype)
-    return _cached(hw.key, dtype) if hw is get_hardware(hw.key) else _BUILDERS[hw.key](hw, dtype)
+        return fp8_training_roof(datasheet_cluster_roof(hw, dtype))
+    if hw is get_hardware(hw.key):
+        return _cached(hw.key, dtype)
+    return fp8_training_roof(training_kernels_roof(_BUILDERS[hw.key](hw, dtype)))
 
 
 @lru_cache(maxsize=16)
 def _cached(key: str, dtype: str) -> ClusterRoof:
-    return _BUILDERS[key](get_hardware(key), dtype)
+    return fp8_training_roof(training_kernels_roof(_BUILDERS[key](get_hardware(key), dtype)))
 
 
 @lru_cache(maxsize=4)

@@ -102,6 +102,18 @@ class ClusterRoof:
     ``ep_low_latency``: the low-latency all-to-all kernels a decode step sends tokens to their experts with
     (DeepEP's, pure RDMA), ``'dispatch'`` and ``'combine'`` each a curve of seconds against the expert-parallel
     group's size at :data:`EP_LOW_LATENCY_LOAD` (:meth:`moe_all_to_all_time`); empty where none was measured.
+
+    For fp8 training (a roof of ``dtype`` 'fp8', :func:`roofline.core.calibration.fp8_training_roof`):
+    ``fp8_gemm``, the FLOP/s of fp8 matmuls scaled otherwise than per tensor, keyed by scaling ('rowwise',
+    'blockwise'; ``gemm`` is the per-tensor one); ``cast_bandwidth``, the bytes/s a quantization kernel reaches
+    (None: ``bandwidth``); ``bf16``, the same chip's roof in bf16, for the parts a recipe keeps in bf16
+    (attention, the output head).
+
+    Kernels by name, where microbenchmarks of them were published (:func:`roofline.core.calibration.get_roof`
+    fills them in for Hopper): ``attention_kernels``, flash-attention forward-and-backward curves of kernels
+    other than the roof's own (``attention``), keyed by kernel ('fa3', 'cudnn') and then as ``attention``;
+    ``kernel_rates``, the bytes/s a kind of memory-bound kernel reaches on the bytes a step's model counts for it
+    ('activation forward', 'activation backward', 'cross-entropy'; a kind not named runs at ``bandwidth``).
     """
 
     label: str
@@ -125,6 +137,11 @@ class ClusterRoof:
     gemm_nu: float | None = None
     custom_all_reduce: Mapping = field(default_factory=dict)
     ep_low_latency: Mapping = field(default_factory=dict)
+    fp8_gemm: Mapping = field(default_factory=dict)
+    cast_bandwidth: float | None = None
+    bf16: "ClusterRoof | None" = None
+    attention_kernels: Mapping = field(default_factory=dict)
+    kernel_rates: Mapping = field(default_factory=dict)
 
     def __post_init__(self):
         if self.kind not in ROOF_KINDS:
@@ -146,6 +163,16 @@ class ClusterRoof:
             raise ValueError("ep_low_latency maps 'dispatch' and 'combine' to Curves of seconds against the group size")
         object.__setattr__(self, "ep_low_latency", MappingProxyType(dict(self.ep_low_latency)))
         object.__setattr__(self, "sources", MappingProxyType(dict(self.sources)))
+        object.__setattr__(self, "fp8_gemm", MappingProxyType(dict(self.fp8_gemm)))
+        object.__setattr__(self, "attention_kernels", MappingProxyType({k: MappingProxyType(dict(v)) for k, v in
+                                                                       self.attention_kernels.items()}))
+        object.__setattr__(self, "kernel_rates", MappingProxyType(dict(self.kernel_rates)))
+        for kind, rate in self.kernel_rates.items():
+            number(f"kernel_rates[{kind!r}]", rate)
+        if self.cast_bandwidth is not None:
+            number("cast_bandwidth", self.cast_bandwidth)
+        if self.bf16 is not None and not isinstance(self.bf16, ClusterRoof):
+            raise TypeError(f"bf16 must be a ClusterRoof or None, got {type(self.bf16).__name__}")
 
     @property
     def calibrated(self) -> bool:
@@ -168,17 +195,54 @@ class ClusterRoof:
         t = np.where(flops > 0, np.maximum(t, self.launch_s), 0.0)
         return t.item() if t.ndim == 0 else t
 
+    def scaled_gemm_time(self, flops: ArrayLike, nbytes: ArrayLike = 0.0, scaling: str = "tensorwise"):
+        """Seconds for one fp8 matmul whose operands are scaled per ``scaling`` ('tensorwise', 'rowwise',
+        'blockwise'): :meth:`gemm_time` on the curve :attr:`fp8_gemm` holds for that scaling, the roof's own
+        where it holds none."""
+        curve = self.fp8_gemm.get(scaling, self.gemm)
+        if curve is self.gemm:
+            return self.gemm_time(flops, nbytes)
+        flops = np.asarray(flops, dtype=float)
+        compute = flops / curve(np.maximum(flops, 1.0))
+        memory = np.asarray(nbytes, dtype=float) / self.bandwidth
+        t = np.maximum(compute, memory) if self.gemm_nu is None else joined_time(compute, memory, self.gemm_nu)
+        t = np.where(flops > 0, np.maximum(t, self.launch_s), 0.0)
+        return t.item() if t.ndim == 0 else t
+
+    def cast_time(self, nbytes: ArrayLike, kernels: ArrayLike = 1):
+        """Seconds for ``kernels`` quantization kernels (casts to fp8, amax passes) moving ``nbytes`` in all, at
+        :attr:`cast_bandwidth` (the memory-bound kernels' bandwidth where there is none), at least a launch each."""
+        bw = self.bandwidth if self.cast_bandwidth is None else self.cast_bandwidth
+        t = np.maximum(np.asarray(nbytes, dtype=float) / bw, np.asarray(kernels, dtype=float) * self.launch_s)
+        return t.item() if t.ndim == 0 else t
+
+    def kernel_time(self, kind: str, nbytes: ArrayLike, kernels: ArrayLike = 1):
+        """Seconds for ``kernels`` memory-bound kernels of ``kind`` moving ``nbytes`` (as the step's model counts
+        them) in all: at :attr:`kernel_rates`'s rate for that kind, the memory-bound kernels' bandwidth where it
+        holds none; at least a launch each."""
+        bw = self.kernel_rates.get(kind, self.bandwidth)
+        t = np.maximum(np.asarray(nbytes, dtype=float) / bw, np.asarray(kernels, dtype=float) * self.launch_s)
+        return t.item() if t.ndim == 0 else t
+
+    @property
+    def high(self) -> "ClusterRoof":
+        """The roof the parts kept in bf16 run under: :attr:`bf16` where the roof has one, else itself."""
+        return self if self.bf16 is None else self.bf16
+
     def memory_time(self, nbytes: ArrayLike, kernels: ArrayLike = 1):
         """Seconds for ``kernels`` memory-bound kernels moving ``nbytes`` in all: the bytes at the
         bandwidth, and at least one launch each."""
         t = np.maximum(np.asarray(nbytes, dtype=float) / self.bandwidth, np.asarray(kernels, dtype=float) * self.launch_s)
         return t.item() if t.ndim == 0 else t
 
-    def flash_time(self, flops: ArrayLike, seq: ArrayLike, head_dim: int = 128, causal: bool = True):
+    def flash_time(self, flops: ArrayLike, seq: ArrayLike, head_dim: int = 128, causal: bool = True,
+                   kernel: str | None = None):
         """Seconds for a flash-attention forward and backward of ``flops`` FLOPs (the benchmarks' count:
         backward 2.5 times forward, causal halved) at sequence length ``seq``. The curve of the nearest
-        measured head size is used (the datasheet roof has one flat curve)."""
-        curve = self.attention_curve(head_dim, causal)
+        measured head size is used (the datasheet roof has one flat curve); ``kernel`` names one of
+        :attr:`attention_kernels` (None, or a kernel the roof holds no curve of: the roof's own)."""
+        curves = self.attention_kernels.get(kernel) if kernel is not None else None
+        curve = self.attention_curve(head_dim, causal, curves)
         flops = np.asarray(flops, dtype=float)
         t = np.where(flops > 0, flops / curve(np.maximum(np.asarray(seq, dtype=float), 1.0)), 0.0)
         return t.item() if t.ndim == 0 else t

@@ -523,7 +523,7 @@ def record(record_id: str) -> dict:
     return recs[record_id]
 
 
-_UNITS = {"GB/s": 1e9, "TB/s": 1e12, "TFLOP/s": 1e12, "us": 1e-6, "us per kernel": 1e-6}
+_UNITS = {"GB/s": 1e9, "TB/s": 1e12, "TFLOP/s": 1e12, "us": 1e-6, "us per kernel": 1e-6, "ms": 1e-3}
 
 
 def record_value(record_id: str) -> float:

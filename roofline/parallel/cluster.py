@@ -16,8 +16,16 @@ What one GPU does for one micro-batch, per layer, from the model's own linears:
   most the KV heads), each at the rate a matmul of its FLOPs reaches; the backward pass twice the forward's
   (one product for the input's gradient, one for the weight's). A mixture-of-experts layer runs its local
   experts (``num_experts / ep``) on ``tokens * experts_per_token / tp`` rows shared among them, balanced.
+- **fp8** (``dtype='fp8'``, a recipe of :mod:`roofline.core.fp8`): the linear layers' products the recipe runs
+  in fp8 on the roof's fp8 curve for its scaling (fp8 operands, a bf16 output), the others on the bf16 roof;
+  the casts of each input, output gradient and weight (once a step where the recipe caches them) as
+  memory-bound kernels at the quantization kernels' rate, in their own part ('fp8 casts'), with the amax
+  all-reduces; the fp8 weight copies the recipe keeps, and its fp8-saved inputs, in memory; under FSDP, the
+  weights gathered in fp8 where the recipe casts before the gather. Attention, the head and the router stay in
+  bf16.
 - **attention**: flash attention, causal (half the square), at the benchmarks' forward-and-backward rate for
-  that sequence length (the backward 2.5 times the forward); or the explicit kernel of Megatron-LM's 2021-22
+  that sequence length (the backward 2.5 times the forward), of the kernel the layout names where the roof
+  holds its curves (``attention_kernel``: FlashAttention-3 or cuDNN on Hopper); or the explicit kernel of Megatron-LM's 2021-22
   runs (``attention='standard'``): two batched matmuls over the whole square, and the memory-bound passes over
   the scores at the HBM rate: 13 bytes per score forward (write the scores, the fused scale-mask-softmax
   reads and writes them, dropout reads them and writes the kept values and a one-byte mask, the value
@@ -27,7 +35,9 @@ What one GPU does for one micro-batch, per layer, from the model's own linears:
   one, and a one-byte dropout mask where the model trains with dropout), the activation (GELU: read and write
   the MLP's width; a gated unit: read two, write one), rotary embeddings on queries and keys; replicated over
   the tensor-parallel group unless sequence parallelism splits them; the backward pass moves twice the
-  forward's bytes. Each kernel takes at least its launch.
+  forward's bytes. Each kernel takes at least its launch. Where the roof holds a measured kernel's rate for a
+  kind (``ClusterRoof.kernel_rates``: the activation forward and backward, the cross-entropy; Megatron-Core's
+  fused kernels on Hopper), that kind runs at it instead of the memory-bound bandwidth.
 - **tensor-parallel exchanges**: two all-reduces of the layer's ``tokens x hidden`` activations forward and two
   backward; with sequence parallelism, two all-gathers and two reduce-scatters each way. Not overlapped.
 - **context-parallel exchanges**: the ring passes each rank's keys and values ``cp - 1`` times forward (and
@@ -41,28 +51,33 @@ and cross-entropy on the last): ``m`` micro-batches of forward and backward, the
 ``(pp - 1)/chunks`` of an average stage's micro-batch, ``2 (m chunks + pp - 1)`` point-to-point messages of one
 micro-batch's activations (split over ``tp``, Megatron's scatter-gather), the data-parallel reduction of the
 stage's gradients over ``dp x cp`` shown as far as the last micro-batch's backward pass cannot hide it, and at
-least its last 25 MB bucket (all of it without ``overlap_grad_reduce``; with ZeRO-3, two gathers of the
-weights and a reduce-scatter of the gradients for every micro-batch, each behind that micro-batch's compute),
+least its last 25 MB bucket (all of it without ``overlap_grad_reduce``; with ZeRO-3, FSDP's full sharding, two
+gathers of the weights and a reduce-scatter of the gradients for every micro-batch, each behind that micro-batch's
+compute; with ``reshard_after_forward=False`` the weights gathered once a step behind the first micro-batch's
+forward pass and kept, whole, to the last backward pass, the gradients accumulated whole and reduce-scattered once
+behind it; with hybrid sharding, ``shard_group``, the gathers and scatters inside each group and the gradient
+shards all-reduced across the groups),
 the tied embedding's gradient summed between the first and last stage, and the
 optimizer's pass over the GPU's share of the parameters at the HBM rate (38 bytes a parameter in bf16: Adam
 reads weights, gradients and two moments and writes three, the gradient norm reads the gradients, the
 bf16 copy of the weights is written; 52 in fp16, which also unscales the gradients and copies them to fp32).
 
 Not modelled: stragglers and failures, uneven stages beyond the embedding and the head, expert imbalance,
-hybrid sharding, offloading, and the zero-bubble schedules (which split the weight gradient from the input
+hybrid sharding with expert parallelism, offloading, and the zero-bubble schedules (which split the weight gradient from the input
 gradient to fill the bubble; refused by name).
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Mapping, NamedTuple
 
 from roofline.core.checks import count, unknown_name
 from roofline.core.calibration import get_roof, roof_kind
-from roofline.core.cluster_roof import ClusterRoof, datasheet_cluster_roof
+from roofline.core.cluster_roof import ClusterRoof
+from roofline.core.fp8 import DEFAULT_FP8_RECIPE, FP8_RECIPES, FP8Recipe, fp8_recipe
 from roofline.core.hardware import Hardware, get_hardware
 from roofline.core.model import Model, NotModelledError, load_model, param_count
 from roofline.core.network import MAX_GPUS
@@ -74,12 +89,16 @@ from roofline.workloads.memory import activation_bytes, korthikanti_bytes, state
 from roofline.workloads.training import training_flops_per_token
 
 __all__ = ["TrainLayout", "StepPrice", "Search", "check_layout", "price_step", "search", "SCHEDULES", "ATTENTIONS",
-           "CP_METHODS", "OPTIMIZER_BYTES", "STANDARD_SCORE_BYTES"]
+           "CP_METHODS", "OPTIMIZER_BYTES", "GRAD_DTYPES", "STANDARD_SCORE_BYTES", "ATTENTION_KERNELS"]
 
 SCHEDULES = ("1f1b", "interleaved")
 ATTENTIONS = ("flash", "standard")
+ATTENTION_KERNELS = ("fa2", "fa3", "cudnn")
+"""The flash-attention kernels a layout may name: FlashAttention-2 (the roofs' own curves), FlashAttention-3 and
+cuDNN's fused attention (Transformer Engine's choice on Hopper), where the roof holds their curves."""
 CP_METHODS = ("ring", "all_to_all")
-OPTIMIZER_BYTES: Mapping[str, float] = MappingProxyType({"bf16": 38.0, "fp16": 52.0})
+OPTIMIZER_BYTES: Mapping[str, float] = MappingProxyType({"bf16": 38.0, "fp16": 52.0, "fp8": 38.0})
+GRAD_DTYPES = ("bf16", "fp16")
 STANDARD_SCORE_BYTES: Mapping[str, float] = MappingProxyType({"forward": 13.0, "backward": 21.0})
 _CE_BYTES = 36.0  # vocabulary-parallel cross-entropy in fp32: about nine passes of 4 bytes over the logits
 
@@ -90,7 +109,16 @@ class TrainLayout:
 
     ``global_batch`` is in sequences (``None``: one micro-batch per data-parallel rank). ``sequence_parallel``
     ``None`` means on wherever ``tp > 1``. ``chunks`` is the interleaved schedule's model chunks per GPU (1 for
-    1F1B). ``grad_dtype`` is the format the gradients are reduced in; ``dtype`` the matmuls'.
+    1F1B). ``grad_dtype`` is the format the gradients are reduced in; ``dtype`` the matmuls': 'bf16', 'fp16', or
+    'fp8' with ``fp8_recipe`` naming how (:data:`~roofline.core.fp8.FP8_RECIPES`; the linear layers' matmuls in
+    fp8, the rest in bf16).
+
+    FSDP as PyTorch runs it: ``zero_stage=3`` is FSDP's full sharding; ``reshard_after_forward=False`` keeps the
+    gathered weights from the forward pass to the backward (FSDP1's ``SHARD_GRAD_OP``, FSDP2's
+    ``reshard_after_forward=False``, Llama 3's choice); ``shard_group`` shards the model state over groups of that
+    many data-parallel ranks and replicates it across groups (hybrid sharding, HSDP; ``None``: all ``dp x cp``).
+    ``attention_kernel`` names the flash-attention kernel (:data:`ATTENTION_KERNELS`; ``None``: the roof's own,
+    FlashAttention-2's curves on the calibrated roofs).
     """
 
     seq: int
@@ -112,6 +140,18 @@ class TrainLayout:
     dtype: str = "bf16"
     grad_dtype: str = "bf16"
     gpus_per_node: int = 8
+    reshard_after_forward: bool = True
+    shard_group: int | None = None
+    fp8_recipe: str | None = None
+    attention_kernel: str | None = None
+
+    @property
+    def recipe(self) -> FP8Recipe | None:
+        """The fp8 recipe of an fp8 layout (``fp8_recipe``, or :data:`~roofline.core.fp8.DEFAULT_FP8_RECIPE` where
+        none is named); ``None`` for a bf16 or fp16 one."""
+        if self.dtype != "fp8":
+            return None
+        return fp8_recipe(DEFAULT_FP8_RECIPE if self.fp8_recipe is None else self.fp8_recipe)
 
     @property
     def gpus(self) -> int:
@@ -142,7 +182,26 @@ class TrainLayout:
         if self.ep > 1:
             parts.append(f"EP {self.ep}")
         return (" x ".join(parts) + f", micro-batch {self.micro_batch} ({self.micro_batches} a step){self.schedule_text}, "
-                f"recompute {self.recompute}{', SP' if self.sp and self.tp > 1 else ''}, ZeRO-{self.zero_stage}")
+                f"recompute {self.recompute}{', SP' if self.sp and self.tp > 1 else ''}, {self.sharding_text}"
+                + (f", fp8 {self.recipe.name}" if self.recipe is not None else ""))
+
+    @property
+    def shards(self) -> int:
+        """The data-parallel ranks the model state is sharded over: ``shard_group``, or all ``dp x cp``."""
+        return self.dp * self.cp if self.shard_group is None else self.shard_group
+
+    @property
+    def sharding_text(self) -> str:
+        """The sharding in the command line's words: 'ZeRO-1', 'ZeRO-3 (FSDP)', 'ZeRO-3 (FSDP, kept gathered to
+        the backward pass, hybrid over 8)'."""
+        notes = []
+        if self.zero_stage == 3:
+            notes.append("FSDP")
+            if not self.reshard_after_forward:
+                notes.append("kept gathered to the backward pass")
+        if self.shard_group is not None:
+            notes.append(f"hybrid over {self.shard_group}")
+        return f"ZeRO-{self.zero_stage}" + (f" ({', '.join(notes)})" if notes else "")
 
     def prose(self) -> str:
         """The layout as a phrase for running text, where :meth:`describe` is the command line's shorthand:
@@ -169,7 +228,7 @@ class TrainLayout:
             batches += (" on the 1F1B schedule" if self.schedule == "1f1b"
                         else f" on the interleaved schedule of {self.chunks:,} chunks per GPU")
         recompute = {"none": "no recomputation"}.get(self.recompute, f"{self.recompute} recomputation")
-        zero = f"ZeRO-{self.zero_stage}" if self.zero_stage else "no ZeRO sharding"
+        zero = self.sharding_text if self.zero_stage else "no ZeRO sharding"
         return f"{listed(degrees)}, {batches}, {recompute} and {zero}"
 
 
@@ -191,6 +250,11 @@ def check_layout(model: Model | str, layout: TrainLayout) -> Model:
         if value not in allowed:
             raise unknown_name(name, value, allowed)
     if layout.schedule not in SCHEDULES:
+        if str(layout.schedule).lower().replace("-", "").replace("_", "") in ("dualpipe", "dualpipev"):
+            raise ValueError(f"schedule {layout.schedule!r} (DeepSeek-V3's DualPipe) is not priced: it runs two "
+                             "micro-batches' forward and backward passes at once so that each one's expert all-to-all "
+                             "hides behind the other's compute, and feeds the pipeline from both ends; this model "
+                             "overlaps neither; use '1f1b' or 'interleaved' (the all-to-all then shows in full)")
         if str(layout.schedule).replace("_", "-").startswith("zero"):
             raise ValueError("schedule 'zero-bubble' is not priced: it splits each backward pass into the input's and "
                              "the weights' gradients to fill the bubble, which this model does not separate; "
@@ -198,9 +262,35 @@ def check_layout(model: Model | str, layout: TrainLayout) -> Model:
         raise unknown_name("schedule", layout.schedule, SCHEDULES)
     if isinstance(layout.zero_stage, bool) or layout.zero_stage not in ZERO_STAGES:
         raise ValueError(f"zero_stage must be 0, 1, 2 or 3, got {layout.zero_stage!r}")
-    for name in ("dtype", "grad_dtype"):
-        if getattr(layout, name) not in OPTIMIZER_BYTES:
-            raise unknown_name(name, getattr(layout, name), OPTIMIZER_BYTES)
+    if not isinstance(layout.reshard_after_forward, bool):
+        raise TypeError(f"reshard_after_forward must be True or False, got {layout.reshard_after_forward!r}")
+    if not layout.reshard_after_forward and layout.zero_stage != 3:
+        raise ValueError(f"reshard_after_forward applies to ZeRO-3 (FSDP) only: stage {layout.zero_stage} keeps the "
+                         "weights whole on every GPU; give zero_stage=3 with it")
+    if layout.shard_group is not None:
+        _positive("shard_group", layout.shard_group)
+        n_dp = layout.dp * layout.cp
+        if layout.zero_stage == 0:
+            raise ValueError("shard_group (hybrid sharding) needs a ZeRO stage of 1 or more: stage 0 shards nothing")
+        if n_dp % layout.shard_group:
+            raise ValueError(f"shard_group ({layout.shard_group}) must divide the data-parallel ranks dp x cp "
+                             f"({layout.dp} x {layout.cp} = {n_dp}): each group holds one whole copy of the model state")
+        if layout.ep > 1:
+            raise NotModelledError("hybrid sharding (shard_group) with expert parallelism is not priced yet")
+    if layout.dtype not in OPTIMIZER_BYTES:
+        raise unknown_name("dtype", layout.dtype, OPTIMIZER_BYTES)
+    if layout.grad_dtype not in GRAD_DTYPES:
+        raise unknown_name("grad_dtype", layout.grad_dtype, GRAD_DTYPES)
+    if layout.attention_kernel is not None:
+        if layout.attention_kernel not in ATTENTION_KERNELS:
+            raise unknown_name("attention_kernel", layout.attention_kernel, ATTENTION_KERNELS)
+        if layout.attention != "flash":
+            raise ValueError(f"attention_kernel ({layout.attention_kernel!r}) names a flash-attention kernel: give "
+                             f"attention='flash' with it, got {layout.attention!r}")
+    if layout.fp8_recipe is not None:
+        if layout.dtype != "fp8":
+            raise ValueError(f"fp8_recipe ({layout.fp8_recipe!r}) needs dtype 'fp8', got dtype {layout.dtype!r}")
+        fp8_recipe(layout.fp8_recipe)
     L, tp, cp, pp = m.num_layers, layout.tp, layout.cp, layout.pp
     if layout.sequence_parallel and tp == 1:
         raise ValueError("sequence_parallel splits the norms and residuals over the tensor-parallel group: it needs "
@@ -293,7 +383,7 @@ class StepPrice:
 
     @property
     def compute(self) -> float:
-        return sum(self.parts[k] for k in ("matmuls", "attention", "memory-bound", "recompute"))
+        return sum(self.parts[k] for k in ("matmuls", "attention", "memory-bound", "fp8 casts", "recompute"))
 
     @property
     def exposed(self) -> float:
@@ -337,6 +427,57 @@ def _gemms(roof: ClusterRoof, linears, rows: float, tp: int, kv_heads: int, spli
     return t * copies
 
 
+# linears that read the same input as the one before them (q, k and v; gate and up): one cast of that input
+_SHARED_INPUT = frozenset({"k_proj", "v_proj", "up_proj", "kv_a_proj_with_mqa", "expert.up_proj", "shared.up_proj",
+                           "shared_expert_gate"})
+
+
+@dataclass
+class _FP8Linears:
+    """The linears of one layer under an fp8 recipe, one micro-batch on one GPU: the seconds of their products
+    forward and backward, and the elements their casts convert (inputs and weights forward, output gradients
+    and the second casts of the inputs backward), with the casts' count."""
+
+    roof: ClusterRoof
+    recipe: object
+    sp: bool
+    fwd: float = 0.0
+    bwd: float = 0.0
+    cast_fwd: float = 0.0
+    cast_bwd: float = 0.0
+    casts_fwd: int = 0
+    casts_bwd: int = 0
+    weights: float = 0.0
+
+    def _product(self, matmul: str, flops: float, fp8_bytes: float, bf16_bytes: float) -> float:
+        if self.recipe.runs_fp8(matmul):
+            return self.roof.scaled_gemm_time(flops, fp8_bytes, self.recipe.gemm)
+        return self.roof.high.gemm_time(flops, bf16_bytes)
+
+    def add(self, linears, rows: float, tp: int, kv_heads: int, split: bool = True, copies: float = 1.0):
+        r, rc = self.recipe, self.recipe.casts
+        for lin in linears:
+            n, k = linear_shard(lin, tp, kv_heads) if split else (lin.out_features, lin.in_features)
+            flops = 2.0 * rows * n * k
+            column = k == lin.in_features  # its input whole on every GPU of the group, its output split
+            fwd = self._product("forward", flops, rows * k + k * n + 2 * rows * n, 2 * (rows * k + k * n + rows * n))
+            bwd = (self._product("data-gradient", flops, rows * n + k * n + 2 * rows * k, 2 * (rows * n + k * n + rows * k))
+                   + self._product("weight-gradient", flops, rows * k + rows * n + 2 * k * n,
+                                   2 * (rows * k + rows * n + k * n)))
+            self.fwd += fwd * copies
+            self.bwd += bwd * copies
+            self.weights += k * n * copies
+            if lin.name not in _SHARED_INPUT:  # the input, cast once forward (the rest of its casts backward)
+                x = rows * k / (tp if column and self.sp and split else 1) * copies
+                self.cast_fwd += x
+                self.cast_bwd += x * (rc - 1)
+                self.casts_fwd += r.kernels
+                self.casts_bwd += r.kernels * (rc - 1)
+            dy = rows * n / (tp if not column and self.sp and split else 1) * copies
+            self.cast_bwd += dy * rc
+            self.casts_bwd += r.kernels * rc
+
+
 def _layer(m: Model, lay: TrainLayout, roof: ClusterRoof, moe: bool) -> tuple[_Phase, dict, float]:
     """One layer, one micro-batch, one GPU: the phase times, the recompute's seconds, and the attention
     kernel's forward seconds (what a ring can hide behind)."""
@@ -348,31 +489,59 @@ def _layer(m: Model, lay: TrainLayout, roof: ClusterRoof, moe: bool) -> tuple[_P
     kv_l = max(kv / tp, 1.0)
     dqk, dv = m.attention_head_dims
     ph = _Phase()
+    hi = roof.high  # attention and what a recipe keeps in bf16
     # matmuls
-    att = _gemms(roof, m.attention_linears(), T, tp, kv)
-    if moe:
-        e = m.moe
-        routed = T * e.experts_per_token / tp  # rows this GPU's experts take, shared among its local experts
-        local = e.num_experts / lay.ep
-        per_expert = routed * lay.ep / e.num_experts
-        mlp = (_gemms(roof, m.expert_linears(), per_expert, 1, kv, split=False, copies=local)
-               + _gemms(roof, m.shared_expert_linears(), T, tp, kv) + _gemms(roof, (m.router(),), T, 1, kv, split=False))
-        width, act_rows = e.expert_intermediate_size, routed
+    if lay.dtype == "fp8":
+        lin = _FP8Linears(roof, lay.recipe, lay.sp and tp > 1)
+        lin.add(m.attention_linears(), T, tp, kv)
+        if moe:
+            e = m.moe
+            routed = T * e.experts_per_token / tp
+            local = e.num_experts / lay.ep
+            lin.add(m.expert_linears(), routed * lay.ep / e.num_experts, 1, kv, split=False, copies=local)
+            lin.add(m.shared_expert_linears(), T, tp, kv)
+            router = _gemms(hi, (m.router(),), T, 1, kv, split=False)
+            lin.fwd += router
+            lin.bwd += 2 * router
+            width, act_rows = e.expert_intermediate_size, routed
+        else:
+            lin.add(m.dense_mlp_linears(), T, tp, kv)
+            width, act_rows = m.intermediate_size / tp, T
+        ph.add("fwd", "matmuls", lin.fwd)
+        ph.add("bwd", "matmuls", lin.bwd)
+        rec = lin.recipe
+        ph.add("fwd", "fp8 casts", roof.cast_time(lin.cast_fwd * (rec.cast_bytes + rec.amax_bytes), lin.casts_fwd))
+        ph.add("bwd", "fp8 casts", roof.cast_time(lin.cast_bwd * (rec.cast_bytes + rec.amax_bytes), lin.casts_bwd))
+        if rec.amax_reduction == "cast" and tp > 1:  # one amax all-reduced over the group per cast
+            k = min(tp, lay.gpus_per_node)
+            one = roof.collective_time("all_reduce", tp, 4.0, per_node=k)
+            ph.add("fwd", "fp8 casts", one * lin.casts_fwd / rec.kernels)
+            ph.add("bwd", "fp8 casts", one * lin.casts_bwd / rec.kernels)
     else:
-        mlp = _gemms(roof, m.dense_mlp_linears(), T, tp, kv)
-        width, act_rows = m.intermediate_size / tp, T
-    ph.add("fwd", "matmuls", att + mlp)
-    ph.add("bwd", "matmuls", att + mlp, 2)
+        att = _gemms(roof, m.attention_linears(), T, tp, kv)
+        if moe:
+            e = m.moe
+            routed = T * e.experts_per_token / tp  # rows this GPU's experts take, shared among its local experts
+            local = e.num_experts / lay.ep
+            per_expert = routed * lay.ep / e.num_experts
+            mlp = (_gemms(roof, m.expert_linears(), per_expert, 1, kv, split=False, copies=local)
+                   + _gemms(roof, m.shared_expert_linears(), T, tp, kv) + _gemms(roof, (m.router(),), T, 1, kv, split=False))
+            width, act_rows = e.expert_intermediate_size, routed
+        else:
+            mlp = _gemms(roof, m.dense_mlp_linears(), T, tp, kv)
+            width, act_rows = m.intermediate_size / tp, T
+        ph.add("fwd", "matmuls", att + mlp)
+        ph.add("bwd", "matmuls", att + mlp, 2)
     # attention kernel
     b = lay.micro_batch
     if lay.attention == "flash":
         fwd_flops = 2.0 * b * heads * s * s * (dqk + dv) / cp * 0.5
-        t_fb = roof.flash_time(3.5 * fwd_flops, s, head_dim=int(round(dqk)), causal=True)
+        t_fb = hi.flash_time(3.5 * fwd_flops, s, head_dim=int(round(dqk)), causal=True, kernel=lay.attention_kernel)
         a_fwd, a_bwd = t_fb / 3.5, t_fb * 2.5 / 3.5
     else:
         scores = b * heads * s * s / cp
-        g = roof.gemm_time(2.0 * scores * dqk, 2.0 * (scores + 2 * b * heads * s * dqk / cp)) + \
-            roof.gemm_time(2.0 * scores * dv, 2.0 * (scores + 2 * b * heads * s * dv / cp))
+        g = hi.gemm_time(2.0 * scores * dqk, 2.0 * (scores + 2 * b * heads * s * dqk / cp)) + \
+            hi.gemm_time(2.0 * scores * dv, 2.0 * (scores + 2 * b * heads * s * dv / cp))
         a_fwd = g + roof.memory_time(STANDARD_SCORE_BYTES["forward"] * scores, 4)
         a_bwd = 2 * g + roof.memory_time(STANDARD_SCORE_BYTES["backward"] * scores, 6)
     ph.add("fwd", "attention", a_fwd)
@@ -386,8 +555,14 @@ def _layer(m: Model, lay: TrainLayout, roof: ClusterRoof, moe: bool) -> tuple[_P
     permute = 4 * heads * dv if lay.attention == "standard" else 0.0
     per_token = replicated / share + act + rotary + permute
     kernels = m.norms_per_layer + 3 + (1 if rotary else 0)
-    ph.add("fwd", "memory-bound", roof.memory_time(per_token * T, kernels))
-    ph.add("bwd", "memory-bound", roof.memory_time(2 * per_token * T, 2 * kernels))
+    if "activation forward" in roof.kernel_rates:  # the activation at its own kernel's measured rates
+        ph.add("fwd", "memory-bound", roof.memory_time((per_token - act) * T, kernels - 1)
+               + roof.kernel_time("activation forward", act * T))
+        ph.add("bwd", "memory-bound", roof.memory_time(2 * (per_token - act) * T, 2 * (kernels - 1))
+               + roof.kernel_time("activation backward", 2 * act * T, 2))
+    else:
+        ph.add("fwd", "memory-bound", roof.memory_time(per_token * T, kernels))
+        ph.add("bwd", "memory-bound", roof.memory_time(2 * per_token * T, 2 * kernels))
     # tensor-parallel exchanges
     msg = T * h * 2.0
     if tp > 1:
@@ -440,10 +615,10 @@ def _ends(m: Model, lay: TrainLayout, roof: ClusterRoof) -> tuple[_Phase, _Phase
     share = tp if lay.sp else 1
     last.add("fwd", "memory-bound", roof.memory_time(4 * T * h / share, 1))
     last.add("bwd", "memory-bound", roof.memory_time(8 * T * h / share, 2))
-    head = roof.gemm_time(2.0 * T * h * V / tp, 2.0 * (T * h + h * V / tp + T * V / tp))
+    head = roof.high.gemm_time(2.0 * T * h * V / tp, 2.0 * (T * h + h * V / tp + T * V / tp))
     last.add("fwd", "matmuls", head)
     last.add("bwd", "matmuls", head, 2)
-    ce = roof.memory_time(_CE_BYTES * T * V / tp, 10)
+    ce = roof.kernel_time("cross-entropy", _CE_BYTES * T * V / tp, 10)
     last.add("fwd", "memory-bound", ce / 2)
     last.add("bwd", "memory-bound", ce / 2)
     if tp > 1:
@@ -472,8 +647,10 @@ def _stage_params(m: Model, lay: TrainLayout) -> tuple[float, float, float]:
 def _layer_activations(m: Model, lay: TrainLayout) -> float:
     """Bytes one layer keeps for one micro-batch on one GPU."""
     try:
+        rec = lay.recipe
         return activation_bytes(m, lay.seq // lay.cp, lay.micro_batch, recompute=lay.recompute, tp=lay.tp,
-                                sequence_parallel=lay.sp, flash=lay.attention == "flash")
+                                sequence_parallel=lay.sp, flash=lay.attention == "flash",
+                                fp8_inputs=rec is not None and rec.fp8_saved_inputs)
     except NotModelledError:  # latent attention's saved tensors: a GPT layer of the same width stands in
         return korthikanti_bytes(lay.seq // lay.cp, lay.micro_batch, m.hidden_size, m.num_heads,
                                  recompute="selective" if lay.recompute == "none" and lay.attention == "flash"
@@ -510,7 +687,7 @@ def _cached(cache: dict, key, build):
 
 def _layer_key(lay: TrainLayout) -> tuple:
     return (lay.tp, lay.cp, lay.seq, lay.micro_batch, lay.ep, lay.sp, lay.attention, lay.cp_method,
-            lay.gpus_per_node, lay.recompute)
+            lay.gpus_per_node, lay.recompute, lay.dtype, lay.fp8_recipe, lay.attention_kernel)
 
 
 def _stage(m: Model, lay: TrainLayout, roof: ClusterRoof, cache: dict):
@@ -618,6 +795,9 @@ __all__ += ["TPLayerTimes", "tp_layer_times", "tp_stack_time"]
 
 def _price(m: Model, lay: TrainLayout, roof: ClusterRoof, cache: dict) -> StepPrice:
     """:func:`price_step` of a checked layout; ``cache`` keeps the per-layer pieces a search shares."""
+    if (lay.dtype == "fp8") != (roof.dtype == "fp8"):
+        raise ValueError(f"dtype {lay.dtype!r} is priced under a roof of its own format, got the {roof.dtype} roof "
+                         f"{roof.label!r}: get_roof(hardware, kind, {lay.dtype!r})")
     layer_key = _layer_key(lay)
     L, pp, v, mcount = m.num_layers, lay.pp, lay.chunks, lay.micro_batches
     full = -(-L // pp)
@@ -641,20 +821,44 @@ def _price(m: Model, lay: TrainLayout, roof: ClusterRoof, cache: dict) -> StepPr
     gbytes = 2.0 if lay.grad_dtype == "bf16" or lay.grad_dtype == "fp16" else 4.0
     hidden = {}
     comm = 0.0
+    rec = lay.recipe
     if n_dp > 1:
         size = (dense + emb) * gbytes
-        if lay.zero_stage == 3:
-            per = (2 * roof.collective_time("all_gather", n_dp, size, per_node=k_dp)
-                   + roof.collective_time("reduce_scatter", n_dp, size, per_node=k_dp))
+        # the weights' gather: in fp8 where the recipe casts before it (the embedding and norms stay in bf16)
+        wsize = (dense + experts) * 1.0 + emb * 2.0 if rec is not None and rec.fp8_all_gather else size
+        s_dp = lay.shards
+        k_s = min(s_dp, k_dp)  # members of a shard group in each node
+
+        def gather(nbytes):  # the weights, gathered over a shard group
+            return roof.collective_time("all_gather", s_dp, nbytes, per_node=k_s)
+
+        def scatter(nbytes):  # the gradients, reduce-scattered over a shard group and summed across the groups
+            return (roof.collective_time("reduce_scatter", s_dp, nbytes, per_node=k_s)
+                    + roof.collective_time("all_reduce", n_dp // s_dp, nbytes / s_dp, per_node=max(1, k_dp // s_dp)))
+
+        fwd_mb, bwd_mb = sum(stage.fwd.values()), stage.total - sum(stage.fwd.values())
+        if lay.zero_stage == 3 and lay.reshard_after_forward:
+            per = 2 * gather(wsize) + scatter(size)
             behind = per_mb if lay.overlap_grad_reduce else 0.0
             comm = mcount * max(0.0, per - behind)
             hidden["data-parallel"] = mcount * per - comm
+        elif lay.zero_stage == 3:  # gathered once for the step, kept to the last backward pass, reduced once
+            ag, rs = gather(wsize), scatter(size)
+
+            def exposed(t, behind):
+                return max(t - behind, min(1.0, 25e6 / max(size, 1.0)) * t) if lay.overlap_grad_reduce else t
+
+            comm = exposed(ag, fwd_mb) + exposed(rs, bwd_mb)
+            hidden["data-parallel"] = ag + rs - comm
         else:
-            t = roof.collective_time("all_reduce", n_dp, size, per_node=k_dp)
+            if s_dp == n_dp:
+                t = roof.collective_time("all_reduce", n_dp, size, per_node=k_dp)
+            else:  # hybrid: reduce-scatter in the group, all-reduce the shard across groups, gather in the group
+                t = scatter(size) + gather(size)
             if experts and n_dp // lay.ep > 1:
                 t += roof.collective_time("all_reduce", n_dp // lay.ep, experts * gbytes,
                                           per_node=max(1, k_dp // lay.ep))
-            behind = stage.total - sum(stage.fwd.values()) if lay.overlap_grad_reduce else 0.0
+            behind = bwd_mb if lay.overlap_grad_reduce else 0.0
             bucket = min(1.0, 25e6 / max(size, 1.0)) * t
             comm = max(t - behind, bucket) if lay.overlap_grad_reduce else t
             hidden["data-parallel"] = t - comm
@@ -667,15 +871,37 @@ def _price(m: Model, lay: TrainLayout, roof: ClusterRoof, cache: dict) -> StepPr
     def sharded(stage: int) -> float:
         if lay.zero_stage < stage:
             return held
-        return (dense + emb) / n_dp + experts / max(1, n_dp // lay.ep)
+        return (dense + emb) / lay.shards + experts / max(1, n_dp // lay.ep)
 
     parts["optimizer"] = roof.memory_time(sharded(1) * OPTIMIZER_BYTES[lay.dtype], 10)
-    for k in ("matmuls", "attention", "memory-bound", "tensor-parallel", "context-parallel", "expert all-to-all",
-              "pipeline sends"):
+    copies = 0.0
+    if rec is not None:
+        # the weights' casts, once a step where the recipe caches them across micro-batches, and the amaxes of
+        # each forward and backward pass all-reduced at once over the GPUs that share the scales
+        linear = dense + experts
+        times = 1 if rec.weight_cast == "step" else mcount
+        cast = linear / lay.shards if rec.fp8_all_gather and lay.zero_stage == 3 else linear  # cast, then gathered
+        weight_casts = roof.cast_time(times * cast * rec.bytes_per_operand_element,
+                                      times * rec.kernels * rec.casts * 7 * full)
+        amax = 0.0
+        if rec.amax_reduction == "pass":
+            group = lay.tp * lay.cp * lay.dp
+            amax = 2 * mcount * roof.collective_time("all_reduce", group, 4.0 * 3 * 7 * full,
+                                                     per_node=min(group, lay.gpus_per_node))
+        parts["fp8 casts"] = parts.get("fp8 casts", 0.0) + weight_casts + amax
+        # the cached fp8 weights (and transposes): sharded with the weights they copy under FSDP
+        copies = rec.weight_copy_bytes * (linear / lay.shards if lay.zero_stage == 3 and lay.reshard_after_forward
+                                          else linear)
+    for k in ("matmuls", "attention", "memory-bound", "fp8 casts", "tensor-parallel", "context-parallel",
+              "expert all-to-all", "pipeline sends"):
         parts.setdefault(k, 0.0)
     # memory per GPU: model state, activations in flight on the first stage, the last stage's fp32 logits
     per = state_bytes()
-    state = {"weights": sharded(3) * per["weights"], "gradients": sharded(2) * per["gradients"],
+    # weights kept gathered to the backward pass are whole on the GPU at the end of the forward pass, and their
+    # gradients, accumulated over the step's micro-batches before the one reduction, whole too
+    kept = lay.zero_stage == 3 and not lay.reshard_after_forward
+    state = {"weights": (held if kept else sharded(3)) * per["weights"],
+             "gradients": (held if kept and mcount > 1 else sharded(2)) * per["gradients"],
              "optimizer": sharded(1) * per["optimizer"]}
     per_layer = _cached(cache, ("acts",) + layer_key, lambda: _layer_activations(m, lay))
     flight = float(in_flight(pp, mcount, v, lay.schedule)) if pp > 1 else 1.0
@@ -686,6 +912,8 @@ def _price(m: Model, lay: TrainLayout, roof: ClusterRoof, cache: dict) -> StepPr
     elif pp > 1:
         logits = 0.0
     mem_parts = {**state, "activations": acts, "logits": logits}
+    if rec is not None:
+        mem_parts["fp8 weights"] = copies
     tokens = lay.batch * lay.seq
     model_flops = _cached(cache, ("flops", lay.seq, "none"), lambda: _flops_per_token(m, lay.seq, "none")) * tokens
     hw_flops = _cached(cache, ("flops", lay.seq, lay.recompute),
@@ -725,9 +953,9 @@ class Search:
 
     def floors(self, k: int | None = None) -> tuple[StepPrice, ...]:
         """The datasheet floor of each of the ``k`` fastest layouts (all with ``None``): the same layout priced
-        under :func:`~roofline.core.cluster_roof.datasheet_cluster_roof` of the search's chip and format."""
-        sheet = datasheet_cluster_roof(self.roof.hardware, self.roof.dtype)
-        return tuple(_price(self.model, p.layout, sheet, {}) for p in self.ranked[:k])
+        under the datasheet roof of the search's chip in the layout's format (:func:`~roofline.core.calibration.get_roof`)."""
+        return tuple(_price(self.model, p.layout, get_roof(self.roof.hardware, "datasheet", p.layout.dtype), {})
+                     for p in self.ranked[:k])
 
 
 def _divisors(n: int, most: int) -> list[int]:
@@ -757,13 +985,16 @@ def degree_grid(model: Model | str, seq: int, gpus_per_node: int = 8) -> dict:
 def search(model: Model | str, roof: ClusterRoof, *, gpus: int, seq: int, global_batch: int, gpus_per_node: int = 8,
            tps=None, cps=None, pps=None, eps=None, micro_batches=(1, 2, 4, 8), recomputes=RECOMPUTES,
            chunks=(1, 2, 4), zero_stages=(0, 1, 3), attention: str = "flash", dtype: str | None = None,
-           overlap_grad_reduce: bool = True, sequence_parallel: bool | None = None) -> Search:
+           overlap_grad_reduce: bool = True, sequence_parallel: bool | None = None, dtypes=None,
+           fp8_recipe: str | None = None) -> Search:
     """The training-layout planner: price every layout of ``gpus`` GPUs as ``tp x cp x pp x dp`` (``ep`` carved out
     of ``dp x cp``) over the given degrees (``None``: :func:`degree_grid`'s), micro-batches, recomputation policies,
     interleaving depths and ZeRO stages under ``roof``, for ``global_batch`` sequences of ``seq`` tokens; keep those
     that fit and rank them by step time. ``pps`` ``None`` tries every pipeline depth that divides the GPUs left after
     ``tp x cp``. A layout the constraints refuse is counted, not priced; when none is priced (no layout divides the
-    global batch) the error says so. ``dtype`` is the matmuls' format (``None``: the roof's)."""
+    global batch) the error says so. ``dtype`` is the matmuls' format (``None``: the roof's); ``dtypes`` searches
+    several (``('bf16', 'fp8')``: bf16 and fp8 layouts side by side, each priced under the same chip's roof of its
+    format, of the roof's kind; fp8 by ``fp8_recipe``, Transformer Engine's delayed scaling unless named)."""
     m = load_model(model)
     n = count("gpus", gpus)
     seq, batch, per_node = count("seq", seq), count("global_batch", global_batch), count("gpus_per_node", gpus_per_node)
@@ -773,11 +1004,51 @@ def search(model: Model | str, roof: ClusterRoof, *, gpus: int, seq: int, global
     tps, cps, eps, micro_batches, chunks = (tuple(count(name, x) for x in values) for name, values in (
         ("tps", tps), ("cps", cps), ("eps", eps), ("micro_batches", micro_batches), ("chunks", chunks)))
     pps = None if pps is None else tuple(count("pps", x) for x in pps)
-    dtype = roof.dtype if dtype is None else dtype
-    if dtype not in OPTIMIZER_BYTES:  # every layout would be refused for it: say so, not "no layout divides"
-        raise unknown_name("dtype", dtype, OPTIMIZER_BYTES)
-    cache: dict = {}
+    if dtypes is None:
+        dtypes = (roof.dtype if dtype is None else dtype,)
+    elif dtype is not None:
+        raise ValueError("give dtype or dtypes, not both")
+    dtypes = tuple(dict.fromkeys((dtypes,) if isinstance(dtypes, str) else dtypes))
+    if not dtypes:
+        raise ValueError("dtypes must name at least one format, such as ('bf16', 'fp8')")
+    for d in dtypes:
+        if d not in OPTIMIZER_BYTES:
+            raise unknown_name("dtype", d, OPTIMIZER_BYTES)
+    if fp8_recipe is not None:  # refused before anything is priced
+        if fp8_recipe not in FP8_RECIPES:
+            raise unknown_name("fp8_recipe", fp8_recipe, FP8_RECIPES)
+        if "fp8" not in dtypes:
+            raise ValueError(f"fp8_recipe ({fp8_recipe!r}) applies to fp8 layouts: dtypes must include 'fp8', "
+                             f"got {dtypes}")
+    roofs = {d: roof if roof.dtype == d else get_roof(roof.hardware, roof.kind, d) for d in dtypes}
+    caches: dict = {d: {} for d in dtypes}
     fitting, priced, refused, leanest = [], 0, 0, math.inf
+    for dtype in dtypes:
+        roof_d, cache = roofs[dtype], caches[dtype]
+        recipe = fp8_recipe if dtype == "fp8" else None
+        for lay in _grid(m, n, seq, batch, per_node, tps, cps, pps, eps, micro_batches, recomputes, chunks,
+                         zero_stages, attention, dtype, recipe, overlap_grad_reduce, sequence_parallel):
+            try:
+                check_layout(m, lay)
+            except (ValueError, KeyError):
+                refused += 1
+                continue
+            p = _price(m, lay, roof_d, cache)
+            priced += 1
+            leanest = min(leanest, p.memory)
+            if p.fits:
+                fitting.append(p)
+    if not priced:
+        raise ValueError(f"global_batch ({batch:,}) is not divisible by dp x micro_batch of any layout of the {n:,} GPUs")
+    # ties (the same work per GPU split another way) go to the plainer layout: fewer splits, no interleaving
+    fitting.sort(key=lambda p: (p.time, p.layout.tp * p.layout.cp * p.layout.pp, p.layout.ep, p.layout.chunks,
+                                RECOMPUTES.index(p.layout.recompute), p.layout.zero_stage))
+    return Search(m, roof, seq, tuple(fitting), priced, refused, n, leanest)
+
+
+def _grid(m, n, seq, batch, per_node, tps, cps, pps, eps, micro_batches, recomputes, chunks, zero_stages, attention,
+          dtype, recipe, overlap_grad_reduce, sequence_parallel):
+    """Every layout :func:`search` tries for one format, in its order."""
     for tp in tps:
         for cp in cps:
             if n % (tp * cp):
@@ -794,44 +1065,156 @@ def search(model: Model | str, roof: ClusterRoof, *, gpus: int, seq: int, global
                         for rc in recomputes:
                             for v in (chunks if pp > 1 else (1,)):
                                 for z in zero_stages:
-                                    lay = TrainLayout(seq=seq, tp=tp, cp=cp, pp=pp, dp=dp, ep=ep, micro_batch=mb,
+                                    yield TrainLayout(seq=seq, tp=tp, cp=cp, pp=pp, dp=dp, ep=ep, micro_batch=mb,
                                                       global_batch=batch, recompute=rc,
                                                       schedule="interleaved" if v > 1 else "1f1b", chunks=v,
-                                                      zero_stage=z, attention=attention, dtype=dtype, grad_dtype=dtype,
-                                                      gpus_per_node=per_node, overlap_grad_reduce=overlap_grad_reduce,
+                                                      zero_stage=z, attention=attention, dtype=dtype,
+                                                      grad_dtype="bf16" if dtype == "fp8" else dtype,
+                                                      fp8_recipe=recipe, gpus_per_node=per_node,
+                                                      overlap_grad_reduce=overlap_grad_reduce,
                                                       sequence_parallel=sequence_parallel)
-                                    try:
-                                        check_layout(m, lay)
-                                    except (ValueError, KeyError):
-                                        refused += 1
-                                        continue
-                                    p = _price(m, lay, roof, cache)
-                                    priced += 1
-                                    leanest = min(leanest, p.memory)
-                                    if p.fits:
-                                        fitting.append(p)
-    if not priced:
-        raise ValueError(f"global_batch ({batch:,}) is not divisible by dp x micro_batch of any layout of the {n:,} GPUs")
-    # ties (the same work per GPU split another way) go to the plainer layout: fewer splits, no interleaving
-    fitting.sort(key=lambda p: (p.time, p.layout.tp * p.layout.cp * p.layout.pp, p.layout.ep, p.layout.chunks,
-                                RECOMPUTES.index(p.layout.recompute), p.layout.zero_stage))
-    return Search(m, roof, seq, tuple(fitting), priced, refused, n, leanest)
+
+
+OPEN_SETTINGS = ("micro_batch", "recompute", "chunks")
+"""The settings a source may leave open, which :func:`open_layouts` fills in with every value that runs."""
+
+OPEN_MICRO_BATCHES = (1, 2, 4, 8)
+"""The micro-batches an open ``micro_batch`` tries (those that divide the global batch over the replicas)."""
+
+
+def open_layouts(model: Model | str, layout: TrainLayout, open=()) -> tuple[TrainLayout, ...]:
+    """The layouts ``layout`` stands for when the settings named in ``open`` (of :data:`OPEN_SETTINGS`) are left
+    open, each checked by :func:`check_layout`; with nothing open, ``(layout,)`` once checked.
+
+    - ``micro_batch``: each of :data:`OPEN_MICRO_BATCHES` (the global batch must be given: a micro-batch that
+      changed the tokens of a step would not be the same run);
+    - ``recompute``: none, selective and full;
+    - ``chunks``: on a pipeline, every depth of interleaving that divides a stage's layers (with
+      ``schedule='interleaved'`` two or more, else plain 1F1B too); where no depth runs at any micro-batch,
+      plain 1F1B.
+
+    A layout the constraints refuse is left out; when every one is, the first one's error is raised."""
+    m = load_model(model)
+    open = (open,) if isinstance(open, str) else tuple(open)
+    for name in open:
+        if name not in OPEN_SETTINGS:
+            raise unknown_name("open", name, OPEN_SETTINGS)
+    if not isinstance(layout, TrainLayout):
+        raise TypeError(f"layout must be a TrainLayout, got {type(layout).__name__}")
+    if "micro_batch" in open and layout.global_batch is None:
+        raise ValueError("micro_batch 'auto' needs the global batch: with one micro-batch a replica, a larger "
+                         "micro-batch would be a larger step, not the same run faster")
+    mbs = OPEN_MICRO_BATCHES if "micro_batch" in open else (layout.micro_batch,)
+    rcs = RECOMPUTES if "recompute" in open else (layout.recompute,)
+    per_stage = -(-m.num_layers // layout.pp) if layout.pp > 0 else 1
+    if "chunks" in open and layout.pp > 1:
+        least = 2 if layout.schedule == "interleaved" else 1
+        depths = tuple(c for c in range(least, per_stage + 1) if per_stage % c == 0) or (1,)
+    else:
+        depths = (layout.chunks,)
+
+    def variants(chunk_options):
+        for mb in mbs:
+            for rc in rcs:
+                for c in chunk_options:
+                    sched = layout.schedule if "chunks" not in open else ("interleaved" if c > 1 else "1f1b")
+                    yield replace(layout, micro_batch=mb, recompute=rc, chunks=c, schedule=sched)
+
+    def runnable(chunk_options):
+        out, first = [], None
+        for lay in variants(chunk_options):
+            try:
+                check_layout(m, lay)
+            except (ValueError, KeyError) as exc:
+                first = first or exc
+                continue
+            out.append(lay)
+        return out, first
+
+    found, first = runnable(depths)
+    if not found and "chunks" in open and layout.pp > 1:
+        found, _ = runnable((1,))
+    if not found:
+        raise first
+    return tuple(found)
+
+
+def fastest_fitting(model: Model | str, layouts, roof: ClusterRoof) -> StepPrice:
+    """The fastest of ``layouts`` under ``roof`` among those that fit in the usable HBM (the fastest of all where
+    none fits; the first of equals): the choice a source's open settings are taken at."""
+    m = load_model(model)
+    roof = _check_roof(roof)
+    layouts = tuple(layouts)
+    if not layouts:
+        raise ValueError("layouts must hold at least one layout")
+    cache: dict = {}
+    for lay in layouts:
+        check_layout(m, lay)
+    priced = [_price(m, lay, roof, cache) for lay in layouts]
+    fitting = [p for p in priced if p.fits] or priced
+    return min(fitting, key=lambda p: p.time)
 
 
 def estimate_step(model: Model | str, hardware: Hardware | str, layout: TrainLayout, *,
-                  roof: str | None = None) -> tuple[StepPrice, StepPrice | None]:
+                  roof: str | None = None, open=()) -> tuple[StepPrice, StepPrice | None]:
     """One training step of ``layout`` priced at the datasheet floor and under the chip's calibrated roof:
     ``(floor, estimate)``. ``roof`` is the kind of the estimate (:func:`~roofline.core.calibration.roof_kind`:
     ``None`` for the calibrated roof where the chip has one, 'datasheet' for the floor alone, when the estimate
-    is ``None``). The layout's ``dtype`` picks the peak both divide by."""
-    m = check_layout(model, layout)
+    is ``None``). The layout's ``dtype`` picks the peak both divide by.
+
+    ``open`` names the settings a source left open (:data:`OPEN_SETTINGS`): the layout priced is then the
+    fastest of :func:`open_layouts` that fits, chosen under the estimate (under the floor where there is no
+    estimate), and both prices are of that layout (``estimate.layout`` says what was picked). Appendix C's
+    development checks and ``roofline train --micro-batch auto`` come through here."""
+    m = load_model(model)
     hw = get_hardware(hardware)
     kind = roof_kind(hw, roof)
-    floor = _price(m, layout, get_roof(hw, "datasheet", layout.dtype), {})
-    return floor, (_price(m, layout, get_roof(hw, kind, layout.dtype), {}) if kind == "calibrated" else None)
+    candidates = open_layouts(m, layout, open)
+    est_roof = get_roof(hw, kind, layout.dtype)
+    chosen = fastest_fitting(m, candidates, est_roof) if len(candidates) > 1 else None
+    picked = chosen.layout if chosen is not None else candidates[0]
+    floor = _price(m, picked, get_roof(hw, "datasheet", layout.dtype), {})
+    if kind != "calibrated":
+        return floor, None
+    return floor, (chosen if chosen is not None else _price(m, picked, est_roof, {}))
 
 
-PART_ORDER = ("matmuls", "attention", "memory-bound", "recompute", "tensor-parallel", "context-parallel",
+def fp8_training(model: Model | str, hardware: Hardware | str, layout: TrainLayout, recipes=None, *,
+                 roof: str | None = None) -> dict:
+    """Chapter 6: ``layout`` priced in bf16 and under each fp8 recipe of ``recipes`` (``None``: every recipe of
+    :data:`~roofline.core.fp8.FP8_RECIPES`), everything else held: ``{'bf16': (floor, estimate), 'te-delayed':
+    (floor, estimate), ...}`` through :func:`estimate_step` (``roof`` as there)."""
+    if not isinstance(layout, TrainLayout):
+        raise TypeError(f"layout must be a TrainLayout, got {type(layout).__name__}")
+    names = tuple(FP8_RECIPES) if recipes is None else ((recipes,) if isinstance(recipes, str) else tuple(recipes))
+    out = {"bf16": estimate_step(model, hardware, replace(layout, dtype="bf16", fp8_recipe=None, grad_dtype="bf16"),
+                                 roof=roof)}
+    for name in names:
+        out[fp8_recipe(name).name] = estimate_step(model, hardware, replace(layout, dtype="fp8", fp8_recipe=name,
+                                                                            grad_dtype="bf16"), roof=roof)
+    return out
+
+
+def fastest_recipe(priced: Mapping) -> str:
+    """Chapter 6: the fp8 recipe of :func:`fp8_training`'s mapping whose step is shortest (under the estimate where
+    there is one, else the floor; 'bf16' left out)."""
+    names = [k for k in priced if k != "bf16"]
+    if not names:
+        raise ValueError("priced must hold at least one fp8 recipe beside 'bf16'")
+    return min(names, key=lambda k: (priced[k][1] or priced[k][0]).time)
+
+
+def fp8_speedup_bound(price: "StepPrice") -> float:
+    """Chapter 6: the speed-up fp8 would give a bf16 step ``price`` if it halved the matmuls and added nothing:
+    ``time / (time - matmuls / 2)``, Amdahl's bound for a part of the step run twice as fast."""
+    if not isinstance(price, StepPrice):
+        raise TypeError(f"price must be a StepPrice, got {type(price).__name__}")
+    if price.layout.dtype == "fp8":
+        raise ValueError("price must be of a bf16 or fp16 step: the bound is what fp8 could buy it")
+    return price.time / (price.time - price.parts["matmuls"] / 2)
+
+
+PART_ORDER = ("matmuls", "attention", "memory-bound", "fp8 casts", "recompute", "tensor-parallel", "context-parallel",
               "expert all-to-all", "pipeline sends", "data-parallel", "bubble", "optimizer")
 """The parts of a :class:`StepPrice`, in the order the book's figures stack them."""
 
@@ -861,4 +1244,4 @@ def token_rate_per_gpu(price: StepPrice, hidden=()) -> float:
     return price.layout.batch * price.layout.seq / (seconds * price.layout.gpus)
 
 
-__all__ += ["degree_grid", "estimate_step", "PART_ORDER", "part_shares", "part_gaps", "token_rate_per_gpu"]
+__all__ += ["fp8_training", "fastest_recipe", "fp8_speedup_bound", "degree_grid", "estimate_step", "OPEN_SETTINGS", "OPEN_MICRO_BATCHES", "open_layouts", "fastest_fitting", "PART_ORDER", "part_shares", "part_gaps", "token_rate_per_gpu"]

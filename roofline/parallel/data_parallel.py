@@ -496,7 +496,7 @@ def zero_layouts(*, seq: int, gpus: int, recompute: str = "full", micro_batch: i
     """Chapter 7: the layouts of the chapter's ZeRO comparison as appendix C's cluster model names them
     (:class:`~roofline.parallel.cluster.TrainLayout`, plain data parallelism over all ``gpus``, one micro-batch
     of ``seq`` tokens per GPU per step), keyed by :func:`strategy_name`: DDP and ZeRO stages 1 to 3. FSDP's
-    hybrid sharding has no counterpart there."""
+    hybrid sharding is a ``shard_group`` there, left out of this comparison."""
     from roofline.parallel.cluster import TrainLayout
 
     gpus = int(number("gpus", gpus, integer=True))

@@ -1312,7 +1312,7 @@ __all__ += ["development_chart", "step_parts_chart", "PART_COLORS"]
 
 # one colour per part of a training step (roofline.parallel.cluster.PART_ORDER); communication in warm colours
 PART_COLORS = {"matmuls": PALETTE["blue"], "attention": PALETTE["sky"], "memory-bound": PALETTE["green"],
-               "recompute": "#7fc7b0", "tensor-parallel": PALETTE["vermillion"], "context-parallel": "#f2a07b",
+               "fp8 casts": "#b5dfd1", "recompute": "#7fc7b0", "tensor-parallel": PALETTE["vermillion"], "context-parallel": "#f2a07b",
                "expert all-to-all": PALETTE["yellow"], "pipeline sends": PALETTE["purple"],
                "data-parallel": PALETTE["orange"], "bubble": "#999999", "optimizer": PALETTE["black"]}
 

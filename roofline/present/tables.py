@@ -38,7 +38,7 @@ from roofline.serving.capacity import attention_layout, sequence_kv_bytes
 from roofline.workloads.inference import decode_step, prefill
 from roofline.workloads.training import training_flops_per_token
 
-__all__ = ["Table", "workload_table", "breakdown_table", "tiers_table", "hardware_table", "mfu_table", "mfu_calculator",
+__all__ = ["fp8_training_table", "constants_table", "Table", "workload_table", "breakdown_table", "tiers_table", "hardware_table", "mfu_table", "mfu_calculator",
            "recipes_table", "saved_tensors_table", "footprint_table", "kv_capacity_table", "korthikanti_table",
            "matmul_intensity_table", "operations_table", "kv_layout_table", "serving_table", "recompute_table",
            "keep_table", "checkpoint_runs_table", "best_plan_table", "attention_table", "published_table", "formats_table", "quality_table",
@@ -839,6 +839,30 @@ def cluster_roof_table(roofs, title: str = "") -> Table:
     return Table(columns, tuple(rows), title, wrap=tuple(c for c in columns[2::2]))
 
 
+def _id_runs(ids) -> str:
+    """Record ids as runs of consecutive numbers: 'mb0266 to mb0269 and mbx139 to mbx144 (10 records)'."""
+    ids = sorted(ids)
+    runs: list[list[str]] = []
+    for i in ids:
+        prefix, num = i.rstrip("0123456789"), i[len(i.rstrip("0123456789")):]
+        last = runs[-1][-1] if runs else None
+        if last and last.rstrip("0123456789") == prefix and int(last[len(prefix):]) + 1 == int(num):
+            runs[-1].append(i)
+        else:
+            runs.append([i])
+    text = ", ".join(r[0] if len(r) == 1 else f"{r[0]} to {r[-1]}" for r in runs)
+    return text + (f" ({len(ids)} records)" if len(ids) > 2 else "")
+
+
+def constants_table(constants, title: str = "") -> Table:
+    """Appendix C: constants of a roof (:class:`~roofline.core.calibration.RoofConstant`), each with its value and
+    the records and sources it came from."""
+    rows = tuple((c.name, _constant_text(c),
+                  f"{_id_runs(c.records)}: " + "; ".join(dict.fromkeys(s.split(" (")[0] for s in c.sources)))
+                 for c in constants)
+    return Table(("quantity", "value", "from"), rows, title, wrap=("from",))
+
+
 def _degree_list(layout) -> str:
     """A layout's degrees for a table cell: 'TP 8 · PP 8 · DP 1' (TP and DP always, CP and PP where above 1)."""
     return " · ".join(f"{k} {v}" for k, v in (("TP", layout.tp), ("CP", layout.cp), ("PP", layout.pp),
@@ -861,6 +885,25 @@ def development_table(checks, title: str = "") -> Table:
                   short_layout(c.estimate.layout), fmt(c.published_s, "s"), fmt(c.floor.time, "s"),
                   fmt(c.estimate.time, "s"), f"{c.ratio:.2f}") for c in checks)
     return Table(columns, rows, title, wrap=("layout",))
+
+
+def fp8_training_table(priced: Mapping, title: str = "") -> Table:
+    """Chapter 6: one layout in bf16 and under each fp8 recipe (:func:`~roofline.parallel.cluster.fp8_training`'s
+    mapping): the calibrated step, its speed-up over bf16, the matmuls, the casts and everything else, and memory
+    per GPU with whether it fits."""
+    from roofline.core.fp8 import FP8_RECIPES
+
+    columns = ("format", "step", "speed-up", "matmuls", "fp8 casts", "everything else", "memory per GPU")
+    base = priced["bf16"][1] or priced["bf16"][0]
+    rows = []
+    for name, (floor, est) in priced.items():
+        p = est or floor
+        other = p.time - p.parts["matmuls"] - p.parts["fp8 casts"]
+        label = "bf16" if name == "bf16" else FP8_RECIPES[name].title
+        rows.append((label, fmt(p.time, "s"), f"{base.time / p.time:.2f}×", fmt(p.parts["matmuls"], "s"),
+                     fmt(p.parts["fp8 casts"], "s") if p.parts["fp8 casts"] else "none", fmt(other, "s"),
+                     f"{fmt(p.memory, 'B')}" + ("" if p.fits else ", does not fit")))
+    return Table(columns, tuple(rows), title, wrap=("format",))
 
 
 def step_parts_table(prices: Mapping, title: str = "") -> Table:

@@ -199,7 +199,10 @@ class SavedTensor:
     'norm', for selective recomputation, which drops the attention core's score-sized tensors.
 
     ``matmul_output`` marks the output of a matmul (a projection, the attention kernel, the MLP's gate or
-    up), what the 'matmul-outputs' policy keeps. ``rebuild_flops`` is what rebuilding one element costs
+    up), what the 'matmul-outputs' policy keeps. ``linear_input`` marks the input of a linear layer: 'own' where
+    only that layer's weight gradient reads it (an fp8 recipe that saves its inputs in fp8 keeps one byte an
+    element instead), 'shared' where another kernel reads it too (the attention kernel's output, which the
+    projection after it takes: the recipe keeps an fp8 copy beside it). ``rebuild_flops`` is what rebuilding one element costs
     from the tensors before it in the layer (``2 x`` the matmul's inner dimension for a matmul's output,
     a few FLOPs for an elementwise one, infinite for the layer's input, which only the layers below can
     rebuild), plus ``rebuild_flops_per_key`` per key a query sees (the attention core's outputs); see
@@ -216,6 +219,7 @@ class SavedTensor:
     matmul_output: bool = False
     rebuild_flops: float = 0.0
     rebuild_flops_per_key: float = 0.0
+    linear_input: str = ""  # 'own': kept only for a linear's weight gradient; 'shared': also read by another kernel
 
     def nbytes(self, seq, micro_batch):
         """Bytes of this tensor for ``micro_batch`` sequences of ``seq`` tokens (broadcasts)."""
@@ -250,11 +254,11 @@ def saved_tensors(model: Model | str | None = None, *, architecture: str = "llam
         number("heads", heads, integer=True)
         attn = [
             SavedTensor("layernorm 1 input", h, b, "norm", sharded_by_tp=False, rebuild_flops=inf),
-            SavedTensor("QKV input", h, b, "attention", sharded_by_tp=False, rebuild_flops=7),
+            SavedTensor("QKV input", h, b, "attention", sharded_by_tp=False, rebuild_flops=7, linear_input="own"),
             SavedTensor("Q and K", 2 * h, b, "attention", matmul_output=True, rebuild_flops=2 * h),
             SavedTensor("V", h, b, "attention", matmul_output=True, rebuild_flops=2 * h),
             SavedTensor("attention output (projection input)", h, b, "attention", matmul_output=True,
-                        rebuild_flops_per_key=4),
+                        rebuild_flops_per_key=4, linear_input="shared"),
             SavedTensor("dropout mask after projection", h, 1, "attention", sharded_by_tp=False, rebuild_flops=1),
         ]
         if flash:
@@ -269,9 +273,9 @@ def saved_tensors(model: Model | str | None = None, *, architecture: str = "llam
         mlp = [
             SavedTensor("layernorm 2 input", h, b, "norm", sharded_by_tp=False, matmul_output=True,
                         rebuild_flops=2 * h + 2),
-            SavedTensor("MLP input", h, b, "mlp", sharded_by_tp=False, rebuild_flops=7),
+            SavedTensor("MLP input", h, b, "mlp", sharded_by_tp=False, rebuild_flops=7, linear_input="own"),
             SavedTensor("GeLU input", 4 * h, b, "mlp", matmul_output=True, rebuild_flops=2 * h),
-            SavedTensor("second linear input", 4 * h, b, "mlp", rebuild_flops=8),
+            SavedTensor("second linear input", 4 * h, b, "mlp", rebuild_flops=8, linear_input="own"),
             SavedTensor("dropout mask after MLP", h, 1, "mlp", sharded_by_tp=False, rebuild_flops=1),
         ]
         return tuple(attn + mlp)
@@ -284,11 +288,11 @@ def saved_tensors(model: Model | str | None = None, *, architecture: str = "llam
     attn = [
         SavedTensor("RMSNorm 1 input", h, b, "norm", sharded_by_tp=False, rebuild_flops=inf),
         SavedTensor("RMSNorm 1 statistics (fp32)", 1, 4, "norm", sharded_by_tp=False, rebuild_flops=2 * h),
-        SavedTensor("QKV input", h, b, "attention", sharded_by_tp=False, rebuild_flops=2),
+        SavedTensor("QKV input", h, b, "attention", sharded_by_tp=False, rebuild_flops=2, linear_input="own"),
         SavedTensor("Q after RoPE", q, b, "attention", matmul_output=True, rebuild_flops=2 * h + 3),
         SavedTensor("K after RoPE and V", 2 * kv, b, "attention", matmul_output=True, rebuild_flops=2 * h + 3),
         SavedTensor("attention output (o_proj input)", q, b, "attention", matmul_output=True,
-                    rebuild_flops_per_key=4),
+                    rebuild_flops_per_key=4, linear_input="shared"),
     ]
     if flash:
         attn.append(SavedTensor("softmax statistics (fp32)", m.num_heads, 4, "attention", matmul_output=True,
@@ -299,12 +303,21 @@ def saved_tensors(model: Model | str | None = None, *, architecture: str = "llam
     mlp = [
         SavedTensor("RMSNorm 2 input", h, b, "norm", sharded_by_tp=False, matmul_output=True, rebuild_flops=2 * q + 1),
         SavedTensor("RMSNorm 2 statistics (fp32)", 1, 4, "norm", sharded_by_tp=False, rebuild_flops=2 * h),
-        SavedTensor("gate/up input", h, b, "mlp", sharded_by_tp=False, rebuild_flops=2),
-        SavedTensor("gate output (SiLU input)", i, b, "mlp", matmul_output=True, rebuild_flops=2 * h),
-        SavedTensor("up output", i, b, "mlp", matmul_output=True, rebuild_flops=2 * h),
-        SavedTensor("SiLU output", i, b, "mlp", rebuild_flops=5),
-        SavedTensor("down_proj input", i, b, "mlp", rebuild_flops=6),
     ]
+    if m.gated_mlp:
+        mlp += [
+            SavedTensor("gate/up input", h, b, "mlp", sharded_by_tp=False, rebuild_flops=2, linear_input="own"),
+            SavedTensor("gate output (SiLU input)", i, b, "mlp", matmul_output=True, rebuild_flops=2 * h),
+            SavedTensor("up output", i, b, "mlp", matmul_output=True, rebuild_flops=2 * h),
+            SavedTensor("SiLU output", i, b, "mlp", rebuild_flops=5),
+            SavedTensor("down_proj input", i, b, "mlp", rebuild_flops=6, linear_input="own"),
+        ]
+    else:  # a plain MLP (GPT-2, GPT-NeoX, Nemotron): up, the activation, down
+        mlp += [
+            SavedTensor("up input", h, b, "mlp", sharded_by_tp=False, rebuild_flops=2, linear_input="own"),
+            SavedTensor("up output (activation input)", i, b, "mlp", matmul_output=True, rebuild_flops=2 * h),
+            SavedTensor("down_proj input (activation output)", i, b, "mlp", rebuild_flops=8, linear_input="own"),
+        ]
     return tuple(attn + mlp)
 
 
@@ -319,7 +332,7 @@ def _layer(layer, flash: bool) -> tuple:
 
 
 def activation_bytes(layer, seq, micro_batch, *, recompute: str = "none", tp: int = 1,
-                     sequence_parallel: bool = False, flash: bool = True):
+                     sequence_parallel: bool = False, flash: bool = True, fp8_inputs: bool = False):
     """Bytes of activations one layer keeps, from its saved tensors.
 
     ``recompute='selective'`` drops the score-sized tensors (recomputed in the backward pass);
@@ -328,7 +341,8 @@ def activation_bytes(layer, seq, micro_batch, *, recompute: str = "none", tp: in
     ``layer`` is a model (its layer's tensors, with a flash kernel unless ``flash=False``) or the tuple
     :func:`saved_tensors` returns (a GPT layer of Korthikanti et al., an explicit-attention layer).
     With tensor parallelism of degree ``tp`` the sharded tensors divide by ``tp``; sequence
-    parallelism divides the rest too.
+    parallelism divides the rest too. ``fp8_inputs``: an fp8 recipe keeps the linear layers' inputs
+    (:attr:`SavedTensor.linear_input`) in fp8, one byte an element, and beside a shared one an fp8 copy.
     """
     if recompute not in (*RECOMPUTES, MATMUL_OUTPUTS.name):
         raise ValueError(f"recompute must be one of {', '.join(map(repr, (*RECOMPUTES, MATMUL_OUTPUTS.name)))}, "
@@ -345,7 +359,12 @@ def activation_bytes(layer, seq, micro_batch, *, recompute: str = "none", tp: in
             continue
         if recompute == MATMUL_OUTPUTS.name and not t.kept_with_matmul_outputs:
             continue
-        total = total + t.nbytes(s, bsz) / (tp if (t.sharded_by_tp or sequence_parallel) else 1)
+        nbytes = t.nbytes(s, bsz)
+        if fp8_inputs and t.linear_input == "own":
+            nbytes = nbytes / t.bytes_per_element
+        elif fp8_inputs and t.linear_input == "shared":
+            nbytes = nbytes * (1 + 1 / t.bytes_per_element)
+        total = total + nbytes / (tp if (t.sharded_by_tp or sequence_parallel) else 1)
     return total
 
 

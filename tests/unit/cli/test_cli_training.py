@@ -50,7 +50,7 @@ def test_every_1_is_full_and_offload_reports_the_link():
 
 @pytest.mark.parametrize("args, argument, words", [
     (["--recompute", "every-0"], "--recompute", "every-K"),
-    (["--recompute", "sometimes"], "--recompute", "none, selective, full or every-K"),
+    (["--recompute", "sometimes"], "--recompute", "none, selective, full, every-K"),
     (["--zero", "4"], "--zero", "invalid choice"),
     (["--achieved", "0"], "--achieved", "fraction of peak"),
     (["--achieved", "1.5"], "--achieved", "fraction of peak"),

@@ -63,7 +63,7 @@ def test_a_chip_without_a_calibrated_roof_gets_the_floor_and_a_clear_refusal():
     (("--pp", "2", "--chunks", "3"), "--chunks", "chunks (3) must divide the layers per stage"),
     (("--ep", "2"), "--ep", "needs a mixture-of-experts model"),
     (("--dp", "3"), "--dp", "disagrees with the cluster"),
-    (("--recompute", "every-4"), "--recompute", "none, selective or full"),
+    (("--recompute", "every-4"), "--recompute", "none, selective, full or auto"),
     (("--global-batch", "3"), "--global-batch", "must be a multiple of dp x micro_batch"),
     (("--offload",), "--offload", "not part of the cluster model"),
 ])
@@ -80,3 +80,92 @@ def test_tp_with_nodes_now_prices_the_whole_layout():
     assert status == 0
     got = json.loads(out)
     assert got["layout"]["dp"] == 2 and got["floor"]["time_s"] < got["time_s"]
+
+
+FSDP = ("train", "llama-3.1-8b", "--gpu", "h100", "--nodes", "4", "--seq", "8192", "--global-batch", "64", "--json")
+
+
+@pytest.mark.parametrize("flags, fields", [
+    (("--fsdp", "full"), {"zero_stage": 3}),
+    (("--zero", "3"), {"zero_stage": 3}),
+    (("--fsdp", "full", "--reshard-after-forward", "off"), {"zero_stage": 3, "reshard_after_forward": False}),
+    (("--fsdp", "hybrid"), {"zero_stage": 3, "shard_group": 8}),
+    (("--zero", "1", "--shard-group", "16"), {"zero_stage": 1, "shard_group": 16}),
+])
+def test_fsdp_flags_are_the_package_layouts_pytorch_names(flags, fields):
+    status, out, err = run(*FSDP, *flags)
+    assert status == 0, err
+    got = json.loads(out)
+    lay = TrainLayout(seq=8192, dp=32, global_batch=64, recompute="none", **fields)
+    floor, est = estimate_step("llama-3.1-8b", "h100-sxm", lay)
+    assert got["time_s"] == est.time and got["memory_bytes"] == est.memory and got["floor"]["time_s"] == floor.time
+    assert got["layout"]["zero_stage"] == fields["zero_stage"]
+    assert got["layout"]["reshard_after_forward"] == fields.get("reshard_after_forward", True)
+    assert got["layout"]["shard_group"] == fields.get("shard_group", 32)
+
+
+@pytest.mark.parametrize("flags, flag, words", [
+    (("--fsdp", "full", "--zero", "1"), "--fsdp", "give --zero 3 with it"),
+    (("--zero", "1", "--reshard-after-forward", "off"), "--reshard-after-forward", "applies to FSDP"),
+    (("--zero", "3", "--shard-group", "5"), "--shard-group", "must divide the data-parallel ranks"),
+    (("--zero", "3", "--hybrid"), "--hybrid", "--fsdp hybrid"),
+])
+def test_bad_fsdp_flags_are_refused_naming_the_flag(flags, flag, words):
+    status, _, err = run(*FSDP[:-1], *flags)
+    assert status == 2 and flag in err and words in err, err
+
+
+@pytest.mark.parametrize("recipe", [None, "te-current", "deepseek-blockwise"])
+def test_fp8_train_prints_the_package_estimate(recipe):
+    flags = ("--dtype", "fp8") + (("--fp8-recipe", recipe) if recipe else ())
+    status, out, err = run(*FSDP, "--zero", "1", *flags)
+    assert status == 0, err
+    got = json.loads(out)
+    lay = TrainLayout(seq=8192, dp=32, global_batch=64, recompute="none", zero_stage=1, dtype="fp8", fp8_recipe=recipe)
+    floor, est = estimate_step("llama-3.1-8b", "h100-sxm", lay)
+    assert got["time_s"] == est.time and got["floor"]["time_s"] == floor.time and got["memory_bytes"] == est.memory
+    assert got["layout"]["dtype"] == "fp8" and got["layout"]["fp8_recipe"] == (recipe or "te-delayed")
+    assert "fp8_recipe" in got["assumed"] and got["estimate"]["parts_s"]["fp8 casts"] > 0
+
+
+def test_plan_searches_fp8_and_bf16_together():
+    status, out, err = run("plan", "llama-3.1-8b", "--gpu", "h100", "--nodes", "2", "--seq", "8192",
+                           "--global-batch", "64", "--dtype", "both", "--top", "40", "--json")
+    assert status == 0, err
+    got = json.loads(out)
+    from roofline.core.calibration import get_roof
+    from roofline.parallel.cluster import search
+    found = search("llama-3.1-8b", get_roof("h100-sxm", "calibrated"), gpus=16, seq=8192, global_batch=64,
+                   dtypes=("bf16", "fp8"))
+    assert got["layouts_priced"] == found.priced and got["layouts"][0]["time_s"] == found.best.time
+    assert got["layouts"][0]["dtype"] == "fp8"  # on an H100 the fastest layout of this model trains in fp8
+    status, out, err = run("plan", "llama-3.1-8b", "--gpu", "h100", "--nodes", "2", "--seq", "8192",
+                           "--global-batch", "64", "--json")
+    assert {x["dtype"] for x in json.loads(out)["layouts"]} == {"bf16"}  # bf16 unless asked
+
+
+@pytest.mark.parametrize("argv, flag, words", [
+    (FSDP[:-1] + ("--fp8-recipe", "te-delayed"), "--fp8-recipe", "give --dtype fp8 with it"),
+    (FSDP[:-1] + ("--dtype", "fp8", "--fp8-recipe", "mxfp8"), "--fp8-recipe", "invalid choice"),
+    (("plan", "llama-3.1-8b", "--gpu", "h100", "--nodes", "2", "--seq", "8192", "--global-batch", "64",
+      "--fp8-recipe", "te-current"), "--fp8-recipe", "give --dtype fp8 or both"),
+    (("plan", "llama-3.1-8b", "--gpu", "a100-80gb", "--nodes", "2", "--seq", "8192", "--global-batch", "64",
+      "--dtype", "fp8"), "--dtype", "fp8"),
+])
+def test_bad_fp8_flags_are_refused_naming_the_flag(argv, flag, words):
+    status, _, err = run(*argv)
+    assert status == 2 and flag in err and words in err, err
+
+
+def test_fp8_train_answers_for_a_mixture_of_experts():
+    """Qwen3-30B-A3B on 32 H100s, its 128 experts over 8 ranks, in fp8 by DeepSeek-V3's blockwise recipe."""
+    status, out, err = run("train", "qwen3-30b-a3b", "--gpu", "h100", "--nodes", "4", "--ep", "8", "--seq", "4096",
+                           "--global-batch", "256", "--dtype", "fp8", "--fp8-recipe", "deepseek-blockwise",
+                           "--zero", "1", "--roof", "calibrated", "--json")
+    assert status == 0, err
+    got = json.loads(out)
+    lay = TrainLayout(seq=4096, dp=32, ep=8, global_batch=256, recompute="none", zero_stage=1, dtype="fp8",
+                      fp8_recipe="deepseek-blockwise")
+    floor, est = estimate_step("qwen3-30b-a3b", "h100-sxm", lay)
+    assert got["time_s"] == est.time and got["floor"]["time_s"] == floor.time
+    assert got["estimate"]["parts_s"]["expert all-to-all"] > 0 and got["estimate"]["parts_s"]["fp8 casts"] > 0

@@ -272,3 +272,60 @@ def test_the_command_line_says_the_packages_refusal_with_its_flag():
                        "--roof", "calibrated", "--json"])
     error = _json.loads(out.getvalue())
     assert status == 2 and error["argument"] == "--roof" and error["error"] == "--" + ONE_REFUSAL
+
+
+# ------------------------------------------------------------------ a training step's kernels on Hopper (issue 48)
+
+
+def test_the_kernel_shares_are_the_bytes_the_model_counts_over_the_records_times():
+    """Megatron-Core's SwiGLU forward at 16,384 columns of 8,192 tokens: 6 bytes a column of a token (two bf16 inputs
+    read, one written) over 0.433 ms; its backward twice those bytes over the forward-and-backward time less the
+    forward; the cross-entropy 36 bytes a logit of 8,192 x 131,072 over 18.2 ms; each over the STREAM triad."""
+    from roofline.core.calibration import kernel_shares
+    from roofline.core.records import record_value
+
+    stream = record_value("mb0166")
+    f16 = 6 * 16384 * 8192 / record_value("mbx151")
+    f32 = 6 * 32768 * 8192 / record_value("mbx153")
+    b16 = 12 * 16384 * 8192 / (record_value("mbx152") - record_value("mbx151"))
+    b32 = 12 * 32768 * 8192 / (record_value("mbx154") - record_value("mbx153"))
+    shares = kernel_shares()
+    assert shares["activation forward"] == pytest.approx((f16 + f32) / 2 / stream)
+    assert shares["activation backward"] == pytest.approx((b16 + b32) / 2 / stream)
+    assert shares["cross-entropy"] == pytest.approx(36 * 8192 * 131072 / record_value("mbx156") / stream)
+    assert 0.2 < shares["activation backward"] < shares["activation forward"] < shares["cross-entropy"] < 1
+    h100 = get_roof("h100-sxm", "calibrated")
+    assert h100.kernel_rates["cross-entropy"] == pytest.approx(shares["cross-entropy"] * h100.bandwidth)
+    # a kind the roof holds no rate for runs at the memory-bound kernels' bandwidth, and the A100 holds none
+    assert h100.kernel_time("norm", 1e9) == pytest.approx(1e9 / h100.bandwidth)
+    assert get_roof("a100-sxm-80gb", "calibrated", "fp16").kernel_rates == {}
+
+
+def test_the_hopper_attention_kernels_join_the_papers_forward_and_backward():
+    """cuDNN at 8,192 tokens, head 128, no mask: forward 600 TFLOP/s (mb0268), backward 518 (FlashAttention-3
+    paper, Figure 6): 3.5 / (1/600 + 2.5/518) = 539 TFLOP/s for the benchmarks' forward-and-backward count."""
+    from roofline.core.records import record_value
+
+    h100 = get_roof("h100-sxm", "calibrated")
+    cudnn = h100.attention_kernels["cudnn"][(128, False)]
+    assert cudnn(8192) == pytest.approx(3.5 / (1 / 600e12 + 2.5 / 518e12), rel=1e-9)
+    assert record_value("mb0268") == 600e12
+    # causal: both passes at the non-causal rates times FlashAttention-3's causal-to-plain forward ratio
+    ratio = record_value("mb0247") / record_value("mb0241")  # 602 / 646 at 8,192, head 128
+    assert h100.attention_kernels["cudnn"][(128, True)](8192) == pytest.approx(cudnn(8192) * ratio, rel=1e-9)
+    # faster than FlashAttention-2 at every length the figures share; the default kernel stays FlashAttention-2
+    for L in (1024, 4096, 16384):
+        assert h100.attention_kernels["fa3"][(128, True)](L) > h100.attention[(128, True)](L)
+    flops = 1e15
+    assert h100.flash_time(flops, 8192) == h100.flash_time(flops, 8192, kernel=None)
+    assert h100.flash_time(flops, 8192, kernel="cudnn") < h100.flash_time(flops, 8192)
+
+
+def test_a_flash_kernel_is_named_only_where_flash_attention_runs():
+    from roofline.core.checks import UnknownNameError
+    from roofline.parallel.cluster import TrainLayout, check_layout
+
+    with pytest.raises(UnknownNameError, match="unknown attention_kernel 'fa4'"):
+        check_layout("llama-3.1-8b", TrainLayout(seq=4096, attention_kernel="fa4"))
+    with pytest.raises(ValueError, match="give attention='flash' with it"):
+        check_layout("llama-3.1-8b", TrainLayout(seq=4096, attention="standard", attention_kernel="cudnn"))

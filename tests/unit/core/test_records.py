@@ -14,9 +14,15 @@ from roofline import measured as M
 
 def test_the_added_records_are_read_with_the_shared_ones():
     ids = microbenchmarks()
-    added = [i for i in ids if i.startswith("mbx0")]
-    assert len(added) == 8 and all(ids[i]["source"]["url"].endswith("/pull/49363") for i in added)
-    assert all(f"{ids[i]['value']:.6f}" in ids[i]["quote"] for i in added)
+    added = [i for i in ids if i.startswith("mbx")]
+    vllm = [i for i in added if i <= "mbx099"]
+    assert len(vllm) == 8 and all(ids[i]["source"]["url"].endswith("/pull/49363") for i in vllm)
+    assert all(f"{ids[i]['value']:.6f}" in ids[i]["quote"] for i in vllm)
+    # every added record: its value in its quote, a source with a URL and a location
+    for i in added:
+        r = ids[i]
+        assert any(text in r["quote"] for text in (f"{r['value']}", f"{r['value']:.6f}", f"{r['value']:.2f}")), i
+        assert r["source"]["url"].startswith("https://") and r["source"]["location"], i
 
 
 def test_the_custom_all_reduce_records_quote_their_row_in_milliseconds():

@@ -80,3 +80,53 @@ def test_a_runs_label_and_whether_its_source_left_settings_open(checks):
     assert not by["korthikanti-175B-selective-sp"].settings_unstated  # micro-batch 1, three virtual stages stated
     assert by["megatron-ptdp-1.7B-32gpu"].settings_unstated  # Table 1 gives no micro-batch
     assert len({r.label for r in by.values()}) == len(by)
+
+
+# ------------------------------------------------------------------- the modern development set (NeMo 24.07, fp8)
+
+
+@pytest.fixture(scope="module")
+def modern():
+    from roofline.measured.training_runs import modern_checks
+
+    return modern_checks()
+
+
+def test_the_modern_set_has_its_twelve_runs_on_h100s_in_fp8(modern):
+    assert len(modern) == 12 and {c.run.raw["gpu_count"] for c in modern} >= {8, 16, 64, 128, 512}
+    assert all(c.estimate.layout.dtype == "fp8" and c.estimate.layout.recipe.name == "te-delayed" for c in modern)
+    assert all(c.estimate.roof.hardware.key == "h100-sxm" and c.estimate.roof.calibrated for c in modern)
+    assert len({c.run.label for c in modern}) == 12
+
+
+def test_every_modern_run_is_estimated_within_a_quarter_and_the_median_within_a_tenth(modern):
+    for c in modern:
+        assert 1 / 1.25 <= c.ratio <= 1.25, (c.run.id, c.estimate.time, c.published_s)
+    assert abs(statistics.median(c.ratio for c in modern) - 1) <= 0.10
+
+
+def test_the_fp8_floor_is_below_every_modern_published_time(modern):
+    for c in modern:
+        assert c.floor.time <= c.estimate.time and c.floor.time <= c.published_s, c.run.id
+        assert c.floor.roof.peak_flops == c.floor.roof.hardware.peak_flops("fp8")
+
+
+def test_the_modern_published_settings_are_kept(modern):
+    by = {c.run.id: c.estimate.layout for c in modern}
+    l70 = by["nemo2407-h100-fp8-llama3-70b"]
+    assert (l70.tp, l70.pp, l70.cp, l70.dp, l70.chunks, l70.micro_batches, l70.sp) == (4, 4, 2, 2, 5, 64, True)
+    assert by["nemo2407-h100-fp8-nemotron4-340b"].recompute == "selective"
+    assert by["nemo2407-h100-fp8-gpt3-5b"].micro_batch == 4 and by["nemo2407-h100-fp8-llama3-8b"].cp == 2
+
+
+# The modern table as it stood when the fp8 model landed (estimate / published, two decimals): a regression check.
+MODERN_RATIOS = {
+    "nemo2407-h100-fp8-gpt3-5b": 0.89, "nemo2407-h100-fp8-gpt3-20b": 0.88, "nemo2407-h100-fp8-gpt3-175b-128gpu": 0.94,
+    "nemo2407-h100-fp8-gpt3-175b-512gpu": 1.03, "nemo2407-h100-fp8-llama2-7b": 0.92, "nemo2407-h100-fp8-llama2-13b": 0.91,
+    "nemo2407-h100-fp8-llama2-70b": 1.06, "nemo2407-h100-fp8-nemotron-8b": 0.87, "nemo2407-h100-fp8-nemotron-22b": 0.97,
+    "nemo2407-h100-fp8-nemotron4-340b": 1.01, "nemo2407-h100-fp8-llama3-8b": 0.86, "nemo2407-h100-fp8-llama3-70b": 0.97,
+}
+
+
+def test_the_modern_ratio_table_has_not_moved(modern):
+    assert {c.run.id: round(c.ratio, 2) for c in modern} == pytest.approx(MODERN_RATIOS, abs=0.011)

@@ -9,6 +9,7 @@ from roofline.core.cluster_roof import datasheet_cluster_roof
 from roofline.core.curve import Curve
 from roofline.core.model import load_model
 from roofline.core.calibration import get_roof
+from roofline.core.checks import UnknownNameError
 from roofline.parallel.cluster import PART_ORDER, TrainLayout, check_layout, part_gaps, part_shares, price_step
 from roofline.parallel.planner import gpt_model
 from roofline.measured.training_runs import development_checks
@@ -345,3 +346,121 @@ def test_the_planners_inputs_are_checked_before_any_layout_is_priced():
         search("llama-3-8b", roof, gpus=8, seq=4096, global_batch=8, dtype="int4")
     with pytest.raises(ValueError, match="zero_stage must be 0, 1, 2 or 3, got True"):
         check_layout("llama-3-8b", TrainLayout(seq=4096, dp=2, zero_stage=True))
+
+
+# ------------------------------------------------------------------ settings a source leaves open (appendix C, train)
+
+
+def test_open_layouts_are_every_value_that_runs_of_what_was_left_open():
+    from roofline.parallel.cluster import open_layouts
+
+    lay = TrainLayout(seq=4096, tp=2, pp=4, dp=4, global_batch=64, recompute="full")
+    assert open_layouts("llama-3-8b", lay) == (lay,)
+    # 32 layers over 4 stages: 8 a stage; interleaving depths 2, 4 and 8 divide it, plain 1F1B beside them
+    got = open_layouts("llama-3-8b", lay, ("chunks",))
+    assert [(x.schedule, x.chunks) for x in got] == [("1f1b", 1), ("interleaved", 2), ("interleaved", 4),
+                                                      ("interleaved", 8)]
+    inter = open_layouts("llama-3-8b", replace(lay, schedule="interleaved", chunks=2), "chunks")
+    assert [x.chunks for x in inter] == [2, 4, 8]
+    # 64 sequences over 4 replicas: 16 each, so micro-batches 1, 2, 4 and 8 all divide; the interleaved schedule
+    # needs the micro-batches per pipeline (16, 8, 4, 2) to be a multiple of pp = 4, which 2 is not
+    both = open_layouts("llama-3-8b", replace(lay, schedule="interleaved", chunks=2), ("micro_batch", "chunks"))
+    assert sorted({x.micro_batch for x in both}) == [1, 2, 4]
+    assert len(open_layouts("llama-3-8b", lay, ("micro_batch", "recompute"))) == 4 * 3
+
+
+def test_open_settings_are_refused_where_they_mean_nothing():
+    from roofline.parallel.cluster import open_layouts
+
+    with pytest.raises(ValueError, match="needs the global batch"):
+        open_layouts("llama-3-8b", TrainLayout(seq=4096, dp=8), ("micro_batch",))
+    with pytest.raises(UnknownNameError, match="unknown open 'microbatch'.*micro_batch"):
+        open_layouts("llama-3-8b", TrainLayout(seq=4096, dp=8), ("microbatch",))
+    with pytest.raises(ValueError, match="must divide the attention heads"):
+        open_layouts("llama-3-8b", TrainLayout(seq=4096, tp=3, dp=8, global_batch=64), ("micro_batch",))
+
+
+def test_estimate_step_takes_the_fastest_that_fits_of_the_open_settings():
+    from roofline.parallel.cluster import estimate_step, open_layouts
+
+    lay = TrainLayout(seq=8192, dp=8, global_batch=64, zero_stage=3)
+    open_ = ("micro_batch", "recompute")
+    roof = get_roof("h100-sxm", "calibrated")
+    priced = [price_step("llama-3-8b", x, roof) for x in open_layouts("llama-3-8b", lay, open_)]
+    fastest = min((p for p in priced if p.fits), key=lambda p: p.time)
+    assert any(not p.fits for p in priced)  # a faster layout that does not fit is not taken
+    floor, est = estimate_step("llama-3-8b", "h100-sxm", lay, open=open_)
+    assert est.layout == fastest.layout == floor.layout and est.time == fastest.time
+    assert floor.time <= est.time
+
+
+# ------------------------------------------------------------------------------- FSDP as PyTorch runs it (item 3)
+
+
+def _dp_traffic(p):
+    """Seconds of data-parallel traffic of a step, exposed and hidden together."""
+    return p.parts["data-parallel"] + p.hidden.get("data-parallel", 0.0)
+
+
+def test_reshard_after_forward_off_moves_traffic_to_memory_as_the_formula_says():
+    """Llama 3.1 8B on 32 H100s, FSDP over all 32, two micro-batches a step. Resharding after the forward pass
+    (FSDP's default) holds 1/32 of the bf16 weights and gradients and, per micro-batch, gathers the weights twice
+    (forward and backward) and reduce-scatters the gradients once: 2 x 2 gathers and 2 scatters a step. Kept
+    gathered to the backward pass: the whole 2 bytes a parameter of weights and, accumulated over two
+    micro-batches before the one reduction, of gradients; one gather and one scatter a step."""
+    m = load_model("llama-3.1-8b")
+    roof = get_roof("h100-sxm", "calibrated")
+    on = TrainLayout(seq=8192, dp=32, global_batch=64, zero_stage=3, recompute="none")
+    off = replace(on, reshard_after_forward=False)
+    p_on, p_off = price_step(m, on, roof), price_step(m, off, roof)
+    n = m.params  # tp 1, pp 1: every parameter on every GPU's stage
+    assert p_on.memory_parts["weights"] == pytest.approx(2 * n / 32)
+    assert p_off.memory_parts["weights"] == pytest.approx(2 * n)
+    assert p_off.memory_parts["gradients"] == pytest.approx(2 * n) and p_on.memory_parts["gradients"] == pytest.approx(2 * n / 32)
+    assert p_off.memory_parts["optimizer"] == p_on.memory_parts["optimizer"] == pytest.approx(12 * n / 32)
+    assert p_off.memory - p_on.memory == pytest.approx(2 * 2 * n * (1 - 1 / 32))
+    size = 2 * n  # the stage's weights in bf16, the buffer of each gather and scatter
+    ag = roof.collective_time("all_gather", 32, size, per_node=8)
+    rs = roof.collective_time("reduce_scatter", 32, size, per_node=8)
+    assert _dp_traffic(p_on) == pytest.approx(2 * (2 * ag + rs))
+    assert _dp_traffic(p_off) == pytest.approx(ag + rs)
+    assert p_off.memory_parts["activations"] == p_on.memory_parts["activations"]
+
+
+def test_hybrid_sharding_shards_over_the_group_and_reduces_across_groups():
+    """FSDP hybrid over groups of 8 (one node) of 32 ranks: the optimizer state is an eighth of 12 bytes a
+    parameter, not a 32nd; the gradients are reduce-scattered in the group, and each rank all-reduces its eighth
+    with its counterparts in the other 3 groups, one per node."""
+    m = load_model("llama-3.1-8b")
+    roof = get_roof("h100-sxm", "calibrated")
+    lay = TrainLayout(seq=8192, dp=32, global_batch=32, zero_stage=3, shard_group=8, recompute="none")
+    p = price_step(m, lay, roof)
+    n = m.params
+    assert p.memory_parts["optimizer"] == pytest.approx(12 * n / 8) and p.memory_parts["weights"] == pytest.approx(2 * n / 8)
+    size = 2 * n
+    ag = roof.collective_time("all_gather", 8, size, per_node=8)
+    rs = roof.collective_time("reduce_scatter", 8, size, per_node=8)
+    across = roof.collective_time("all_reduce", 4, size / 8, per_node=1)
+    assert _dp_traffic(p) == pytest.approx(2 * ag + rs + across)
+    assert lay.sharding_text == "ZeRO-3 (FSDP, hybrid over 8)" and lay.shards == 8
+    # ZeRO-1 over the same groups: reduce-scatter and gather in the group, the shard all-reduced across, once a step
+    z1 = price_step(m, replace(lay, zero_stage=1), roof)
+    assert z1.memory_parts["optimizer"] == pytest.approx(12 * n / 8) and z1.memory_parts["weights"] == pytest.approx(2 * n)
+    assert _dp_traffic(z1) == pytest.approx(ag + rs + across)
+
+
+@pytest.mark.parametrize("fields, match", [
+    ({"zero_stage": 1, "reshard_after_forward": False}, "reshard_after_forward applies to ZeRO-3"),
+    ({"zero_stage": 3, "shard_group": 3}, r"shard_group \(3\) must divide the data-parallel ranks"),
+    ({"zero_stage": 0, "shard_group": 4}, "needs a ZeRO stage of 1 or more"),
+    ({"zero_stage": 3, "shard_group": 0}, "shard_group must be"),
+])
+def test_bad_fsdp_settings_are_refused_naming_the_constraint(fields, match):
+    with pytest.raises(ValueError, match=match):
+        check_layout("llama-3.1-8b", TrainLayout(seq=4096, dp=8, **fields))
+
+
+@pytest.mark.parametrize("schedule", ["dualpipe", "DualPipeV"])
+def test_dualpipe_is_refused_by_name_with_what_it_would_overlap(schedule):
+    with pytest.raises(ValueError, match="DualPipe.*not priced.*all-to-all"):
+        check_layout("qwen3-30b-a3b", TrainLayout(seq=4096, pp=2, dp=4, ep=4, schedule=schedule))

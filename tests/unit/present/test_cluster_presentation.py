@@ -91,3 +91,38 @@ def test_cluster_explorer_reads_the_estimate_and_the_floor_of_a_run(checks):
     assert len({e.png(k) for k in e.frames}) == 4
     with pytest.raises(ValueError, match="at least one"):
         widgets.cluster_explorer([])
+
+
+def test_every_part_of_a_step_has_its_colour_in_the_order_the_parts_stack():
+    from roofline.parallel.cluster import PART_ORDER
+
+    assert list(plot.PART_COLORS) == list(PART_ORDER)
+
+
+def test_the_fp8_training_table_sets_each_recipe_beside_bf16():
+    from roofline.parallel.cluster import TrainLayout, fastest_recipe, fp8_training
+
+    lay = TrainLayout(seq=8192, dp=8, global_batch=64, zero_stage=1, recompute="none")
+    priced = fp8_training("llama-3.1-8b", "h100-sxm", lay, ("te-delayed", "torchao-rowwise"))
+    t = tables.fp8_training_table(priced)
+    assert [r[0] for r in t.rows] == ["bf16", "Transformer Engine, delayed scaling per tensor",
+                                      "torchao float8, scaling per row"]
+    assert t.rows[0][2] == "1.00×" and t.rows[0][4] == "none"
+    bf16, te = priced["bf16"][1], priced["te-delayed"][1]
+    assert t.rows[1][2] == f"{bf16.time / te.time:.2f}×"
+    assert fastest_recipe(priced) == "te-delayed"  # the cached weights' casts beat converting at every micro-batch
+    with pytest.raises(ValueError, match="at least one fp8 recipe"):
+        fastest_recipe({"bf16": priced["bf16"]})
+
+
+def test_the_training_kernels_table_names_each_constant_with_its_records():
+    from roofline.core.calibration import cast_share, kernel_shares, training_kernel_constants
+
+    consts = {c.name: c for c in training_kernel_constants("h100-sxm")}
+    assert consts["fp8 casts, share of the STREAM rate"].value == cast_share()
+    assert consts["fused cross-entropy, share of the STREAM rate"].value == kernel_shares()["cross-entropy"]
+    t = tables.constants_table(training_kernel_constants("h100-sxm"))
+    row = {r[0]: r for r in t.rows}
+    assert row["fp8 casts, share of the STREAM rate"][1] == f"{100 * cast_share():.0f}%"
+    assert row["fp8 casts, share of the STREAM rate"][2].startswith("mbx100 to mbx105 (6 records): torchao")
+    assert "mb0266 to mb0269, mbx139 to mbx144" in row["cuDNN attention, causal, 8,192 tokens (fwd+bwd)"][2]
