@@ -7,6 +7,8 @@ Llama 3 8B, per layer: q and o 4,096 x 4,096, k and v 4,096 x 1,024, gate and up
 14,336 x 4,096 (7,504,658,432 linear parameters with the 128,256 x 4,096 head); its cache 131,072 bytes a token
 (32 layers x 8 KV heads x 128 x K and V x 2 bytes)."""
 
+import dataclasses
+
 import pytest
 
 import roofline as rl
@@ -68,6 +70,15 @@ def test_expert_parallelism_sends_each_token_to_its_top_k_experts_and_back():
     assert twice.exchange == pytest.approx(2 * st.exchange)
 
 
+def test_a_top_1_mixture_sends_half_the_bytes_of_a_top_2_one():
+    """The same Mixtral routed to one expert a token instead of two: each all-to-all carries 4 vectors, not 8, so
+    the exchange halves (the dispatch and the combine both scale with the experts a token visits)."""
+    top1 = dataclasses.replace(MIXTRAL, moe=dataclasses.replace(MIXTRAL.moe, experts_per_token=1))
+    two = step_time(MIXTRAL, Deployment(dp_attention=2, ep=2), SHEET, decode=8, context=0).exchange
+    one = step_time(top1, Deployment(dp_attention=2, ep=2), SHEET, decode=8, context=0).exchange
+    assert one == pytest.approx(two / 2) == pytest.approx(32 * 2 * 32_768 * 0.5 / NVLINK)
+
+
 def test_a_prompt_token_attends_to_its_keys_at_two_flops_a_pair_per_head_dimension():
     """1,000 prompt tokens attending to 500 keys each on average: 1,000 x 500 x 2 x 32 heads x (128 + 128) =
     8.192e9 FLOPs a layer, 262 GFLOP over 32 layers, beyond the matmuls' FLOPs of the same tokens."""
@@ -117,3 +128,11 @@ def test_a_disaggregated_prompt_sends_its_whole_cache_to_the_decode_pool():
     assert pair.ceiling.kv_transfer_s == pytest.approx(2048 * KV_TOKEN / NVLINK)
     slow = sustain(LLAMA, H100, WORK, Deployment(disaggregate=(1, 1), kv_link=NVLINK / 1000), SHEET)
     assert slow.limit == "kv link" and slow.kv_transfer_s == pytest.approx(1000 * 2048 * KV_TOKEN / NVLINK)
+
+
+def test_a_cap_below_what_fits_sets_the_batch_and_one_above_it_changes_nothing():
+    """Grow: 238 sequences fit (above). A cap of 1,000 leaves 238; a cap of 64 holds a replica to 64 sequences,
+    in the memory model and in what it runs offline."""
+    assert largest_batch(LLAMA, H100, WORK, Deployment(max_batch=1000)) == 238
+    assert largest_batch(LLAMA, H100, WORK, Deployment(max_batch=64)) == 64
+    assert sustain(LLAMA, H100, WORK, Deployment(max_batch=64), SHEET).max_batch == 64
