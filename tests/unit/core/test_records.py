@@ -21,7 +21,9 @@ def test_the_added_records_are_read_with_the_shared_ones():
     # every added record: its value in its quote, a source with a URL and a location
     for i in added:
         r = ids[i]
-        assert any(text in r["quote"] for text in (f"{r['value']}", f"{r['value']:.6f}", f"{r['value']:.2f}")), i
+        # as written, or in the source's unit where the record converted it (ms in the source, us here)
+        shown = {f"{r['value'] * k:{fmt}}" for k in (1, 1e-3, 1e3) for fmt in ("", ".6f", ".2f", ".4f", "g")}
+        assert any(text in r["quote"] for text in shown), i
         assert r["source"]["url"].startswith("https://") and r["source"]["location"], i
 
 
