@@ -41,7 +41,7 @@ def test_chapter_one_shows_the_package_numbers(site):
         fmt(prefill.cost.flops, "FLOP"),
         fmt(prefill.time, "s"),
         fmt(prefill.cost.intensity, digits=4),
-        fmt(llama.params, fixed=0),
+        fmt(llama.params, per="billion"),
         fmt(rl.model_state_bytes(llama), "B", 4),
     ]
     for number in expected:
