@@ -111,12 +111,29 @@ def _strip(soup: BeautifulSoup) -> None:
         el.replace_with(NavigableString(f" {quantity.group(1).strip('{} ')} " if quantity else " x "))
 
 
-def prose_blocks(html: str) -> list[str]:
+OPTIONAL = re.compile(r"\boptional\b", flags=re.I)
+
+
+def _optional(el) -> bool:
+    """A section whose heading says it is optional ("Going further (optional)"), or an admonition whose
+    title does ("Optional: ...")."""
+    if el.name == "section":
+        heading = el.find(["h1", "h2", "h3", "h4", "h5", "h6"], recursive=False)
+        return bool(heading and OPTIONAL.search(heading.get_text()))
+    title = el.find("p", class_="admonition-title", recursive=False)
+    return bool(title and OPTIONAL.search(title.get_text()))
+
+
+def prose_blocks(html: str, *, optional: bool = True) -> list[str]:
     """The text of every block of prose of a built page, in order: paragraphs, list items, headings,
-    admonition titles and captions, each as one string with its whitespace collapsed."""
+    admonition titles and captions, each as one string with its whitespace collapsed. With
+    ``optional=False``, only the page's main path: sections and admonitions marked optional left out."""
     soup = BeautifulSoup(html, "html.parser")
     article = soup.select_one("article.bd-article") or soup.select_one("main") or soup
     _strip(article)
+    if not optional:
+        for el in [e for e in article.select("section, div.admonition") if _optional(e)]:
+            el.decompose()
     blocks = []
     for el in article.find_all(BLOCKS):
         # the text of this block alone: a list item's nested list or paragraphs are blocks of their own
@@ -156,6 +173,11 @@ def measure_html(html: str, page: str = "") -> Density:
             if n > most:
                 most, worst = n, s
     return Density(page, words, numbers, most, worst)
+
+
+def main_path_words(html: str) -> int:
+    """Words of a page's prose outside its optional sections and boxes (issue 52: chapter 1's main path)."""
+    return sum(words_in(b) for b in prose_blocks(html, optional=False))
 
 
 def over_limit(html: str, limit: int = LIMIT_PER_SENTENCE) -> list[tuple[int, str]]:

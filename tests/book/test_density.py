@@ -83,6 +83,19 @@ def test_the_measure_counts_the_prose_and_only_the_prose():
     assert d.sentence.startswith("An H100 holds 80 GB")
 
 
+def test_the_main_path_leaves_out_what_is_marked_optional():
+    page = """<article class="bd-article"><section id="a"><h2>Main line</h2><p>one two three</p>
+    <div class="admonition note"><p class="admonition-title">Optional: a box</p><p>four five</p></div>
+    <div class="admonition note"><p class="admonition-title">What to remember</p><p>six</p></div></section>
+    <section id="b"><h2>Going further (optional)</h2><p>seven eight nine ten</p>
+    <section id="c"><h3>A refinement</h3><p>eleven</p></section></section></article>"""
+    # "Main line" (2), "one two three" (3), "What to remember" (3), "six" (1)
+    assert density.main_path_words(page) == 9
+    # and the optional ones: "Optional: a box" (3), "four five" (2), "Going further (optional)" (3), "seven
+    # eight nine ten" (4), "A refinement" (2), "eleven" (1)
+    assert density.measure_html(page).words == 9 + 3 + 2 + 3 + 4 + 2 + 1
+
+
 def test_sentences_end_at_a_full_stop_not_inside_a_number():
     assert density.sentences("It takes 4.79 ms. Then 16.2 µs! Why? At 2,048.") == [
         "It takes 4.79 ms.", "Then 16.2 µs!", "Why?", "At 2,048."]
@@ -103,6 +116,10 @@ def test_every_page_is_checked_to_do_or_not_prose():
     assert not listed - set(pages()), f"listed pages the book does not have: {sorted(listed - set(pages()))}"
 
 
+# Issue 52: chapter 1's main path, outside its optional section, exercises' statements included.
+MAIN_PATH_WORDS = {"chapters/01-three-budgets.html": 3500}
+
+
 # --- the book as built -------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("page", CHECKED)
@@ -114,3 +131,11 @@ def test_prose_carries_few_numbers(site, page):
         f"{d.most_in_sentence} in one sentence (at most {density.LIMIT_PER_SENTENCE}); move the numbers into a "
         "table or a figure and keep the verdict. Sentences over the limit:\n"
         + "\n".join(f"  ({n}) {s}" for n, s in crowded))
+
+
+@pytest.mark.parametrize("page", sorted(MAIN_PATH_WORDS))
+def test_the_main_path_stays_short(site, page):
+    words = density.main_path_words((site / page).read_text(encoding="utf-8"))
+    assert words <= MAIN_PATH_WORDS[page], (
+        f"{page}: {words:,} words outside its optional sections (at most {MAIN_PATH_WORDS[page]:,}); move an "
+        "aside into the section marked optional, or to the chapter that uses it")
