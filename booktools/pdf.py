@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import re
 import sys
+from html import unescape
 from pathlib import Path
 
 import yaml
@@ -40,9 +41,16 @@ def pages(toc: Path = ROOT / "_toc.yml") -> list[str]:
 
 
 def title_of(html: str, fallback: str) -> str:
-    """A built page's title: the text of its first ``<h1>``, else ``fallback``."""
-    match = re.search(r"<h1[^>]*>(.*?)<", html, flags=re.S)
-    return " ".join(match.group(1).split()) if match else fallback
+    """A built page's title as its heading prints it, with the chapter's number or the appendix's letter
+    ("7. Buying memory with network traffic"): the text of its first ``<h1>`` that carries a section number,
+    else of its first ``<h1>`` (a page outside the numbered parts), else ``fallback``."""
+    heads = re.findall(r"<h1[^>]*>(.*?)</h1>", html, flags=re.S)
+    for head in sorted(heads, key=lambda h: "section-number" not in h):
+        text = re.sub(r'<a class="headerlink".*?</a>', "", head, flags=re.S)
+        text = " ".join(unescape(re.sub(r"<[^>]+>", "", text)).split())
+        if text:
+            return text
+    return fallback
 
 
 def print_book(site: Path, out: Path, chromium: str) -> list[Path]:
