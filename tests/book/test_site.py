@@ -178,7 +178,7 @@ def test_the_figure_index_is_the_one_the_build_made_and_lists_every_file(site):
 
 def test_chapters_and_appendices_carry_their_numbers(site):
     """The prose says "chapter 7" and "appendix B": the page's title, the sidebar and the previous/next links
-    say so too (_toc.yml numbers the chapters' and the appendices' parts; booktools.appendices letters the
+    say so too (_toc.yml numbers the chapters' and the appendices' parts; booktools.numbering letters the
     appendices), and the pages before and after them stay unnumbered."""
     import yaml
 
@@ -205,6 +205,10 @@ def test_chapters_and_appendices_carry_their_numbers(site):
         assert title.startswith(number + " "), (doc, title)
         link = re.search(rf'href="{re.escape(doc)}\.html">([^<]*)<', sidebar)
         assert link and link.group(1).startswith(number + " "), (doc, link and link.group(1))
+        printed = re.search(r'<div id="jb-print-docs-body"[^>]*>\s*<h1>([^<]*)</h1>', page)  # make pdf's heading
+        assert printed and printed.group(1).startswith(number + " "), (doc, printed and printed.group(1))
     for doc in plain:
         page = (site / f"{doc}.html").read_text(encoding="utf-8")
         assert not re.search(r'<h1><span class="section-number">', page), doc
+        printed = re.search(r'<div id="jb-print-docs-body"[^>]*>\s*<h1>([^<]*)</h1>', page)
+        assert printed and not re.match(r"[0-9A-Z]+\. ", printed.group(1)), doc

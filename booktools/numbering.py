@@ -1,4 +1,5 @@
-"""Appendices numbered by letter: "A. The roofline meets a real GPU", its figures "Fig. A.1".
+"""Chapter numbers where the prose expects them: appendices numbered by letter ("A. The roofline meets a
+real GPU", its figures "Fig. A.1"), and every numbered page's printed title carrying its number.
 
 The table of contents numbers the chapters (``numbered: 1`` on their parts in ``_toc.yml``, continued across
 parts by sphinx-multitoc-numbering), so that a page's title, the sidebar and the PDF say "7. Buying memory
@@ -11,6 +12,10 @@ in the order the table of contents numbers them.
 
 It runs on ``env-get-updated`` after Sphinx's own table-of-contents collector has assigned the numbers
 (priority 900, the collector's is the default 500), and so again on every build.
+
+The theme prints a page (``make pdf``) under a heading of its own, the page's plain title (``pagetitle``),
+in place of the article's numbered one; :func:`number_pagetitle` gives that heading the number too, so that
+a printed chapter says "7. Buying memory with network traffic" as its page, sidebar and bookmark do.
 """
 
 from __future__ import annotations
@@ -54,6 +59,19 @@ def letter_appendices(app, env) -> list[str]:
     return docs
 
 
+def secnumber(env, docname: str) -> str:
+    """A document's own number as the pages print it ("7.", "A."), or '' outside the numbered parts."""
+    number = env.toc_secnumbers.get(docname, {}).get("")
+    return ".".join(map(str, number)) + "." if number else ""
+
+
+def number_pagetitle(app, pagename, templatename, context, doctree) -> None:
+    number = secnumber(app.env, pagename)
+    if number and context.get("pagetitle") and not context["pagetitle"].startswith(number):
+        context["pagetitle"] = f"{number} {context['pagetitle']}"
+
+
 def setup(app):
     app.connect("env-get-updated", letter_appendices, priority=900)
+    app.connect("html-page-context", number_pagetitle)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
