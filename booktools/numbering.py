@@ -29,10 +29,11 @@ PREFIX = "appendix-"
 
 
 def appendices(env) -> list[str]:
-    """The numbered appendices, in the order of their numbers."""
-    found = [(numbers[""][0], doc) for doc, numbers in env.toc_secnumbers.items()
+    """The numbered appendices, in the order of their numbers (or of their letters, where a build that did not
+    number them again kept the letters of the last one)."""
+    found = [(isinstance(numbers[""][0], str), numbers[""][0], doc) for doc, numbers in env.toc_secnumbers.items()
              if PurePosixPath(doc).name.startswith(PREFIX) and numbers.get("")]
-    return [doc for _, doc in sorted(found)]
+    return [doc for _, _, doc in sorted(found)]
 
 
 def _lettered(number, letter):
