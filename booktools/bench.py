@@ -9,6 +9,8 @@
   headless Chromium when one is found (``booktools.browser``), else from the files the HTML names;
 - every chapter page's weight, its HTML and the files it names, as stored and gzipped (goal: under
   4 MB stored each);
+- every page's prose density: numbers per 100 words and the most numbers in one sentence, prose only
+  (``booktools.density``; goals: at most 5 per 100 words, at most 4 in a sentence);
 - chapter 1's time to usable sliders: from opening the page from local disk (``file://``) in headless
   Chromium to the decode explorer's slider having a handle and its frame being on screen, the median
   of five cold loads (goals: at most 4 MB stored, 1.5 MB gzipped, 1.5 s);
@@ -180,9 +182,19 @@ def report_chapters(site: Path) -> None:
     print(f"heaviest chapter page: {heaviest}, {weights[heaviest][0] / 1e6:.2f} MB as stored", flush=True)
 
 
+def report_density(site: Path) -> None:
+    """Print every page's numbers per 100 words of prose and the most numbers in one of its sentences."""
+    from booktools import density
+
+    print(f"prose density, every page (goals: at most {density.LIMIT_PER_100:g} numbers per 100 words, at most "
+          f"{density.LIMIT_PER_SENTENCE} in a sentence; 'over' marks a page past either):", flush=True)
+    print(density.table([density.measure(site, page) for page in density.pages()]), flush=True)
+
+
 def report_page(site: Path) -> None:
     """Print chapter 1's weight and time to usable sliders for the built site in ``site``, then every chapter's
-    weight."""
+    weight and every page's prose density."""
+    report_density(site)
     report_chapters(site)
     weight = page_weight(site, CHAPTER)
     total = [sum(w[k] for w in weight.values()) / 1e6 for k in (0, 1)]

@@ -2,7 +2,7 @@
 
 Every figure of the book is saved by its chapter into ``figures/`` as SVG and PNG
 (``roofline.present.plot.save``). This Sphinx extension lists them as the reader meets them: the number
-the book gives the figure (``Fig. 12``), its chapter, the files, the caption and the alt text, and how the
+the book gives the figure (``Fig. 7.2``; an appendix's ``Fig. A.1``), its chapter, the files, the caption and the alt text, and how the
 figure sits on a 16:9 slide (the smallest text it holds, once the figure is scaled to fill a 13.33 x 7.5
 inch slide). The numbers come from Sphinx itself (``env.toc_fignumbers``), so they are the ones the pages
 print; captions and alt texts come from the built pages' figures; the file names from the ``plot.save``
@@ -88,7 +88,24 @@ def rows(app) -> list[dict]:
                         "file": files[names[0]] if names else None,
                         "caption": caption.astext() if caption is not None else "",
                         "alt": (image.get("alt", "") if image is not None else "")})
-    return sorted(out, key=lambda r: r["number"])
+    order = {doc: i for i, doc in enumerate(reading_order(env))}
+    return sorted(out, key=lambda r: (order.get(r["doc"], len(order)), r["number"][1:]))
+
+
+def reading_order(env) -> list[str]:
+    """The book's documents in the order of its table of contents, depth first from the root document.
+    (Figure numbers alone do not give it once the appendices are lettered: "A.1" follows "13.2".)"""
+    seen: list[str] = []
+
+    def walk(doc: str) -> None:
+        if doc in seen:
+            return
+        seen.append(doc)
+        for child in env.toctree_includes.get(doc, []):
+            walk(child)
+
+    walk(env.config.root_doc)
+    return seen
 
 
 def markdown(app, table: list[dict]) -> str:

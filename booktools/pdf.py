@@ -32,6 +32,7 @@ import posixpath
 import re
 import sys
 from dataclasses import dataclass
+from html import unescape
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -96,9 +97,16 @@ def book_pages(toc: Path = ROOT / "_toc.yml") -> Book:
 
 
 def title_of(text: str, fallback: str) -> str:
-    """A built page's title: the text of its first ``<h1>``, else ``fallback``."""
-    match = re.search(r"<h1[^>]*>(.*?)<", text, flags=re.S)
-    return " ".join(html.unescape(match.group(1)).split()) if match else fallback
+    """A built page's title as its heading prints it, with the chapter's number or the appendix's letter
+    ("7. Buying memory with network traffic"): the text of its first ``<h1>`` that carries a section number,
+    else of its first ``<h1>`` (a page outside the numbered parts), else ``fallback``."""
+    heads = re.findall(r"<h1[^>]*>(.*?)</h1>", text, flags=re.S)
+    for head in sorted(heads, key=lambda h: "section-number" not in h):
+        shown = re.sub(r'<a class="headerlink".*?</a>', "", head, flags=re.S)
+        shown = " ".join(unescape(re.sub(r"<[^>]+>", "", shown)).split())
+        if shown:
+            return shown
+    return fallback
 
 
 # --- one document from many pages ---------------------------------------------------------------------

@@ -36,7 +36,7 @@ from roofline.parallel.context_parallel import long_context
 from roofline.parallel.tensor_parallel import weights_per_gpu
 from roofline.serving.capacity import attention_layout, sequence_kv_bytes
 from roofline.workloads.inference import decode_step, prefill
-from roofline.workloads.training import training_flops_per_token
+from roofline.workloads.training import gradient_sync_tokens, training_flops_per_token
 
 __all__ = ["fp8_training_table", "constants_table", "Table", "workload_table", "breakdown_table", "tiers_table", "hardware_table", "mfu_table", "mfu_calculator",
            "recipes_table", "saved_tensors_table", "footprint_table", "kv_capacity_table", "korthikanti_table",
@@ -166,6 +166,39 @@ def tiers_table(tiers: Sequence[Tier], title: str = "") -> Table:
         rows.append((f"{t.name} ({t.note})", fmt(t.each_way, "B/s"), step, t.figure.source.title))
     first = tiers[0].name if tiers else "the first tier"
     return Table(("tier", "per GPU, one way", f"slower than {first}", "source"), tuple(rows), title, wrap=("source",))
+
+
+def network_threshold_table(model, hardware, nodes: Sequence[int], *, gpus_per_node: int = 8, title: str = "") -> Table:
+    """Chapter 1's network roofline beside chapter 7's two refinements of it: for data parallelism on each
+    cluster of ``nodes`` nodes (one node over NVLink, more over the network), the tokens each GPU must process
+    per step for its bf16 gradients' all-reduce to hide behind the arithmetic, every FLOP at peak:
+
+    - set against the whole step's ``6N`` FLOPs a token over one flat ring (chapter 1's first-order count,
+      :func:`~roofline.workloads.training.gradient_sync_tokens`);
+    - set against the backward pass's ``4N`` only, which is all that can hide it, still over a flat ring:
+      half as many tokens again;
+    - the same, with the collective priced as the library schedules it across nodes, each node's share over
+      NVLink and an eighth of the buffer per network port (:func:`~roofline.parallel.data_parallel.hiding_tokens`,
+      chapter 7): lower by about the number of GPUs per node. On one node the two schedules are one."""
+    from roofline.parallel.data_parallel import hiding_tokens
+
+    hw = get_hardware(hardware)
+    if isinstance(nodes, (int, np.integer)) or not len(nodes):
+        raise TypeError(f"nodes must be a sequence of node counts, got {nodes!r}")
+    rows = []
+    for n in nodes:
+        link = "scale_up" if n == 1 else "network"
+        gpus = n * gpus_per_node
+        where = f"{gpus:,} GPUs, " + ("one node (NVLink)" if n == 1 else f"{n:,} nodes (network)")
+        first = gradient_sync_tokens(model, hw, gpus, link)
+        flat = hiding_tokens(model, hw, nodes=n, gpus_per_node=gpus_per_node, tier=link)
+        scheduled = hiding_tokens(model, hw, nodes=n, gpus_per_node=gpus_per_node)
+        rows.append((where, *(fmt(t, fixed=0) for t in (first, flat, scheduled))))
+    return Table(("cluster", "whole step, flat ring (chapter 1)", "backward pass only, flat ring",
+                  "backward pass only, as scheduled (chapter 7)"), tuple(rows), title, wrap=("cluster",))
+
+
+__all__ += ["network_threshold_table"]
 
 
 def hardware_table(hardware: Sequence, dtype: str = "bf16", title: str = "", *, fallback: str | None = "fp16") -> Table:

@@ -41,7 +41,7 @@ def test_chapter_one_shows_the_package_numbers(site):
         fmt(prefill.cost.flops, "FLOP"),
         fmt(prefill.time, "s"),
         fmt(prefill.cost.intensity, digits=4),
-        fmt(llama.params, fixed=0),
+        fmt(llama.params, per="billion"),
         fmt(rl.model_state_bytes(llama), "B", 4),
     ]
     for number in expected:
@@ -157,7 +157,58 @@ def test_the_figure_index_is_the_one_the_build_made_and_lists_every_file(site):
     on_disk = {p.stem for p in (ROOT / "figures").glob("*.svg")}
     assert listed == on_disk
     assert all((ROOT / "figures" / f"{name}.png").is_file() for name in listed)
-    numbers = [int(n) for n in re.findall(r"^\| (\d+) \|", committed, flags=re.M)]
-    assert numbers == list(range(1, len(numbers) + 1))  # every numbered figure, in the book's order
+    # every numbered figure, in the book's order: chapter by chapter (1, 2, ... then the appendices A, B, ...),
+    # each chapter's figures numbered from 1, one chapter per document
+    rows = re.findall(r"^\| ([0-9A-Z]+)\.(\d+) \| [^|]* \(([\w-]+)\) \|", committed, flags=re.M)
+    assert len(rows) == len(re.findall(r"^\| [^-F]", committed, flags=re.M)) > 20
+    chapters = list(dict.fromkeys(c for c, _, _ in rows))
+    numbered = [c for c in chapters if c.isdigit()]
+    assert chapters == numbered + sorted(set(chapters) - set(numbered))
+    assert [int(c) for c in numbered] == sorted(int(c) for c in numbered) and numbered[0] == "1"
+    assert [c for c in chapters if not c.isdigit()] == ["A", "B", "C"]
+    for chapter in chapters:
+        figures = [(int(n), doc) for c, n, doc in rows if c == chapter]
+        assert [n for n, _ in figures] == list(range(1, len(figures) + 1)), chapter
+        assert len({doc for _, doc in figures}) == 1, chapter
     page = (site / "chapters" / "01-three-budgets.html").read_text(encoding="utf-8")
-    assert "Fig. 1" in page and "| 1 | The three budgets (01-three-budgets) |" in committed
+    assert "Fig. 1.1" in page and "| 1.1 | The three budgets (01-three-budgets) |" in committed
+    appendix = (site / "chapters" / "appendix-measured.html").read_text(encoding="utf-8")
+    assert "Fig. A.1" in appendix and "| A.1 | The roofline meets a real GPU (appendix-measured) |" in committed
+
+
+def test_chapters_and_appendices_carry_their_numbers(site):
+    """The prose says "chapter 7" and "appendix B": the page's title, the sidebar and the previous/next links
+    say so too (_toc.yml numbers the chapters' and the appendices' parts; booktools.numbering letters the
+    appendices), and the pages before and after them stay unnumbered."""
+    import yaml
+
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text(encoding="utf-8"))
+    chapters, appendices, plain = [], [], [toc["root"]]
+    for part in toc["parts"]:
+        files = [c["file"] for c in part["chapters"]]
+        if not part.get("numbered"):
+            plain += files
+        elif part["caption"] == "Appendices":
+            appendices += files
+        else:
+            chapters += files
+    expected = {**{f: f"{i}." for i, f in enumerate(chapters, 1)},
+                **{f: f"{chr(ord('A') + i)}." for i, f in enumerate(appendices)}}
+    assert len(chapters) == 13 and len(appendices) == 3
+    assert [f.split("/")[-1][:2] for f in chapters] == [f"{i:02d}" for i in range(1, 14)]
+    sidebar = (site / "intro.html").read_text(encoding="utf-8")
+    for doc, number in expected.items():
+        page = (site / f"{doc}.html").read_text(encoding="utf-8")
+        heading = re.search(r'<h1><span class="section-number">([^<]*)</span>', page)
+        assert heading and heading.group(1).strip() == number, doc
+        title = re.search(r"<title>([^<]*)", page).group(1)
+        assert title.startswith(number + " "), (doc, title)
+        link = re.search(rf'href="{re.escape(doc)}\.html">([^<]*)<', sidebar)
+        assert link and link.group(1).startswith(number + " "), (doc, link and link.group(1))
+        printed = re.search(r'<div id="jb-print-docs-body"[^>]*>\s*<h1>([^<]*)</h1>', page)  # make pdf's heading
+        assert printed and printed.group(1).startswith(number + " "), (doc, printed and printed.group(1))
+    for doc in plain:
+        page = (site / f"{doc}.html").read_text(encoding="utf-8")
+        assert not re.search(r'<h1><span class="section-number">', page), doc
+        printed = re.search(r'<div id="jb-print-docs-body"[^>]*>\s*<h1>([^<]*)</h1>', page)
+        assert printed and not re.match(r"[0-9A-Z]+\. ", printed.group(1)), doc

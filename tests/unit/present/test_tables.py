@@ -566,3 +566,20 @@ def test_keep_table_lists_every_saved_tensor_with_both_verdicts():
     assert rows["SiLU output"]["rebuild FLOP/B"] == "2.5" and rows["SiLU output"]["matmul outputs"] == "rebuild"
     assert rows["RMSNorm 1 statistics (fp32)"]["the ridge"] == "keep"
     assert rows["RMSNorm 1 statistics (fp32)"]["matmul outputs"] == "rebuild"
+
+
+def test_network_threshold_table_sets_chapter_1s_count_beside_chapter_7s(h100):
+    # By hand, H100 SXM: 989.4 TFLOP/s; NVLink 450 GB/s and InfiniBand 50 GB/s each way. The first-order
+    # threshold sets the ring all-reduce's 2 (G-1)/G * 2N bytes against 6N FLOPs a token: 2 (G-1)/G * 2/6 * P/B.
+    # The backward pass alone has 4N FLOPs a token: (G-1)/G * P/B, half as much again.
+    t = tables.network_threshold_table("llama-3-8b", h100, [1, 16])
+    assert t.column("cluster") == ("8 GPUs, one node (NVLink)", "128 GPUs, 16 nodes (network)")
+    nvlink, ib = 989.4e12 / 450e9, 989.4e12 / 50e9
+    assert t.rows[0][1:3] == (f"{2 * 7 / 8 * 2 / 6 * nvlink:,.0f}", f"{7 / 8 * nvlink:,.0f}") == ("1,283", "1,924")
+    assert t.rows[1][1:3] == (f"{2 * 127 / 128 * 2 / 6 * ib:,.0f}", f"{127 / 128 * ib:,.0f}") == ("13,089", "19,633")
+    # one node has one schedule; across nodes each port carries an eighth of the buffer, so about 8 times fewer
+    assert t.rows[0][3] == t.rows[0][2]
+    flat, scheduled = (float(x.replace(",", "")) for x in t.rows[1][2:])
+    assert 7 < flat / scheduled < 10
+    with pytest.raises(TypeError, match="nodes must be a sequence"):
+        tables.network_threshold_table("llama-3-8b", h100, 4)
