@@ -58,14 +58,14 @@ SERVING = (
 )
 
 TRAINING = (
-    Mutant("ZeRO-3 gathers twice", C, "            per = (2 * roof.collective_time(\"all_gather\", n_dp, size, per_node=k_dp)",
-           "            per = (1 * roof.collective_time(\"all_gather\", n_dp, size, per_node=k_dp)"),
+    Mutant("ZeRO-3 gathers twice", C, "            per = 2 * gather(wsize) + scatter(size)",
+           "            per = gather(wsize) + scatter(size)"),
     Mutant("ring's backward sends", C, "            ph.add(\"bwd\", \"context-parallel\", max(0.0, 2 * (cp - 1) * send - a_bwd))",
            "            ph.add(\"bwd\", \"context-parallel\", max(0.0, (cp - 1) * send - a_bwd))"),
     Mutant("training all-to-all's top-k", C, "        buf = T * m.moe.experts_per_token / tp * h * 2.0",
            "        buf = T / tp * h * 2.0"),
-    Mutant("which stage shards gradients", C, "    state = {\"weights\": sharded(3) * per[\"weights\"], \"gradients\": sharded(2) * per[\"gradients\"],",
-           "    state = {\"weights\": sharded(3) * per[\"weights\"], \"gradients\": sharded(3) * per[\"gradients\"],"),
+    Mutant("which stage shards gradients", C, "             \"gradients\": (held if kept and mcount > 1 else sharded(2)) * per[\"gradients\"],",
+           "             \"gradients\": (held if kept and mcount > 1 else sharded(3)) * per[\"gradients\"],"),
     Mutant("zig-zag divisibility", C, "        if layout.cp_method == \"ring\" and layout.seq % (2 * cp):",
            "        if layout.cp_method == \"ring\" and layout.seq % cp:"),
     Mutant("backward matmuls twice the forward", C, "    ph.add(\"bwd\", \"matmuls\", att + mlp, 2)", "    ph.add(\"bwd\", \"matmuls\", att + mlp, 1)"),
