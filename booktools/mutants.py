@@ -75,6 +75,11 @@ TRAINING = (
            "    ph.add(\"bwd\", \"memory-bound\", roof.memory_time(per_token * T, 2 * kernels))"),
     Mutant("tied embedding's gradient", C, "        comm += roof.collective_time(\"all_reduce\", 2, m.vocab_size * m.hidden_size / lay.tp * gbytes, per_node=1)",
            "        comm += 0.0"),
+    Mutant("selective recomputation's attention FLOPs", C,
+           "    return training_flops_per_token(m, recompute=recompute) + forward * (3 if recompute == \"none\" else 4)",
+           "    return training_flops_per_token(m, recompute=recompute) + forward * (3 if recompute != \"full\" else 4)"),
+    Mutant("the floor's number format", C, "    floor = _price(m, picked, get_roof(hw, \"datasheet\", layout.dtype), {})",
+           "    floor = _price(m, picked, get_roof(hw, \"datasheet\"), {})"),
     Mutant("optimizer state sharded from stage 1", C, "    parts[\"optimizer\"] = roof.memory_time(sharded(1) * OPTIMIZER_BYTES[lay.dtype], 10)",
            "    parts[\"optimizer\"] = roof.memory_time(held * OPTIMIZER_BYTES[lay.dtype], 10)"),
 )

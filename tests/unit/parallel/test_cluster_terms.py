@@ -163,3 +163,31 @@ def test_an_untied_model_has_no_such_exchange_and_tp_halves_it():
     assert tied - price_step(untied, lay, SHEET).parts["data-parallel"] == pytest.approx(31.457e-3, rel=1e-4)
     halved = price_step(GEMMA, dataclasses.replace(lay, tp=2), SHEET).parts["data-parallel"]
     assert halved == pytest.approx(tied / 2)
+
+
+# ------------------------------------------------------------------------------------ recomputation's FLOPs
+
+ATTENTION_FWD = 4096 * 32 * 256 * 32  # a token's causal attention forward: 4,096 keys / 2 x 2 x 32 heads x 256 x 32 layers
+
+
+def _recomputed(policy):
+    return price_step(LLAMA, TrainLayout(seq=4096, global_batch=1, recompute=policy), SHEET)
+
+
+def test_selective_recomputation_runs_attentions_forward_a_fourth_time():
+    """A token's model FLOPs: 6 x 8,030,261,248 for the weights and 3 x 1,073,741,824 for causal attention at
+    4,096 tokens, 51,402,792,960. Selective recomputation redoes the attention forward only: 4 x 1,073,741,824,
+    52,476,534,784 hardware FLOPs, so HFU / MFU = 1.0209. Full recomputation redoes every forward: 4/3."""
+    sel, full = _recomputed("selective"), _recomputed("full")
+    assert sel.hfu / sel.mfu == pytest.approx((6 * PARAMS + 4 * ATTENTION_FWD) / (6 * PARAMS + 3 * ATTENTION_FWD))
+    assert sel.hfu / sel.mfu == pytest.approx(1.02089, rel=1e-5)
+    assert full.hfu / full.mfu == pytest.approx(4 / 3)
+
+
+def test_the_hardware_flops_selective_adds_are_one_attention_forward_a_token():
+    """HFU x peak x step time is the FLOPs the GPU ran: with selective recomputation, 4,096 x 1,073,741,824 =
+    4.4e12 more than the model's count for the step's 4,096 tokens; without recomputation, none more."""
+    for policy, extra in (("selective", ATTENTION_FWD), ("none", 0)):
+        p = _recomputed(policy)
+        ran, counted = p.hfu * SHEET.peak_flops * p.time, p.mfu * SHEET.peak_flops * p.time
+        assert ran - counted == pytest.approx(4096 * extra, abs=1e3)
