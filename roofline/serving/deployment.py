@@ -51,7 +51,7 @@ from roofline.parallel.tensor_parallel import linear_shard, weights_per_gpu
 from roofline.serving.capacity import mla_attention_flops_per_key
 
 __all__ = ["Workload", "Deployment", "StepTime", "Sustained", "KV_POLICIES", "ARRIVALS", "OVERLAPS", "EXCHANGE_BYTES",
-           "PREFILL_BATCH_TOKENS", "CHUNK_TOKENS", "pipelined_prefill", "PrefillPool", "prefill_pool", "check_deployment", "moe_dispatch_bytes", "step_time", "largest_batch", "sustain",
+           "PREFILL_BATCH_TOKENS", "CHUNK_TOKENS", "pipelined_prefill", "pipeline_piece_share", "PrefillPool", "prefill_pool", "check_deployment", "moe_dispatch_bytes", "step_time", "largest_batch", "sustain",
            "ServingPlanRow", "plan_serving", "smallest_slice", "layouts", "Frontier", "frontier"]
 
 KV_POLICIES = ("grow", "reserve")
@@ -1010,6 +1010,14 @@ def pipelined_prefill(model: Model | str, deployment: Deployment, roof: ClusterR
     return best
 
 
+def pipeline_piece_share(stages: int) -> float:
+    """The share of its serial time a prompt takes through ``stages`` pipeline stages when cut into as many
+    even pieces: ``(2p - 1) / p^2`` (``p + p - 1`` stage steps, each a ``p``-th of a ``p``-th of the whole);
+    1 for one stage, 15/64 for eight."""
+    p = int(number("stages", stages, minimum=1, strict=False, integer=True))
+    return (2 * p - 1) / p ** 2
+
+
 def _prefill_seconds(m, d, roof, w: Workload, n: float) -> float:
     """Seconds to prefill ``n`` prompts together (:func:`pipelined_prefill`)."""
     return pipelined_prefill(m, d, roof, n * w.computed_tokens, keys=w.prompt_keys, seq=w.input_tokens)[0]
@@ -1065,6 +1073,12 @@ class PrefillPool(NamedTuple):
     batches: tuple
     peak: float
     poisson: bool = True
+
+    @property
+    def peak_batch(self) -> int:
+        """The prompts ``k`` of the batch that finishes the most prompts a second, ``k / T(k)`` (the batch the
+        replica runs at its :attr:`peak`)."""
+        return max(self.batches, key=lambda kt: kt[0] / kt[1])[0]
 
     def ttft(self, rate: float) -> float:
         """Seconds from a prompt's arrival to its last token prefilled at ``rate`` prompts/s per replica: the

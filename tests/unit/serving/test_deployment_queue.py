@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from roofline.core.calibration import get_roof
 from roofline.core.hardware import get_hardware
-from roofline.serving.deployment import (CHUNK_TOKENS, Deployment, Workload, pipelined_prefill, plan_serving,
+from roofline.serving.deployment import (CHUNK_TOKENS, Deployment, Workload, pipeline_piece_share, pipelined_prefill, plan_serving,
                                          prefill_pool, step_time, sustain)
 
 H100 = get_hardware("h100-sxm")
@@ -131,6 +131,25 @@ def test_a_prompt_through_a_pipeline_takes_two_p_minus_one_over_p_squared_of_its
     serial = 4 * step_time("llama-3.1-70b", d, CAL, decode=0, context=4096, prefill=4096 * 4, keys=2048, seq=4096).seconds
     piped, _ = pipelined_prefill("llama-3.1-70b", d, CAL, 4096, keys=2048, seq=4096)
     assert serial / 4 <= piped <= serial
+
+
+def test_the_rule_for_a_prompt_cut_into_p_pieces_reads_as_worked_by_hand():
+    """One stage: the whole prompt, 1. Two stages, two pieces: three stage steps of a quarter each, 3/4.
+    Eight: 15 steps of a 64th, 15/64 = 23.4%. A stage count that is not a whole number of stages is refused."""
+    assert pipeline_piece_share(1) == 1.0
+    assert pipeline_piece_share(2) == 0.75
+    assert pipeline_piece_share(8) == pytest.approx(0.234375)
+    for bad in (0, 2.5):
+        with pytest.raises(ValueError, match="stages"):
+            pipeline_piece_share(bad)
+
+
+def test_the_prefill_pool_names_the_batch_it_peaks_at():
+    """The pool's peak is k / T(k) at the batch peak_batch names: that batch's rate is the peak, and none
+    of the others beats it."""
+    pool = prefill_pool("llama-3.1-8b", Deployment(disaggregate=(2, 6), **FP8), CAL, Workload(4096, 256))
+    rates = dict((k, k / t) for k, t in pool.batches)
+    assert rates[pool.peak_batch] == pool.peak == max(rates.values())
 
 
 def test_a_ttft_target_sizes_the_prefill_pool_and_one_below_a_lone_prefill_gets_nothing():
