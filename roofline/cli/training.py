@@ -375,7 +375,7 @@ def _train_cluster(args, catalog) -> str:
     picked = {k: getattr(layout, k) for k in open_}
     if "chunks" in open_:
         picked["schedule"] = layout.schedule
-    assumed = _assumed(args, layout)
+    assumed = _assumed(args, layout, m)
     if args.json:
         def one(p):
             return {"time_s": p.time, "mfu": p.mfu, "hfu": p.hfu, "tokens_per_s": p.tokens_per_s,
@@ -437,10 +437,19 @@ def _picked_text(key: str, value, layout: TrainLayout) -> str:
     return f"{key.replace('_', '-')} {value}"
 
 
-def _assumed(args, layout: TrainLayout) -> dict:
+def _assumed(args, layout: TrainLayout, m: Model) -> dict:
     """The defaults of ``train`` on a cluster that move a published comparison, in words, each with the flag that
-    changes it (printed with every answer, and in the JSON's ``assumed``)."""
-    return {
+    changes it (printed with every answer, and in the JSON's ``assumed``); for a mixture of experts, how its tokens
+    are routed and exchanged, and the multi-token-prediction layers its config trains."""
+    moe = {}
+    if m.moe is not None:
+        moe["routing"] = ("dropless routing with every expert its share of the tokens (balanced load)"
+                          + ("; the expert all-to-all by DeepEP's normal kernels, a token sent once to each GPU or node "
+                             "of its experts" if layout.ep > 1 else ""))
+    if m.mtp_layers:
+        moe["mtp"] = (f"{m.mtp_layers} multi-token-prediction layer{'s' if m.mtp_layers > 1 else ''} trained on the "
+                      "last stage with the output head, as the model's config has")
+    return {**moe,
         "attention": ((f"flash attention, {_KERNEL_NAMES[layout.attention_kernel or 'fa2']} (--attention-kernel; "
                        "--attention explicit: the kernel of Megatron-LM's 2021-22 runs)")
                       if layout.attention == "flash" else "the explicit attention kernel of Megatron-LM's 2021-22 runs"),
