@@ -530,6 +530,63 @@ def grouped_expert_forward(m: Model, roof: ClusterRoof, recipe, rows: float, loc
     return out
 
 
+def _exchange_geometry(m: Model, lay: TrainLayout) -> tuple[int, int, float]:
+    """Where one GPU's expert all-to-all goes: ``(GPUs of the group in a node, parts a token is sent to at most
+    once each, copies of a token sent)``; the parts are the group's GPUs inside a node, its nodes across them."""
+    e = m.moe
+    k = min(lay.ep, max(1, lay.gpus_per_node // lay.tp))
+    parts = lay.ep if k >= lay.ep or lay.ep % k else lay.ep // k
+    return k, parts, exchange_units(e.num_experts, e.experts_per_token, parts, e.groups, e.groups_per_token)
+
+
+def moe_terms(model: Model | str, layout: TrainLayout, roof: ClusterRoof) -> dict:
+    """What the step model used for a mixture of experts' layers under ``roof``, in words with the numbers it
+    priced (``train`` prints them): ``'experts'``, the routing (dropless, balanced), the experts a GPU and the rows
+    each takes a micro-batch, and whether their forward products ran as grouped kernels
+    (:func:`grouped_expert_forward`) or each as its own matmul; ``'expert all-to-all'`` (``ep > 1``), the copies of
+    a token sent (:func:`~roofline.core.routing.exchange_units`), the formats and the rates, with the records they
+    come from. Empty for a dense model.
+
+    Worked by hand, Qwen3-30B-A3B at EP 8 inside a node of H100s (4,096 tokens, top 8 of 128): 16 experts a GPU,
+    ``4,096 x 8 x 8 / 128 = 2,048`` rows each; a token to ``8 (1 - C(112,8)/C(128,8)) = 5.34`` GPUs."""
+    m = load_model(model)
+    e = m.moe
+    if e is None:
+        return {}
+    lay = layout
+    local = e.num_experts // lay.ep
+    rows = lay.micro_batch * lay.seq / lay.cp / lay.tp * e.experts_per_token * lay.ep / e.num_experts
+    grouped = grouped_expert_forward(m, roof, lay.recipe, rows, local) if lay.dtype == "fp8" else {}
+    ids = roof.sources.get("grouped_gemm", ())
+    out = {"experts": (f"dropless routing, every expert its share of the tokens (balanced): {local:,} expert"
+                       f"{'s' if local > 1 else ''} a GPU, {rows:,.0f} rows each a micro-batch, "
+                       + ("their forward products one grouped kernel a projection at DeepGEMM's measured rates ("
+                          + (f"{ids[0]}-{ids[-1]}" if ids else "DeepGEMM") + ")" if grouped
+                          else "each expert a matmul of its own"))}
+    if lay.ep <= 1:
+        return out
+    k, parts, units = _exchange_geometry(m, lay)
+    across = k < lay.ep
+    where = "nodes" if across and parts < lay.ep else "GPUs"
+    limit = (f", at most {e.groups_per_token} of {e.groups} expert groups (node-limited routing)"
+             if e.groups_per_token is not None else "")
+    dispatch = "fp8" if lay.recipe is not None and lay.recipe.fp8_dispatch else "bf16"
+    if across:
+        src = roof.sources.get("ep_rdma", ())
+        rate = (f"DeepEP's internode bandwidths ({src[0]}-{src[-1]})" if roof.ep_rdma and src else
+                "the measured all-to-all rate of the network port" if roof.calibrated else
+                "the network port's datasheet rate (a floor)")
+    else:
+        src = roof.sources.get("ep_nvlink", ())
+        rate = (f"DeepEP's intranode bandwidths ({', '.join(src)})" if roof.ep_nvlink else
+                "the measured all-to-all over NVLink" if roof.calibrated else "NVLink's datasheet rate (a floor)")
+    out["expert all-to-all"] = (f"a token sent once to each of the {units:.2f} {where} its experts sit on{limit}, "
+                                + ("the dispatch in fp8, the combine in bf16" if dispatch == "fp8" else "dispatch and combine in bf16")
+                                + f", at {rate}; not overlapped with "
+                                "compute (DualPipe is not priced)")
+    return out
+
+
 def expert_exchange_seconds(m: Model, lay: TrainLayout, roof: ClusterRoof) -> tuple[float, float]:
     """Seconds of one MoE layer's expert all-to-alls for one micro-batch on one GPU, ``(forward, backward)``, as
     DeepEP's normal kernels run them (:meth:`~roofline.core.cluster_roof.ClusterRoof.ep_exchange_time`): each GPU
@@ -542,14 +599,10 @@ def expert_exchange_seconds(m: Model, lay: TrainLayout, roof: ClusterRoof) -> tu
     Worked by hand, DeepSeek-V3 at EP 64 over 8 nodes on H800s (4,096 tokens a GPU, a token to 4 nodes, 7,168 wide):
     the fp8 dispatch sends ``4,096 x 4 x 7,168 x 1.03125 = 121.1 MB`` at DeepEP's 51 GB/s (mb0100), 2.375 ms; the
     bf16 combine 234.9 MB at 50 GB/s (mb0101), 4.698 ms; 7.07 ms forward and the same backward."""
-    e = m.moe
-    if e is None or lay.ep <= 1:
+    if m.moe is None or lay.ep <= 1:
         return 0.0, 0.0
-    tp = lay.tp
-    tokens = lay.micro_batch * lay.seq / lay.cp / tp
-    k = min(lay.ep, max(1, lay.gpus_per_node // tp))
-    parts = lay.ep if k >= lay.ep or lay.ep % k else lay.ep // k
-    units = exchange_units(e.num_experts, e.experts_per_token, parts, e.groups, e.groups_per_token)
+    k, _, units = _exchange_geometry(m, lay)
+    tokens = lay.micro_batch * lay.seq / lay.cp / lay.tp
     row = tokens * units * m.hidden_size
     rec = lay.recipe
     out = row * (FP8_DISPATCH_BYTES if rec is not None and rec.fp8_dispatch else 2.0)
@@ -871,7 +924,7 @@ def layer_seconds(model: Model | str, layout: TrainLayout, roof: ClusterRoof, ph
 
 
 __all__ += ["backward_seconds", "layer_seconds", "grouped_expert_forward", "expert_exchange_seconds",
-            "mtp_flops_per_token"]
+            "mtp_flops_per_token", "moe_terms"]
 
 
 class TPLayerTimes(NamedTuple):
