@@ -8,7 +8,7 @@ import math
 import pytest
 
 import roofline as rl
-from roofline.core.calibration import EP_NORMAL_RECORDS, GROUPED_GEMM_RECORDS, ep_normal_rates, get_roof
+from roofline.core.calibration import EP_NORMAL_LOAD, EP_NORMAL_RECORDS, GROUPED_GEMM_RECORDS, ep_normal_rates, get_roof
 from roofline.core.checks import UnknownNameError
 from roofline.core.cluster_roof import FP8_DISPATCH_BYTES
 from roofline.core.fp8 import fp8_recipe
@@ -52,6 +52,13 @@ def test_deepep_normal_rates_are_its_readme_bandwidths():
     assert [rdma["dispatch"](g) for g in (16, 32, 64)] == pytest.approx([43e9, 58e9, 51e9])
     assert rdma["combine"](64) == pytest.approx(50e9)
     assert rdma["dispatch"](128) == pytest.approx(51e9)  # held past the largest group measured
+
+
+def test_the_normal_kernels_load_is_the_one_their_records_name():
+    """4,096 tokens a batch, hidden 7,168, top-8 experts from top-4 groups, as each record's setting says."""
+    assert EP_NORMAL_LOAD == (4096, 7168, 8, 4)
+    for i in EP_NORMAL_RECORDS:
+        assert record(i)["message_size_label"] == "4096 tokens/batch, hidden 7168, top-4 groups, top-8 experts"
 
 
 # ------------------------------------------------------------------------------------ routing
