@@ -10,12 +10,13 @@ import pytest
 import roofline as rl
 from roofline.core.calibration import EP_NORMAL_LOAD, EP_NORMAL_RECORDS, GROUPED_GEMM_RECORDS, ep_normal_rates, get_roof
 from roofline.core.checks import UnknownNameError
+from roofline.core.curve import Curve
 from roofline.core.cluster_roof import FP8_DISPATCH_BYTES
 from roofline.core.fp8 import fp8_recipe
 from roofline.core.model import MoE
 from roofline.core.records import record, record_value
 from roofline.core.routing import exchange_units
-from roofline.parallel.cluster import (TrainLayout, expert_exchange_seconds, grouped_expert_forward,
+from roofline.parallel.cluster import (TrainLayout, _layer, expert_exchange_seconds, grouped_expert_forward,
                                        mtp_flops_per_token, price_step)
 
 V3 = rl.load_model("deepseek-v3")
@@ -209,3 +210,36 @@ def test_the_prediction_module_lands_on_the_last_stage_and_slows_the_step():
 
 def test_moe_without_groups_keeps_the_default():
     assert MoE(num_experts=8, experts_per_token=2, expert_intermediate_size=14336).groups_per_token is None
+
+
+# ------------------------------------------------------------------------------------ inside one MoE layer
+
+
+def _moe_layer_forward(roof, layout=V3_LAYOUT) -> dict:
+    ph, _, _ = _layer(V3, layout, roof, moe=True)
+    return dict(ph.fwd)
+
+
+def _flat(rate: float) -> dict:
+    return {shape: Curve((256.0, 8192.0), (rate, rate)) for shape in H800_FP8.grouped_gemm}
+
+
+def test_the_layers_expert_forward_is_the_two_grouped_calls():
+    """With the grouped curves held flat, the layer's forward matmuls move by exactly the grouped calls' FLOPs:
+    4 experts of 8,192 rows, gate and up (4,096 x 7,168) and down (7,168 x 2,048), ``2 x 4 x 8,192 x (29.36M +
+    14.68M) = 2.886e12`` FLOPs; at 0.5 PFLOP/s rather than 1, 2.886 ms more."""
+    slow = _moe_layer_forward(dataclasses.replace(H800_FP8, grouped_gemm=_flat(0.5e15)))["matmuls"]
+    fast = _moe_layer_forward(dataclasses.replace(H800_FP8, grouped_gemm=_flat(1e15)))["matmuls"]
+    flops = 2 * 4 * 8192 * (4096 * 7168 + 7168 * 2048)
+    assert slow - fast == pytest.approx(flops / 1e15)
+    assert slow - fast == pytest.approx(2.886e-3, rel=1e-3)
+
+
+def test_a_per_tensor_recipe_dispatches_in_bf16_and_pays_the_difference():
+    """Transformer Engine's recipe keeps the dispatch in bf16: ``4,096 x 4 x 7,168 x (2 - 1.03125) = 113.8 MB``
+    more at 51 GB/s, 2.231 ms more a layer's forward."""
+    te = dataclasses.replace(V3_LAYOUT, fp8_recipe="te-delayed")
+    extra = (_moe_layer_forward(get_roof("h800-sxm", "calibrated", "fp8"), te)["expert all-to-all"]
+             - _moe_layer_forward(H800_FP8)["expert all-to-all"])
+    assert extra == pytest.approx(4096 * 4 * 7168 * (2 - 1.03125) / 51e9)
+    assert extra == pytest.approx(2.231e-3, rel=1e-3)
