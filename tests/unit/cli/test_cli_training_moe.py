@@ -89,3 +89,11 @@ def test_an_expert_degree_on_a_dense_model_is_refused_naming_the_flag():
                          "--global-batch", "64")
     assert status == 2
     assert "--ep (2) needs a mixture-of-experts model; llama-3-8b is dense" in err
+
+
+def test_the_help_says_how_experts_are_routed_and_exchanged():
+    status, out, _ = run("train", "--help")
+    assert status == 0
+    text = " ".join(out.split())
+    assert "must divide the experts. Routing is dropless and balanced" in text
+    assert "DeepEP's kernels" in text
