@@ -529,7 +529,9 @@ def _train_parser(sub, models: str) -> None:
     cl = p.add_argument_group("any layout on a cluster (the cluster model, appendix C): --pp, --ep, --dp, "
                               "--global-batch, --schedule, --chunks or --roof price the whole step, floor and estimate")
     cl.add_argument("--pp", type=whole(1), default=1, help="pipeline stages (default 1)")
-    cl.add_argument("--ep", type=whole(1), default=1, help="expert parallelism, carved out of dp x cp (default 1)")
+    cl.add_argument("--ep", type=whole(1), default=1, help="expert parallelism, carved out of dp x cp (default 1); must divide the "
+                    "experts. Routing is dropless and balanced; the all-to-all is priced as DeepEP's kernels count it "
+                    "and at their measured rates where the roof holds them (train prints the terms it used)")
     cl.add_argument("--dp", type=whole(1), default=None,
                     help="data-parallel replicas (default: the GPUs over tp x cp x pp, or --gpus)")
     cl.add_argument("--global-batch", type=whole(1), default=None,

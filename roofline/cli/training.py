@@ -9,11 +9,12 @@ import json
 from roofline.cli.output import tp_lines
 from roofline.cli.parser import AUTO, GPUS_PER_NODE, UsageError, at, layout_flags, need_links, one_split, wants_cluster
 from roofline.core.calibration import get_roof, roof_kind
+from roofline.core.cluster_roof import ClusterRoof
 from roofline.core.hardware import Hardware, get_hardware, require_links
 from roofline.core.model import Model, load_model
 from roofline.core.policies import RECOMPUTES
 from roofline.core.units import fmt
-from roofline.parallel.cluster import TrainLayout, estimate_step, search
+from roofline.parallel.cluster import TrainLayout, estimate_step, moe_terms, search
 from roofline.parallel.context_parallel import plan_context_parallel
 from roofline.parallel.data_parallel import data_parallel_step
 from roofline.parallel.planner import cluster_size, plan as plan_layouts
@@ -375,7 +376,7 @@ def _train_cluster(args, catalog) -> str:
     picked = {k: getattr(layout, k) for k in open_}
     if "chunks" in open_:
         picked["schedule"] = layout.schedule
-    assumed = _assumed(args, layout)
+    assumed = _assumed(args, layout, m, chosen.roof)
     if args.json:
         def one(p):
             return {"time_s": p.time, "mfu": p.mfu, "hfu": p.hfu, "tokens_per_s": p.tokens_per_s,
@@ -437,10 +438,16 @@ def _picked_text(key: str, value, layout: TrainLayout) -> str:
     return f"{key.replace('_', '-')} {value}"
 
 
-def _assumed(args, layout: TrainLayout) -> dict:
+def _assumed(args, layout: TrainLayout, m: Model, roof: ClusterRoof) -> dict:
     """The defaults of ``train`` on a cluster that move a published comparison, in words, each with the flag that
-    changes it (printed with every answer, and in the JSON's ``assumed``)."""
-    return {
+    changes it (printed with every answer, and in the JSON's ``assumed``); for a mixture of experts, the terms the
+    step model used for its experts and their all-to-all (:func:`~roofline.parallel.cluster.moe_terms`, under the
+    roof of the answer printed), and the multi-token-prediction layers its config trains."""
+    moe = dict(moe_terms(m, layout, roof))
+    if m.mtp_layers:
+        moe["mtp"] = (f"{m.mtp_layers} multi-token-prediction layer{'s' if m.mtp_layers > 1 else ''} trained on the "
+                      "last stage with the output head, as the model's config has")
+    return {**moe,
         "attention": ((f"flash attention, {_KERNEL_NAMES[layout.attention_kernel or 'fa2']} (--attention-kernel; "
                        "--attention explicit: the kernel of Megatron-LM's 2021-22 runs)")
                       if layout.attention == "flash" else "the explicit attention kernel of Megatron-LM's 2021-22 runs"),

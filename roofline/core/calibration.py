@@ -50,7 +50,8 @@ __all__ = ["SCOPES", "CALIBRATED_CHIPS", "MEASURED_CHIP", "roof_kind", "get_roof
            "RoofConstant", "ROOF_QUANTITIES", "roof_constants", "custom_all_reduce_curves", "ep_low_latency_curves", "QUANTIZATION_RECORDS", "ROWWISE_GEMM_RECORDS",
            "cast_share", "fp8_training_roof", "SWIGLU_RECORDS", "CROSS_ENTROPY_RECORD", "CROSS_ENTROPY_BYTES",
            "HOPPER_ATTENTION_KERNELS", "kernel_shares", "hopper_attention_kernels", "training_kernels_roof",
-           "training_kernel_constants"]
+           "training_kernel_constants", "GROUPED_GEMM_RECORDS", "grouped_gemm_curves", "EP_NORMAL_LOAD",
+           "EP_NORMAL_RECORDS", "ep_normal_rates"]
 
 SCOPES = ("cluster", "chip")
 """What a roof prices: a step's pieces on a chip and its fabric ('cluster'), or one GPU's kernels ('chip')."""
@@ -356,7 +357,35 @@ def _h100_fabric(hw: Hardware) -> tuple[dict, dict]:
                               port_check="mb0055", all_to_all_port="mb0068", send="mb0281", latency="mb0049")
     fabric["custom_all_reduce"], sources["custom_all_reduce"] = custom_all_reduce_curves("H100")
     fabric["ep_low_latency"], sources["ep_low_latency"] = ep_low_latency_curves()
+    rdma, _, ids = ep_normal_rates()
+    fabric["ep_rdma"], sources["ep_rdma"] = rdma, tuple(i for i in ids if record(i)["n_nodes"] > 1)
     return fabric, sources
+
+
+EP_NORMAL_LOAD = (4096, 7168, 8, 4)
+"""The load DeepEP's normal kernels were measured at (its README: 'the DeepSeek-V3/R1 pretraining setting'): tokens
+a GPU, hidden size, experts a token, and the nodes a token's experts are limited to (top-4 groups, a group a
+node)."""
+
+EP_NORMAL_RECORDS = ("mb0094", "mb0095", "mb0096", "mb0097", "mb0098", "mb0099", "mb0100", "mb0101")
+"""DeepEP's normal (high-throughput) dispatch and combine on H800s with one CX7 400 Gb/s port a GPU (its README at
+commit 567632d, V1 tables): inside a node at 8 GPUs, across 2, 4 and 8 nodes at 16, 32 and 64."""
+
+
+def ep_normal_rates() -> tuple[dict, dict, tuple]:
+    """DeepEP's normal kernels (:data:`EP_NORMAL_RECORDS`) as a roof holds them: ``({'dispatch': Curve,
+    'combine': Curve}, {'dispatch': bytes/s, 'combine': bytes/s}, ids)``, the internode curves of bytes/s against
+    the group's size (16, 32, 64) and the intranode rates (8 GPUs of a node). The bytes are DeepEP's tests' own
+    count (tests/test_internode.py and test_intranode.py at commit 567632d): across nodes a token once for each node
+    holding one of its experts, its own included ('num_rdma_token_sent'), inside a node once for each GPU
+    ('recv_x.numel()'); :meth:`~roofline.core.cluster_roof.ClusterRoof.ep_exchange_time` counts them the same way."""
+    rdma, nvlink = {}, {}
+    for what in ("dispatch", "combine"):
+        ids = [i for i in EP_NORMAL_RECORDS if f"MoE {what}" in record(i)["operation"]]
+        nvlink[what] = float(np.mean([record_value(i) for i in ids if record(i)["n_nodes"] == 1]))
+        rdma[what] = _best_at_each([(float(record(i)["n_gpus"]), record_value(i)) for i in ids
+                                    if record(i)["n_nodes"] > 1])
+    return rdma, nvlink, EP_NORMAL_RECORDS
 
 
 def ep_low_latency_curves() -> tuple[dict, tuple]:
@@ -425,6 +454,9 @@ def _h100(hw: Hardware, dtype: str, join: bool = True) -> ClusterRoof:
             "launch inside each time), held at its smallest buffer's time below it",
             "a decode step's expert all-to-alls run DeepEP's low-latency kernels at the H800's measured times (the "
             "same CX7 400 Gb/s port per GPU, pure RDMA), scaled by their bytes",
+            "a training step's expert all-to-alls across nodes run DeepEP's normal kernels at the H800's measured "
+            "bandwidths (the same CX7 400 Gb/s port per GPU); inside a node, where DeepEP's kernels were measured "
+            "on the H800 only (its NVLink cut to 200 GB/s), at nccl-tests' all-to-all rate over NVLink 4",
         ))
 
 
@@ -476,13 +508,15 @@ def _h800(hw: Hardware, dtype: str) -> ClusterRoof:
     # the H100's size-dependence, scaled so its top is the H800's one all-reduce (mb0081), capped at the link
     scale = record_value("mb0081") / h100.nvlink.top
     sources.update(nvlink=(sources["nvlink"][0] + " scaled to mb0081",), all_to_all_nvlink=("mb0094", "mb0081"),
-                   all_to_all_port=("mb0100",))
+                   all_to_all_port=("mb0100",), ep_nvlink=("mb0094", "mb0095"))
+    _, ep_nvlink, _ = ep_normal_rates()
     return replace(
         h100, label=f"{hw.short} calibrated", hardware=hw, peak_flops=hw.peak_flops(dtype), gemm=gemm,
         bandwidth=min(h100.bandwidth, hw.hbm_bandwidth),
         nvlink=h100.nvlink.scaled(scale).capped(up),
         all_to_all_nvlink=record_value("mb0094") / record_value("mb0081"), all_to_all_port=min(record_value("mb0100"), net),
         send_nvlink=min(h100.send_nvlink, up), port=min(h100.port, net), sources=sources, gemm_nu=None,
+        ep_nvlink=ep_nvlink,
         assumptions=(
             "bf16 matmuls, flash attention, the HBM's STREAM rate and the launch cost are the H100's: the same die",
             *(("a matmul takes the larger of its two times: DeepGEMM's curve holds decode-shaped matmuls of 64 "
@@ -492,7 +526,8 @@ def _h800(hw: Hardware, dtype: str) -> ClusterRoof:
             "the NVLink all-reduce follows the H100 sweep's dependence on size, scaled to the one H800 figure "
             "(mb0081, 215 GB/s) and capped at the link's 200 GB/s a direction",
             "all-to-all inside a node is DeepEP's dispatch (mb0094) as a share of that all-reduce; across nodes "
-            "DeepEP's at 64 GPUs (mb0100), its kernels forwarding through NVLink to the ports",
+            "DeepEP's at 64 GPUs (mb0100), its kernels forwarding through NVLink to the ports; a training step's "
+            "expert all-to-alls run at DeepEP's own measured rates (mb0094-mb0101)",
             "the network port, one message's latency and a two-GPU copy are the H100's (the same 400 Gb/s NIC), "
             "the copy capped at the H800's link; so are the engines' custom all-reduce times (a small buffer waits on "
             "a launch and two barriers, not on the link), never below a buffer's bytes at the H800's link",
@@ -547,8 +582,9 @@ def fp8_training_roof(roof: ClusterRoof) -> ClusterRoof:
     curves = {"rowwise": _lower(roof.gemm, _sweep(ROWWISE_GEMM_RECORDS, _gemm_flops).capped(peak)),
               "blockwise": _lower(roof.gemm, _sweep(deepgemm, _gemm_flops).capped(peak))}
     cast = min(cast_share() * roof.bandwidth, hw.hbm_bandwidth)
+    grouped = grouped_gemm_curves(peak) if hw.key in ("h100-sxm", "h200-sxm", "h800-sxm") else {}
     sources = dict(roof.sources, cast=QUANTIZATION_RECORDS, rowwise_gemm=ROWWISE_GEMM_RECORDS,
-                   blockwise_gemm=tuple(deepgemm))
+                   blockwise_gemm=tuple(deepgemm), **({"grouped_gemm": GROUPED_GEMM_RECORDS} if grouped else {}))
     assumptions = (
         *roof.assumptions,
         f"fp8 casts (bf16 in, fp8 out) run at {cast_share():.0%} of the memory-bound kernels' rate, the share "
@@ -556,8 +592,33 @@ def fp8_training_roof(roof: ClusterRoof) -> ClusterRoof:
         "per-tensor casts of Transformer Engine and torchao are taken at the same rate",
         "fp8 matmuls scaled per row reach at most FBGEMM's rowwise kernels on a 500 W H100 (mbx106-mbx108), and "
         "per block at most DeepGEMM's on the H800 (the same die), each at most the per-tensor curve",
+        *(("the forward products of a block-scaled layout's experts of DeepGEMM's grouped shapes (DeepSeek-V3's: gate "
+           "and up 4,096 x 7,168 side by side, down 7,168 x 2,048) run as one grouped kernel at its measured rates "
+           "on the H800 (mbx300-mbx309, the same die), read by the rows each expert takes (256 to 8,192); other "
+           "shapes, other row counts and the backward products each expert on its own",) if grouped else ()),
     )
-    return replace(roof, bf16=bf16, fp8_gemm=curves, cast_bandwidth=cast, sources=sources, assumptions=assumptions)
+    return replace(roof, bf16=bf16, fp8_gemm=curves, cast_bandwidth=cast, sources=sources, assumptions=assumptions,
+                   grouped_gemm=grouped)
+
+
+GROUPED_GEMM_RECORDS = tuple(f"mbx{i}" for i in range(300, 310))
+"""DeepGEMM's grouped fp8 matmuls on the H800 (its README at commit 2e7e580): the contiguous layout (mbx300-mbx303,
+4 or 8 groups of 8,192 or 4,096 rows) and the masked one (mbx304-mbx309, 1 to 4 groups of 1,024 to 256), each of
+DeepSeek-V3's two expert shapes."""
+
+
+def grouped_gemm_curves(cap: float) -> dict:
+    """The block-scaled grouped matmuls of :data:`GROUPED_GEMM_RECORDS` as a roof holds them: for each shape
+    ``(n, k)`` the groups share, a curve of FLOP/s against the rows of each group (the best where two records share
+    a row count), capped at ``cap``. The contiguous and masked layouts run one persistent kernel over the groups'
+    tiles, so their rows read on one curve (4,096 and 8,192 rows a group from the contiguous table, 256 to 1,024
+    from the masked one)."""
+    out: dict = {}
+    for i in GROUPED_GEMM_RECORDS:
+        r = record(i)
+        m, n, k = r["shape_mnk"]
+        out.setdefault((n, k), []).append((float(r["m_per_group"]), record_value(i)))
+    return {key: _best_at_each(pts).capped(cap) for key, pts in sorted(out.items())}
 
 
 # --------------------------------------------------------------- a training step's kernels on Hopper

@@ -40,7 +40,8 @@ from roofline.core.curve import Curve
 from roofline.core.hardware import Hardware, get_hardware
 
 __all__ = ["ROOF_KINDS", "ClusterRoof", "datasheet_cluster_roof", "CLUSTER_COLLECTIVES", "joined_time",
-           "ALLREDUCE_KINDS", "ENGINE_ALLREDUCE", "CUSTOM_ALL_REDUCE_MAX_BYTES", "EP_LOW_LATENCY_LOAD"]
+           "ALLREDUCE_KINDS", "ENGINE_ALLREDUCE", "CUSTOM_ALL_REDUCE_MAX_BYTES", "EP_LOW_LATENCY_LOAD", "EP_EXCHANGES",
+           "FP8_DISPATCH_BYTES"]
 
 ROOF_KINDS = ("datasheet", "calibrated")
 """The kinds of roof a question is asked under: the datasheet's (a floor) and a calibrated one (an estimate)."""
@@ -57,6 +58,12 @@ ENGINE_ALLREDUCE = "custom"
 AUTO strategy, which picks one-shot or two-shot for small messages) all decode with custom kernels."""
 EP_LOW_LATENCY_LOAD = (128, 7168, 8)
 """The load DeepEP's low-latency kernels were measured at: tokens a GPU, hidden size, experts a token."""
+EP_EXCHANGES = ("dispatch", "combine")
+"""The two all-to-alls of an expert-parallel layer: the dispatch sends each token to the GPUs of its experts, the
+combine brings the experts' outputs back and sums them (DeepEP's normal kernels name them so)."""
+FP8_DISPATCH_BYTES = 1.0 + 4.0 / 128
+"""Bytes an element of a token takes when dispatched in fp8 as DeepSeek-V3 does: one fp8 byte and a 4-byte scale for
+every 128 elements (DeepEP's tests count it so: ``fp8_factor = (1 + 4 / 128) / 2`` of the bf16 bytes)."""
 CUSTOM_ALL_REDUCE_MAX_BYTES = 8 * 1024 * 1024
 """The largest buffer the custom kernels take: vLLM's and SGLang's registered buffer, 8 MiB; larger
 all-reduces go to NCCL."""
@@ -103,11 +110,19 @@ class ClusterRoof:
     (DeepEP's, pure RDMA), ``'dispatch'`` and ``'combine'`` each a curve of seconds against the expert-parallel
     group's size at :data:`EP_LOW_LATENCY_LOAD` (:meth:`moe_all_to_all_time`); empty where none was measured.
 
+    The training expert all-to-all with DeepEP's normal (high-throughput) kernels (:meth:`ep_exchange_time`):
+    ``ep_rdma``, for ``'dispatch'`` and ``'combine'``, a curve of the bytes/s their internode kernels reached
+    against the expert-parallel group's size (DeepEP's "RDMA bandwidth": a token counted once for each node of its
+    experts, its own node included); ``ep_nvlink``, the bytes/s their intranode kernels reached (a token counted
+    once for each GPU of its experts, its own included); empty where none was measured.
+
     For fp8 training (a roof of ``dtype`` 'fp8', :func:`roofline.core.calibration.fp8_training_roof`):
     ``fp8_gemm``, the FLOP/s of fp8 matmuls scaled otherwise than per tensor, keyed by scaling ('rowwise',
     'blockwise'; ``gemm`` is the per-tensor one); ``cast_bandwidth``, the bytes/s a quantization kernel reaches
     (None: ``bandwidth``); ``bf16``, the same chip's roof in bf16, for the parts a recipe keeps in bf16
-    (attention, the output head).
+    (attention, the output head); ``grouped_gemm``, the FLOP/s of block-scaled grouped matmuls (one kernel over
+    several experts' rows, DeepGEMM's) against the rows of each group, keyed by ``(n, k)``, the shape the groups
+    share (:meth:`grouped_gemm_time`); empty where none was measured.
 
     Kernels by name, where microbenchmarks of them were published (:func:`roofline.core.calibration.get_roof`
     fills them in for Hopper): ``attention_kernels``, flash-attention forward-and-backward curves of kernels
@@ -142,6 +157,9 @@ class ClusterRoof:
     bf16: "ClusterRoof | None" = None
     attention_kernels: Mapping = field(default_factory=dict)
     kernel_rates: Mapping = field(default_factory=dict)
+    ep_rdma: Mapping = field(default_factory=dict)
+    ep_nvlink: Mapping = field(default_factory=dict)
+    grouped_gemm: Mapping = field(default_factory=dict)
 
     def __post_init__(self):
         if self.kind not in ROOF_KINDS:
@@ -162,6 +180,19 @@ class ClusterRoof:
                                                                      self.ep_low_latency.values()):
             raise ValueError("ep_low_latency maps 'dispatch' and 'combine' to Curves of seconds against the group size")
         object.__setattr__(self, "ep_low_latency", MappingProxyType(dict(self.ep_low_latency)))
+        if set(self.ep_rdma) - set(EP_EXCHANGES) or any(not isinstance(c, Curve) for c in self.ep_rdma.values()):
+            raise ValueError("ep_rdma maps 'dispatch' and 'combine' to Curves of bytes/s against the group size")
+        object.__setattr__(self, "ep_rdma", MappingProxyType(dict(self.ep_rdma)))
+        if set(self.ep_nvlink) - set(EP_EXCHANGES):
+            raise ValueError("ep_nvlink maps 'dispatch' and 'combine' to bytes/s")
+        for kind, rate in self.ep_nvlink.items():
+            number(f"ep_nvlink[{kind!r}]", rate)
+        object.__setattr__(self, "ep_nvlink", MappingProxyType(dict(self.ep_nvlink)))
+        for key, c in dict(self.grouped_gemm).items():
+            if not isinstance(c, Curve) or not (isinstance(key, tuple) and len(key) == 2):
+                raise ValueError(f"grouped_gemm maps an (n, k) shape to a Curve of FLOP/s against rows a group, "
+                                 f"got {key!r}: {c!r}")
+        object.__setattr__(self, "grouped_gemm", MappingProxyType(dict(self.grouped_gemm)))
         object.__setattr__(self, "sources", MappingProxyType(dict(self.sources)))
         object.__setattr__(self, "fp8_gemm", MappingProxyType(dict(self.fp8_gemm)))
         object.__setattr__(self, "attention_kernels", MappingProxyType({k: MappingProxyType(dict(v)) for k, v in
@@ -223,6 +254,66 @@ class ClusterRoof:
         bw = self.kernel_rates.get(kind, self.bandwidth)
         t = np.maximum(np.asarray(nbytes, dtype=float) / bw, np.asarray(kernels, dtype=float) * self.launch_s)
         return t.item() if t.ndim == 0 else t
+
+    def grouped_gemm_time(self, groups: float, rows: float, n: int, k: int) -> float | None:
+        """Seconds for one grouped matmul of ``groups`` groups of ``rows x n x k`` each (one kernel over the
+        experts' rows, the weights differing by group): their FLOPs, ``2 groups rows n k``, at the rate
+        :attr:`grouped_gemm` holds for the shape ``(n, k)`` at that many rows a group (read between the measured
+        rows in log-log), at least one launch. ``None`` where no record covers it: no curve of that shape, or rows
+        outside the measured ones (the model then prices each group as a matmul of its own).
+
+        Worked by hand, DeepGEMM's first contiguous row on the H800 (mbx300): 4 groups of 8,192 x 4,096 x 7,168
+        are ``2 x 4 x 8,192 x 4,096 x 7,168 = 1.924e12`` FLOPs; at 1,346 TFLOP/s, 1.43 ms."""
+        curve = self.grouped_gemm.get((int(n), int(k)))
+        if curve is None or groups <= 0 or rows <= 0 or not curve.xs[0] <= rows <= curve.xs[-1]:
+            return None
+        flops = 2.0 * groups * rows * n * k
+        return float(max(flops / curve(float(rows)), self.launch_s))
+
+    def ep_exchange_time(self, kind: str, ep: float, nbytes: float, *, per_node: float) -> float:
+        """Seconds for one expert all-to-all of training (``kind`` 'dispatch' or 'combine', :data:`EP_EXCHANGES`)
+        over ``ep`` GPUs, ``per_node`` of them in each node, each GPU sending ``nbytes`` counted as DeepEP's tests
+        count them: every token once for each GPU (inside a node) or node (across nodes) that holds one of its
+        experts, its own included.
+
+        - inside a node (``per_node >= ep``): the bytes at :attr:`ep_nvlink`'s rate for ``kind`` where the roof
+          holds one, else at the roof's all-to-all over NVLink (:meth:`collective_time`, whose factor
+          ``(ep-1)/ep`` leaves out the GPU's own share);
+        - across nodes: the bytes at :attr:`ep_rdma`'s rate for ``kind`` at that group size (held past the measured
+          sizes), else the share that leaves the node, ``(nodes-1)/nodes``, at :attr:`all_to_all_port`;
+        - never faster than the bytes that leave the GPU (``(ep-1)/ep`` of them, over its NVLink) or the node
+          (``(nodes-1)/nodes``, through its network port) at the datasheet's link: the floor the datasheet roof
+          prices (uniform routing sends a token's copies to its own GPU, or node, as often as to any other).
+
+        Worked by hand, DeepEP's internode dispatch of its README (mb0100): 4,096 tokens of 7,168 elements in fp8
+        (:data:`FP8_DISPATCH_BYTES` each), to 4 of 8 nodes each, are ``4,096 x 4 x 7,168 x 1.03125 = 121.1 MB``; at
+        51 GB/s, 2.37 ms; the datasheet's floor sends 7/8 of them through a 50 GB/s port, 2.12 ms."""
+        if kind not in EP_EXCHANGES:
+            raise unknown_name("kind", kind, EP_EXCHANGES)
+        ep, nbytes, k = float(ep), float(nbytes), float(per_node)
+        if ep <= 1 or nbytes <= 0:
+            return 0.0
+        hw = self.hardware
+        up = hw.link("scale_up").each_way if "scale_up" in hw.interconnect else hw.link("host").each_way
+        if k >= ep:
+            floor = nbytes * (ep - 1) / ep / up
+            if kind in self.ep_nvlink:
+                t = nbytes / self.ep_nvlink[kind]
+            elif self.calibrated:
+                t = float(self.collective_time("all_to_all", ep, nbytes))
+            else:
+                t = floor
+            return float(max(t, floor))
+        nodes = ep / k
+        port = hw.link("network").each_way if "network" in hw.interconnect else up
+        floor = nbytes * (nodes - 1) / nodes / port
+        if kind in self.ep_rdma:
+            t = nbytes / self.ep_rdma[kind](ep)
+        elif self.calibrated:
+            t = nbytes * (nodes - 1) / nodes / self.all_to_all_port
+        else:
+            t = floor
+        return float(max(t, floor))
 
     @property
     def high(self) -> "ClusterRoof":

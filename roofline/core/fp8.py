@@ -52,7 +52,9 @@ class FP8Recipe:
     backward pass in fp8. ``fp8_all_gather``: FSDP gathers the weights in fp8. ``amax_reduction``: 'pass'
     (one all-reduce of every amax per forward and per backward pass), 'cast' (one per cast, over the
     tensor-parallel group) or 'none'. ``gemm``: the matmul kernels' scaling the rates come from ('tensorwise',
-    'rowwise', 'blockwise'). ``source``: where the recipe is described."""
+    'rowwise', 'blockwise'). ``fp8_dispatch``: a mixture of experts sends its tokens to their experts in fp8 (the
+    forward dispatch and the gradients' dispatch of the backward pass; the combines stay in bf16), as DeepSeek-V3
+    does. ``source``: where the recipe is described."""
 
     name: str
     title: str
@@ -69,6 +71,7 @@ class FP8Recipe:
     amax_reduction: str
     gemm: str
     source: str
+    fp8_dispatch: bool = False
 
     def runs_fp8(self, matmul: str) -> bool:
         """Whether ``matmul`` (of :data:`FP8_MATMULS`) runs in fp8 under this recipe."""
@@ -108,7 +111,9 @@ FP8_RECIPES: Mapping[str, FP8Recipe] = MappingProxyType({r.name: r for r in (
               weight_copy_bytes=2.0, fp8_saved_inputs=True, fp8_all_gather=False, amax_reduction="none",
               gemm="blockwise",
               source="DeepSeek-V3 technical report, section 3.3: fine-grained quantization, all three products "
-                     "of a linear layer in FP8, activations cached in FP8"),
+                     "of a linear layer in FP8, activations cached in FP8; section 3.3.4: the activations before the "
+                     "experts' up-projections and the gradients before their down-projections dispatched in FP8, "
+                     "both combines in BF16", fp8_dispatch=True),
 )})
 
 DEFAULT_FP8_RECIPE = "te-delayed"

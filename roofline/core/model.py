@@ -91,10 +91,20 @@ class MoE:
     layer_offset: int = 0  # Qwen's decoder_sparse_step puts experts where (layer + 1) % step == 0
     dense_layers: tuple[int, ...] = ()  # Qwen's mlp_only_layers
     shared_expert_gate: bool = False  # Qwen2-MoE scales its shared expert by a learned gate (hidden -> 1)
+    # DeepSeek-V3's group-limited routing (n_group, topk_group): the experts are split into ``groups`` groups and
+    # a token's experts come from at most ``groups_per_token`` of them (None: no limit)
+    groups: int = 1
+    groups_per_token: int | None = None
 
     def __post_init__(self):
-        for name in ("num_experts", "experts_per_token", "expert_intermediate_size", "layer_freq"):
+        for name in ("num_experts", "experts_per_token", "expert_intermediate_size", "layer_freq", "groups"):
             _positive_int(f"MoE.{name}", getattr(self, name))
+        if self.num_experts % self.groups:
+            raise ValueError(f"MoE.groups ({self.groups}) must divide num_experts ({self.num_experts})")
+        if self.groups_per_token is not None:
+            _positive_int("MoE.groups_per_token", self.groups_per_token)
+            if self.groups_per_token > self.groups:
+                raise ValueError(f"MoE.groups_per_token ({self.groups_per_token}) exceeds groups ({self.groups})")
         for name in ("shared_intermediate_size", "first_dense_layers"):
             _positive_int(f"MoE.{name}", getattr(self, name), minimum=0)
         if self.experts_per_token > self.num_experts:
@@ -181,6 +191,9 @@ class Model:
     # FLOPs per score, not counted (as softmax is not), but named so a reader sees the model has it
     attention_softcap: float | None = None
     final_softcap: float | None = None
+    # DeepSeek-V3's multi-token prediction modules (num_nextn_predict_layers): trained beside the model (each one
+    # a decoder layer, a projection and the shared output head), not part of it (not counted in params)
+    mtp_layers: int = 0
 
     def __post_init__(self):
         if not isinstance(self.name, str) or not self.name:
@@ -194,6 +207,7 @@ class Model:
             raise ValueError(f"Model.num_layers must be at most {MAX_LAYERS:,}, got {_shown(self.num_layers)}")
         _positive_int("Model.norms_per_layer", self.norms_per_layer)
         _positive_int("Model.position_embeddings", self.position_embeddings, minimum=0)
+        _positive_int("Model.mtp_layers", self.mtp_layers, minimum=0)
         for field in ("qk_norm", "norm_bias", "gated_mlp"):
             if not isinstance(getattr(self, field), bool):
                 raise TypeError(f"Model.{field} must be True or False, got {getattr(self, field)!r}")
@@ -581,6 +595,15 @@ def _bool_field(config: dict, key: str, where: str, default: bool = False) -> bo
     return value
 
 
+def _groups(config: dict, where: str) -> dict:
+    """DeepSeek's group-limited routing (``n_group``, ``topk_group``) as :class:`MoE`'s ``groups`` and
+    ``groups_per_token``; none where the config names no groups or routes without the limit (``topk_method``
+    'greedy')."""
+    if config.get("n_group") is None or config.get("topk_group") is None or config.get("topk_method") == "greedy":
+        return {}
+    return {"groups": _int_field(config, "n_group", where), "groups_per_token": _int_field(config, "topk_group", where)}
+
+
 def _moe(config: dict, family: str, where: str) -> MoE | None:
     experts_key = {"mixtral": "num_local_experts", "qwen2_moe": "num_experts", "qwen3_moe": "num_experts"}.get(
         family, "n_routed_experts")
@@ -613,7 +636,7 @@ def _moe(config: dict, family: str, where: str) -> MoE | None:
                   shared_intermediate_size=shared * moe_width,
                   first_dense_layers=_int_field(config, "first_k_dense_replace", where, default=0, minimum=0),
                   layer_freq=_int_field(config, "moe_layer_freq", where, default=1),
-                  router_bias=config.get("topk_method") == "noaux_tc")
+                  router_bias=config.get("topk_method") == "noaux_tc", **_groups(config, where))
     else:
         if any(k in config for k in ("num_local_experts", "n_routed_experts", "num_experts")):
             raise ValueError(f"{where}: model_type {family!r} with experts is not supported; "
@@ -762,6 +785,8 @@ def model_from_config(config: dict, name: str = "model") -> Model:
         sliding_layers=sliding,
         attention_softcap=_cap(config, "attn_logit_softcapping", where),
         final_softcap=_cap(config, "final_logit_softcapping", where),
+        mtp_layers=_int_field(config, "num_nextn_predict_layers", where, default=0, minimum=0)
+        if family in _MLA_FAMILIES else 0,
     )
 
 

@@ -28,7 +28,7 @@ from roofline.core.checks import broadcast, number, unknown_name
 from roofline.core.model import Model, load_model
 
 __all__ = ["ROUTINGS", "check_routing", "expected_experts", "expert_bounds", "experts_touched",
-           "simulate_experts_touched", "nodes_touched"]
+           "simulate_experts_touched", "nodes_touched", "exchange_units"]
 
 ROUTINGS = ("uniform", "best", "worst")
 
@@ -124,3 +124,29 @@ def nodes_touched(num_experts, top_k, nodes, *, remote: bool = False):
     if not isinstance(remote, bool):
         raise TypeError(f"remote must be True or False, got {remote!r}")
     return (n - 1 if remote else n) * (1.0 - math.comb(E - E // n, k) / math.comb(E, k))
+
+
+def exchange_units(num_experts, top_k, parts, groups: int = 1, groups_per_token: int | None = None) -> float:
+    """Expected distinct parts (GPUs of a node, or nodes) one token's ``top_k`` experts sit on, the ``num_experts``
+    spread evenly over ``parts``: :func:`nodes_touched`'s uniform count, capped where the router limits a token to
+    ``groups_per_token`` of ``groups`` expert groups (DeepSeek-V3: 4 of 8). Where each group spans whole parts
+    (``parts`` a multiple of ``groups``) a token reaches at most ``groups_per_token x parts / groups`` of them; where
+    each part holds whole groups, at most ``groups_per_token``. An expert all-to-all that sends a token once to each
+    part holding one of its experts (DeepEP's kernels) moves this many copies of it.
+
+    Worked by hand: DeepSeek-V3 (256 experts, top 8, 4 of 8 groups) over 8 nodes, a group a node: uniformly
+    ``8 (1 - C(224, 8) / C(256, 8)) = 5.29`` nodes, capped at 4; Qwen3-30B-A3B (128 experts, top 8, no groups)
+    over 8 GPUs: ``8 (1 - C(112, 8) / C(128, 8)) = 5.34``."""
+    units = nodes_touched(num_experts, top_k, parts)
+    g = int(number("groups", groups, integer=True))
+    if groups_per_token is None:
+        return units
+    per = int(number("groups_per_token", groups_per_token, integer=True))
+    if per > g:
+        raise ValueError(f"groups_per_token ({per}) exceeds groups ({g})")
+    n = int(parts)
+    if n % g == 0:
+        return min(units, per * n // g)
+    if g % n == 0:
+        return min(units, float(per))
+    return units

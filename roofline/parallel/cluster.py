@@ -15,7 +15,12 @@ What one GPU does for one micro-batch, per layer, from the model's own linears:
   (column-parallel: its outputs; row-parallel ``o_proj``/``down_proj``: its inputs; keys and values over at
   most the KV heads), each at the rate a matmul of its FLOPs reaches; the backward pass twice the forward's
   (one product for the input's gradient, one for the weight's). A mixture-of-experts layer runs its local
-  experts (``num_experts / ep``) on ``tokens * experts_per_token / tp`` rows shared among them, balanced.
+  experts (``num_experts / ep``) on ``tokens * experts_per_token / tp`` rows shared among them: **dropless
+  routing with a balanced load** is the assumption (every token reaches its experts, none is dropped for want of
+  capacity, and every expert takes its share of the rows; imbalance, which makes the busiest GPU the step's pace,
+  is not modelled), each expert a matmul of its own, except where a block-scaled fp8 recipe's forward products
+  have a grouped kernel's measurement of their shape (:func:`grouped_expert_forward`: DeepGEMM's grouped
+  matmuls of DeepSeek-V3's expert shapes, read by the rows each expert takes): one grouped call a projection.
 - **fp8** (``dtype='fp8'``, a recipe of :mod:`roofline.core.fp8`): the linear layers' products the recipe runs
   in fp8 on the roof's fp8 curve for its scaling (fp8 operands, a bf16 output), the others on the bf16 roof;
   the casts of each input, output gradient and weight (once a step where the recipe caches them) as
@@ -40,6 +45,14 @@ What one GPU does for one micro-batch, per layer, from the model's own linears:
   fused kernels on Hopper), that kind runs at it instead of the memory-bound bandwidth.
 - **tensor-parallel exchanges**: two all-reduces of the layer's ``tokens x hidden`` activations forward and two
   backward; with sequence parallelism, two all-gathers and two reduce-scatters each way. Not overlapped.
+- **expert all-to-all** (``ep > 1``, :func:`expert_exchange_seconds`): DeepEP's normal kernels, as DeepSeek-V3
+  and Megatron-Core's flex dispatcher run them: each token sent once to each GPU (inside a node) or node (across
+  nodes, then forwarded over NVLink) that holds one of its experts, the expected number of them under uniform
+  routing and any group limit the router has (DeepSeek-V3: at most 4 nodes); forward a dispatch and a combine,
+  backward the same two along the opposite routes; dispatches in fp8 where the recipe says so (DeepSeek-V3's), the
+  rest in bf16; at DeepEP's measured bandwidths where the roof holds them
+  (:meth:`~roofline.core.cluster_roof.ClusterRoof.ep_exchange_time`), never above the links'. Not overlapped
+  with compute.
 - **context-parallel exchanges**: the ring passes each rank's keys and values ``cp - 1`` times forward (and
   keys, values and their gradients backward) behind the attention kernel: only what the kernel cannot hide
   shows. The all-to-all method (``cp_method='all_to_all'``) exchanges queries, keys, values and outputs.
@@ -57,14 +70,21 @@ compute; with ``reshard_after_forward=False`` the weights gathered once a step b
 forward pass and kept, whole, to the last backward pass, the gradients accumulated whole and reduce-scattered once
 behind it; with hybrid sharding, ``shard_group``, the gathers and scatters inside each group and the gradient
 shards all-reduced across the groups),
-the tied embedding's gradient summed between the first and last stage, and the
+the tied embedding's gradient summed between the first and last stage, the multi-token-prediction modules a
+model's config trains (DeepSeek-V3's ``num_nextn_predict_layers``) on the last stage with the output head (each
+a decoder layer, a ``2 hidden -> hidden`` projection and the shared head with its loss, their FLOPs counted in the
+step's; under 1F1B this makes the last stage the slowest: DeepSeek-V3's 2.5 layers there gain an expert layer and
+a second head, so it matters, where a layout that moved layers off that stage would not), and the
 optimizer's pass over the GPU's share of the parameters at the HBM rate (38 bytes a parameter in bf16: Adam
 reads weights, gradients and two moments and writes three, the gradient norm reads the gradients, the
 bf16 copy of the weights is written; 52 in fp16, which also unscales the gradients and copies them to fp32).
 
-Not modelled: stragglers and failures, uneven stages beyond the embedding and the head, expert imbalance,
-hybrid sharding with expert parallelism, offloading, and the zero-bubble schedules (which split the weight gradient from the input
-gradient to fill the bubble; refused by name).
+Not modelled: stragglers and failures, uneven stages beyond the embedding, the head and the multi-token-prediction
+modules, expert imbalance and token dropping, hybrid sharding with expert parallelism, offloading, the zero-bubble
+schedules (which split the weight gradient from the input gradient to fill the bubble) and DeepSeek-V3's DualPipe
+(which runs two micro-batches at once so that each one's all-to-alls hide behind the other's compute, and feeds the
+pipeline from both ends: pricing it needs the share of each all-to-all a concurrent micro-batch's compute covers,
+which no microbenchmark here measures), both refused by name.
 """
 
 from __future__ import annotations
@@ -76,12 +96,13 @@ from typing import Mapping, NamedTuple
 
 from roofline.core.checks import count, unknown_name
 from roofline.core.calibration import get_roof, roof_kind
-from roofline.core.cluster_roof import ClusterRoof
+from roofline.core.cluster_roof import FP8_DISPATCH_BYTES, ClusterRoof
 from roofline.core.fp8 import DEFAULT_FP8_RECIPE, FP8_RECIPES, FP8Recipe, fp8_recipe
 from roofline.core.hardware import Hardware, get_hardware
 from roofline.core.model import Model, NotModelledError, load_model, param_count
 from roofline.core.network import MAX_GPUS
-from roofline.core.policies import RECOMPUTES, ZERO_STAGES
+from roofline.core.policies import RECOMPUTES, ZERO_STAGES, recompute_policy
+from roofline.core.routing import exchange_units
 from roofline.core.units import fmt
 from roofline.parallel.pipeline import in_flight
 from roofline.parallel.tensor_parallel import check_tp, linear_shard
@@ -454,13 +475,18 @@ class _FP8Linears:
             return self.roof.scaled_gemm_time(flops, fp8_bytes, self.recipe.gemm)
         return self.roof.high.gemm_time(flops, bf16_bytes)
 
-    def add(self, linears, rows: float, tp: int, kv_heads: int, split: bool = True, copies: float = 1.0):
+    def add(self, linears, rows: float, tp: int, kv_heads: int, split: bool = True, copies: float = 1.0,
+            forward: Mapping | None = None):
+        """Add ``linears`` at ``rows`` rows, ``copies`` of each (the local experts); ``forward`` maps a linear's
+        name to the seconds of its forward product, one copy, where a grouped kernel prices it instead."""
         r, rc = self.recipe, self.recipe.casts
         for lin in linears:
             n, k = linear_shard(lin, tp, kv_heads) if split else (lin.out_features, lin.in_features)
             flops = 2.0 * rows * n * k
             column = k == lin.in_features  # its input whole on every GPU of the group, its output split
             fwd = self._product("forward", flops, rows * k + k * n + 2 * rows * n, 2 * (rows * k + k * n + rows * n))
+            if forward is not None and lin.name in forward:
+                fwd = forward[lin.name]
             bwd = (self._product("data-gradient", flops, rows * n + k * n + 2 * rows * k, 2 * (rows * n + k * n + rows * k))
                    + self._product("weight-gradient", flops, rows * k + rows * n + 2 * k * n,
                                    2 * (rows * k + rows * n + k * n)))
@@ -476,6 +502,114 @@ class _FP8Linears:
             dy = rows * n / (tp if not column and self.sp and split else 1) * copies
             self.cast_bwd += dy * rc
             self.casts_bwd += r.kernels * rc
+
+
+def grouped_expert_forward(m: Model, roof: ClusterRoof, recipe, rows: float, local: int) -> dict:
+    """The forward products of one GPU's ``local`` experts, ``rows`` rows each, as one grouped kernel a projection
+    (the gate and up projections side by side, ``2 x width`` wide, then the down projection), where ``roof`` holds
+    a grouped curve of that shape and those rows (:meth:`~roofline.core.cluster_roof.ClusterRoof.grouped_gemm_time`,
+    DeepGEMM's block-scaled kernels) and the fp8 ``recipe`` scales by blocks and runs the forward product in fp8:
+    ``{linear name: seconds of one expert's product}`` (the grouped call's seconds shared evenly; the gate and up
+    projections half each). Empty where nothing is covered: each expert is then priced as a matmul of its own.
+
+    Worked by hand, DeepSeek-V3 at EP 64 (4 experts a GPU, 8,192 rows each at 4,096 tokens, top 8): the gate and up
+    projections are one call of ``2 x 4 x 8,192 x 4,096 x 7,168 = 1.924e12`` FLOPs at 1,346 TFLOP/s (mbx300),
+    1.430 ms, 0.179 ms each a projection of an expert; the down projection ``0.962e12`` FLOPs at 1,214 TFLOP/s
+    (mbx301), 0.792 ms, 0.198 ms an expert."""
+    if (m.moe is None or recipe is None or recipe.gemm != "blockwise" or not recipe.runs_fp8("forward")
+            or not roof.grouped_gemm or local < 1):
+        return {}
+    h, width = m.hidden_size, m.moe.expert_intermediate_size
+    out = {}
+    up = roof.grouped_gemm_time(local, rows, 2 * width, h)
+    if up is not None:
+        out["expert.gate_proj"] = out["expert.up_proj"] = up / 2 / local
+    down = roof.grouped_gemm_time(local, rows, h, width)
+    if down is not None:
+        out["expert.down_proj"] = down / local
+    return out
+
+
+def _exchange_geometry(m: Model, lay: TrainLayout) -> tuple[int, int, float]:
+    """Where one GPU's expert all-to-all goes: ``(GPUs of the group in a node, parts a token is sent to at most
+    once each, copies of a token sent)``; the parts are the group's GPUs inside a node, its nodes across them."""
+    e = m.moe
+    k = min(lay.ep, max(1, lay.gpus_per_node // lay.tp))
+    parts = lay.ep if k >= lay.ep or lay.ep % k else lay.ep // k
+    return k, parts, exchange_units(e.num_experts, e.experts_per_token, parts, e.groups, e.groups_per_token)
+
+
+def moe_terms(model: Model | str, layout: TrainLayout, roof: ClusterRoof) -> dict:
+    """What the step model used for a mixture of experts' layers under ``roof``, in words with the numbers it
+    priced (``train`` prints them): ``'experts'``, the routing (dropless, balanced), the experts a GPU and the rows
+    each takes a micro-batch, and whether their forward products ran as grouped kernels
+    (:func:`grouped_expert_forward`) or each as its own matmul; ``'expert all-to-all'`` (``ep > 1``), the copies of
+    a token sent (:func:`~roofline.core.routing.exchange_units`), the formats and the rates, with the records they
+    come from. Empty for a dense model.
+
+    Worked by hand, Qwen3-30B-A3B at EP 8 inside a node of H100s (4,096 tokens, top 8 of 128): 16 experts a GPU,
+    ``4,096 x 8 x 8 / 128 = 2,048`` rows each; a token to ``8 (1 - C(112,8)/C(128,8)) = 5.34`` GPUs."""
+    m = load_model(model)
+    e = m.moe
+    if e is None:
+        return {}
+    lay = layout
+    local = e.num_experts // lay.ep
+    rows = lay.micro_batch * lay.seq / lay.cp / lay.tp * e.experts_per_token * lay.ep / e.num_experts
+    grouped = grouped_expert_forward(m, roof, lay.recipe, rows, local) if lay.dtype == "fp8" else {}
+    ids = roof.sources.get("grouped_gemm", ())
+    out = {"experts": (f"dropless routing, every expert its share of the tokens (balanced): {local:,} expert"
+                       f"{'s' if local > 1 else ''} a GPU, {rows:,.0f} rows each a micro-batch, "
+                       + ("their forward products one grouped kernel a projection at DeepGEMM's measured rates ("
+                          + (f"{ids[0]}-{ids[-1]}" if ids else "DeepGEMM") + ")" if grouped
+                          else "each expert a matmul of its own"))}
+    if lay.ep <= 1:
+        return out
+    k, parts, units = _exchange_geometry(m, lay)
+    across = k < lay.ep
+    where = "nodes" if across and parts < lay.ep else "GPUs"
+    limit = (f", at most {e.groups_per_token} of {e.groups} expert groups (node-limited routing)"
+             if e.groups_per_token is not None else "")
+    dispatch = "fp8" if lay.recipe is not None and lay.recipe.fp8_dispatch else "bf16"
+    if across:
+        src = roof.sources.get("ep_rdma", ())
+        rate = (f"DeepEP's internode bandwidths ({src[0]}-{src[-1]})" if roof.ep_rdma and src else
+                "the measured all-to-all rate of the network port" if roof.calibrated else
+                "the network port's datasheet rate (a floor)")
+    else:
+        src = roof.sources.get("ep_nvlink", ())
+        rate = (f"DeepEP's intranode bandwidths ({', '.join(src)})" if roof.ep_nvlink else
+                "the measured all-to-all over NVLink" if roof.calibrated else "NVLink's datasheet rate (a floor)")
+    out["expert all-to-all"] = (f"a token sent once to each of the {units:.2f} {where} its experts sit on{limit}, "
+                                + ("the dispatch in fp8, the combine in bf16" if dispatch == "fp8" else "dispatch and combine in bf16")
+                                + f", at {rate}; not overlapped with "
+                                "compute (DualPipe is not priced)")
+    return out
+
+
+def expert_exchange_seconds(m: Model, lay: TrainLayout, roof: ClusterRoof) -> tuple[float, float]:
+    """Seconds of one MoE layer's expert all-to-alls for one micro-batch on one GPU, ``(forward, backward)``, as
+    DeepEP's normal kernels run them (:meth:`~roofline.core.cluster_roof.ClusterRoof.ep_exchange_time`): each GPU
+    sends its ``micro_batch x seq / (cp x tp)`` tokens once to each GPU (inside a node) or node (across) holding one
+    of its experts (:func:`~roofline.core.routing.exchange_units`, balanced, dropless routing), ``hidden`` numbers a
+    token. Forward a dispatch and a combine; backward the combine's gradients go out along the dispatch's routes and
+    the dispatch's come back along the combine's. The dispatches in fp8 (one byte and a scale per 128) where the
+    recipe dispatches in fp8 (DeepSeek-V3's), in bf16 otherwise; the combines in bf16.
+
+    Worked by hand, DeepSeek-V3 at EP 64 over 8 nodes on H800s (4,096 tokens a GPU, a token to 4 nodes, 7,168 wide):
+    the fp8 dispatch sends ``4,096 x 4 x 7,168 x 1.03125 = 121.1 MB`` at DeepEP's 51 GB/s (mb0100), 2.375 ms; the
+    bf16 combine 234.9 MB at 50 GB/s (mb0101), 4.698 ms; 7.07 ms forward and the same backward."""
+    if m.moe is None or lay.ep <= 1:
+        return 0.0, 0.0
+    k, _, units = _exchange_geometry(m, lay)
+    tokens = lay.micro_batch * lay.seq / lay.cp / lay.tp
+    row = tokens * units * m.hidden_size
+    rec = lay.recipe
+    out = row * (FP8_DISPATCH_BYTES if rec is not None and rec.fp8_dispatch else 2.0)
+    back = row * 2.0
+    one = roof.ep_exchange_time("dispatch", lay.ep, out, per_node=k) + roof.ep_exchange_time("combine", lay.ep, back,
+                                                                                             per_node=k)
+    return one, one
 
 
 def _layer(m: Model, lay: TrainLayout, roof: ClusterRoof, moe: bool) -> tuple[_Phase, dict, float]:
@@ -498,7 +632,9 @@ def _layer(m: Model, lay: TrainLayout, roof: ClusterRoof, moe: bool) -> tuple[_P
             e = m.moe
             routed = T * e.experts_per_token / tp
             local = e.num_experts / lay.ep
-            lin.add(m.expert_linears(), routed * lay.ep / e.num_experts, 1, kv, split=False, copies=local)
+            rows = routed * lay.ep / e.num_experts
+            lin.add(m.expert_linears(), rows, 1, kv, split=False, copies=local,
+                    forward=grouped_expert_forward(m, roof, lay.recipe, rows, int(local)))
             lin.add(m.shared_expert_linears(), T, tp, kv)
             router = _gemms(hi, (m.router(),), T, 1, kv, split=False)
             lin.fwd += router
@@ -574,13 +710,11 @@ def _layer(m: Model, lay: TrainLayout, roof: ClusterRoof, moe: bool) -> tuple[_P
             one = 2 * roof.collective_time("all_reduce", tp, msg, per_node=k)
         ph.add("fwd", "tensor-parallel", one)
         ph.add("bwd", "tensor-parallel", one)
-    # expert all-to-all: dispatch and combine, forward and backward
+    # expert all-to-all: dispatch and combine, forward and backward (DeepEP's normal kernels)
     if moe and lay.ep > 1:
-        buf = T * m.moe.experts_per_token / tp * h * 2.0
-        k = min(lay.ep, max(1, lay.gpus_per_node // tp))
-        one = 2 * roof.collective_time("all_to_all", lay.ep, buf, per_node=k)
-        ph.add("fwd", "expert all-to-all", one)
-        ph.add("bwd", "expert all-to-all", one)
+        a2a_fwd, a2a_bwd = expert_exchange_seconds(m, lay, roof)
+        ph.add("fwd", "expert all-to-all", a2a_fwd)
+        ph.add("bwd", "expert all-to-all", a2a_bwd)
     # context-parallel exchanges
     if cp > 1:
         k = min(cp, max(1, lay.gpus_per_node // tp))
@@ -628,6 +762,47 @@ def _ends(m: Model, lay: TrainLayout, roof: ClusterRoof) -> tuple[_Phase, _Phase
         last.add("fwd", "tensor-parallel", gather + small)
         last.add("bwd", "tensor-parallel", gather)
     return first, last
+
+
+def _mtp(m: Model, lay: TrainLayout, roof: ClusterRoof, head: _Phase) -> tuple[_Phase, float]:
+    """The multi-token-prediction modules of one micro-batch on the last stage, ``(phases, recompute seconds)``:
+    each a decoder layer (with experts where the model has them), the projection of the two normalised inputs
+    (``2 hidden -> hidden``, in bf16 like the head) with their two norms, and the shared output head with its
+    norm and cross-entropy (``head``, the last stage's own)."""
+    moe = m.moe is not None and m.moe.moe_layers(m.num_layers) > 0
+    ph, re, _ = _layer(m, lay, roof, moe=moe)
+    T = lay.micro_batch * lay.seq / lay.cp
+    h, tp = m.hidden_size, lay.tp
+    share = tp if lay.sp else 1
+    proj = roof.high.gemm_time(2.0 * T * 2 * h * h / tp, 2.0 * (T * 2 * h + 2 * h * h / tp + T * h / tp))
+    ph.add("fwd", "matmuls", proj)
+    ph.add("bwd", "matmuls", proj, 2)
+    ph.add("fwd", "memory-bound", roof.memory_time(2 * 4 * T * h / share, 2))
+    ph.add("bwd", "memory-bound", roof.memory_time(2 * 8 * T * h / share, 4))
+    one = ph.plus(head)
+    return one.scaled(m.mtp_layers), float(sum(re.values())) * m.mtp_layers
+
+
+def mtp_flops_per_token(model: Model | str, seq: int, recompute: str = "none") -> float:
+    """Training FLOPs a token spends in the model's multi-token-prediction modules (DeepSeek-V3's
+    ``num_nextn_predict_layers``; 0 without them): for each module, the weights a token meets (one decoder layer's
+    linears, with its experts where the model has them; the ``2 hidden x hidden`` projection; the output head) at
+    the policy's FLOPs a weight (6, 8 with full recomputation) and the layer's causal attention, ``seq x heads x
+    (d_qk + d_v)`` forward, three passes (four recomputed).
+
+    Worked by hand, DeepSeek-V3 at 4,096 tokens: a MoE layer's linears a token meets hold 0.187B (attention) +
+    0.044B (shared expert) + 8 x 0.044B (routed) + 1.8M (router) = 0.585B weights, the projection 0.103B, the head
+    0.927B: 1.615B, 6 x 1.615B = 9.69 GFLOPs; attention 4,096 x 128 x 320 x 3 = 0.503 GFLOPs; 10.19 GFLOPs a token,
+    about 4% of the model's own (256 GFLOPs)."""
+    m = load_model(model)
+    if not m.mtp_layers:
+        return 0.0
+    policy = recompute_policy(recompute)
+    layer = next((i for i in range(m.num_layers) if m.is_moe_layer(i)), 0)
+    weights = sum(lin.in_features * lin.out_features for lin in m.token_linears(layer))
+    weights += 2 * m.hidden_size * m.hidden_size + m.vocab_size * m.hidden_size
+    attention = count("seq", seq) * m.num_heads * sum(m.attention_head_dims)
+    return float(m.mtp_layers * (policy.param_flops * weights + attention * policy.attention_passes))
 
 
 def _stage_params(m: Model, lay: TrainLayout) -> tuple[float, float, float]:
@@ -707,16 +882,23 @@ def _stage(m: Model, lay: TrainLayout, roof: ClusterRoof, cache: dict):
         per_layer_ph = per_layer_ph.plus(moe_ph.scaled(n_moe / L))
         per_layer_re += sum(moe_re.values()) * n_moe / L
     first, last = _cached(cache, ("ends",) + layer_key, lambda: _ends(m, lay, roof))
-    end = first.plus(last) if pp == 1 else (first if first.total >= last.total else last)
+    last_re = 0.0  # the multi-token-prediction layers' recomputation, on the last stage with the head
+    if m.mtp_layers:
+        mtp, last_re = _cached(cache, ("mtp",) + layer_key, lambda: _mtp(m, lay, roof, last))
+        last = last.plus(mtp)
+    if pp == 1:
+        end, end_re = first.plus(last), last_re
+    else:
+        end, end_re = (first, 0.0) if first.total >= last.total + last_re else (last, last_re)
     short = (L - (pp - 2) * full) / 2 if pp > 2 and L % pp else full
     stage = per_layer_ph.scaled(full).plus(end) if short == full else None
     if stage is None:
         a, b = per_layer_ph.scaled(full), per_layer_ph.scaled(short).plus(end)
-        stage = a if a.total + full * per_layer_re >= b.total + short * per_layer_re else b
-        recompute = per_layer_re * (full if stage is a else short)
+        stage = a if a.total + full * per_layer_re >= b.total + short * per_layer_re + end_re else b
+        recompute = per_layer_re * full if stage is a else per_layer_re * short + end_re
     else:
-        recompute = per_layer_re * full
-    avg = (per_layer_ph.total + per_layer_re) * L / pp + (first.total + last.total) / pp
+        recompute = per_layer_re * full + end_re
+    avg = (per_layer_ph.total + per_layer_re) * L / pp + (first.total + last.total + last_re) / pp
     return stage, recompute, avg
 
 
@@ -741,7 +923,8 @@ def layer_seconds(model: Model | str, layout: TrainLayout, roof: ClusterRoof, ph
     return dict(ph.fwd if phase == "forward" else ph.bwd)
 
 
-__all__ += ["backward_seconds", "layer_seconds"]
+__all__ += ["backward_seconds", "layer_seconds", "grouped_expert_forward", "expert_exchange_seconds",
+            "mtp_flops_per_token", "moe_terms"]
 
 
 class TPLayerTimes(NamedTuple):
@@ -906,18 +1089,26 @@ def _price(m: Model, lay: TrainLayout, roof: ClusterRoof, cache: dict) -> StepPr
     per_layer = _cached(cache, ("acts",) + layer_key, lambda: _layer_activations(m, lay))
     flight = float(in_flight(pp, mcount, v, lay.schedule)) if pp > 1 else 1.0
     acts = per_layer * full * flight
-    logits = lay.micro_batch * lay.seq / lay.cp * m.vocab_size / lay.tp * 4.0
-    if pp > 1 and per_layer * full + logits > acts:  # the last stage holds one micro-batch and the logits
-        acts = per_layer * full
-    elif pp > 1:
+    # the last stage's layers (with the multi-token-prediction layers beside its own) and its logits (one set a head)
+    extra = m.mtp_layers
+    last_layers = full + extra if pp == 1 or not extra else \
+        ((L - (pp - 2) * full) / 2 if pp > 2 and L % pp else full) + extra
+    logits = lay.micro_batch * lay.seq / lay.cp * m.vocab_size / lay.tp * 4.0 * (1 + extra)
+    if pp == 1:
+        acts = per_layer * last_layers
+    elif per_layer * last_layers + logits > acts:  # the last stage holds one micro-batch and the logits
+        acts = per_layer * last_layers
+    else:
         logits = 0.0
     mem_parts = {**state, "activations": acts, "logits": logits}
     if rec is not None:
         mem_parts["fp8 weights"] = copies
     tokens = lay.batch * lay.seq
-    model_flops = _cached(cache, ("flops", lay.seq, "none"), lambda: _flops_per_token(m, lay.seq, "none")) * tokens
+    model_flops = _cached(cache, ("flops", lay.seq, "none"), lambda: _flops_per_token(m, lay.seq, "none")
+                          + mtp_flops_per_token(m, lay.seq, "none")) * tokens
     hw_flops = _cached(cache, ("flops", lay.seq, lay.recompute),
-                       lambda: _flops_per_token(m, lay.seq, lay.recompute)) * tokens
+                       lambda: _flops_per_token(m, lay.seq, lay.recompute)
+                       + mtp_flops_per_token(m, lay.seq, lay.recompute)) * tokens
     return StepPrice(m, lay, roof, MappingProxyType(parts), MappingProxyType(hidden), float(sum(mem_parts.values())),
                      MappingProxyType(mem_parts), float(model_flops), float(hw_flops))
 

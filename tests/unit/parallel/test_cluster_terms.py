@@ -93,20 +93,26 @@ def test_a_sequence_the_zigzag_cannot_split_is_refused_when_a_step_is_priced():
 MOE = TrainLayout(seq=4096, dp=2, ep=2, recompute="none")
 
 
-def test_each_token_goes_to_its_top_two_experts_and_back_in_both_passes():
-    """Mixtral over 2 GPUs, experts split 4 and 4: 4,096 tokens each sent to 2 experts, 2 x 4,096 x 4,096 x 2
-    bytes = 67,108,864 bytes a dispatch, half of it leaving the GPU at 450 GB/s (74.6 us); dispatch and combine,
-    forward and backward, over 32 layers: 128 x 74.6 us = 9.54 ms a micro-batch."""
+def test_each_token_goes_once_to_each_gpu_of_its_top_two_experts_and_back_in_both_passes():
+    """Mixtral over 2 GPUs, experts split 4 and 4: a token's two experts sit on ``2 (1 - C(4,2)/C(8,2)) = 2 x 22/28
+    = 1.5714`` GPUs on average, and the dispatch sends it once to each (DeepEP's count, its own GPU included):
+    4,096 x 1.5714 x 4,096 x 2 bytes = 52,728,393 bytes a dispatch, half of it leaving the GPU at 450 GB/s
+    (58.59 us); dispatch and combine, forward and backward, over 32 layers: 128 x 58.59 us = 7.50 ms a
+    micro-batch."""
     a2a = price_step(MIXTRAL, MOE, SHEET).parts["expert all-to-all"]
-    assert a2a == pytest.approx(128 * 67_108_864 * 0.5 / NVLINK)
-    assert a2a == pytest.approx(9.544e-3, rel=1e-3)
+    assert a2a == pytest.approx(128 * 4096 * (44 / 28) * 4096 * 2 * 0.5 / NVLINK)
+    assert a2a == pytest.approx(7.499e-3, rel=1e-3)
 
 
-def test_a_top_one_mixture_sends_half_the_bytes_of_a_top_two_one():
-    """The same model routed to one expert a token: half of every buffer, 4.77 ms."""
+def test_a_top_one_mixture_sends_each_token_to_one_gpu():
+    """The same model routed to one expert a token: ``2 (1 - 4/8) = 1`` GPU a token, 4,096 x 4,096 x 2 =
+    33,554,432 bytes a dispatch, half leaving at 450 GB/s: 128 x 37.28 us = 4.77 ms, 22/28 of the top-two's
+    (not half: a top-two token's experts share a GPU 6 times in 28)."""
     top1 = dataclasses.replace(MIXTRAL, moe=dataclasses.replace(MIXTRAL.moe, experts_per_token=1))
     two = price_step(MIXTRAL, MOE, SHEET).parts["expert all-to-all"]
-    assert price_step(top1, MOE, SHEET).parts["expert all-to-all"] == pytest.approx(two / 2)
+    one = price_step(top1, MOE, SHEET).parts["expert all-to-all"]
+    assert one == pytest.approx(4.772e-3, rel=1e-3)
+    assert one == pytest.approx(two * 28 / 44)
 
 
 # ------------------------------------------------------------------------------------ ZeRO's stages
