@@ -1224,3 +1224,18 @@ def published_layouts_table(rows, title: str = "") -> Table:
                     f"{best.tp} x {best.pp} x {best.dp}", f"{100 * pub['tflops'] / best.tflops:.0f}%",
                     f"{float(number('published over estimate', over)):.2f}"))
     return Table(columns, tuple(out), title)
+
+
+__all__ += ["layout_cell"]
+
+
+def layout_cell(step) -> str:
+    """A priced training layout in a few words for a table cell, whichever model priced it: a planner
+    :class:`~roofline.parallel.planner.Layout` as 'TP 4 · PP 1 · DP 16, ZeRO-3', a
+    :class:`~roofline.parallel.cluster.StepPrice` as :func:`short_layout` gives its layout, with its ZeRO stage
+    (chapter 9 sets the planner's choice beside the calibrated search's)."""
+    if hasattr(step, "layout") and hasattr(step, "roof"):  # StepPrice
+        return f"{short_layout(step.layout)}, ZeRO-{step.layout.zero_stage}"
+    if all(hasattr(step, k) for k in ("tp", "pp", "dp", "zero_stage")):  # planner Layout
+        return f"TP {step.tp} · PP {step.pp} · DP {step.dp}, ZeRO-{step.zero_stage}"
+    raise TypeError(f"step must be a StepPrice or a planner Layout, got {type(step).__name__}")

@@ -154,3 +154,23 @@ def test_the_exposure_chart_draws_no_step_that_does_not_fit():
         plot.exposure_chart(toks, {"DDP": ddp}, capacity=H100.usable_capacity)
     zero2 = dp.exposure_sweep("llama-3-8b", H100, toks, nodes=1, zero_stage=2)
     plot.exposure_chart(toks, {"ZeRO-2": zero2}, capacity=H100.usable_capacity)
+
+
+def test_layout_cell_names_the_layout_whichever_model_priced_it():
+    lay = Layout(tp=4, pp=1, dp=16, micro_batch=1, micro_batches=32, v=1, recompute="none", zero_stage=3, memory=60e9,
+                 compute=1.0, bubble=0.0, pipeline_comm=0.0, data_comm=0.0, time=1.0, mfu=0.8, tflops=790e12, fits=True)
+    assert tables.layout_cell(lay) == "TP 4 · PP 1 · DP 16, ZeRO-3"
+    _, est = estimate_step("llama-3-70b", "h100-sxm", TrainLayout(seq=4096, dp=64, recompute="full", zero_stage=3))
+    assert tables.layout_cell(est) == tables.short_layout(est.layout) + ", ZeRO-3"
+    with pytest.raises(TypeError, match="StepPrice or a planner Layout"):
+        tables.layout_cell("TP 4")
+
+
+def test_the_pipeline_explorer_draws_every_frame_at_one_height():
+    """Chapter 9's explorer once left about 550 px blank under a frame of two stages, because each frame was as
+    tall as its own stages and the page kept the tallest: now two stages and sixteen are drawn alike."""
+    import struct
+
+    e = widgets.pipeline_explorer(stages=(2, 16), micro_batches=(16,), schedules=(("1F1B", ("1f1b", 1)),))
+    heights = {struct.unpack(">II", e.png(k)[16:24])[1] for k in e.frames}
+    assert len(heights) == 1
