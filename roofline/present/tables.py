@@ -1192,20 +1192,29 @@ def _verdict_cell(cell, hardware=None) -> str:
                     f"layout), got {type(cell).__name__}")
 
 
-def verdicts_table(rows: Mapping[str, Sequence], columns: Sequence[str], title: str = "", *, hardware=None) -> Table:
+def verdicts_table(rows: Mapping[str, Sequence], columns: Sequence[str], title: str = "", *, hardware=None,
+                   wrap: Sequence[str] = ()) -> Table:
     """Chapter 7: each claim of a chapter (a row, named by its label) priced several ways (the ``columns``: the
     chapter's own count, the cluster model's datasheet floor, its calibrated estimate, a published figure), so
     that one sentence can give the verdict and the numbers stay in the table. A cell is None (a dash), text, a
     number ``(value, unit[, digits])`` or a priced layout, shown as its MFU, or by how much it does not fit
-    (a planner :class:`~roofline.parallel.planner.Layout` on ``hardware``, the chip it must fit on)."""
+    (a planner :class:`~roofline.parallel.planner.Layout` on ``hardware``, the chip it must fit on).
+
+    The columns named in ``wrap`` hold words (layouts, say) that may wrap on the page; a number in one of them
+    keeps its unit on its line (a no-break space between them), as a column that does not wrap does."""
     columns = tuple(columns)
+    unknown = [c for c in wrap if c not in columns]
+    if unknown:
+        raise ValueError(f"wrap names columns the table lacks: {', '.join(map(repr, unknown))}")
     out = []
     for label, cells in dict(rows).items():
         cells = tuple(cells)
         if len(cells) != len(columns):
             raise ValueError(f"row {label!r} has {len(cells)} cells for {len(columns)} columns")
-        out.append((label, *(_verdict_cell(c, hardware) for c in cells)))
-    return Table(("", *columns), tuple(out), title, wrap=("",))
+        out.append((label, *(_verdict_cell(c, hardware).replace(" ", "\u00a0")
+                             if column in wrap and not isinstance(c, str) else _verdict_cell(c, hardware)
+                             for c, column in zip(cells, columns))))
+    return Table(("", *columns), tuple(out), title, wrap=("", *wrap))
 
 
 def published_layouts_table(rows, title: str = "") -> Table:

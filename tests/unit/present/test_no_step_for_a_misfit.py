@@ -174,3 +174,14 @@ def test_the_pipeline_explorer_draws_every_frame_at_one_height():
     e = widgets.pipeline_explorer(stages=(2, 16), micro_batches=(16,), schedules=(("1F1B", ("1f1b", 1)),))
     heights = {struct.unpack(">II", e.png(k)[16:24])[1] for k in e.frames}
     assert len(heights) == 1
+
+
+def test_a_verdicts_column_of_words_wraps_and_keeps_each_number_with_its_unit(zero3_70):
+    t = tables.verdicts_table({"layout": ["TP 4 · DP 16, ZeRO-3", "TP 1 · CP 4 · DP 16, ZeRO-3"],
+                               "step": [("step", zero3_70), (34.8, "s")]}, ("planner", "estimate"), wrap=("planner", "estimate"))
+    rows = {r[0]: r[1:] for r in t.rows}
+    assert rows["layout"] == ("TP 4 · DP 16, ZeRO-3", "TP 1 · CP 4 · DP 16, ZeRO-3")  # words as they are
+    assert rows["step"] == (fmt(zero3_70.time, "s").replace(" ", "\u00a0"), "34.8\u00a0s")
+    assert t.wrap == ("", "planner", "estimate") and "nowrap" not in t._repr_html_().split("ZeRO-3")[0].split("<td")[-1]
+    with pytest.raises(ValueError, match="wrap names columns"):
+        tables.verdicts_table({"x": [None]}, ("a",), wrap=("b",))
