@@ -303,13 +303,15 @@ __all__ += ["exchange_intensity"]
 
 
 def exposure_sweep(model: Model | str, hardware: Hardware | str, seqs, *, nodes=1, achieved=0.5,
-                   recompute: str = "none") -> dict:
-    """Chapter 7's exposure figure, one panel: DDP steps at ``seqs`` tokens per GPU on ``nodes`` nodes;
-    ``{'compute': [...], 'exposed': [...], 'threshold': hiding_tokens(...)}`` (seconds, and tokens)."""
-    steps = [data_parallel_step(model, hardware, nodes=nodes, seq=int(t), achieved=achieved, recompute=recompute)
-             for t in seqs]
+                   recompute: str = "none", zero_stage=0) -> dict:
+    """Chapter 7's exposure figure, one panel: data-parallel steps (plain, or the ZeRO stage given) at ``seqs``
+    tokens per GPU on ``nodes`` nodes; ``{'compute': [...], 'exposed': [...], 'threshold': hiding_tokens(...),
+    'memory': [...]}`` (seconds, tokens, and bytes per GPU, so that a caller can check every step fits)."""
+    steps = [data_parallel_step(model, hardware, nodes=nodes, seq=int(t), achieved=achieved, recompute=recompute,
+                                zero_stage=zero_stage) for t in seqs]
     return {"compute": [s.compute for s in steps], "exposed": [s.exposed for s in steps],
-            "threshold": hiding_tokens(model, hardware, nodes=nodes, achieved=achieved)}
+            "threshold": hiding_tokens(model, hardware, nodes=nodes, achieved=achieved, zero_stage=zero_stage),
+            "memory": [float(s.footprint.total) for s in steps]}
 
 
 __all__ += ["exposure_sweep"]

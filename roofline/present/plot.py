@@ -18,6 +18,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from numpy.typing import ArrayLike
 
+from roofline.core.checks import number
 from roofline.core.hardware import Hardware, get_hardware
 from roofline.core.network import Tier
 from roofline.core.roof import Roof, as_roof, attainable_flops
@@ -870,9 +871,17 @@ def collective_bytes_chart(groups, series: dict, *, title=None):
     return fig
 
 
-def exposure_chart(tokens, panels: dict, *, title=None):
+def exposure_chart(tokens, panels: dict, *, title=None, capacity=None):
     """Step time split into compute and exposed communication against tokens per GPU (chapter 7): one
-    panel per labelled case, each a dict with ``compute`` and ``exposed`` arrays (seconds)."""
+    panel per labelled case, each a dict with ``compute`` and ``exposed`` arrays (seconds). With ``capacity``
+    (bytes per GPU) every panel's ``memory`` must fit in it: a step that does not fit is never drawn."""
+    if capacity is not None:
+        for label, d in panels.items():
+            over = [t for t, m in zip(tokens, d["memory"]) if m > capacity]
+            if over:
+                raise ValueError(f"panel {label!r}: the step does not fit at {', '.join(f'{t:,}' for t in over)} "
+                                 f"tokens per GPU ({max(d['memory']) / 1e9:.1f} GB against {capacity / 1e9:.1f} GB): "
+                                 f"no step to draw there")
     with _chart(7.2, 3.9, nrows=1, ncols=len(panels), sharey=True, squeeze=False) as (fig, axes):
         for ax, (label, d) in zip(axes[0], panels.items()):
             compute, exposed = np.asarray(d["compute"]) * 1e3, np.asarray(d["exposed"]) * 1e3
@@ -1229,11 +1238,17 @@ def ring_hiding_chart(blocks, compute: ArrayLike, transfers: dict, thresholds: d
 # Chapter 9: pipeline schedules and the planner
 
 
-def pipeline_timeline_chart(timeline, *, title=None, ax=None):
+def pipeline_timeline_chart(timeline, *, title=None, ax=None, height=None):
     """A simulated pipeline step (:class:`roofline.parallel.pipeline.Timeline`): one row per stage, forward passes
     light, backward passes dark, idle time (the bubble) shaded grey; chunks of an interleaved schedule
-    carry their chunk's number."""
-    with _chart(7, 0.5 * timeline.p + 1.9, ax=ax) as (fig, ax):
+    carry their chunk's number.
+
+    The figure is as tall as its stages need (half an inch each), or ``height`` inches whatever the stages: an
+    explorer draws every frame at one height, so that a frame of few stages leaves no blank band under it
+    (issue 52: chapter 9's explorer had one of about 550 px). Past eight stages every other row is named."""
+    if height is not None:
+        height = float(number("height", height))
+    with _chart(7, height or 0.5 * timeline.p + 1.9, ax=ax) as (fig, ax):
         end = timeline.makespan
         for s in range(timeline.p):
             ax.broken_barh([(0, end)], (s - 0.4, 0.8), facecolors="#e6e6e6", edgecolor="none")
@@ -1243,7 +1258,8 @@ def pipeline_timeline_chart(timeline, *, title=None, ax=None):
                 ax.broken_barh(spans, (s - 0.4, 0.8), facecolors=color, edgecolor="white",
                                linewidth=0.6 if len(spans) <= 64 else 0.2)
         ax.set_ylim(timeline.p - 0.5, -0.5)
-        ax.set_yticks(range(timeline.p), [f"stage {s}" for s in range(timeline.p)])
+        every = max(1, timeline.p // 8)
+        ax.set_yticks(range(0, timeline.p, every), [f"stage {s}" for s in range(0, timeline.p, every)])
         ax.set_xlim(0, end)
         ax.set_xlabel("time (one micro-batch's forward pass on one stage = 1)")
         ax.grid(False)

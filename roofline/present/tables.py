@@ -14,7 +14,7 @@ import numpy as np
 from roofline.core.checks import number
 from roofline.core.cost import Breakdown
 from roofline.core.hardware import get_hardware
-from roofline.workloads.memory import (KORTHIKANTI_CONFIGS, RECIPES, activation_bytes,
+from roofline.workloads.memory import (KORTHIKANTI_CONFIGS, RECIPES, activation_bytes, fits_in_hbm,
                                        korthikanti_bytes, kv_cache_capacity_tokens, layer_activations, model_state,
                                        saved_tensors, weight_bytes)
 from roofline.core.model import layer_components, load_model
@@ -44,6 +44,50 @@ __all__ = ["fp8_training_table", "constants_table", "Table", "workload_table", "
            "keep_table", "checkpoint_runs_table", "best_plan_table", "attention_table", "published_table", "formats_table", "quality_table",
            "quantized_serving_table", "moe_comparison_table", "moe_memory_table", "collectives_table", "data_parallel_table",
            "rule_cell", "rules_table"]
+
+
+# --- a layout that does not fit shows no step time and no MFU (issue 52) ---------------------------------------
+
+__all__ += ["misfit", "mfu_cell", "step_cell"]
+
+
+def _memory_and_chip(step, hardware=None):
+    """Bytes per GPU and the chip they must fit on, from any priced layout the book shows: a
+    :class:`~roofline.parallel.cluster.StepPrice` (its roof's chip), a
+    :class:`~roofline.parallel.data_parallel.DataParallelStep` (its chip) or a planner
+    :class:`~roofline.parallel.planner.Layout` (which carries no chip: ``hardware`` names it)."""
+    if hasattr(step, "footprint") and hasattr(step, "hardware"):  # DataParallelStep
+        return float(step.footprint.total), step.hardware
+    if hasattr(step, "roof") and hasattr(step, "memory"):  # StepPrice
+        return float(step.memory), step.roof.hardware
+    if hasattr(step, "memory") and hasattr(step, "fits"):  # planner Layout
+        if hardware is None:
+            raise ValueError("a planner Layout carries no chip: pass hardware= (the chip its memory must fit on)")
+        return float(step.memory), get_hardware(hardware)
+    raise TypeError(f"step must be a StepPrice, a DataParallelStep or a planner Layout, got {type(step).__name__}")
+
+
+def misfit(step, hardware=None, digits: int = 3) -> str | None:
+    """'does not fit by 52.1 GB' for a priced layout whose memory per GPU is over its chip's usable HBM
+    (:func:`~roofline.workloads.memory.fits_in_hbm`, the book's one test of "fits"), ``None`` where it fits.
+
+    A layout that does not fit has no step: the book prints this in place of its step time and its MFU
+    (:func:`step_cell`, :func:`mfu_cell`, the tables and explorers of chapters 7 and 9, and
+    :func:`roofline.present.glue.glue_layout`)."""
+    memory, hw = _memory_and_chip(step, hardware)
+    if fits_in_hbm(memory, hw):
+        return None
+    return f"does not fit by {fmt(memory - hw.usable_capacity, 'B', digits)}"
+
+
+def mfu_cell(step, hardware=None) -> str:
+    """A layout's MFU for a table cell ('45.0%'), or :func:`misfit`'s words where it does not fit."""
+    return misfit(step, hardware) or f"{100 * step.mfu:.1f}%"
+
+
+def step_cell(step, hardware=None) -> str:
+    """A layout's step time for a table cell ('10.8 s'), or :func:`misfit`'s words where it does not fit."""
+    return misfit(step, hardware) or fmt(step.time, "s")
 
 
 @dataclass(frozen=True)
@@ -553,10 +597,12 @@ def collectives_table(hardware, size: float, groups: Sequence[tuple[str, int, in
 
 def data_parallel_table(steps: Mapping, title: str = "") -> Table:
     """Chapter 7: labelled :class:`~roofline.parallel.data_parallel.DataParallelStep` results side by side: memory per GPU,
-    bytes each GPU sends (NVLink and network), link time, exposed time and MFU."""
+    bytes each GPU sends (NVLink and network), link time, exposed time and MFU. A layout that does not fit has
+    no step: its exposed time is a dash and its MFU cell says by how much it does not fit (:func:`misfit`)."""
     columns = ("layout", "memory per GPU", "sent over NVLink", "sent over network", "link busy", "exposed", "MFU")
     rows = tuple((label, fmt(float(s.footprint.total), "B"), fmt(s.sent_scale_up, "B"), fmt(s.sent_network, "B"),
-                  fmt(s.communication, "s"), fmt(s.exposed, "s"), f"{100 * s.mfu:.1f}%") for label, s in steps.items())
+                  fmt(s.communication, "s"), "—" if misfit(s) else fmt(s.exposed, "s"), mfu_cell(s))
+                 for label, s in steps.items())
     return Table(columns, rows, title)
 
 
@@ -623,11 +669,13 @@ def long_context_table(models: Sequence[str], seqs: Sequence[int], hardware="h10
                   "logits", "KV cache"), tuple(rows), title)
 
 
-def plan_table(layouts, title: str = "") -> Table:
+def plan_table(layouts, title: str = "", *, hardware="h100-sxm") -> Table:
     """Chapter 9: the planner's layouts (:class:`~roofline.parallel.planner.Layout`), one column each, ranked
     (a page's width holds five): degrees, micro-batch, schedule, recomputation and ZeRO stage, memory per GPU,
-    the step split into compute, bubble and exposed communication, and MFU, one row each."""
+    the step split into compute, bubble and exposed communication, and MFU, one row each. A layout that does
+    not fit on ``hardware`` shows :func:`misfit`'s words in place of its step and MFU."""
     layouts = list(layouts)
+    hw = get_hardware(hardware)
     spec = (("TP x PP x DP", lambda x: f"{x.tp} x {x.pp} x {x.dp}"),
             ("micro-batch (m)", lambda x: f"{x.micro_batch} ({x.micro_batches})"),
             ("schedule", lambda x: "1F1B" if x.v == 1 else f"interleaved, v = {x.v}"),
@@ -637,8 +685,8 @@ def plan_table(layouts, title: str = "") -> Table:
             ("compute", lambda x: fmt(x.compute, "s")),
             ("bubble", lambda x: fmt(x.bubble, "s")),
             ("exposed comm.", lambda x: fmt(x.exposed, "s")),
-            ("step", lambda x: fmt(x.time, "s")),
-            ("MFU", lambda x: f"{100 * x.mfu:.1f}%"))
+            ("step", lambda x: step_cell(x, hw)),
+            ("MFU", lambda x: mfu_cell(x, hw)))
     columns = ("rank", *(str(i) for i in range(1, len(layouts) + 1)))
     return Table(columns, tuple((name, *(f(x) for x in layouts)) for name, f in spec), title)
 
@@ -912,10 +960,16 @@ def short_layout(layout) -> str:
 def development_table(checks, title: str = "") -> Table:
     """Appendix C: every development run, its GPUs and the layout priced, the published step time, the
     datasheet floor, the calibrated estimate and estimate over published; '*' marks a run whose source
-    leaves the micro-batch or the interleaving depth unstated (the model takes the fastest that fits)."""
+    leaves the micro-batch or the interleaving depth unstated (the model takes the fastest that fits).
+
+    Every run here trained, so each is priced as published even where the model's count of its memory is over
+    the chip's (a miss of the count, not of the run): its layout cell says so and by how much."""
+    def over(c) -> str:
+        gap = c.estimate.memory - c.estimate.roof.hardware.usable_capacity
+        return "" if c.estimate.fits else f"; trained, though the model counts {fmt(gap, 'B')} over its memory"
     columns = ("run", "GPUs", "layout", "published", "floor", "estimate", "estimate / published")
     rows = tuple((c.run.label + (" *" if c.run.settings_unstated else ""), f"{c.estimate.layout.gpus:,}",
-                  short_layout(c.estimate.layout), fmt(c.published_s, "s"), fmt(c.floor.time, "s"),
+                  short_layout(c.estimate.layout) + over(c), fmt(c.published_s, "s"), fmt(c.floor.time, "s"),
                   fmt(c.estimate.time, "s"), f"{c.ratio:.2f}") for c in checks)
     return Table(columns, rows, title, wrap=("layout",))
 
@@ -933,9 +987,12 @@ def fp8_training_table(priced: Mapping, title: str = "") -> Table:
         p = est or floor
         other = p.time - p.parts["matmuls"] - p.parts["fp8 casts"]
         label = "bf16" if name == "bf16" else FP8_RECIPES[name].title
+        if misfit(p):  # no step for a layout that does not fit: its memory, and by how much it is over
+            rows.append((label, misfit(p), "—", "—", "—", "—", fmt(p.memory, "B")))
+            continue
         rows.append((label, fmt(p.time, "s"), f"{base.time / p.time:.2f}×", fmt(p.parts["matmuls"], "s"),
                      fmt(p.parts["fp8 casts"], "s") if p.parts["fp8 casts"] else "none", fmt(other, "s"),
-                     f"{fmt(p.memory, 'B')}" + ("" if p.fits else ", does not fit")))
+                     fmt(p.memory, "B")))
     return Table(columns, tuple(rows), title, wrap=("format",))
 
 
@@ -976,7 +1033,7 @@ def cluster_plan_table(plan, n: int = 5, title: str = "") -> Table:
     columns = ("rank", "layout", "recompute, ZeRO", "memory per GPU", "estimate", "floor", "MFU, estimate",
                "MFU, floor")
     rows = tuple((str(i), short_layout(e.layout), f"{e.layout.recompute}, {e.layout.zero_stage}", fmt(e.memory, "B"),
-                  fmt(e.time, "s"), fmt(f.time, "s"), f"{100 * e.mfu:.1f}%", f"{100 * f.mfu:.1f}%")
+                  step_cell(e), step_cell(f), mfu_cell(e), mfu_cell(f))
                  for i, (e, f) in enumerate(zip(plan.ranked[:n], plan.floors(n)), start=1))
     return Table(columns, rows, title, wrap=("layout",))
 
@@ -1022,6 +1079,9 @@ def published_settings_table(pairs, published_mfu: float, title: str = "") -> Ta
     for floor, est in pairs:
         lay = est.layout
         setting = f"micro-batch {lay.micro_batch}{lay.schedule_text}, recompute {lay.recompute}, ZeRO-{lay.zero_stage}"
+        if misfit(est):  # a setting that does not fit has no step and no MFU (:func:`misfit`)
+            rows.append((setting, fmt(est.memory, "B"), misfit(est), misfit(est), "—", "—"))
+            continue
         rows.append((setting, fmt(est.memory, "B"), fmt(floor.time, "s"), fmt(est.time, "s"),
                      _mfu_pair(floor, est), f"{published_mfu / est.mfu:.2f}"))
     return Table(columns, tuple(rows), title, wrap=("setting",))
@@ -1044,8 +1104,10 @@ def estimate_beside_floor_table(rows: Mapping, title: str = "") -> Table:
                "MFU, floor / estimate")
     out = []
     for label, (floor, est) in dict(rows).items():
-        out.append((label, f"{fmt(est.memory, 'B')}{'' if est.fits else ', does not fit'}", fmt(floor.time, "s"),
-                    fmt(est.time, "s"),
+        if misfit(est):  # no step, no MFU: the memory and by how much it is over
+            out.append((label, fmt(est.memory, "B"), misfit(est), misfit(est), "—", "—"))
+            continue
+        out.append((label, fmt(est.memory, "B"), fmt(floor.time, "s"), fmt(est.time, "s"),
                     f"{fmt(floor.parts['data-parallel'], 's')} / {fmt(est.parts['data-parallel'], 's')}",
                     _mfu_pair(floor, est)))
     return Table(columns, tuple(out), title, wrap=("layout",))
@@ -1102,3 +1164,87 @@ def serving_plan_table(rows, n: int = 6, title: str = "") -> Table:
     body = tuple((r.deployment.label(), f"{r.deployment.replica_gpus}", f"{r.tokens_per_s_per_gpu:,.0f}",
                   f"{r.capacity.batch:,.0f}", r.capacity.bound if r.meets else "misses the targets") for r in list(rows)[:n])
     return Table(columns, body, title, wrap=("layout",))
+
+
+# --- chapters 7 and 9: the chapter's verdicts beside the calibrated estimate, in one table each -----------------
+
+__all__ += ["verdicts_table", "published_layouts_table"]
+
+
+def _verdict_cell(cell, hardware=None) -> str:
+    """A cell of :func:`verdicts_table`: None a dash, text as it is, ``(value, unit[, digits])`` a number with its
+    unit (a fraction in '%'), a priced layout its MFU and ``('step', layout)`` its step time, or either way by how
+    much it does not fit (:func:`mfu_cell`, :func:`step_cell`)."""
+    if cell is None:
+        return "—"
+    if isinstance(cell, str):
+        return cell
+    if isinstance(cell, tuple) and len(cell) == 2 and cell[0] == "step":
+        return step_cell(cell[1], hardware)
+    if isinstance(cell, tuple):
+        if len(cell) not in (2, 3):
+            raise TypeError(f"a number cell is (value, unit) or (value, unit, digits), got {cell!r}")
+        value, unit, *d = cell
+        return fmt(float(number("cell", value)), unit, d[0] if d else 3, convert=unit == "%")
+    if hasattr(cell, "mfu"):
+        return mfu_cell(cell, hardware)
+    raise TypeError(f"a cell is None, text, (value, unit[, digits]), a priced layout (its MFU) or ('step', a priced "
+                    f"layout), got {type(cell).__name__}")
+
+
+def verdicts_table(rows: Mapping[str, Sequence], columns: Sequence[str], title: str = "", *, hardware=None,
+                   wrap: Sequence[str] = ()) -> Table:
+    """Chapter 7: each claim of a chapter (a row, named by its label) priced several ways (the ``columns``: the
+    chapter's own count, the cluster model's datasheet floor, its calibrated estimate, a published figure), so
+    that one sentence can give the verdict and the numbers stay in the table. A cell is None (a dash), text, a
+    number ``(value, unit[, digits])`` or a priced layout, shown as its MFU, or by how much it does not fit
+    (a planner :class:`~roofline.parallel.planner.Layout` on ``hardware``, the chip it must fit on).
+
+    The columns named in ``wrap`` hold words (layouts, say) that may wrap on the page; a number in one of them
+    keeps its unit on its line (a no-break space between them), as a column that does not wrap does."""
+    columns = tuple(columns)
+    unknown = [c for c in wrap if c not in columns]
+    if unknown:
+        raise ValueError(f"wrap names columns the table lacks: {', '.join(map(repr, unknown))}")
+    out = []
+    for label, cells in dict(rows).items():
+        cells = tuple(cells)
+        if len(cells) != len(columns):
+            raise ValueError(f"row {label!r} has {len(cells)} cells for {len(columns)} columns")
+        out.append((label, *(_verdict_cell(c, hardware).replace(" ", "\u00a0")
+                             if column in wrap and not isinstance(c, str) else _verdict_cell(c, hardware)
+                             for c, column in zip(cells, columns))))
+    return Table(("", *columns), tuple(out), title, wrap=("", *wrap))
+
+
+def published_layouts_table(rows, title: str = "") -> Table:
+    """Chapter 9: each published training run beside the first-order planner's best layout for the same model,
+    GPUs and batch, and beside the calibrated estimate of the run's own layout. ``rows`` holds ``(label, published,
+    planner Layout, published over estimate)``: ``published`` a dict with ``gpus``, ``tp``, ``pp`` and ``tflops``
+    (model TFLOP/s per GPU, in FLOP/s); the last, the run's speed over the estimate's (above 1: the run was faster).
+    The planner's bound is its best layout's rate, so 'published / bound' is at most one for a floor that holds."""
+    columns = ("run", "GPUs", "published TP x PP", "published, TFLOP/s per GPU", "planner's best TP x PP x DP",
+               "published / planner's bound", "published / estimate")
+    out = []
+    for label, pub, best, over in rows:
+        if not best.fits:
+            raise ValueError(f"{label}: the planner's best layout must be one that fits")
+        out.append((label, f"{pub['gpus']:,}", f"{pub['tp']} x {pub['pp']}", f"{pub['tflops'] / 1e12:.0f}",
+                    f"{best.tp} x {best.pp} x {best.dp}", f"{100 * pub['tflops'] / best.tflops:.0f}%",
+                    f"{float(number('published over estimate', over)):.2f}"))
+    return Table(columns, tuple(out), title)
+
+
+__all__ += ["layout_cell"]
+
+
+def layout_cell(step) -> str:
+    """A priced training layout in a few words for a table cell, whichever model priced it: a planner
+    :class:`~roofline.parallel.planner.Layout` as 'TP 4 · PP 1 · DP 16, ZeRO-3', a
+    :class:`~roofline.parallel.cluster.StepPrice` as :func:`short_layout` gives its layout, with its ZeRO stage
+    (chapter 9 sets the planner's choice beside the calibrated search's)."""
+    if hasattr(step, "layout") and hasattr(step, "roof"):  # StepPrice
+        return f"{short_layout(step.layout)}, ZeRO-{step.layout.zero_stage}"
+    if all(hasattr(step, k) for k in ("tp", "pp", "dp", "zero_stage")):  # planner Layout
+        return f"TP {step.tp} · PP {step.pp} · DP {step.dp}, ZeRO-{step.zero_stage}"
+    raise TypeError(f"step must be a StepPrice or a planner Layout, got {type(step).__name__}")

@@ -5,6 +5,7 @@ controls to the frames in the browser, so they work live and on the static page.
 
 from __future__ import annotations
 
+import math
 from typing import Sequence
 
 import matplotlib
@@ -21,6 +22,7 @@ from roofline.workloads.quantization import check_math
 from roofline.core.roof import Roof, as_roof, attainable_flops, predict
 from roofline.core.units import dtype_bytes, fmt
 from roofline.present.frames import Blitter, FrameExplorer, frame_explorer, png_bytes
+from roofline.present.tables import misfit
 from roofline.core.calibration import get_roof
 from roofline.core.cluster_roof import ROOF_KINDS
 from roofline.parallel.cluster import PART_ORDER
@@ -447,12 +449,18 @@ def quantization_explorer(model: Model | str = "llama-3-8b", hardware: Hardware 
         d.set_markerfacecolor(PALETTE["vermillion"] if fits else "none")
         p.set_data([pre_work.intensity], [pre.achieved_flops / 1e12])
         t = np.asarray(dec.time)[j]
-        verdict = "fits" if fits else "<b>does not fit</b>"
+        verdict = "fits" if fits else f"<b>does not fit by {fmt(held[j] - h.usable_capacity, 'B')}</b>"
+        # a batch that does not fit has no decode step to time (its point is drawn hollow)
+        decode = (f"decode step {fmt(t, 's')}, {fmt(t / batch, 's')} per token, {np.asarray(dec.bound)[j]}-bound"
+                  if fits else "no decode step at this batch")
+        # one prompt's prefill holds the weights and that prompt's cache: where even that is over, no time either
+        one = wb + m.kv_cache_bytes(prompt, kv)
+        prefill_text = (f"prefill {fmt(pre.time, 's')}, {pre.bound}-bound" if fits_in_hbm(one, h)
+                        else f"no prefill either: one prompt does not fit by {fmt(one - h.usable_capacity, 'B')}")
         html = (f"<b>weights {w}, math {mf}, KV cache {kv}, batch {batch}</b>: "
                 f"memory {fmt(held[j], 'B')} (weights {fmt(wb, 'B')}, KV cache {fmt(held[j] - wb, 'B')}), {verdict} "
                 f"in the {fmt(h.usable_capacity, 'B')} usable on the {h.short}; "
-                f"decode step {fmt(t, 's')}, {fmt(t / batch, 's')} per token, {np.asarray(dec.bound)[j]}-bound; "
-                f"prefill {fmt(pre.time, 's')}, {pre.bound}-bound.")
+                f"{decode}; {prefill_text}.")
         return blitter.png(), html
 
     try:
@@ -476,7 +484,9 @@ def data_parallel_explorer(models: Sequence[str] = ("llama-3-8b", "llama-3-70b")
     """Chapter 7's sliders: model, GPUs per node, nodes, ZeRO stage (or FSDP hybrid sharding) and tokens per
     GPU. Each frame draws two bars, memory per GPU against the usable HBM and the step split into compute and
     exposed communication; the readout adds the link time and the MFU (:func:`~roofline.parallel.data_parallel.data_parallel_step`,
-    one sequence per GPU, the GPU's FLOPs at ``achieved`` of peak)."""
+    one sequence per GPU, the GPU's FLOPs at ``achieved`` of peak). A layout that does not fit has no step: its
+    frame draws no step bar and says by how much it does not fit, and its readout gives no time and no MFU
+    (:func:`~roofline.present.tables.misfit`)."""
 
     hw = get_hardware(hardware)
     grid = {(m, g, n, label, t): data_parallel_step(m, hw, nodes=n, gpus_per_node=g, zero_stage=stage, hybrid=hybrid,
@@ -508,30 +518,43 @@ def data_parallel_explorer(models: Sequence[str] = ("llama-3-8b", "llama-3-70b")
     ax_t.set_yticks([])
     ax_t.set_xlabel("step time (ms, log scale)")
     ax_t.legend(loc="upper right", fontsize=9, ncol=2)
+    # where the layout does not fit there is no step to draw: the bars go and this note says why
+    note = ax_t.text(math.sqrt(time_min * time_max), 0, "", ha="center", va="center", fontsize=10,
+                     color=PALETTE["vermillion"], fontweight="bold")
     blitter = None
 
     def frame(m, g, n, label, t):
         nonlocal blitter
         s = grid[(m, g, n, label, t)]
+        over = misfit(s)
         mem.set_width(float(s.footprint.total) / 1e9)
         compute.set_width(s.compute * 1e3 - time_min / 2)
         exposed.set_x(s.compute * 1e3)
         exposed.set_width(s.exposed * 1e3)
+        compute.set_visible(not over)
+        exposed.set_visible(not over)
+        note.set_text(f"{over}: no step" if over else "")
         if blitter is None:
-            blitter = Blitter(fig, [mem, compute, exposed])
-        verdict = fit_verdict(float(s.footprint.total), hw)
-        html = (f"<b>{s.model.title}, {n} node{'s' if n > 1 else ''} x {g} = {s.gpus} GPUs, {label}, {t:,} tokens per GPU</b>: "
-                f"{fmt(float(s.footprint.total), 'B')} per GPU ({verdict}); compute {fmt(s.compute, 's')}, link busy "
-                f"{fmt(s.communication, 's')}, exposed {fmt(s.exposed, 's')}; <b>MFU {s.mfu:.1%}</b> "
-                f"(kernels at {achieved:.0%} of peak, exposed time added)")
+            blitter = Blitter(fig, [mem, compute, exposed, note])
+        head = f"<b>{s.model.title}, {n} node{'s' if n > 1 else ''} x {g} = {s.gpus} GPUs, {label}, {t:,} tokens per GPU</b>: "
+        if over:
+            html = (head + f"{fmt(float(s.footprint.total), 'B')} per GPU, <b>{over}</b> in the "
+                    f"{fmt(hw.usable_capacity, 'B')} usable on the {hw.short}: no step to time")
+        else:
+            html = (head + f"{fmt(float(s.footprint.total), 'B')} per GPU ({fit_verdict(float(s.footprint.total), hw)}); "
+                    f"compute {fmt(s.compute, 's')}, link busy {fmt(s.communication, 's')}, exposed {fmt(s.exposed, 's')}; "
+                    f"<b>MFU {s.mfu:.1%}</b> (kernels at {achieved:.0%} of peak, exposed time added)")
         return blitter.png(), html
 
+    # the page opens on a layout that fits (the first, in the slider's order, at the other sliders' start)
+    first_fit = next((i for i, (label, _, _) in enumerate(layouts)
+                      if not misfit(grid[(models[0], per_node[-1], nodes[min(1, len(nodes) - 1)], label, tokens[0])])), 0)
     try:
         explorer = frame_explorer(
             [("model", [(load_model(m).title, m) for m in models]), ("GPUs per node", per_node), ("nodes", nodes),
              ("layout", [l[0] for l in layouts]), ("tokens per GPU", [(f"{t:,}", t) for t in tokens])],
             frame, f"data-parallel step: model x GPUs per node x nodes x layout x tokens, {len(grid)} frames",
-            start=[0, len(per_node) - 1, min(1, len(nodes) - 1), 0, 0])
+            start=[0, len(per_node) - 1, min(1, len(nodes) - 1), first_fit, 0])
     finally:
         plt.close(fig)
     return explorer
@@ -843,13 +866,16 @@ def pipeline_explorer(stages: Sequence[int] = (2, 4, 8, 16), micro_batches: Sequ
                                                     ("interleaved, v = 4", ("interleaved", 4)))) -> FrameExplorer:
     """Chapter 9's sliders: schedule, stages p and micro-batches per step n_mb. Each frame draws the simulated step
     (:func:`roofline.parallel.pipeline.simulate`, backward twice the forward) and reads out its bubble against the
-    closed form and the micro-batches the first stage holds."""
+    closed form and the micro-batches the first stage holds. Every frame is drawn at one height, that of
+    eight stages, so that the frames of two stages leave no blank band under them (all frames share one grid
+    cell, as tall as the tallest)."""
+    height = 0.5 * min(8, max(stages)) + 1.9
 
     def frame(schedule, p, m):
         kind, v = schedule
         t = simulate(p, m, v, kind, forward=1.0, backward=2.0)
         name = {"gpipe": "GPipe", "1f1b": "1F1B"}.get(kind, f"interleaved 1F1B, v = {v}")
-        fig = pipeline_timeline_chart(t, title=rf"{name}, $p$ = {p}, $n_\mathrm{{mb}}$ = {m}")
+        fig = pipeline_timeline_chart(t, title=rf"{name}, $p$ = {p}, $n_\mathrm{{mb}}$ = {m}", height=height)
         png = png_bytes(fig)
         plt.close(fig)
         html = (f"<b>{name}, p = {p} stages, n<sub>mb</sub> = {m} micro-batches</b>: the step lasts {t.makespan:g} forward-pass "

@@ -78,4 +78,7 @@ def test_estimate_beside_floor_table_lists_each_layout_with_floor_and_estimate()
     assert [r[0] for r in t.rows] == ["DDP", "ZeRO-1", "ZeRO-2", "ZeRO-3 (FSDP full)"] and len(t.columns) == 6
     floor, est = rows["ZeRO-3 (FSDP full)"]
     assert t.rows[3][1:4] == (tables.fmt(est.memory, "B"), tables.fmt(floor.time, "s"), tables.fmt(est.time, "s"))
-    assert t.rows[0][1].endswith("does not fit")  # 16 bytes a parameter of a 70B model on each GPU
+    # 16 bytes a parameter of a 70B model on each GPU: no step, no MFU, but by how much it is over
+    ddp = rows["DDP"][1]
+    over = tables.fmt(ddp.memory - ddp.roof.hardware.usable_capacity, "B")
+    assert t.rows[0][1:] == (tables.fmt(ddp.memory, "B"), f"does not fit by {over}", f"does not fit by {over}", "—", "—")
