@@ -329,8 +329,6 @@ def _a100(hw: Hardware, dtype: str) -> ClusterRoof:
             "across nodes the bus bandwidth follows the NVLink sweep's dependence on size, scaled to the ports' "
             "rate (no multi-node sweep was published for the A100)",
             "one message's latency is the 1 KiB all-reduce's time over its 14 ring steps",
-            "a two-GPU copy runs at half of nvbandwidth's bidirectional SM-copy read (mb0279, both directions "
-            "together): 211.5 GB/s each way",
         ))
 
 
