@@ -37,6 +37,8 @@ CHECKED = [
     "chapters/05-kv-cache.ipynb",
     "chapters/appendix-measured.ipynb",
     "chapters/appendix-calibrated.ipynb",
+    "chapters/08-tensor-parallel.ipynb",
+    "chapters/10-mixture-of-experts.ipynb",
     "chapters/reference/glossary.md",
     "chapters/reference/cli.md",
     "chapters/reference/api.md",
@@ -46,9 +48,7 @@ CHECKED = [
 TO_DO = [
     "chapters/06-quantization.ipynb",
     "chapters/07-data-parallel.ipynb",
-    "chapters/08-tensor-parallel.ipynb",
     "chapters/09-pipeline-parallel.ipynb",
-    "chapters/10-mixture-of-experts.ipynb",
     "chapters/11-long-sequences.ipynb",
     "chapters/12-serving.ipynb",
     "chapters/13-serving-at-scale.ipynb",
