@@ -543,47 +543,56 @@ def speculation_explorer(target: Model | str = "llama-3-70b", drafts: Sequence[s
                          batches: Sequence[int] = (1, 32, 256)) -> FrameExplorer:
     """Chapter 12's sliders: draft model, acceptance rate, draft length and batch.
 
-    Each frame draws the time per output token of plain decoding beside speculation's, split into the
-    draft's steps and the verify step (per token generated), on ``gpus`` GPUs of ``hardware`` pooled
-    (datasheet, all-reduces not counted), and reads out the tokens per verify step, the speed-up and the
-    share of FLOPs spent on tokens plain decoding would not compute
-    (:func:`roofline.serving.speculative.speculate`).
+    Each frame draws the time per output token of plain decoding (its kernels and its all-reduces) beside
+    speculation's, split into the draft's steps and the verify step (per token generated), with the target
+    and the draft each split ``gpus`` ways by tensor parallelism on ``hardware`` (datasheet kernels, the
+    all-reduces priced as chapter 8 prices them), and reads out the tokens per verify step, the speed-up and
+    the share of FLOPs spent on tokens plain decoding would not compute
+    (:func:`roofline.serving.speculative.speculate` with ``tp=gpus``). The time axis is scaled to each
+    batch's longest bar.
     """
 
     h = get_hardware(hardware)
-    roof = as_roof(h).pooled(gpus)
     m = load_model(target)
-    plans = {(d, a, g): speculate(m, d, roof=roof, alpha=a, gamma=g, batch=np.asarray(batches, dtype=float),
-                                  context=context) for d in drafts for a in alphas for g in gammas}
-    top = 1.15e3 * max(max(float(np.max(p.decode_time)), float(np.max(p.time_per_token))) for p in plans.values())
-    with plt.rc_context({"font.size": 10}):
-        fig, ax = plt.subplots(figsize=(7, 2.6), layout="constrained")
-        plain = ax.barh(1, 1, color=PALETTE["blue"], label="plain decode step")[0]
-        draft = ax.barh(0, 1, color=PALETTE["orange"], label="draft steps, per token")[0]
-        check = ax.barh(0, 1, left=1, color=PALETTE["green"], label="verify step, per token")[0]
-        ax.set_yticks([0, 1], ["speculative", "plain"])
-        ax.set_xlim(0, top)
-        ax.set_xlabel("time per output token (ms)")
-        ax.legend(loc="lower center", bbox_to_anchor=(0.5, 1.02), ncol=3, fontsize=9.5, frameon=False)
-    blitter = None
+    plans = {(d, a, g): speculate(m, d, h, alpha=a, gamma=g, batch=np.asarray(batches, dtype=float),
+                                  context=context, tp=gpus) for d in drafts for a in alphas for g in gammas}
+    figures: dict = {}
+
+    def figure(j):
+        if j not in figures:
+            top = 1.15e3 * max(max(float(np.asarray(p.decode_time)[j]), float(np.asarray(p.time_per_token)[j]))
+                               for p in plans.values())
+            with plt.rc_context({"font.size": 10}):
+                fig, ax = plt.subplots(figsize=(7, 2.8), layout="constrained")
+                kernels = ax.barh(1, 1, color=PALETTE["blue"], label="plain step: kernels")[0]
+                exchange = ax.barh(1, 1, left=1, color=PALETTE["vermillion"], label="plain step: all-reduces")[0]
+                draft = ax.barh(0, 1, color=PALETTE["orange"], label="draft steps, per token")[0]
+                check = ax.barh(0, 1, left=1, color=PALETTE["green"], label="verify step, per token")[0]
+                ax.set_yticks([0, 1], ["speculative", "plain"])
+                ax.set_xlim(0, top)
+                ax.set_xlabel(f"time per output token at batch {batches[j]} (ms)")
+                ax.legend(loc="lower center", bbox_to_anchor=(0.5, 1.02), ncol=2, fontsize=9.5, frameon=False)
+            bars = (kernels, exchange, draft, check)
+            figures[j] = (fig, bars, Blitter(fig, list(bars)))
+        return figures[j]
 
     def frame(d, a, g, batch):
-        nonlocal blitter
         p = plans[d, a, g]
         j = list(batches).index(batch)
+        fig, (kernels, exchange, draft, check), blitter = figure(j)
         e = float(p.tokens_per_step)
-        t0, td, tv = (float(np.asarray(x)[j]) for x in (p.decode_time, p.draft_time, p.verify_time))
-        plain.set_width(t0 * 1e3)
+        t0, td, tv, x0 = (float(np.asarray(x)[j]) for x in (p.decode_time, p.draft_time, p.verify_time, p.decode_exchange))
+        kernels.set_width((t0 - x0) * 1e3)
+        exchange.set_x((t0 - x0) * 1e3)
+        exchange.set_width(x0 * 1e3)
         draft.set_width(g * td / e * 1e3)
         check.set_x(g * td / e * 1e3)
         check.set_width(tv / e * 1e3)
-        if blitter is None:
-            blitter = Blitter(fig, [plain, draft, check])
         speed = float(np.asarray(p.speedup)[j])
         verdict = "pays" if speed > 1 else "<b>does not pay</b>"
         html = (f"<b>{m.title}, draft {load_draft(d).title}, α {a:g}, γ {g}, batch {batch}</b>: {e:.2f} tokens per "
-                f"verify step; {fmt((g * td + tv) / e, 's')} per token against {fmt(t0, 's')} plain, "
-                f"<b>{speed:.2f}×</b>, speculation {verdict}; verify step {np.asarray(p.verify_bound)[j]}-bound, "
+                f"verify step; {fmt((g * td + tv) / e, 's')} per token against {fmt(t0, 's')} plain "
+                f"({fmt(x0, 's')} of it in all-reduces), <b>{speed:.2f}×</b>, speculation {verdict}; "
                 f"{fmt(100 * float(np.asarray(p.wasted)[j]), '%', 2)} of its FLOPs beyond plain decoding's")
         return blitter.png(), html
 
@@ -591,11 +600,12 @@ def speculation_explorer(target: Model | str = "llama-3-70b", drafts: Sequence[s
         explorer = frame_explorer(
             [("draft", [(load_draft(d).title, d) for d in drafts]), ("α", list(alphas)), ("γ", list(gammas)),
              ("batch", list(batches))], frame,
-            f"speculative decoding of {m.name} on {gpus} × {h.short}: {len(drafts)} drafts x {len(alphas)} acceptance "
-            f"rates x {len(gammas)} draft lengths x {len(batches)} batches",
+            f"speculative decoding of {m.name} on {gpus} × {h.short} (tensor parallel): {len(drafts)} drafts x "
+            f"{len(alphas)} acceptance rates x {len(gammas)} draft lengths x {len(batches)} batches",
             start=[0, list(alphas).index(0.8) if 0.8 in alphas else 0, 1 if len(gammas) > 1 else 0, 0])
     finally:
-        plt.close(fig)
+        for fig, _, _ in figures.values():
+            plt.close(fig)
     return explorer
 
 

@@ -72,13 +72,21 @@ def test_speculation_explorer_reads_speculate_and_a_custom_grid_starts_inside_it
     from roofline.serving.speculative import speculate
 
     h = get_hardware("h200-sxm")
-    e = widgets.speculation_explorer(drafts=("llama-3.2-1b",), alphas=(0.8,), gammas=(4,), batches=(1, 256))
-    plan = speculate(load_model("llama-3-70b"), "llama-3.2-1b", roof=as_roof(h).pooled(8), alpha=0.8, gamma=4,
-                     batch=np.asarray([1.0, 256.0]), context=2048)
+    e = widgets.speculation_explorer(drafts=("llama-3.2-1b",), alphas=(0.05, 0.8), gammas=(4,), batches=(1, 256))
+    plan = speculate(load_model("llama-3-70b"), "llama-3.2-1b", h, alpha=0.8, gamma=4,
+                     batch=np.asarray([1.0, 256.0]), context=2048, tp=8)
     speedups = np.asarray(plan.decode_time) / np.asarray(plan.time_per_token)
     for j in range(2):
-        assert f"{speedups[j]:.2f}×" in e.text((0, 0, 0, j))
+        assert f"{speedups[j]:.2f}×" in e.text((0, 1, 0, j))
+        # the plain step's all-reduces are read out (issue 52: eight GPUs at batch one pay them)
+        assert f"{fmt(float(np.asarray(plan.decode_exchange)[j]), 's')} of it in all-reduces" in e.text((0, 1, 0, j))
     assert speedups[1] < speedups[0]  # speculation buys less at a large batch, where decode is nearer the roof
+    # a twentieth: the readout and the verdict agree with the plan
+    low = speculate(load_model("llama-3-70b"), "llama-3.2-1b", h, alpha=0.05, gamma=4, context=2048, tp=8)
+    assert ("does not pay" in e.text((0, 0, 0, 0))) == (float(low.speedup) <= 1)
+    # each batch has its own time axis (issue 52: one axis for all batches left the batch-one bars a sliver)
+    bases = [e.frames[(0, 1, 0, j)].children[1].children[0].value for j in range(2)]
+    assert bases[0] != bases[1]
 
 
 def test_tp_explorer_fits_70b_at_eight_gpus_not_one():
