@@ -640,13 +640,14 @@ def tp_explorer(models: Sequence[str] = ("llama-3-8b", "llama-3-70b", "llama-3.1
             with style():
                 fig, ax = plt.subplots(figsize=(7, 3.4), layout="constrained")
             pos = np.arange(len(degrees))
-            compute = np.array([p.compute for p in points]) * 1e3
-            comm = np.array([p.comm for p in points]) * 1e3
+            # a degree that does not fit gets no bar: it has no step to time
+            compute = np.array([p.compute if p.fits else 0.0 for p in points]) * 1e3
+            comm = np.array([p.comm if p.fits else 0.0 for p in points]) * 1e3
             ax.bar(pos, compute, color=PALETTE["blue"], label="compute and HBM (one GPU's kernels)")
             ax.bar(pos, comm, bottom=compute, color=PALETTE["vermillion"], label="collectives")
-            ax.set_xticks(pos, [f"t = {d}" for d in degrees])
+            ax.set_xticks(pos, [f"t = {d}" if p.fits else f"t = {d}\n(does not fit)" for d, p in zip(degrees, points)])
             ax.set_ylabel("time per output token (ms)")
-            ax.set_ylim(0, max(p.time for p in points) * 1e3 * 1.08)
+            ax.set_ylim(0, max([p.time for p in points if p.fits] or [1e-3]) * 1e3 * 1.08)
             where = f", {dict((v, k) for k, v in tiers)[tier]}" if len(tiers) > 1 else ""
             ax.set_title(f"{titles[model]}, batch {batch}, {context:,} tokens{where}", fontsize=11)
             legend_below(ax, ncol=2)
@@ -655,11 +656,14 @@ def tp_explorer(models: Sequence[str] = ("llama-3-8b", "llama-3-70b", "llama-3.1
         fig, ax, outline, blitter = figures[key]
         j = list(degrees).index(t)
         p = points[j]
-        outline.set_bounds(j - 0.45, 0, 0.9, (p.compute + p.comm) * 1e3)
+        outline.set_bounds(j - 0.45, 0, 0.9, (p.compute + p.comm) * 1e3 if p.fits else 0.0)
         fits = "fits" if p.fits else "<b>does not fit</b>"
         html = (f"<b>{titles[model]}, t = {t}, batch {batch}, {context:,} tokens</b>: per GPU {fmt(p.weights_per_gpu, 'B')} of "
                 f"weights and {fmt(p.kv_per_gpu, 'B')} of KV cache, {fits} in the {fmt(hw.usable_capacity, 'B')} usable "
-                f"on the {hw.short}; {fmt(p.time, 's')} per output token "
+                f"on the {hw.short}")
+        if not p.fits:  # no time or rate for a layout that cannot run
+            return blitter.png(), html + "; no time per token for a layout that does not fit."
+        html += (f"; {fmt(p.time, 's')} per output token "
                 + (f"({fmt(p.comm, 's')} of it in {2 * load_model(model).num_layers + 2} collectives), " if t > 1
                    else "(one GPU: no collectives), ")
                 + f"{fmt(p.tokens_per_s_per_gpu, 'tokens/s')} per GPU.")
@@ -755,6 +759,32 @@ def moe_explorer(hardware: Hardware | str = "h200-sxm", *,
 __all__ += ["context_parallel_explorer"]
 
 
+def memory_axis(total_gb: float, capacity_gb: float) -> float:
+    """The end of an explorer's memory axis, in GB, for a bar of ``total_gb`` beside a GPU's usable
+    ``capacity_gb``: twice the capacity while the bar fits under 95% of that, else the next round number
+    (1, 2 or 5 times a power of ten) at or above 110% of the bar, so that no bar is ever cut off."""
+    base = 2 * capacity_gb
+    if total_gb <= 0.95 * base:
+        return base
+    need = 1.1 * total_gb
+    power = 10.0 ** np.floor(np.log10(need))
+    return float(next(power * k for k in (1, 2, 5, 10) if power * k >= need))
+
+
+def duration(seconds: float) -> str:
+    """A time as a reader says it: seconds (with their prefixes) below 1,000 s, then minutes, then hours
+    (never "ks")."""
+    s = float(seconds)
+    if s < 1000:
+        return fmt(s, "s")
+    if s < 3 * 3600:
+        return f"{s / 60:,.1f} min"
+    return f"{s / 3600:,.1f} h"
+
+
+__all__ += ["memory_axis", "duration"]
+
+
 def context_parallel_explorer(models: Sequence[str] = ("llama-3-8b", "llama-3-70b"), hardware: Hardware | str = "h100-sxm",
                               *, seqs: Sequence[int] = (32768, 131072, 2**20), cps: Sequence[int] = (1, 8, 16, 64),
                               gpus: int = 64, recompute: str = "full", achieved: float = 0.5) -> FrameExplorer:
@@ -769,41 +799,52 @@ def context_parallel_explorer(models: Sequence[str] = ("llama-3-8b", "llama-3-70
               "buffers": PALETTE["purple"], "compute": PALETTE["sky"], "traffic not hidden": PALETTE["vermillion"],
               "traffic hidden": "#dddddd"}
     cap = hw.usable_capacity / 1e9
-    with style():
-        fig, (ax_m, ax_t) = plt.subplots(2, 1, figsize=(7, 3.8), layout="constrained")
-        memory = {k: ax_m.barh(0, 0.0, color=colors[k], edgecolor="black", lw=0.4, label=k)[0]
-                  for k in ("model state", "activations", "logits", "buffers")}
-        ax_m.axvline(cap, color="black", ls="--", lw=1)
-        ax_m.set_xlim(0, cap * 2)
-        ax_m.set_ylim(-0.6, 0.6)
-        ax_m.set_yticks([])
-        ax_m.set_xlabel(f"memory per GPU (GB); dashed: the {hw.short}'s {cap:,.0f} GB usable")
-        ax_m.legend(loc="upper center", bbox_to_anchor=(0.5, -0.5), ncol=4, fontsize=9)
-        timing = {"compute": ax_t.barh(0.5, 0.0, color=colors["compute"], edgecolor="black", lw=0.4, label="compute")[0],
-                  "traffic not hidden": ax_t.barh(0.5, 0.0, color=colors["traffic not hidden"], edgecolor="black",
-                                                  lw=0.4, label="traffic not hidden")[0],
-                  "traffic hidden": ax_t.barh(-0.5, 0.0, color=colors["traffic hidden"], edgecolor="black", lw=0.4,
-                                              hatch="//", label="traffic hidden behind attention")[0]}
-        ax_t.set_xlim(0, 100)
-        ax_t.set_ylim(-1.1, 1.1)
-        ax_t.set_yticks([])
-        ax_t.set_xlabel("share of the training step (%)")
-        ax_t.legend(loc="upper center", bbox_to_anchor=(0.5, -0.5), ncol=3, fontsize=9)
-        refused_m = ax_m.text(0.5, 0.5, "refused", transform=ax_m.transAxes, ha="center", va="center")
-        refused_t = ax_t.text(0.5, 0.5, "refused", transform=ax_t.transAxes, ha="center", va="center")
-    blitter = None
+    figures: dict = {}
+
+    def figure(top):
+        """One figure per memory axis: the usable HBM twice over, or wider for a plan that needs more."""
+        if top not in figures:
+            with style():
+                fig, (ax_m, ax_t) = plt.subplots(2, 1, figsize=(7, 3.8), layout="constrained")
+                memory = {k: ax_m.barh(0, 0.0, color=colors[k], edgecolor="black", lw=0.4, label=k)[0]
+                          for k in ("model state", "activations", "logits", "buffers")}
+                ax_m.axvline(cap, color="black", ls="--", lw=1)
+                ax_m.set_xlim(0, top)
+                ax_m.set_ylim(-0.6, 0.6)
+                ax_m.set_yticks([])
+                ax_m.set_xlabel(f"memory per GPU (GB); dashed: the {hw.short}'s {cap:,.0f} GB usable")
+                ax_m.legend(loc="upper center", bbox_to_anchor=(0.5, -0.5), ncol=4, fontsize=9)
+                timing = {"compute": ax_t.barh(0.5, 0.0, color=colors["compute"], edgecolor="black", lw=0.4,
+                                               label="compute")[0],
+                          "traffic not hidden": ax_t.barh(0.5, 0.0, color=colors["traffic not hidden"], edgecolor="black",
+                                                          lw=0.4, label="traffic not hidden")[0],
+                          "traffic hidden": ax_t.barh(-0.5, 0.0, color=colors["traffic hidden"], edgecolor="black",
+                                                      lw=0.4, hatch="//", label="traffic hidden behind attention")[0]}
+                ax_t.set_xlim(0, 100)
+                ax_t.set_ylim(-1.1, 1.1)
+                ax_t.set_yticks([])
+                ax_t.set_xlabel("share of the training step (%)")
+                ax_t.legend(loc="upper center", bbox_to_anchor=(0.5, -0.5), ncol=3, fontsize=9)
+                refused_m = ax_m.text(0.5, 0.5, "refused", transform=ax_m.transAxes, ha="center", va="center")
+                refused_t = ax_t.text(0.5, 0.5, "refused", transform=ax_t.transAxes, ha="center", va="center")
+            movers = [*memory.values(), *timing.values(), refused_m, refused_t]
+            figures[top] = (fig, memory, timing, refused_m, refused_t, Blitter(fig, movers))
+        return figures[top]
 
     def frame(model, seq, cp, method, tier):
-        nonlocal blitter
         try:
             plan = plan_context_parallel(model, hw, seq=seq, cp=cp, method=method, gpus=gpus, recompute=recompute,
                                          achieved=achieved, tier=None if tier == "crossed" else tier)
         except ValueError as exc:
             plan, refused = None, str(exc)
+        total = float(plan.footprint.total) / 1e9 if plan is not None else 0.0
+        fig, memory, timing, refused_m, refused_t, blitter = figure(memory_axis(total, cap))
         refused_m.set_visible(plan is None)
         refused_t.set_visible(plan is None)
-        for r in (*memory.values(), *timing.values()):
+        for r in memory.values():
             r.set_visible(plan is not None)
+        for r in timing.values():  # a layout that does not fit has no step to time
+            r.set_visible(plan is not None and bool(plan.fits))
         if plan is not None:
             fp = plan.footprint.parts
             state = sum(float(v) for k, v in fp.items() if k not in ("activations", "recompute working set",
@@ -811,27 +852,26 @@ def context_parallel_explorer(models: Sequence[str] = ("llama-3-8b", "llama-3-70
             parts = {"model state": state, "activations": float(fp["activations"]) + float(fp["recompute working set"]),
                      "logits": float(fp["logits"]), "buffers": float(fp["context-parallel buffers"])}
             left = 0.0
-            for k, v in parts.items():  # clipped at the axis' end; the text says the total
-                width = min(v / 1e9, max(cap * 2 - left, 0.0))
+            for k, v in parts.items():  # the axis holds the whole bar (memory_axis)
                 memory[k].set_x(left)
-                memory[k].set_width(width)
-                left += width
+                memory[k].set_width(v / 1e9)
+                left += v / 1e9
             compute = 100 * plan.compute_time / plan.time
             timing["compute"].set_width(compute)
             timing["traffic not hidden"].set_x(compute)
             timing["traffic not hidden"].set_width(100 * plan.exposed / plan.time)
             timing["traffic hidden"].set_width(min(100.0, 100 * (plan.comm_time - plan.exposed) / plan.time))
-        if blitter is None:
-            blitter = Blitter(fig, [*memory.values(), *timing.values(), refused_m, refused_t])
         name = load_model(model).title
         head = f"<b>{name}, {seq:,} tokens over {cp} GPU{'s' if cp > 1 else ''}, {method}</b>: "
         if plan is None:
             return blitter.png(), head + refused
-        traffic = (f"traffic {fmt(plan.comm_time, 's')} over {hw.interconnect[plan.tier].name}, "
-                   + ("all hidden" if plan.exposed == 0 else f"{fmt(plan.exposed, 's')} exposed")) if cp > 1 else "no traffic"
+        if not plan.fits:
+            return blitter.png(), (head + f"{fmt(float(plan.footprint.total), 'B')} per GPU (<b>does not fit</b> in the "
+                                   f"{fmt(hw.usable_capacity, 'B')} usable), so no step to time")
+        traffic = (f"traffic {duration(plan.comm_time)} over {hw.interconnect[plan.tier].name}, "
+                   + ("all hidden" if plan.exposed == 0 else f"{duration(plan.exposed)} exposed")) if cp > 1 else "no traffic"
         return blitter.png(), (head + f"{fmt(float(plan.footprint.total), 'B')} per GPU "
-                               + ("(fits)" if plan.fits else "(<b>does not fit</b>)")
-                               + f"; step {fmt(plan.time, 's')}: compute {fmt(plan.compute_time, 's')}, {traffic}; "
+                               + "(fits)" + f"; step {duration(plan.time)}: compute {duration(plan.compute_time)}, {traffic}; "
                                f"MFU {plan.mfu:.0%}")
 
     try:
@@ -843,7 +883,8 @@ def context_parallel_explorer(models: Sequence[str] = ("llama-3-8b", "llama-3-70
             start=[len(models) - 1, list(seqs).index(131072) if 131072 in seqs else 0,
                    list(cps).index(8) if 8 in cps else 0, 0, 0])
     finally:
-        plt.close(fig)
+        for fig, *_ in figures.values():
+            plt.close(fig)
     return explorer
 
 
