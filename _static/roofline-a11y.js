@@ -2,7 +2,8 @@
 //
 // - A table that scrolls inside its own box (appendix A's long table, any wide table on a phone) can be
 //   scrolled from the keyboard: it becomes a focusable region named after its caption (WCAG 2.1.1; axe:
-//   scrollable-region-focusable). Checked again when the window changes size.
+//   scrollable-region-focusable). Checked again when the window changes size. One that scrolls sideways is
+//   marked (data-rl-sideways) and shows a line above it saying that more columns lie to the right.
 // - An empty header cell (the corner above a column of row names, as the package's tables draw it)
 //   becomes a data cell: a header that names nothing is announced as an empty header (axe: empty-table-header).
 (function () {
@@ -10,9 +11,13 @@
   var SCROLLERS = ".bd-article .roofline-table-wrap, .bd-article table:not(.mjx-table)";
 
   function focusable(el) {
-    var scrolls = el.scrollWidth > el.clientWidth + 1 || el.scrollHeight > el.clientHeight + 1;
+    var sideways = el.scrollWidth > el.clientWidth + 1;
+    var scrolls = sideways || el.scrollHeight > el.clientHeight + 1;
     var style = getComputedStyle(el);
     var clipped = /(auto|scroll)/.test(style.overflowX + " " + style.overflowY);
+    // a table cut at the column's edge says so above it (roofline.css), so that no reader misses its last columns
+    if (sideways && /(auto|scroll)/.test(style.overflowX)) el.dataset.rlSideways = "1";
+    else delete el.dataset.rlSideways;
     if (scrolls && clipped) {
       if (!el.hasAttribute("tabindex")) {
         el.setAttribute("tabindex", "0");

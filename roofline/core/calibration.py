@@ -47,7 +47,7 @@ from roofline.core.roof import CalibratedRoof, Roof
 
 __all__ = ["SCOPES", "CALIBRATED_CHIPS", "MEASURED_CHIP", "roof_kind", "get_roof", "measured_roof", "calibrated_roof",
            "EXCLUDED", "NU_CLOSENESS", "NU_GRID", "NuPoint", "NuFit", "gemm_nu_points", "fit_gemm_nu",
-           "RoofConstant", "ROOF_QUANTITIES", "roof_constants", "custom_all_reduce_curves", "ep_low_latency_curves", "QUANTIZATION_RECORDS", "ROWWISE_GEMM_RECORDS",
+           "one_way", "RoofConstant", "ROOF_QUANTITIES", "roof_constants", "custom_all_reduce_curves", "ep_low_latency_curves", "QUANTIZATION_RECORDS", "ROWWISE_GEMM_RECORDS",
            "cast_share", "fp8_training_roof", "SWIGLU_RECORDS", "CROSS_ENTROPY_RECORD", "CROSS_ENTROPY_BYTES",
            "HOPPER_ATTENTION_KERNELS", "kernel_shares", "hopper_attention_kernels", "training_kernels_roof",
            "training_kernel_constants", "GROUPED_GEMM_RECORDS", "grouped_gemm_curves", "EP_NORMAL_LOAD",
@@ -201,8 +201,6 @@ EXCLUDED = MappingProxyType({
               "submission (likely throttled clocks): the curve keeps the sweep's shape up to 8,192",
     "mb0158": "DeepGEMM's fp8 matmul of 4,096 x 32,768 x 512 on the H800, 512 deep, which reaches 775 TFLOP/s "
               "where shapes of the same FLOPs reach 1,100 or more: too narrow for a curve by FLOPs",
-    "mb0160": "a DeepGEMM row whose quote is another row's (64 x 4,096 x 7,168 at 287 TFLOP/s), so its 1,410 "
-              "TFLOP/s for 4,096 x 4,096 x 7,168 has no quote behind it",
     "mb0162": "DeepGEMM's later 128 x 160 tiles (a pull request), for a shape the README's table already gives: "
               "the curve keeps one version of the kernel",
 })
@@ -335,6 +333,19 @@ def _a100(hw: Hardware, dtype: str) -> ClusterRoof:
         ))
 
 
+def one_way(record_id: str) -> float:
+    """A point-to-point copy record's rate in one direction, bytes/s: a bidirectional test counts half, a one-way
+    test its value. nvbandwidth's SM-copy bidirectional test runs odd and even warps copying in opposite directions
+    and reports 'size/(kernel time)', the bytes of both directions together (its README, "Bandwidth calculation"),
+    and p2pBandwidthLatencyTest's bidirectional rows add the two directions too. mb0279, the A100's 423 GB/s of
+    SM-copy reads both ways between two GPUs, is 211.5 GB/s each way."""
+    r = record(record_id)
+    if r.get("category") != "nvlink_p2p":
+        raise ValueError(f"record {record_id!r} is not a point-to-point copy (category {r.get('category')!r})")
+    both = "bidirectional" in f"{r.get('tool', '')} {r.get('operation', '')}".lower()
+    return record_value(record_id) / (2.0 if both else 1.0)
+
+
 def _fabric(hw: Hardware, gpu: str, *, all_to_all: str, all_reduce: str, port: str, port_check: str,
             all_to_all_port: str, send: str, latency: str) -> tuple[dict, dict]:
     """A chip's fabric from its records: the all-reduce sweep of ``gpu`` inside a node, all-to-all as a share of
@@ -345,7 +356,7 @@ def _fabric(hw: Hardware, gpu: str, *, all_to_all: str, all_reduce: str, port: s
     up, net = hw.link("scale_up").each_way, hw.link("network").each_way
     fabric = dict(nvlink=_sweep(sweep, lambda r: float(r["message_size_bytes"])).capped(up),
                   all_to_all_nvlink=record_value(all_to_all) / record_value(all_reduce), port=min(record_value(port), net),
-                  all_to_all_port=min(record_value(all_to_all_port), net), send_nvlink=min(record_value(send), up),
+                  all_to_all_port=min(record_value(all_to_all_port), net), send_nvlink=min(one_way(send), up),
                   latency_s=record_value(latency) / 14)
     return fabric, {"nvlink": (f"{sweep[0]}-{sweep[-1]}",), "all_to_all_nvlink": (all_to_all, all_reduce),
                     "port": (port, port_check), "all_to_all_port": (all_to_all_port,), "send_nvlink": (send,),
@@ -507,14 +518,18 @@ def _h800(hw: Hardware, dtype: str) -> ClusterRoof:
         gemm, sources["gemm"] = _sweep(ids, _gemm_flops).capped(hw.peak_flops(dtype)), tuple(ids)
     # the H100's size-dependence, scaled so its top is the H800's one all-reduce (mb0081), capped at the link
     scale = record_value("mb0081") / h100.nvlink.top
+    nvlink = h100.nvlink.scaled(scale).capped(up)
     sources.update(nvlink=(sources["nvlink"][0] + " scaled to mb0081",), all_to_all_nvlink=("mb0094", "mb0081"),
                    all_to_all_port=("mb0100",), ep_nvlink=("mb0094", "mb0095"))
     _, ep_nvlink, _ = ep_normal_rates()
+    # DeepEP's in-node all-to-all (mb0094) as a share of the all-reduce curve's top as this roof holds it (capped at
+    # the link), so a large buffer's all-to-all runs at DeepEP's measured rate, not at that share of the uncapped
+    # all-reduce (153/215 of the 200 GB/s cap, 142 GB/s)
     return replace(
         h100, label=f"{hw.short} calibrated", hardware=hw, peak_flops=hw.peak_flops(dtype), gemm=gemm,
         bandwidth=min(h100.bandwidth, hw.hbm_bandwidth),
-        nvlink=h100.nvlink.scaled(scale).capped(up),
-        all_to_all_nvlink=record_value("mb0094") / record_value("mb0081"), all_to_all_port=min(record_value("mb0100"), net),
+        nvlink=nvlink,
+        all_to_all_nvlink=min(record_value("mb0094"), up) / nvlink.top, all_to_all_port=min(record_value("mb0100"), net),
         send_nvlink=min(h100.send_nvlink, up), port=min(h100.port, net), sources=sources, gemm_nu=None,
         ep_nvlink=ep_nvlink,
         assumptions=(
@@ -525,9 +540,9 @@ def _h800(hw: Hardware, dtype: str) -> ClusterRoof:
             "inference shapes)",
             "the NVLink all-reduce follows the H100 sweep's dependence on size, scaled to the one H800 figure "
             "(mb0081, 215 GB/s) and capped at the link's 200 GB/s a direction",
-            "all-to-all inside a node is DeepEP's dispatch (mb0094) as a share of that all-reduce; across nodes "
-            "DeepEP's at 64 GPUs (mb0100), its kernels forwarding through NVLink to the ports; a training step's "
-            "expert all-to-alls run at DeepEP's own measured rates (mb0094-mb0101)",
+            "all-to-all inside a node runs at DeepEP's dispatch (mb0094, 153 GB/s) on large buffers, a share of that "
+            "capped all-reduce curve; across nodes DeepEP's at 64 GPUs (mb0100), its kernels forwarding through NVLink "
+            "to the ports; a training step's expert all-to-alls run at DeepEP's own measured rates (mb0094-mb0101)",
             "the network port, one message's latency and a two-GPU copy are the H100's (the same 400 Gb/s NIC), "
             "the copy capped at the H800's link; so are the engines' custom all-reduce times (a small buffer waits on "
             "a launch and two barriers, not on the link), never below a buffer's bytes at the H800's link",

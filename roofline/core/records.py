@@ -56,6 +56,7 @@ __all__ = [
     "record_value",
     "record_ids",
     "source_records",
+    "apply_corrections",
 ]
 
 class MeasurementError(ValueError):
@@ -496,17 +497,37 @@ def load_layers(name_or_path: str | Path = "h200-2026-11-29-layers") -> LayersMe
 # Published microbenchmarks
 
 
+def apply_corrections(records: Mapping[str, dict], corrections: list) -> dict[str, dict]:
+    """``records`` with each correction of ``microbenchmarks-added.json`` applied: a correction names a shared
+    record (``id``), the fields it replaces (``fields``: the quote copied from the wrong row, its location) and
+    ``why``; the mended record keeps every other field and says, under ``corrected``, what was mended and why.
+    A correction of a record that does not exist, of its id, or without a reason is an error."""
+    out = dict(records)
+    for c in corrections:
+        rid, fields, why = c.get("id"), c.get("fields"), c.get("why")
+        if rid not in out:
+            raise unknown_name("corrected microbenchmark record", rid, out)
+        if not isinstance(fields, dict) or not fields or "id" in fields:
+            raise ValueError(f"the correction of {rid!r} must replace some fields of the record other than its id, "
+                             f"got {fields!r}")
+        if not isinstance(why, str) or not why.strip():
+            raise ValueError(f"the correction of {rid!r} must say why (a 'why' text)")
+        out[rid] = {**out[rid], **fields, "corrected": {"fields": sorted(fields), "why": why}}
+    return out
+
+
 @lru_cache(maxsize=1)
 def _microbenchmarks() -> Mapping[str, dict]:
     data = resources.files("roofline.data")
     found = list(json.loads(data.joinpath("microbenchmarks.json").read_text()))
-    found += json.loads(data.joinpath("microbenchmarks-added.json").read_text())["records"]
+    added = json.loads(data.joinpath("microbenchmarks-added.json").read_text())
+    found += added["records"]
     out: dict[str, dict] = {}
     for r in found:
         if r["id"] in out:
             raise ValueError(f"microbenchmark record {r['id']!r} is given twice")
         out[r["id"]] = r
-    return MappingProxyType(out)
+    return MappingProxyType(apply_corrections(out, added.get("corrections", [])))
 
 
 def microbenchmarks() -> Mapping[str, dict]:

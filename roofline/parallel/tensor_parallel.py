@@ -37,7 +37,7 @@ from roofline.core.collectives import collective_cost
 from roofline.core.cost import Breakdown
 from roofline.core.formats import formats as make_formats
 from roofline.core.hardware import Hardware, get_hardware
-from roofline.workloads.inference import decode_step, prefill
+from roofline.workloads.inference import decode_step, prefill, verify_step
 from roofline.core.model import Model, NotModelledError, load_model
 from roofline.core.network import gpu_count
 from roofline.core.policies import recompute_policy
@@ -48,6 +48,7 @@ from roofline.workloads.training import TrainingPlan, plan_training, training_st
 from roofline.core.units import dtype_bytes
 
 __all__ = ["PUBLISHED", "Exchange", "TPStep", "TPPrediction", "check_tp", "shard_model", "kv_heads_per_gpu",
+           "tp_verify_step",
            "tp_decode_step", "tp_prefill", "tp_training_step", "predict_tp", "TPTrainingPlan", "tp_training_plan",
            "tp_intensity", "tier_ridge",
            "hiding_width", "layer_times", "linear_shard", "weights_per_gpu", "DegreePoint", "decode_by_degree", "best_degree"]
@@ -260,6 +261,19 @@ def tp_decode_step(model: Model | str, tp, batch=1, context=0, *, gpus_per_node=
     work = decode_step(shard_model(m, t), batch, context, **options)
     b = number("batch", batch, integer=True)
     return _inference("decode step", m, t, b, b, work, _activation_bytes(options))
+
+
+def tp_verify_step(model: Model | str, tp, queries, context=0, batch=1, *, gpus_per_node=None,
+                   **options) -> TPStep:
+    """Speculative decoding's verify step (:func:`~roofline.workloads.inference.verify_step`: ``queries`` new
+    tokens of each of ``batch`` sequences against ``context`` cached ones) split over ``tp`` GPUs, with the
+    exchanges of :func:`tp_decode_step` on ``batch x queries`` tokens: one all-reduce of the embedded tokens,
+    two per layer, and an all-gather of every query's logits. ``queries=1`` is :func:`tp_decode_step`."""
+    m = check_tp(model, tp, gpus_per_node=gpus_per_node)
+    t = _tp(tp)
+    work = verify_step(shard_model(m, t), queries, context, batch, **options)
+    q, b = number("queries", queries, integer=True), number("batch", batch, integer=True)
+    return _inference("verify step", m, t, q * b, q * b, work, _activation_bytes(options))
 
 
 def tp_prefill(model: Model | str, tp, tokens, batch=1, *, gpus_per_node=None, **options) -> TPStep:

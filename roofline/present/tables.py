@@ -775,18 +775,52 @@ def rule_cell(value) -> str:
     return f"{v:,.0f}" if abs(v) >= 100 else f"{v:.3g}"
 
 
+# What the figure after the slash is, rule by rule (issue 52: one phrase for the reader, the same for every
+# example): either the full model's answer to the rule's own question, or the example's own quantity that
+# the rule's threshold is set against. Keys are the start of a rule's name.
+AFTER_THE_SLASH = {
+    "max-to-sum band": "the full model: the kernel rule's time over the step rule's",
+    "compute-bound decode batch": "the full model: the batch sweep at the example's context",
+    "matmul outputs kept": "the full model: the tensor-by-tensor count",
+    "KV-bound batch": "the full model: the largest batch that fits the example's GPUs",
+    "data-parallel tokens per GPU": "the example: its own tokens per GPU",
+    "FSDP tokens per GPU": "the full model: its threshold with all traffic behind the backward pass",
+    "tensor-parallel hiding width": "the example: the model's own hidden size",
+    "decode tensor-parallel bound": "the full model: the fastest degree of 1, 2, 4 and 8",
+    "mixed FSDP x TP": "the full model: the planner's tensor degree",
+    "mixing pays below": "the example: its own tokens per GPU",
+    "attention-MLP crossover": "the full model: the exact pair-by-pair count",
+}
+
+
+def after_the_slash(rule) -> str:
+    """What :func:`rules_table` puts after a rule's slash (:data:`AFTER_THE_SLASH`); '' for a rule with no
+    second figure. A rule with a second figure and no phrase is an error, so the table never leaves one
+    unexplained."""
+    if rule.model_value is None:
+        return ""
+    for start, phrase in AFTER_THE_SLASH.items():
+        if rule.name.startswith(start):
+            return phrase
+    raise KeyError(f"no phrase in AFTER_THE_SLASH says what follows the slash for the rule {rule.name!r}")
+
+
+__all__ += ["AFTER_THE_SLASH", "after_the_slash"]
+
+
 def rules_table(examples: Mapping[str, Sequence], title: str = "") -> Table:
     """The rules page: one row per rule of :func:`roofline.parallel.rules.rules_for` (its name, with its unit and
     the chapter that derives it) and one column per example (a label and that example's results, all from the
-    same rules), each cell the rule's value and, where the full model answers the same question, its answer
-    after a slash (``'2,164 / 65,536'``)."""
+    same rules), each cell the rule's value and, where there is one, a second figure after a slash
+    (``'2,164 / 65,536'``); the last column says what that figure is (:func:`after_the_slash`)."""
     lists = _example_rules(examples)
     rows = []
     for i, first in enumerate(lists[0]):
         cells = [rule_cell(r[i].value) + ("" if r[i].model_value is None else " / " + rule_cell(r[i].model_value))
                  for r in lists]
-        rows.append((_rule_label(first), *cells))
-    return Table(("rule", *examples), tuple(rows), title)
+        seconds = [after_the_slash(r[i]) for r in lists]
+        rows.append((_rule_label(first), *cells, next((x for x in seconds if x), "")))
+    return Table(("rule", *examples, "after the slash"), tuple(rows), title, wrap=("after the slash",))
 
 
 def _example_rules(examples) -> list[list]:

@@ -566,47 +566,56 @@ def speculation_explorer(target: Model | str = "llama-3-70b", drafts: Sequence[s
                          batches: Sequence[int] = (1, 32, 256)) -> FrameExplorer:
     """Chapter 12's sliders: draft model, acceptance rate, draft length and batch.
 
-    Each frame draws the time per output token of plain decoding beside speculation's, split into the
-    draft's steps and the verify step (per token generated), on ``gpus`` GPUs of ``hardware`` pooled
-    (datasheet, all-reduces not counted), and reads out the tokens per verify step, the speed-up and the
-    share of FLOPs spent on tokens plain decoding would not compute
-    (:func:`roofline.serving.speculative.speculate`).
+    Each frame draws the time per output token of plain decoding (its kernels and its all-reduces) beside
+    speculation's, split into the draft's steps and the verify step (per token generated), with the target
+    and the draft each split ``gpus`` ways by tensor parallelism on ``hardware`` (datasheet kernels, the
+    all-reduces priced as chapter 8 prices them), and reads out the tokens per verify step, the speed-up and
+    the share of FLOPs spent on tokens plain decoding would not compute
+    (:func:`roofline.serving.speculative.speculate` with ``tp=gpus``). The time axis is scaled to each
+    batch's longest bar.
     """
 
     h = get_hardware(hardware)
-    roof = as_roof(h).pooled(gpus)
     m = load_model(target)
-    plans = {(d, a, g): speculate(m, d, roof=roof, alpha=a, gamma=g, batch=np.asarray(batches, dtype=float),
-                                  context=context) for d in drafts for a in alphas for g in gammas}
-    top = 1.15e3 * max(max(float(np.max(p.decode_time)), float(np.max(p.time_per_token))) for p in plans.values())
-    with plt.rc_context({"font.size": 10}):
-        fig, ax = plt.subplots(figsize=(7, 2.6), layout="constrained")
-        plain = ax.barh(1, 1, color=PALETTE["blue"], label="plain decode step")[0]
-        draft = ax.barh(0, 1, color=PALETTE["orange"], label="draft steps, per token")[0]
-        check = ax.barh(0, 1, left=1, color=PALETTE["green"], label="verify step, per token")[0]
-        ax.set_yticks([0, 1], ["speculative", "plain"])
-        ax.set_xlim(0, top)
-        ax.set_xlabel("time per output token (ms)")
-        ax.legend(loc="lower center", bbox_to_anchor=(0.5, 1.02), ncol=3, fontsize=9.5, frameon=False)
-    blitter = None
+    plans = {(d, a, g): speculate(m, d, h, alpha=a, gamma=g, batch=np.asarray(batches, dtype=float),
+                                  context=context, tp=gpus) for d in drafts for a in alphas for g in gammas}
+    figures: dict = {}
+
+    def figure(j):
+        if j not in figures:
+            top = 1.15e3 * max(max(float(np.asarray(p.decode_time)[j]), float(np.asarray(p.time_per_token)[j]))
+                               for p in plans.values())
+            with plt.rc_context({"font.size": 10}):
+                fig, ax = plt.subplots(figsize=(7, 2.8), layout="constrained")
+                kernels = ax.barh(1, 1, color=PALETTE["blue"], label="plain step: kernels")[0]
+                exchange = ax.barh(1, 1, left=1, color=PALETTE["vermillion"], label="plain step: all-reduces")[0]
+                draft = ax.barh(0, 1, color=PALETTE["orange"], label="draft steps, per token")[0]
+                check = ax.barh(0, 1, left=1, color=PALETTE["green"], label="verify step, per token")[0]
+                ax.set_yticks([0, 1], ["speculative", "plain"])
+                ax.set_xlim(0, top)
+                ax.set_xlabel(f"time per output token at batch {batches[j]} (ms)")
+                ax.legend(loc="lower center", bbox_to_anchor=(0.5, 1.02), ncol=2, fontsize=9.5, frameon=False)
+            bars = (kernels, exchange, draft, check)
+            figures[j] = (fig, bars, Blitter(fig, list(bars)))
+        return figures[j]
 
     def frame(d, a, g, batch):
-        nonlocal blitter
         p = plans[d, a, g]
         j = list(batches).index(batch)
+        fig, (kernels, exchange, draft, check), blitter = figure(j)
         e = float(p.tokens_per_step)
-        t0, td, tv = (float(np.asarray(x)[j]) for x in (p.decode_time, p.draft_time, p.verify_time))
-        plain.set_width(t0 * 1e3)
+        t0, td, tv, x0 = (float(np.asarray(x)[j]) for x in (p.decode_time, p.draft_time, p.verify_time, p.decode_exchange))
+        kernels.set_width((t0 - x0) * 1e3)
+        exchange.set_x((t0 - x0) * 1e3)
+        exchange.set_width(x0 * 1e3)
         draft.set_width(g * td / e * 1e3)
         check.set_x(g * td / e * 1e3)
         check.set_width(tv / e * 1e3)
-        if blitter is None:
-            blitter = Blitter(fig, [plain, draft, check])
         speed = float(np.asarray(p.speedup)[j])
         verdict = "pays" if speed > 1 else "<b>does not pay</b>"
         html = (f"<b>{m.title}, draft {load_draft(d).title}, α {a:g}, γ {g}, batch {batch}</b>: {e:.2f} tokens per "
-                f"verify step; {fmt((g * td + tv) / e, 's')} per token against {fmt(t0, 's')} plain, "
-                f"<b>{speed:.2f}×</b>, speculation {verdict}; verify step {np.asarray(p.verify_bound)[j]}-bound, "
+                f"verify step; {fmt((g * td + tv) / e, 's')} per token against {fmt(t0, 's')} plain "
+                f"({fmt(x0, 's')} of it in all-reduces), <b>{speed:.2f}×</b>, speculation {verdict}; "
                 f"{fmt(100 * float(np.asarray(p.wasted)[j]), '%', 2)} of its FLOPs beyond plain decoding's")
         return blitter.png(), html
 
@@ -614,11 +623,12 @@ def speculation_explorer(target: Model | str = "llama-3-70b", drafts: Sequence[s
         explorer = frame_explorer(
             [("draft", [(load_draft(d).title, d) for d in drafts]), ("α", list(alphas)), ("γ", list(gammas)),
              ("batch", list(batches))], frame,
-            f"speculative decoding of {m.name} on {gpus} × {h.short}: {len(drafts)} drafts x {len(alphas)} acceptance "
-            f"rates x {len(gammas)} draft lengths x {len(batches)} batches",
+            f"speculative decoding of {m.name} on {gpus} × {h.short} (tensor parallel): {len(drafts)} drafts x "
+            f"{len(alphas)} acceptance rates x {len(gammas)} draft lengths x {len(batches)} batches",
             start=[0, list(alphas).index(0.8) if 0.8 in alphas else 0, 1 if len(gammas) > 1 else 0, 0])
     finally:
-        plt.close(fig)
+        for fig, _, _ in figures.values():
+            plt.close(fig)
     return explorer
 
 
@@ -653,13 +663,14 @@ def tp_explorer(models: Sequence[str] = ("llama-3-8b", "llama-3-70b", "llama-3.1
             with style():
                 fig, ax = plt.subplots(figsize=(7, 3.4), layout="constrained")
             pos = np.arange(len(degrees))
-            compute = np.array([p.compute for p in points]) * 1e3
-            comm = np.array([p.comm for p in points]) * 1e3
+            # a degree that does not fit gets no bar: it has no step to time
+            compute = np.array([p.compute if p.fits else 0.0 for p in points]) * 1e3
+            comm = np.array([p.comm if p.fits else 0.0 for p in points]) * 1e3
             ax.bar(pos, compute, color=PALETTE["blue"], label="compute and HBM (one GPU's kernels)")
             ax.bar(pos, comm, bottom=compute, color=PALETTE["vermillion"], label="collectives")
-            ax.set_xticks(pos, [f"t = {d}" for d in degrees])
+            ax.set_xticks(pos, [f"t = {d}" if p.fits else f"t = {d}\n(does not fit)" for d, p in zip(degrees, points)])
             ax.set_ylabel("time per output token (ms)")
-            ax.set_ylim(0, max(p.time for p in points) * 1e3 * 1.08)
+            ax.set_ylim(0, max([p.time for p in points if p.fits] or [1e-3]) * 1e3 * 1.08)
             where = f", {dict((v, k) for k, v in tiers)[tier]}" if len(tiers) > 1 else ""
             ax.set_title(f"{titles[model]}, batch {batch}, {context:,} tokens{where}", fontsize=11)
             legend_below(ax, ncol=2)
@@ -668,11 +679,14 @@ def tp_explorer(models: Sequence[str] = ("llama-3-8b", "llama-3-70b", "llama-3.1
         fig, ax, outline, blitter = figures[key]
         j = list(degrees).index(t)
         p = points[j]
-        outline.set_bounds(j - 0.45, 0, 0.9, (p.compute + p.comm) * 1e3)
+        outline.set_bounds(j - 0.45, 0, 0.9, (p.compute + p.comm) * 1e3 if p.fits else 0.0)
         fits = "fits" if p.fits else "<b>does not fit</b>"
         html = (f"<b>{titles[model]}, t = {t}, batch {batch}, {context:,} tokens</b>: per GPU {fmt(p.weights_per_gpu, 'B')} of "
                 f"weights and {fmt(p.kv_per_gpu, 'B')} of KV cache, {fits} in the {fmt(hw.usable_capacity, 'B')} usable "
-                f"on the {hw.short}; {fmt(p.time, 's')} per output token "
+                f"on the {hw.short}")
+        if not p.fits:  # no time or rate for a layout that cannot run
+            return blitter.png(), html + "; no time per token for a layout that does not fit."
+        html += (f"; {fmt(p.time, 's')} per output token "
                 + (f"({fmt(p.comm, 's')} of it in {2 * load_model(model).num_layers + 2} collectives), " if t > 1
                    else "(one GPU: no collectives), ")
                 + f"{fmt(p.tokens_per_s_per_gpu, 'tokens/s')} per GPU.")
@@ -768,6 +782,32 @@ def moe_explorer(hardware: Hardware | str = "h200-sxm", *,
 __all__ += ["context_parallel_explorer"]
 
 
+def memory_axis(total_gb: float, capacity_gb: float) -> float:
+    """The end of an explorer's memory axis, in GB, for a bar of ``total_gb`` beside a GPU's usable
+    ``capacity_gb``: twice the capacity while the bar fits under 95% of that, else the next round number
+    (1, 2 or 5 times a power of ten) at or above 110% of the bar, so that no bar is ever cut off."""
+    base = 2 * capacity_gb
+    if total_gb <= 0.95 * base:
+        return base
+    need = 1.1 * total_gb
+    power = 10.0 ** np.floor(np.log10(need))
+    return float(next(power * k for k in (1, 2, 5, 10) if power * k >= need))
+
+
+def duration(seconds: float) -> str:
+    """A time as a reader says it: seconds (with their prefixes) below 1,000 s, then minutes, then hours
+    (never "ks")."""
+    s = float(seconds)
+    if s < 1000:
+        return fmt(s, "s")
+    if s < 3 * 3600:
+        return f"{s / 60:,.1f} min"
+    return f"{s / 3600:,.1f} h"
+
+
+__all__ += ["memory_axis", "duration"]
+
+
 def context_parallel_explorer(models: Sequence[str] = ("llama-3-8b", "llama-3-70b"), hardware: Hardware | str = "h100-sxm",
                               *, seqs: Sequence[int] = (32768, 131072, 2**20), cps: Sequence[int] = (1, 8, 16, 64),
                               gpus: int = 64, recompute: str = "full", achieved: float = 0.5) -> FrameExplorer:
@@ -782,41 +822,52 @@ def context_parallel_explorer(models: Sequence[str] = ("llama-3-8b", "llama-3-70
               "buffers": PALETTE["purple"], "compute": PALETTE["sky"], "traffic not hidden": PALETTE["vermillion"],
               "traffic hidden": "#dddddd"}
     cap = hw.usable_capacity / 1e9
-    with style():
-        fig, (ax_m, ax_t) = plt.subplots(2, 1, figsize=(7, 3.8), layout="constrained")
-        memory = {k: ax_m.barh(0, 0.0, color=colors[k], edgecolor="black", lw=0.4, label=k)[0]
-                  for k in ("model state", "activations", "logits", "buffers")}
-        ax_m.axvline(cap, color="black", ls="--", lw=1)
-        ax_m.set_xlim(0, cap * 2)
-        ax_m.set_ylim(-0.6, 0.6)
-        ax_m.set_yticks([])
-        ax_m.set_xlabel(f"memory per GPU (GB); dashed: the {hw.short}'s {cap:,.0f} GB usable")
-        ax_m.legend(loc="upper center", bbox_to_anchor=(0.5, -0.5), ncol=4, fontsize=9)
-        timing = {"compute": ax_t.barh(0.5, 0.0, color=colors["compute"], edgecolor="black", lw=0.4, label="compute")[0],
-                  "traffic not hidden": ax_t.barh(0.5, 0.0, color=colors["traffic not hidden"], edgecolor="black",
-                                                  lw=0.4, label="traffic not hidden")[0],
-                  "traffic hidden": ax_t.barh(-0.5, 0.0, color=colors["traffic hidden"], edgecolor="black", lw=0.4,
-                                              hatch="//", label="traffic hidden behind attention")[0]}
-        ax_t.set_xlim(0, 100)
-        ax_t.set_ylim(-1.1, 1.1)
-        ax_t.set_yticks([])
-        ax_t.set_xlabel("share of the training step (%)")
-        ax_t.legend(loc="upper center", bbox_to_anchor=(0.5, -0.5), ncol=3, fontsize=9)
-        refused_m = ax_m.text(0.5, 0.5, "refused", transform=ax_m.transAxes, ha="center", va="center")
-        refused_t = ax_t.text(0.5, 0.5, "refused", transform=ax_t.transAxes, ha="center", va="center")
-    blitter = None
+    figures: dict = {}
+
+    def figure(top):
+        """One figure per memory axis: the usable HBM twice over, or wider for a plan that needs more."""
+        if top not in figures:
+            with style():
+                fig, (ax_m, ax_t) = plt.subplots(2, 1, figsize=(7, 3.8), layout="constrained")
+                memory = {k: ax_m.barh(0, 0.0, color=colors[k], edgecolor="black", lw=0.4, label=k)[0]
+                          for k in ("model state", "activations", "logits", "buffers")}
+                ax_m.axvline(cap, color="black", ls="--", lw=1)
+                ax_m.set_xlim(0, top)
+                ax_m.set_ylim(-0.6, 0.6)
+                ax_m.set_yticks([])
+                ax_m.set_xlabel(f"memory per GPU (GB); dashed: the {hw.short}'s {cap:,.0f} GB usable")
+                ax_m.legend(loc="upper center", bbox_to_anchor=(0.5, -0.5), ncol=4, fontsize=9)
+                timing = {"compute": ax_t.barh(0.5, 0.0, color=colors["compute"], edgecolor="black", lw=0.4,
+                                               label="compute")[0],
+                          "traffic not hidden": ax_t.barh(0.5, 0.0, color=colors["traffic not hidden"], edgecolor="black",
+                                                          lw=0.4, label="traffic not hidden")[0],
+                          "traffic hidden": ax_t.barh(-0.5, 0.0, color=colors["traffic hidden"], edgecolor="black",
+                                                      lw=0.4, hatch="//", label="traffic hidden behind attention")[0]}
+                ax_t.set_xlim(0, 100)
+                ax_t.set_ylim(-1.1, 1.1)
+                ax_t.set_yticks([])
+                ax_t.set_xlabel("share of the training step (%)")
+                ax_t.legend(loc="upper center", bbox_to_anchor=(0.5, -0.5), ncol=3, fontsize=9)
+                refused_m = ax_m.text(0.5, 0.5, "refused", transform=ax_m.transAxes, ha="center", va="center")
+                refused_t = ax_t.text(0.5, 0.5, "refused", transform=ax_t.transAxes, ha="center", va="center")
+            movers = [*memory.values(), *timing.values(), refused_m, refused_t]
+            figures[top] = (fig, memory, timing, refused_m, refused_t, Blitter(fig, movers))
+        return figures[top]
 
     def frame(model, seq, cp, method, tier):
-        nonlocal blitter
         try:
             plan = plan_context_parallel(model, hw, seq=seq, cp=cp, method=method, gpus=gpus, recompute=recompute,
                                          achieved=achieved, tier=None if tier == "crossed" else tier)
         except ValueError as exc:
             plan, refused = None, str(exc)
+        total = float(plan.footprint.total) / 1e9 if plan is not None else 0.0
+        fig, memory, timing, refused_m, refused_t, blitter = figure(memory_axis(total, cap))
         refused_m.set_visible(plan is None)
         refused_t.set_visible(plan is None)
-        for r in (*memory.values(), *timing.values()):
+        for r in memory.values():
             r.set_visible(plan is not None)
+        for r in timing.values():  # a layout that does not fit has no step to time
+            r.set_visible(plan is not None and bool(plan.fits))
         if plan is not None:
             fp = plan.footprint.parts
             state = sum(float(v) for k, v in fp.items() if k not in ("activations", "recompute working set",
@@ -824,27 +875,26 @@ def context_parallel_explorer(models: Sequence[str] = ("llama-3-8b", "llama-3-70
             parts = {"model state": state, "activations": float(fp["activations"]) + float(fp["recompute working set"]),
                      "logits": float(fp["logits"]), "buffers": float(fp["context-parallel buffers"])}
             left = 0.0
-            for k, v in parts.items():  # clipped at the axis' end; the text says the total
-                width = min(v / 1e9, max(cap * 2 - left, 0.0))
+            for k, v in parts.items():  # the axis holds the whole bar (memory_axis)
                 memory[k].set_x(left)
-                memory[k].set_width(width)
-                left += width
+                memory[k].set_width(v / 1e9)
+                left += v / 1e9
             compute = 100 * plan.compute_time / plan.time
             timing["compute"].set_width(compute)
             timing["traffic not hidden"].set_x(compute)
             timing["traffic not hidden"].set_width(100 * plan.exposed / plan.time)
             timing["traffic hidden"].set_width(min(100.0, 100 * (plan.comm_time - plan.exposed) / plan.time))
-        if blitter is None:
-            blitter = Blitter(fig, [*memory.values(), *timing.values(), refused_m, refused_t])
         name = load_model(model).title
         head = f"<b>{name}, {seq:,} tokens over {cp} GPU{'s' if cp > 1 else ''}, {method}</b>: "
         if plan is None:
             return blitter.png(), head + refused
-        traffic = (f"traffic {fmt(plan.comm_time, 's')} over {hw.interconnect[plan.tier].name}, "
-                   + ("all hidden" if plan.exposed == 0 else f"{fmt(plan.exposed, 's')} exposed")) if cp > 1 else "no traffic"
+        if not plan.fits:
+            return blitter.png(), (head + f"{fmt(float(plan.footprint.total), 'B')} per GPU (<b>does not fit</b> in the "
+                                   f"{fmt(hw.usable_capacity, 'B')} usable), so no step to time")
+        traffic = (f"traffic {duration(plan.comm_time)} over {hw.interconnect[plan.tier].name}, "
+                   + ("all hidden" if plan.exposed == 0 else f"{duration(plan.exposed)} exposed")) if cp > 1 else "no traffic"
         return blitter.png(), (head + f"{fmt(float(plan.footprint.total), 'B')} per GPU "
-                               + ("(fits)" if plan.fits else "(<b>does not fit</b>)")
-                               + f"; step {fmt(plan.time, 's')}: compute {fmt(plan.compute_time, 's')}, {traffic}; "
+                               + "(fits)" + f"; step {duration(plan.time)}: compute {duration(plan.compute_time)}, {traffic}; "
                                f"MFU {plan.mfu:.0%}")
 
     try:
@@ -856,7 +906,8 @@ def context_parallel_explorer(models: Sequence[str] = ("llama-3-8b", "llama-3-70
             start=[len(models) - 1, list(seqs).index(131072) if 131072 in seqs else 0,
                    list(cps).index(8) if 8 in cps else 0, 0, 0])
     finally:
-        plt.close(fig)
+        for fig, *_ in figures.values():
+            plt.close(fig)
     return explorer
 
 

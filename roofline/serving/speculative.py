@@ -33,6 +33,7 @@ from roofline.core.hardware import get_hardware
 from roofline.workloads.inference import decode_step, verify_step
 from roofline.core.model import Model, load_model, model_from_config
 from roofline.core.roof import CalibratedRoof, as_roof, predict
+from roofline.parallel.tensor_parallel import predict_tp, tp_decode_step, tp_verify_step
 
 __all__ = [
     "PUBLISHED",
@@ -158,8 +159,10 @@ class SpeculativePlan:
     (``gamma`` draft steps and one verify). ``tokens_per_step`` is :func:`expected_tokens`;
     ``time_per_token`` is ``step_time / tokens_per_step``, against ``decode_time`` without speculation;
     ``speedup`` their ratio. FLOPs per generated token, with and without speculation, give ``wasted``:
-    the share of speculation's FLOPs that plain decoding would not spend. Fields are arrays where an
-    input was."""
+    the share of speculation's FLOPs that plain decoding would not spend. With ``tp`` > 1 the target and
+    the draft are both split ``tp`` ways over the same GPUs, and every step's time includes its
+    tensor-parallel all-reduces; ``decode_exchange`` is the part of a plain step spent in them. Fields are
+    arrays where an input was."""
 
     target: str
     draft: str
@@ -175,6 +178,8 @@ class SpeculativePlan:
     verify_bound: object
     plain_flops_per_token: object
     spec_flops_per_token: object
+    tp: int = 1
+    decode_exchange: object = 0.0
 
     @property
     def tokens_per_step(self):
@@ -229,7 +234,7 @@ def _scalar(x):
 
 def speculate(target: Model | str, draft: Model | str, hardware="h200-sxm", alpha=0.8, gamma: int = 4, *,
               batch=1, context: int = 2048, roof=None, accounting: str = "text", timing: str = "step",
-              **options) -> SpeculativePlan:
+              tp: int = 1, **options) -> SpeculativePlan:
     """Price speculative decoding of ``target`` with ``draft`` on ``hardware`` (or under ``roof``).
 
     Three workloads, each from the per-operation core and timed by :func:`roofline.core.roof.predict`: a
@@ -237,6 +242,11 @@ def speculate(target: Model | str, draft: Model | str, hardware="h200-sxm", alph
     ``gamma + 1`` queries (:func:`roofline.workloads.inference.verify_step`), all at ``batch`` sequences of
     ``context`` tokens. ``alpha`` (the acceptance rate, in [0, 1)) and ``batch`` broadcast. A draft
     with as many parameters as the target or more is refused.
+
+    With ``tp`` > 1 the target and the draft are each split ``tp`` ways by tensor parallelism over the
+    same GPUs of ``hardware`` (vLLM's default for a draft model), and each step is one GPU's kernels under
+    the roof plus its all-reduces priced as chapter 8 prices them
+    (:func:`~roofline.parallel.tensor_parallel.predict_tp`: NCCL's ring, NVLink inside a node of eight).
     """
     t, d = load_model(target), load_draft(draft)
     if d.params >= t.params:
@@ -258,14 +268,26 @@ def speculate(target: Model | str, draft: Model | str, hardware="h200-sxm", alph
     if d.vocab_size != t.vocab_size:  # the target verifies the draft's tokens (checked after the steps: not modelled first)
         raise ValueError(f"draft must share the target's vocabulary: {d.name} has {d.vocab_size:,} tokens, "
                          f"{t.name} {t.vocab_size:,}; its proposals are not the target's tokens")
-    p_plain, p_small, p_check = (predict(w, r, timing=timing) for w in (plain, small, check))
+    n = int(number("tp", tp, integer=True))
+    if n == 1:
+        p_plain, p_small, p_check = (predict(w, r, timing=timing) for w in (plain, small, check))
+        times = [p.time for p in (p_plain, p_small, p_check)]
+        exchange = 0.0
+    else:
+        hw = get_hardware(hardware)  # its links price the all-reduces; ``roof`` (if given) the kernels
+        split = (tp_decode_step(t, n, b, c, **kw), tp_decode_step(d, n, b, c, **kw), tp_verify_step(t, n, g + 1, c, b, **kw))
+        priced = [predict_tp(x, hw, roof=r, timing=timing) for x in split]
+        p_plain, p_check = priced[0].compute, priced[2].compute
+        times = [x.time for x in priced]
+        exchange = _scalar(priced[0].comm_time)
     e = expected_tokens(a, g)
     spec_flops = (g * np.asarray(small.flops) + np.asarray(check.flops)) / e
     return SpeculativePlan(
         target=t.name, draft=d.name, roof=r.label, alpha=_scalar(a), gamma=g, batch=int(b) if np.ndim(b) == 0 else np.asarray(b), context=int(c),
-        decode_time=_scalar(p_plain.time), draft_time=_scalar(p_small.time), verify_time=_scalar(p_check.time),
+        decode_time=_scalar(times[0]), draft_time=_scalar(times[1]), verify_time=_scalar(times[2]),
         decode_bound=p_plain.bound, verify_bound=p_check.bound,
-        plain_flops_per_token=_scalar(plain.flops), spec_flops_per_token=_scalar(spec_flops))
+        plain_flops_per_token=_scalar(plain.flops), spec_flops_per_token=_scalar(spec_flops), tp=n,
+        decode_exchange=exchange)
 
 
 def breakeven_alpha(target, draft, hardware="h200-sxm", gamma: int = 4, **kwargs):

@@ -257,6 +257,7 @@ TENSOR_PARALLEL_BAD_INPUT = {
     "tp_decode_step": (lambda: rl.parallel.tensor_parallel.tp_decode_step("llama-3.1-405b", 16, gpus_per_node=8), ValueError,
                        "tp must be at most the 8 GPUs of a node"),
     "tp_prefill": (lambda: rl.parallel.tensor_parallel.tp_prefill("llama-3-8b", 2, 0), ValueError, "tokens must be"),
+    "tp_verify_step": (lambda: rl.parallel.tensor_parallel.tp_verify_step("llama-3-8b", 2, 0), ValueError, "queries must be"),
     "tp_training_step": (lambda: rl.parallel.tensor_parallel.tp_training_step("llama-3-8b", 2, 1024, sequence_parallel="yes"),
                          TypeError, "sequence_parallel must be True or False"),
     "predict_tp": (lambda: rl.parallel.tensor_parallel.predict_tp(rl.decode_step("llama-3-8b"), "h100"), TypeError,

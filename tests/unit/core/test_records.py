@@ -27,6 +27,33 @@ def test_the_added_records_are_read_with_the_shared_ones():
         assert r["source"]["url"].startswith("https://") and r["source"]["location"], i
 
 
+def test_a_correction_mends_a_shared_record_and_says_why():
+    """mb0160, DeepGEMM's 4,096 x 4,096 x 7,168 fp8 matmul on the H800 at 1,410 TFLOP/s, was transcribed with the
+    quote of another row (64 x 4,096 x 7,168 at 287); the correction puts its own row's quote and place."""
+    r = microbenchmarks()["mb0160"]
+    cells = [c.strip() for c in r["quote"].strip("| ").split("|")]
+    assert [int(c) for c in cells[:3]] == r["shape_mnk"] == [4096, 4096, 7168]
+    assert cells[3] == f"{r['value']} TFLOPS" == "1410 TFLOPS"
+    assert r["corrected"]["fields"] == ["quote", "source"] and "wrong row" not in r["quote"]
+    assert "4096" in r["source"]["location"] and r["source"]["commit"] in r["source"]["url"]
+    # the records the correction did not name are as shared
+    assert "corrected" not in microbenchmarks()["mb0159"]
+
+
+def test_a_correction_names_a_record_the_fields_and_why():
+    from roofline.core.records import apply_corrections
+
+    recs = {"mb1": {"id": "mb1", "value": 1, "quote": "x"}}
+    fixed = apply_corrections(recs, [{"id": "mb1", "fields": {"quote": "y"}, "why": "copied from the wrong row"}])
+    assert fixed["mb1"]["quote"] == "y" and fixed["mb1"]["value"] == 1 and recs["mb1"]["quote"] == "x"
+    with pytest.raises(KeyError, match="corrected microbenchmark record .mb2.; did you mean .mb1."):
+        apply_corrections(recs, [{"id": "mb2", "fields": {"quote": "y"}, "why": "z"}])
+    with pytest.raises(ValueError, match="other than its id"):
+        apply_corrections(recs, [{"id": "mb1", "fields": {"id": "mb3"}, "why": "z"}])
+    with pytest.raises(ValueError, match="must say why"):
+        apply_corrections(recs, [{"id": "mb1", "fields": {"quote": "y"}, "why": " "}])
+
+
 def test_the_custom_all_reduce_records_quote_their_row_in_milliseconds():
     """SGLang's pull request #2904 gives one row per buffer, 'tp size 2/4/8 | data size | three latencies in ms';
     each record is one latency of that row, in us, at the row's place for its group size."""

@@ -72,13 +72,21 @@ def test_speculation_explorer_reads_speculate_and_a_custom_grid_starts_inside_it
     from roofline.serving.speculative import speculate
 
     h = get_hardware("h200-sxm")
-    e = widgets.speculation_explorer(drafts=("llama-3.2-1b",), alphas=(0.8,), gammas=(4,), batches=(1, 256))
-    plan = speculate(load_model("llama-3-70b"), "llama-3.2-1b", roof=as_roof(h).pooled(8), alpha=0.8, gamma=4,
-                     batch=np.asarray([1.0, 256.0]), context=2048)
+    e = widgets.speculation_explorer(drafts=("llama-3.2-1b",), alphas=(0.05, 0.8), gammas=(4,), batches=(1, 256))
+    plan = speculate(load_model("llama-3-70b"), "llama-3.2-1b", h, alpha=0.8, gamma=4,
+                     batch=np.asarray([1.0, 256.0]), context=2048, tp=8)
     speedups = np.asarray(plan.decode_time) / np.asarray(plan.time_per_token)
     for j in range(2):
-        assert f"{speedups[j]:.2f}×" in e.text((0, 0, 0, j))
+        assert f"{speedups[j]:.2f}×" in e.text((0, 1, 0, j))
+        # the plain step's all-reduces are read out (issue 52: eight GPUs at batch one pay them)
+        assert f"{fmt(float(np.asarray(plan.decode_exchange)[j]), 's')} of it in all-reduces" in e.text((0, 1, 0, j))
     assert speedups[1] < speedups[0]  # speculation buys less at a large batch, where decode is nearer the roof
+    # a twentieth: the readout and the verdict agree with the plan
+    low = speculate(load_model("llama-3-70b"), "llama-3.2-1b", h, alpha=0.05, gamma=4, context=2048, tp=8)
+    assert ("does not pay" in e.text((0, 0, 0, 0))) == (float(low.speedup) <= 1)
+    # each batch has its own time axis (issue 52: one axis for all batches left the batch-one bars a sliver)
+    bases = [e.frames[(0, 1, 0, j)].children[1].children[0].value for j in range(2)]
+    assert bases[0] != bases[1]
 
 
 def test_tp_explorer_fits_70b_at_eight_gpus_not_one():
@@ -87,7 +95,9 @@ def test_tp_explorer_fits_70b_at_eight_gpus_not_one():
     e = widgets.tp_explorer(models=("llama-3-70b",), degrees=(1, 8), batches=(1,), contexts=(1024,))
     key = (0,) * len(e.controls)
     one, eight = e.text(key), e.text(key[:1] + (1,) + key[2:])
-    assert "<b>does not fit</b>" in one and "no collectives" in one
+    # issue 52: no time or rate for a layout that does not fit
+    assert "<b>does not fit</b>" in one and "no time per token" in one and "tokens/s" not in one
+    assert not re.search(r"\d (ms|s) per output token", one)
     assert "does not fit" not in eight and "collectives" in eight
     points = decode_by_degree("llama-3-70b", get_hardware("h100-sxm"), (1, 8), batch=1, context=1024)
     assert fmt(points[1].time, "s") in eight and fmt(points[1].weights_per_gpu, "B") in eight
@@ -98,6 +108,7 @@ def test_context_parallel_explorer_refuses_all_to_all_past_the_kv_heads_and_fits
     e = widgets.context_parallel_explorer(models=("llama-3-8b",), seqs=(131072,), cps=(1, 16))
     assert len(e.frames) == 8  # model x sequence x cp x method x tier
     assert "does not fit" in e.text((0, 0, 0, 0, 0))
+    assert "MFU" not in e.text((0, 0, 0, 0, 0)) and "step" not in e.text((0, 0, 0, 0, 0)).replace("no step to time", "")
     ring16 = e.text((0, 0, 1, 0, 0))
     assert "(fits)" in ring16 and "16 GPUs, ring" in ring16
     assert "cp must not exceed" in e.text((0, 0, 1, 1, 0)) and "8 key/value heads" in e.text((0, 0, 1, 1, 0))
@@ -109,3 +120,29 @@ def test_pipeline_explorer_reads_the_simulated_bubble_beside_the_closed_form(kin
     e = widgets.pipeline_explorer(stages=(p,), micro_batches=(m,), schedules=((kind, (kind, v)),))
     text = e.text((0, 0, 0))
     assert f"bubble {100 * bubble:.1f}% of the ideal (closed form {100 * bubble:.1f}%)" in text
+
+
+def test_the_memory_axis_holds_every_bar_and_keeps_twice_the_hbm_for_those_that_fit():
+    # issue 52: chapter 11's explorer cut a 300 GB bar at 168 GB, twice an H100's 84 GB
+    assert widgets.memory_axis(80.0, 84.0) == 168.0
+    assert widgets.memory_axis(159.0, 84.0) == 168.0  # under 95% of the axis
+    assert widgets.memory_axis(300.0, 84.0) == 500.0  # 330 GB rounds up to 500
+    assert widgets.memory_axis(1500.0, 84.0) == 2000.0
+    for total in (170.0, 300.0, 4.2e3, 9.9e5):
+        assert widgets.memory_axis(total, 84.0) >= 1.1 * total
+
+
+def test_a_long_time_is_read_in_minutes_or_hours_never_kiloseconds():
+    assert widgets.duration(2.5) == "2.50 s"
+    assert widgets.duration(1500.0) == "25.0 min"
+    assert widgets.duration(36000.0) == "10.0 h"
+    assert "ks" not in widgets.duration(5000.0)
+
+
+def test_context_parallel_explorer_draws_a_bar_past_twice_the_hbm_whole():
+    e = widgets.context_parallel_explorer(models=("llama-3-70b",), seqs=(131072,), cps=(1, 8))
+    one = e.text((0, 0, 0, 0, 0))
+    assert "does not fit" in one and "ks" not in one
+    # the frame that does not fit is drawn on a wider axis than one that fits: different base pictures
+    bases = {e.frames[(0, 0, j, 0, 0)].children[1].children[0].value for j in range(2)}
+    assert len(bases) == 2

@@ -491,9 +491,17 @@ def test_rules_table_sets_each_examples_rule_beside_its_full_model():
     small = rules.rules_for("llama-3-8b", "h100-sxm")
     big = rules.rules_for("llama-3-70b", "h100-sxm", nodes=8, seq=8192, global_batch=512)
     t = tables.rules_table({"8B": small, "70B": big}, title="rules")
-    assert t.columns == ("rule", "8B", "70B") and len(t.rows) == len(small)
+    assert t.columns == ("rule", "8B", "70B", "after the slash") and len(t.rows) == len(small)
     ridge = dict(zip(t.columns, t.rows[0]))
-    assert ridge == {"rule": "ridge point (FLOP/B, chapter 1)", "8B": "295", "70B": "295"}  # no second answer
+    assert ridge == {"rule": "ridge point (FLOP/B, chapter 1)", "8B": "295", "70B": "295",
+                     "after the slash": ""}  # no second answer, nothing to explain
+    # issue 52: every row with a slash says what follows it, and only those rows
+    for row in t.rows:
+        assert (" / " in row[1] or " / " in row[2]) == bool(row[-1]), row
+    assert all(any(r.name.startswith(k) for k in tables.AFTER_THE_SLASH) for r in big if r.model_value is not None)
+    said = dict((r[0].split(" (")[0], r[-1]) for r in t.rows)
+    assert said["data-parallel tokens per GPU"] == "the example: its own tokens per GPU"
+    assert said["attention-MLP crossover"].startswith("the full model")
     assert next(r for r in t.rows if r[0].startswith("tensor"))[0] == "tensor-parallel hiding width at degree 8 (chapter 8)"
     mixed = next(dict(zip(t.columns, r)) for r in t.rows if r[0].startswith("mixed"))
     best = plan("llama-3-70b", "h100-sxm", nodes=8, seq=8192, global_batch=512).best
@@ -502,6 +510,15 @@ def test_rules_table_sets_each_examples_rule_beside_its_full_model():
     crossover = next(dict(zip(t.columns, r)) for r in t.rows if r[0].startswith("attention"))
     assert crossover["8B"] == "43,008 / 43,007"
     assert next(r for r in t.rows if r[0].startswith("compute-bound"))[1] == "295 / never"
+
+
+def test_a_rule_with_a_second_figure_and_no_phrase_is_refused():
+    from roofline.parallel.rules import RuleResult
+
+    odd = RuleResult("a new rule", 1.0, "", 1, "", "", model_value=2.0)
+    with pytest.raises(KeyError, match="no phrase in AFTER_THE_SLASH"):
+        tables.after_the_slash(odd)
+    assert tables.after_the_slash(RuleResult("a new rule", 1.0, "", 1, "", "")) == ""
 
 
 def test_rules_table_refuses_examples_of_different_rules():

@@ -112,6 +112,8 @@ def test_speculation_stops_paying_where_decode_nears_the_compute_roof():
     (lambda: SP.best_gamma(TARGET, DRAFT, "h200-sxm", 0.8, gammas=[]), ValueError, "gammas must name"),
     (lambda: SP.stops_paying_batch(TARGET, DRAFT, "h200-sxm", 0.8, 4, max_batch=0), ValueError, "max_batch must be"),
     (lambda: SP.breakeven_alpha(TARGET, DRAFT, "h200-sxm", 0), ValueError, "gamma must be"),
+    (lambda: SP.speculate("llama-3-70b", DRAFT, "h200-sxm", 0.8, 4, tp=0), ValueError, "tp must be a whole number > 0"),
+    (lambda: SP.speculate("llama-3-70b", DRAFT, "h200-sxm", 0.8, 4, tp=3), ValueError, "tp must divide"),
 ])
 def test_bad_input_names_the_argument(call, error, message):
     with pytest.raises(error, match=re.escape(message)):
@@ -151,3 +153,39 @@ def test_a_verify_step_scores_the_drafts_and_one_more():
     assert verify_tokens(4) == 5
     with pytest.raises(ValueError, match="gamma"):
         verify_tokens(2.5)
+
+
+# Issue 52: chapter 12's explorer serves Llama 3 70B on eight H200s, split by tensor parallelism; at batch one
+# every step then pays its all-reduces, which a pooled roof left out.
+
+def test_a_tensor_parallel_verify_step_of_one_query_is_the_decode_step():
+    from roofline.parallel.tensor_parallel import tp_decode_step, tp_verify_step
+
+    v, d = tp_verify_step("llama-3-70b", 8, 1, 2048, 4), tp_decode_step("llama-3-70b", 8, 4, 2048)
+    assert v.work.flops == pytest.approx(d.work.flops) and v.work.bytes == pytest.approx(d.work.bytes)
+    assert [(e.name, e.size, e.count) for e in v.exchanges] == [(e.name, e.size, e.count) for e in d.exchanges]
+
+
+def test_a_tensor_parallel_verify_step_exchanges_every_query():
+    from roofline.parallel.tensor_parallel import tp_verify_step
+
+    m = rl.load_model("llama-3-70b")
+    v = tp_verify_step(m, 8, 5, 2048, 2)
+    # 2 L + 2 collectives, each block's all-reduce on 5 queries x 2 sequences x 8,192 bf16 numbers = 163,840 bytes
+    assert v.collectives == 2 * 80 + 2
+    assert v.exchange("mlp all-reduce").size == 5 * 2 * 8192 * 2 == 163_840
+    assert v.tokens == 10
+
+
+def test_speculation_on_eight_gpus_pays_the_all_reduces():
+    h = rl.get_hardware("h200-sxm")
+    pooled = SP.speculate("llama-3-70b", DRAFT, roof=rl.as_roof(h).pooled(8), alpha=0.8, gamma=4)
+    split = SP.speculate("llama-3-70b", DRAFT, h, alpha=0.8, gamma=4, tp=8)
+    assert split.tp == 8 and pooled.tp == 1 and pooled.decode_exchange == 0.0
+    # the plain step: the pooled roof's time plus its all-reduces, at batch one at least 162 calls' latency
+    assert split.decode_exchange > 0
+    assert split.decode_time >= pooled.decode_time + split.decode_exchange * (1 - 1e-9)
+    # the draft is split the same way and pays its own 2 x 16 + 2 all-reduces: it costs more of a target step,
+    # so the acceptance rate that breaks even rises
+    assert SP.cost_ratio(split) > SP.cost_ratio(pooled)
+    assert SP.breakeven_alpha("llama-3-70b", DRAFT, h, 4, tp=8) > SP.breakeven_alpha("llama-3-70b", DRAFT, roof=rl.as_roof(h).pooled(8), gamma=4)
