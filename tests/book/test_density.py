@@ -37,12 +37,12 @@ CHECKED = [
     "chapters/11-long-sequences.html",
     "chapters/12-serving.html",
     "chapters/13-serving-at-scale.html",
+    "chapters/reference/rules.html",
 ]
 
-# The second pass of issue 52: the training and serving chapters, appendix C and the rules page, which
-# issues 48 and 49 were rewriting when the first pass ran.
+# Pages not yet held to the limits: none since issue 52's second pass brought in chapters 6-13, appendix C
+# and the rules page. A new page goes into CHECKED, or here with the reason, until it is rewritten.
 TO_DO = [
-    "chapters/reference/rules.html",
 ]
 
 NOT_PROSE = {
