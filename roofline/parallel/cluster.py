@@ -504,6 +504,14 @@ class _FP8Linears:
             self.casts_bwd += r.kernels * rc
 
 
+def _expert_rows(m: Model, lay: TrainLayout) -> float:
+    """Rows each of one GPU's local experts takes a micro-batch under balanced routing: the GPU's
+    ``micro_batch x seq / (cp x tp)`` tokens, ``experts_per_token`` copies each, shared by the ``num_experts / ep``
+    experts it holds."""
+    e = m.moe
+    return lay.micro_batch * lay.seq / lay.cp / lay.tp * e.experts_per_token * lay.ep / e.num_experts
+
+
 def grouped_expert_forward(m: Model, roof: ClusterRoof, recipe, rows: float, local: int) -> dict:
     """The forward products of one GPU's ``local`` experts, ``rows`` rows each, as one grouped kernel a projection
     (the gate and up projections side by side, ``2 x width`` wide, then the down projection), where ``roof`` holds
@@ -555,7 +563,7 @@ def moe_terms(model: Model | str, layout: TrainLayout, roof: ClusterRoof) -> dic
         return {}
     lay = layout
     local = e.num_experts // lay.ep
-    rows = lay.micro_batch * lay.seq / lay.cp / lay.tp * e.experts_per_token * lay.ep / e.num_experts
+    rows = _expert_rows(m, lay)
     grouped = grouped_expert_forward(m, roof, lay.recipe, rows, local) if lay.dtype == "fp8" else {}
     ids = roof.sources.get("grouped_gemm", ())
     out = {"experts": (f"dropless routing, every expert its share of the tokens (balanced): {local:,} expert"
@@ -632,7 +640,7 @@ def _layer(m: Model, lay: TrainLayout, roof: ClusterRoof, moe: bool) -> tuple[_P
             e = m.moe
             routed = T * e.experts_per_token / tp
             local = e.num_experts / lay.ep
-            rows = routed * lay.ep / e.num_experts
+            rows = _expert_rows(m, lay)
             lin.add(m.expert_linears(), rows, 1, kv, split=False, copies=local,
                     forward=grouped_expert_forward(m, roof, lay.recipe, rows, int(local)))
             lin.add(m.shared_expert_linears(), T, tp, kv)
@@ -659,7 +667,7 @@ def _layer(m: Model, lay: TrainLayout, roof: ClusterRoof, moe: bool) -> tuple[_P
             e = m.moe
             routed = T * e.experts_per_token / tp  # rows this GPU's experts take, shared among its local experts
             local = e.num_experts / lay.ep
-            per_expert = routed * lay.ep / e.num_experts
+            per_expert = _expert_rows(m, lay)
             mlp = (_gemms(roof, m.expert_linears(), per_expert, 1, kv, split=False, copies=local)
                    + _gemms(roof, m.shared_expert_linears(), T, tp, kv) + _gemms(roof, (m.router(),), T, 1, kv, split=False))
             width, act_rows = e.expert_intermediate_size, routed
